@@ -1,0 +1,407 @@
+// Banks of __constant__ storage, split into slots, with uploads onto any stream and cross-stream
+// hazards tracked by events.
+//
+// One line in a .cu file declares a bank and its host handle:
+//
+//   CONSTMEM_DEFINE_BANK(filter_taps, float, 1024, 4);   // 4 slots of 1,024 floats = 16 KiB
+//
+// The bank and every kernel that reads it must be in the same translation unit unless the code is
+// built with relocatable device code (-rdc=true): without -rdc each translation unit is its own
+// device module with its own copy of a __constant__ symbol, so a copy into the symbol as one file
+// sees it never reaches the kernels of another file. The symbol is `static` for the same reason.
+//
+// Use, all on one stream:
+//
+//   constmem::Lease<float> lease;
+//   CONSTMEM_RETURN_IF_ERROR(filter_taps().Acquire(stream, n, host_taps, &lease));
+//   CONSTMEM_RETURN_IF_ERROR(lease.UploadFromPageableHost(host_taps, n));
+//   kernel<<<grid, block, 0, stream>>>(filter_taps_reader{lease.offset()}, ...);
+//   CONSTMEM_RETURN_IF_ERROR(lease.Release());   // after the last launch that reads the slot
+//
+// The protocol, and why it is enough. Each slot has an event recorded on the stream of the last
+// lease that used it, after that lease's kernels. Acquire makes the new stream wait for that event
+// (cudaStreamWaitEvent, a device-side wait), so
+//   - a later upload never overwrites a table that an earlier kernel on any stream may still read,
+//   - a kernel never reads a slot before the upload it depends on has landed, even when that upload
+//     was enqueued by another stream and this lease skipped its own copy as unchanged.
+// Leases of one slot are thereby ordered on the device in the order the host took them; leases of
+// different slots are independent, which is what lets streams overlap. The host waits only for
+// another host thread that holds the same slot between Acquire and Release (microseconds of
+// enqueueing), never for the device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "constmem/cuda_support.cuh"
+#include "constmem/slot_planner.hpp"
+#include "constmem/staging.cuh"
+#include "constmem/stats.hpp"
+#include "constmem/strategy.hpp"
+
+#ifndef CONSTMEM_HAZARD_TRACKING_DEFAULT
+#define CONSTMEM_HAZARD_TRACKING_DEFAULT 1
+#endif
+
+namespace constmem {
+
+namespace detail {
+inline std::atomic<bool>& HazardTrackingFlag() {
+  static std::atomic<bool> enabled{CONSTMEM_HAZARD_TRACKING_DEFAULT != 0};
+  return enabled;
+}
+}  // namespace detail
+
+inline bool HazardTrackingEnabled() { return detail::HazardTrackingFlag().load(); }
+
+// For tests and demonstrations only. With tracking off a bank neither waits for earlier readers
+// before an upload nor for an earlier upload before a read, so the races it prevents show.
+inline void SetHazardTrackingForTesting(bool enabled) { detail::HazardTrackingFlag().store(enabled); }
+
+namespace detail {
+
+// A bank's state on one device: the symbol's address there, the slot bookkeeping and one event
+// per slot. Works in bytes; Bank<T> and Lease<T> add the element type.
+class DeviceBank {
+ public:
+  static Status Create(const void* symbol, int slot_count, std::size_t slot_bytes,
+                       std::unique_ptr<DeviceBank>* out) {
+    std::unique_ptr<DeviceBank> bank(new DeviceBank(slot_count, slot_bytes));
+    void* address = nullptr;
+    CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetSymbolAddress(&address, symbol), "cudaGetSymbolAddress");
+    bank->address_ = static_cast<char*>(address);
+    for (auto& slot : bank->slot_events_) {
+      CONSTMEM_RETURN_IF_CUDA_ERROR(
+          cudaEventCreateWithFlags(&slot.released, cudaEventDisableTiming), "cudaEventCreate(slot)");
+    }
+    *out = std::move(bank);
+    return Status::Ok();
+  }
+  // Events are never destroyed: the bank lives until process exit, and destroying an event at
+  // exit, after the CUDA runtime has shut down, would fail.
+
+  std::size_t slot_bytes() const { return planner_.slot_bytes(); }
+
+  Status Acquire(cudaStream_t stream, std::size_t bytes, const void* host_content, int* start,
+                 int* span) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const int needed = planner_.SlotsNeeded(bytes);
+    if (needed == 0) {
+      return InvalidArgument("a table of " + std::to_string(bytes) +
+                             " bytes does not fit a bank of " +
+                             std::to_string(planner_.capacity_bytes()) + " bytes");
+    }
+    int found = -1;
+    while (true) {
+      found = host_content != nullptr ? planner_.FindContent(host_content, bytes) : -1;
+      if (found >= 0 && planner_.RunIsFree(found, needed)) break;
+      if (found < 0) {
+        found = planner_.FindFreeRun(needed);
+        if (found >= 0) break;
+      }
+      slot_freed_.wait(lock);
+    }
+    planner_.Lease(found, needed);
+    lock.unlock();
+
+    if (HazardTrackingEnabled()) {
+      for (int i = found; i < found + needed; ++i) {
+        if (!slot_events_[i].recorded) continue;
+        const Status status = CudaStatus(cudaStreamWaitEvent(stream, slot_events_[i].released, 0),
+                                         "cudaStreamWaitEvent(slot)");
+        if (!status.ok()) {
+          Unlease(found, needed);
+          return status;
+        }
+      }
+    }
+    *start = found;
+    *span = needed;
+    return Status::Ok();
+  }
+
+  Status Upload(int start, int span, cudaStream_t stream, const void* source, std::size_t bytes,
+                SourceKind kind, bool* skipped) {
+    const bool host_source = kind != SourceKind::kDevice;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      *skipped = host_source && planner_.Holds(start, source, bytes);
+    }
+    if (*skipped) {
+      Count(Counter::kUploadSkipped);
+      return Status::Ok();
+    }
+    char* destination = address_ + static_cast<std::size_t>(start) * slot_bytes();
+    Status status;
+    switch (kind) {
+      case SourceKind::kDevice:
+        status = CudaStatus(cudaMemcpyAsync(destination, source, bytes,
+                                            cudaMemcpyDeviceToDevice, stream),
+                            "cudaMemcpyAsync into constant bank (device source)");
+        Count(Counter::kUploadFromDevice);
+        break;
+      case SourceKind::kPinnedHost:
+        status = CudaStatus(
+            cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync into constant bank (pinned host source)");
+        Count(Counter::kUploadFromPinnedHost);
+        break;
+      case SourceKind::kPageableHost: {
+        int device = 0;
+        PinnedStagingPool* pool = nullptr;
+        status = StreamDevice(stream, &device);
+        if (status.ok()) status = StagingPoolFor(device, &pool);
+        if (status.ok()) status = pool->CopyToDevice(destination, source, bytes, stream);
+        Count(Counter::kUploadFromPageableHost);
+        break;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    planner_.RecordContent(start, span, host_source && status.ok() ? source : nullptr, bytes);
+    return status;
+  }
+
+  Status Release(int start, int span, cudaStream_t stream) {
+    Status status;
+    if (HazardTrackingEnabled()) {
+      for (int i = start; i < start + span && status.ok(); ++i) {
+        status = CudaStatus(cudaEventRecord(slot_events_[i].released, stream),
+                            "cudaEventRecord(slot)");
+        slot_events_[i].recorded = status.ok();
+      }
+    }
+    if (!status.ok()) {
+      // Without its event the slot's last use is unknown: forget its content so the next lease
+      // uploads again, and rely on the stream order of whoever uses it next.
+      std::lock_guard<std::mutex> lock(mutex_);
+      planner_.RecordContent(start, span, nullptr, 0);
+    }
+    Unlease(start, span);
+    return status;
+  }
+
+ private:
+  struct SlotEvent {
+    cudaEvent_t released = nullptr;
+    bool recorded = false;  // touched only by the thread that holds the slot's lease
+  };
+
+  DeviceBank(int slot_count, std::size_t slot_bytes)
+      : planner_(slot_count, slot_bytes), slot_events_(static_cast<std::size_t>(slot_count)) {}
+
+  void Unlease(int start, int span) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      planner_.Unlease(start, span);
+    }
+    slot_freed_.notify_all();
+  }
+
+  char* address_ = nullptr;
+  std::mutex mutex_;
+  std::condition_variable slot_freed_;
+  SlotPlanner planner_;
+  std::vector<SlotEvent> slot_events_;
+};
+
+}  // namespace detail
+
+template <class T>
+class Bank;
+
+// The right to use a run of a bank's slots on one stream, from Acquire until Release. Released by
+// the destructor if the caller did not; movable, not copyable.
+template <class T>
+class Lease {
+ public:
+  Lease() = default;
+  Lease(Lease&& other) noexcept { *this = std::move(other); }
+  Lease& operator=(Lease&& other) noexcept {
+    if (this != &other) {
+      (void)Release();
+      bank_ = other.bank_;
+      device_ = other.device_;
+      stream_ = other.stream_;
+      start_ = other.start_;
+      span_ = other.span_;
+      skipped_ = other.skipped_;
+      slot_elements_ = other.slot_elements_;
+      other.bank_ = nullptr;
+    }
+    return *this;
+  }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() { (void)Release(); }
+
+  bool active() const { return bank_ != nullptr; }
+  // First element of the leased run within the bank's symbol: what the kernel's reader needs.
+  int offset() const { return static_cast<int>(start_ * slot_elements_); }
+  std::size_t capacity() const { return span_ * slot_elements_; }
+  int first_slot() const { return start_; }
+  // True when the last upload found the run already holding the same bytes and copied nothing.
+  bool upload_skipped() const { return skipped_; }
+
+  Status UploadFromDevice(const T* source, std::size_t count) {
+    return Upload(source, count, SourceKind::kDevice);
+  }
+  Status UploadFromPinnedHost(const T* source, std::size_t count) {
+    return Upload(source, count, SourceKind::kPinnedHost);
+  }
+  Status UploadFromPageableHost(const T* source, std::size_t count) {
+    return Upload(source, count, SourceKind::kPageableHost);
+  }
+  Status Upload(const T* source, std::size_t count, SourceKind kind) {
+    if (!active()) return Status(StatusCode::kFailedPrecondition, "upload through a released lease");
+    if (count == 0 || count > capacity()) {
+      return InvalidArgument("upload of " + std::to_string(count) + " elements into a lease of " +
+                             std::to_string(capacity()));
+    }
+    if (source == nullptr) return InvalidArgument("upload from a null pointer");
+    ScopedDevice device(device_);
+    CONSTMEM_RETURN_IF_ERROR(device.status());
+    return bank_->Upload(start_, span_, stream_, source, count * sizeof(T), kind, &skipped_);
+  }
+
+  // Ends the lease: call after enqueueing the last kernel that reads the run.
+  Status Release() {
+    if (!active()) return Status::Ok();
+    detail::DeviceBank* bank = bank_;
+    bank_ = nullptr;
+    ScopedDevice device(device_);
+    const Status switched = device.status();
+    const Status released = bank->Release(start_, span_, stream_);
+    return switched.ok() ? released : switched;
+  }
+
+ private:
+  friend class Bank<T>;
+  detail::DeviceBank* bank_ = nullptr;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  int start_ = 0;
+  int span_ = 0;
+  bool skipped_ = false;
+  std::size_t slot_elements_ = 0;
+};
+
+// The host handle of a bank. Thread-safe; per-device state is created on first use on a device.
+template <class T>
+class Bank {
+ public:
+  Bank(const void* symbol, std::size_t slot_elements, int slot_count, const char* name)
+      : symbol_(symbol), slot_elements_(slot_elements), slot_count_(slot_count), name_(name) {}
+  Bank(const Bank&) = delete;
+  Bank& operator=(const Bank&) = delete;
+
+  std::size_t slot_elements() const { return slot_elements_; }
+  int slot_count() const { return slot_count_; }
+  std::size_t capacity_elements() const { return slot_elements_ * slot_count_; }
+  const char* name() const { return name_; }
+
+  // Leases enough slots for `count` elements on `stream`. Pass the host content when the upload
+  // will come from the host: a run that already holds it is preferred, so that the upload can be
+  // skipped. Blocks only while other host threads hold every suitable run.
+  Status Acquire(cudaStream_t stream, std::size_t count, const T* host_content, Lease<T>* lease) {
+    if (count == 0 || count > capacity_elements()) {
+      return InvalidArgument(std::string("bank '") + name_ + "' holds at most " +
+                             std::to_string(capacity_elements()) + " elements; asked for " +
+                             std::to_string(count));
+    }
+    int device = 0;
+    CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+    CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+    ScopedDevice guard(device);
+    CONSTMEM_RETURN_IF_ERROR(guard.status());
+    detail::DeviceBank* bank = nullptr;
+    CONSTMEM_RETURN_IF_ERROR(StateFor(device, &bank));
+    Lease<T> acquired;
+    CONSTMEM_RETURN_IF_ERROR(bank->Acquire(stream, count * sizeof(T), host_content,
+                                           &acquired.start_, &acquired.span_));
+    acquired.bank_ = bank;
+    acquired.device_ = device;
+    acquired.stream_ = stream;
+    acquired.slot_elements_ = slot_elements_;
+    *lease = std::move(acquired);
+    return Status::Ok();
+  }
+
+ private:
+  Status StateFor(int device, detail::DeviceBank** out) {
+    detail::DeviceBank* existing = states_[device].load(std::memory_order_acquire);
+    if (existing == nullptr) {
+      std::lock_guard<std::mutex> lock(creation_mutex_);
+      existing = states_[device].load(std::memory_order_relaxed);
+      if (existing == nullptr) {
+        std::unique_ptr<detail::DeviceBank> created;
+        CONSTMEM_RETURN_IF_ERROR(detail::DeviceBank::Create(symbol_, slot_count_,
+                                                            slot_elements_ * sizeof(T), &created));
+        existing = created.release();  // kept for the life of the process, like the symbol
+        states_[device].store(existing, std::memory_order_release);
+      }
+    }
+    *out = existing;
+    return Status::Ok();
+  }
+
+  const void* symbol_;
+  std::size_t slot_elements_;
+  int slot_count_;
+  const char* name_;
+  std::mutex creation_mutex_;
+  std::array<std::atomic<detail::DeviceBank*>, kMaxDevices> states_{};
+};
+
+}  // namespace constmem
+
+// Compile-time accounting of the __constant__ bytes a translation unit declares through
+// CONSTMEM_DEFINE_BANK: a chain of specialisations keyed by __COUNTER__ sums them.
+namespace constmem_detail_tu {
+namespace {
+template <int K>
+struct BankBytesUpTo {
+  static constexpr std::size_t value = BankBytesUpTo<K - 1>::value;
+};
+template <>
+struct BankBytesUpTo<-1> {
+  static constexpr std::size_t value = 0;
+};
+}  // namespace
+}  // namespace constmem_detail_tu
+
+#define CONSTMEM_DETAIL_ACCOUNT(bytes, key) CONSTMEM_DETAIL_ACCOUNT_EXPANDED(bytes, key)
+#define CONSTMEM_DETAIL_ACCOUNT_EXPANDED(bytes, key)                                          \
+  namespace constmem_detail_tu {                                                              \
+  namespace {                                                                                 \
+  template <>                                                                                 \
+  struct BankBytesUpTo<key> {                                                                 \
+    static constexpr std::size_t value = BankBytesUpTo<key - 1>::value + (bytes);             \
+  };                                                                                          \
+  static_assert(BankBytesUpTo<key>::value <= ::constmem::kConstantMemoryBytes,                \
+                "constmem: the __constant__ banks of this translation unit exceed 64 KiB");   \
+  }                                                                                           \
+  }
+
+// Declares `static __constant__ T name##_constmem_symbol[slot_elements * slot_count]`, its host
+// handle `name()` and a device-side reader `name##_reader{offset}` for kernels of this file.
+#define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                               \
+  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");             \
+  static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)];               \
+  CONSTMEM_DETAIL_ACCOUNT(sizeof(T) * (slot_elements) * (slot_count), __COUNTER__)            \
+  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                       \
+    static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count),    \
+                                    #name);                                                   \
+    return bank;                                                                              \
+  }                                                                                           \
+  struct name##_reader {                                                                      \
+    int offset;                                                                               \
+    __device__ __forceinline__ T operator[](int i) const { return name##_constmem_symbol[offset + i]; } \
+  }

@@ -1,0 +1,68 @@
+// Tables passed by value as a __grid_constant__ kernel parameter. The launch copies the parameter
+// into constant bank 0 of the launch itself, so there is no upload, no slot and no hazard: every
+// launch carries its own table. Costs nothing beyond the launch up to about 4 KiB on the H200.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "constmem/cuda_support.cuh"
+#include "constmem/strategy.hpp"
+
+namespace constmem {
+
+template <class T, std::size_t Capacity>
+struct ByValueTable {
+  static_assert(Capacity > 0, "empty by-value table");
+  static_assert(sizeof(T) * Capacity + sizeof(int) <= kMaxKernelParamBytes,
+                "a by-value table must fit the 32,764-byte parameter limit");
+  static constexpr std::size_t kCapacity = Capacity;
+
+  int size;
+  T values[Capacity];
+
+  __host__ __device__ __forceinline__ T operator[](int i) const { return values[i]; }
+};
+
+template <class T, std::size_t Capacity>
+Status FillByValueTable(const T* host_values, std::size_t count, ByValueTable<T, Capacity>* table) {
+  if (count == 0 || count > Capacity) {
+    return InvalidArgument("a by-value table holds 1 to " + std::to_string(Capacity) +
+                           " elements; got " + std::to_string(count));
+  }
+  table->size = static_cast<int>(count);
+  std::memcpy(table->values, host_values, count * sizeof(T));
+  return Status::Ok();
+}
+
+// Parameters above 4,096 bytes need CUDA 12.1 or newer on both sides and a Volta or newer GPU.
+inline Status CheckKernelParamBytes(std::size_t param_bytes, int device) {
+  if (param_bytes <= kLegacyKernelParamBytes) return Status::Ok();
+  if (param_bytes > kMaxKernelParamBytes) {
+    return InvalidArgument("kernel parameters of " + std::to_string(param_bytes) +
+                           " bytes exceed the limit of " + std::to_string(kMaxKernelParamBytes));
+  }
+  int driver = 0;
+  int major = 0;
+  CONSTMEM_RETURN_IF_CUDA_ERROR(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+      "cudaDeviceGetAttribute");
+  if (driver < 12010 || CUDART_VERSION < 12010 || major < 7) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "kernel parameters over 4,096 bytes need CUDA 12.1+ and compute capability 7.0+");
+  }
+  return Status::Ok();
+}
+
+// The fallback reader for tables of any size that stay in global memory.
+template <class T>
+struct GlobalTableReader {
+  const T* values;
+  __device__ __forceinline__ T operator[](int i) const { return __ldg(values + i); }
+};
+
+}  // namespace constmem

@@ -1,0 +1,95 @@
+"""Frobulate: out[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1])."""
+
+import numpy as np
+import tensorflow as tf
+
+from constmem import _loader
+
+MAX_TABLE_SIZE = 16384
+"""The longest table: one 64 KiB constant bank of int32 entries."""
+
+_SOURCES = ("auto", "input", "host", "attr")
+
+
+def _invalid(message):
+    return tf.errors.InvalidArgumentError(None, None, message)
+
+
+def frobulate(data, table, *, source="auto", name=None):
+    """Adds every entry of `table` to every element of `data`, in order.
+
+    `out[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1])`, evaluated left to right in
+    the data type, each table entry converted to that type first. On a GPU the table is read from
+    `__constant__` memory (or a by-value kernel parameter) with warp-uniform indices; the GPU result
+    is bitwise equal to the CPU result.
+
+    Args:
+      data: float32 or float64 tensor of any shape, including 0-d and empty.
+      table: int32 vector of 1 to 16,384 entries (64 KiB): a tensor, or a Python/NumPy sequence.
+      source: how the table reaches the GPU kernel.
+        "input": an ordinary input; on the GPU it is copied device-to-device into constant memory.
+        "host": a host-memory input; small tables (up to 1,024 entries) become a by-value kernel
+          parameter, larger ones are staged through TensorFlow's pinned host allocator.
+        "attr": fixed per graph node; uploaded at most once per device and content.
+        "auto" (default): "attr" for a Python or NumPy table, "input" for a tensor.
+      name: optional op name.
+
+    Returns:
+      A tensor with the shape and dtype of `data`.
+
+    Raises:
+      tf.errors.InvalidArgumentError: a table of rank other than 1, of length 0 or above 16,384,
+        of a dtype other than int32; data of a dtype other than float32/float64 or with more
+        elements than the kernel can address (2^62).
+
+    The gradient with respect to `data` is the incoming gradient; `table` has none.
+    """
+    if source not in _SOURCES:
+        raise ValueError(f"source must be one of {_SOURCES}; got {source!r}")
+    ops = _loader.ops()
+    with tf.name_scope(name or "Frobulate"):
+        data = tf.convert_to_tensor(data)
+        if data.dtype not in (tf.float32, tf.float64):
+            raise _invalid(f"data must be float32 or float64; got {data.dtype.name}")
+        constant_table = not tf.is_tensor(table)
+        if source == "auto":
+            source = "attr" if constant_table else "input"
+        if source == "attr":
+            if not constant_table:
+                table = tf.get_static_value(table)
+                if table is None:
+                    raise _invalid("source='attr' needs a table known when the graph is built")
+            values = np.asarray(table)
+            if values.dtype.kind not in "iu" and values.size > 0:
+                raise _invalid(f"table must be int32; got {values.dtype}")
+            if values.ndim != 1:
+                raise _invalid(f"table must be a vector (rank 1); got shape {values.shape}")
+            if values.size > 0 and (values.min() < -(2**31) or values.max() >= 2**31):
+                raise _invalid("table entries must fit int32")
+            return ops.constmem_frobulate_attr(data=data, table=[int(v) for v in values])
+        table = tf.convert_to_tensor(table, dtype_hint=tf.int32)
+        if table.dtype != tf.int32:
+            raise _invalid(f"table must be int32; got {table.dtype.name}")
+        if source == "host":
+            return ops.constmem_frobulate_host_table(data=data, table=table)
+        return ops.constmem_frobulate(data=data, table=table)
+
+
+def _pass_through_gradient(op, grad):
+    del op
+    return grad
+
+
+@tf.RegisterGradient("Constmem>Frobulate")
+def _frobulate_grad(op, grad):
+    return [_pass_through_gradient(op, grad), None]
+
+
+@tf.RegisterGradient("Constmem>FrobulateHostTable")
+def _frobulate_host_table_grad(op, grad):
+    return [_pass_through_gradient(op, grad), None]
+
+
+@tf.RegisterGradient("Constmem>FrobulateAttr")
+def _frobulate_attr_grad(op, grad):
+    return _pass_through_gradient(op, grad)

@@ -1,0 +1,155 @@
+// Host-side logic of the core, runnable without a GPU: status, strategy, slot bookkeeping,
+// counters and Frobulate's CPU arithmetic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "constmem/slot_planner.hpp"
+#include "constmem/stats.hpp"
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+#include "frobulate/frobulate_functor.h"
+
+namespace constmem {
+namespace {
+
+TEST(Status, CarriesCodeMessageAndCudaError) {
+  EXPECT_TRUE(Status::Ok().ok());
+  const Status status(StatusCode::kInternal, "copy failed", "cudaErrorInvalidValue: invalid argument");
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.ToString(),
+            "INTERNAL: copy failed (cudaErrorInvalidValue: invalid argument)");
+  EXPECT_EQ(InvalidArgument("bad").code(), StatusCode::kInvalidArgument);
+}
+
+Status FailsThenNeverReached(int* reached) {
+  CONSTMEM_RETURN_IF_ERROR(InvalidArgument("first"));
+  *reached = 1;
+  return Status::Ok();
+}
+
+TEST(Status, ReturnIfErrorStopsAtTheFirstFailure) {
+  int reached = 0;
+  EXPECT_EQ(FailsThenNeverReached(&reached).message(), "first");
+  EXPECT_EQ(reached, 0);
+}
+
+TEST(Strategy, HostTablesUpToTheByValueLimitGoByValue) {
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost), Placement::kByValue);
+  EXPECT_EQ(ChoosePlacement(kDefaultByValueBytes, TableLocation::kHost), Placement::kByValue);
+  EXPECT_EQ(ChoosePlacement(kDefaultByValueBytes + 4, TableLocation::kHost),
+            Placement::kConstantBank);
+}
+
+TEST(Strategy, DeviceTablesAreNeverPassedByValue) {
+  EXPECT_EQ(ChoosePlacement(4, TableLocation::kDevice), Placement::kConstantBank);
+  EXPECT_EQ(ChoosePlacement(kConstantMemoryBytes, TableLocation::kDevice),
+            Placement::kConstantBank);
+}
+
+TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {
+  EXPECT_EQ(ChoosePlacement(kConstantMemoryBytes + 1, TableLocation::kDevice),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(kConstantMemoryBytes + 1, TableLocation::kHost),
+            Placement::kGlobalMemory);
+  StrategyLimits small_bank;
+  small_bank.constant_bank_bytes = 1024;
+  EXPECT_EQ(ChoosePlacement(2048, TableLocation::kDevice, small_bank), Placement::kGlobalMemory);
+  EXPECT_STREQ(PlacementName(Placement::kGlobalMemory), "global_memory");
+}
+
+TEST(SlotPlanner, CountsSlotsAndRejectsWhatDoesNotFit) {
+  SlotPlanner planner(4, 256);
+  EXPECT_EQ(planner.SlotsNeeded(0), 0);
+  EXPECT_EQ(planner.SlotsNeeded(1), 1);
+  EXPECT_EQ(planner.SlotsNeeded(256), 1);
+  EXPECT_EQ(planner.SlotsNeeded(257), 2);
+  EXPECT_EQ(planner.SlotsNeeded(1024), 4);
+  EXPECT_EQ(planner.SlotsNeeded(1025), 0);
+}
+
+TEST(SlotPlanner, HandsOutDifferentSlotsRoundRobin) {
+  SlotPlanner planner(4, 256);
+  std::vector<int> starts;
+  for (int i = 0; i < 4; ++i) {
+    const int start = planner.FindFreeRun(1);
+    ASSERT_GE(start, 0);
+    planner.Lease(start, 1);
+    starts.push_back(start);
+  }
+  EXPECT_EQ(starts, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(planner.FindFreeRun(1), -1) << "every slot is leased";
+  planner.Unlease(2, 1);
+  EXPECT_EQ(planner.FindFreeRun(1), 2);
+}
+
+TEST(SlotPlanner, MultiSlotRunsNeedContiguousFreeSlots) {
+  SlotPlanner planner(4, 256);
+  planner.Lease(1, 1);
+  EXPECT_EQ(planner.FindFreeRun(2), 2) << "slots 2-3 are the only free pair";
+  planner.Lease(2, 2);
+  EXPECT_EQ(planner.FindFreeRun(2), -1);
+  EXPECT_EQ(planner.FindFreeRun(1), 0);
+}
+
+TEST(SlotPlanner, RemembersHostContentToSkipUnchangedUploads) {
+  SlotPlanner planner(4, 16);
+  const std::vector<std::int32_t> table = {1, 2, 3};
+  std::vector<std::int32_t> other = table;
+  other[2] = 4;
+  EXPECT_EQ(planner.FindContent(table.data(), 12), -1);
+  planner.RecordContent(1, 1, table.data(), 12);
+  EXPECT_EQ(planner.FindContent(table.data(), 12), 1);
+  EXPECT_TRUE(planner.Holds(1, table.data(), 12));
+  EXPECT_FALSE(planner.Holds(1, other.data(), 12)) << "same length, other content";
+  EXPECT_FALSE(planner.Holds(1, table.data(), 8)) << "a prefix is another table";
+}
+
+TEST(SlotPlanner, OverwritingPartOfARunForgetsItsContent) {
+  SlotPlanner planner(4, 16);
+  std::vector<std::int32_t> wide(8, 7);  // 32 bytes: two slots
+  planner.RecordContent(0, 2, wide.data(), 32);
+  EXPECT_TRUE(planner.Holds(0, wide.data(), 32));
+  planner.RecordContent(1, 1, nullptr, 16);  // a device copy into the run's second slot
+  EXPECT_FALSE(planner.Holds(0, wide.data(), 32));
+  planner.RecordContent(0, 2, wide.data(), 32);
+  planner.RecordContent(0, 1, nullptr, 4);
+  EXPECT_EQ(planner.FindContent(wide.data(), 32), -1);
+}
+
+TEST(Counters, CountAndName) {
+  const std::int64_t before = CounterValue(Counter::kUploadSkipped);
+  Count(Counter::kUploadSkipped);
+  Count(Counter::kUploadSkipped, 2);
+  EXPECT_EQ(CounterValue(Counter::kUploadSkipped), before + 3);
+  EXPECT_STREQ(CounterName(Counter::kStagingReleasedEarly), "staging_released_early");
+}
+
+TEST(FrobulateFunctor, AddsLeftToRightInTheDataType) {
+  // 2^24 + 1 + 1 in float: each +1 rounds away, so left-to-right gives 2^24, not 2^24 + 2.
+  const std::int32_t table[] = {1, 1};
+  const float start = 16777216.0f;
+  EXPECT_EQ(ops::FrobulateElement(start, table, 2), 16777216.0f);
+  EXPECT_EQ(ops::FrobulateElement(static_cast<double>(start), table, 2), 16777218.0);
+}
+
+TEST(FrobulateFunctor, MatchesAFloat64ReferenceOnSmallIntegers) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::int32_t> entry(-50, 50);
+  std::vector<std::int32_t> table(100);
+  for (auto& t : table) t = entry(rng);
+  std::vector<float> data(1000), out(1000);
+  for (auto& d : data) d = static_cast<float>(entry(rng)) * 0.5f;
+  ops::FrobulateRange(data.data(), out.data(), 0, 1000, table.data(), 100);
+  for (int i = 0; i < 1000; ++i) {
+    double reference = data[i];
+    for (std::int32_t t : table) reference += t;
+    EXPECT_EQ(static_cast<double>(out[i]), reference) << i;  // exact: small halves and integers
+  }
+}
+
+}  // namespace
+}  // namespace constmem

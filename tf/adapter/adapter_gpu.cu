@@ -1,0 +1,44 @@
+// The adapter's few CUDA calls, made through our own (static) CUDA runtime.
+#include <cuda_runtime.h>
+
+#include "adapter/gpu_table.h"
+#include "constmem/cuda_support.cuh"
+
+namespace constmem {
+namespace ops {
+
+class StreamMarker {
+ public:
+  cudaEvent_t event = nullptr;
+};
+
+Status RecordStreamMarker(GpuStream stream, StreamMarker** marker) {
+  int device = 0;
+  CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+  ScopedDevice guard(device);
+  CONSTMEM_RETURN_IF_ERROR(guard.status());
+  auto* created = new StreamMarker;
+  Status status = CudaStatus(cudaEventCreateWithFlags(&created->event, cudaEventDisableTiming),
+                             "cudaEventCreate(marker)");
+  if (status.ok()) status = CudaStatus(cudaEventRecord(created->event, stream), "cudaEventRecord(marker)");
+  if (!status.ok()) {
+    if (created->event != nullptr) cudaEventDestroy(created->event);
+    delete created;
+    return status;
+  }
+  *marker = created;
+  return Status::Ok();
+}
+
+bool IsPinnedHost(const void* pointer) { return IsPinnedHostMemory(pointer); }
+
+bool StreamPassedMarkerAndFree(StreamMarker* marker) {
+  const bool passed = cudaEventQuery(marker->event) == cudaSuccess;
+  cudaGetLastError();
+  cudaEventDestroy(marker->event);
+  delete marker;
+  return passed;
+}
+
+}  // namespace ops
+}  // namespace constmem

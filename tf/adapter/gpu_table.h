@@ -1,0 +1,34 @@
+// Plain C++ types that cross from TensorFlow kernels (g++) into CUDA launchers (nvcc).
+#pragma once
+
+#include <cstdint>
+
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*, in every CUDA version
+
+namespace constmem {
+namespace ops {
+
+using GpuStream = CUstream_st*;
+
+// A table as a launcher receives it: where its values are and how they may be read.
+template <class T>
+struct GpuTableView {
+  const T* values = nullptr;
+  std::int64_t size = 0;
+  SourceKind source = SourceKind::kDevice;
+};
+
+// True when CUDA knows `pointer` as page-locked host memory.
+bool IsPinnedHost(const void* pointer);
+
+// A point in a stream's work, to learn later without waiting whether the stream has passed it.
+class StreamMarker;
+Status RecordStreamMarker(GpuStream stream, StreamMarker** marker);
+// True once the stream has executed everything enqueued before the marker. Frees the marker.
+bool StreamPassedMarkerAndFree(StreamMarker* marker);
+
+}  // namespace ops
+}  // namespace constmem

@@ -1,0 +1,163 @@
+#include "adapter/table_adapter.h"
+
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "constmem/stats.hpp"
+#include "tensorflow/core/common_runtime/device/device_event_mgr.h"
+#include "tensorflow/core/framework/device_base.h"
+#include "xla/stream_executor/stream.h"
+
+namespace constmem {
+namespace tf_adapter {
+
+absl::Status ToTfStatus(const Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  std::string message = "constmem: " + status.message();
+  if (!status.cuda_error().empty()) message += " (" + status.cuda_error() + ")";
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+      return absl::InvalidArgumentError(message);
+    case StatusCode::kResourceExhausted:
+      return absl::ResourceExhaustedError(message);
+    case StatusCode::kFailedPrecondition:
+      return absl::FailedPreconditionError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size) {
+  if (size < 1 || size > max_size) {
+    return absl::InvalidArgumentError(tensorflow::strings::StrCat(
+        name, " must have 1 to ", max_size, " entries (", max_size * 4 / 1024,
+        " KiB of constant memory); got ", size));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTableShape(const tensorflow::TensorShape& shape, const char* name,
+                                std::int64_t max_size) {
+  if (shape.dims() != 1) {
+    return absl::InvalidArgumentError(tensorflow::strings::StrCat(
+        name, " must be a vector (rank 1); got shape ", shape.DebugString(), " of rank ",
+        shape.dims()));
+  }
+  return ValidateTableSize(shape.dim_size(0), name, max_size);
+}
+
+absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, int input_index,
+                             const char* name, std::int64_t max_size) {
+  tensorflow::shape_inference::ShapeHandle table = c->input(input_index);
+  if (c->RankKnown(table) && c->Rank(table) != 1) {
+    return absl::InvalidArgumentError(tensorflow::strings::StrCat(
+        name, " must be a vector (rank 1); got shape ", c->DebugString(table), " of rank ",
+        c->Rank(table)));
+  }
+  if (c->RankKnown(table) && c->ValueKnown(c->Dim(table, 0))) {
+    return ValidateTableSize(c->Value(c->Dim(table, 0)), name, max_size);
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+absl::Status TooManyElements(const char* name, const std::string& shape, std::int64_t limit) {
+  return absl::InvalidArgumentError(tensorflow::strings::StrCat(
+      name, " of shape ", shape, " has more elements than the kernel can address (limit ", limit,
+      ")"));
+}
+}  // namespace
+
+absl::Status CheckElementCount(const tensorflow::TensorShape& shape, const char* name,
+                               std::int64_t max_elements) {
+  if (shape.num_elements() > max_elements) return TooManyElements(name, shape.DebugString(), max_elements);
+  return absl::OkStatus();
+}
+
+absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c, int input_index,
+                               const char* name, std::int64_t max_elements) {
+  tensorflow::shape_inference::ShapeHandle shape = c->input(input_index);
+  if (!c->RankKnown(shape)) return absl::OkStatus();
+  // Multiply known dimensions with an overflow guard; any zero makes the tensor empty.
+  long double product = 1;
+  for (int i = 0; i < c->Rank(shape); ++i) {
+    if (!c->ValueKnown(c->Dim(shape, i))) continue;
+    const std::int64_t dim = c->Value(c->Dim(shape, i));
+    if (dim == 0) return absl::OkStatus();
+    product *= static_cast<long double>(dim);
+  }
+  if (product > static_cast<long double>(max_elements)) {
+    return TooManyElements(name, c->DebugString(shape), max_elements);
+  }
+  return absl::OkStatus();
+}
+
+ops::GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {
+  stream_executor::Stream* stream = ctx->op_device_context()->stream();
+  return static_cast<ops::GpuStream>(stream->platform_specific_handle().stream);
+}
+
+template <class T>
+absl::Status GpuTableArgument<T>::PrepareInput(tensorflow::OpKernelContext* ctx, int input_index,
+                                               const char* name, std::int64_t max_size,
+                                               const PlacementFn& placement) {
+  const tensorflow::Tensor& input = ctx->input(input_index);
+  TF_RETURN_IF_ERROR(ValidateTableShape(input.shape(), name, max_size));
+  const T* values = input.flat<T>().data();
+  const std::int64_t size = input.NumElements();
+  if (ctx->input_memory_type(input_index) == tensorflow::DEVICE_MEMORY) {
+    view_ = {values, size, SourceKind::kDevice};
+    return absl::OkStatus();
+  }
+  // A host input small enough to pass by value is read at launch; nothing needs staging.
+  if (placement(size, SourceKind::kPageableHost) == Placement::kByValue) {
+    view_ = {values, size, SourceKind::kPageableHost};
+    return absl::OkStatus();
+  }
+  // allocate_output would give device memory on a GPU op, and an output is a result the graph
+  // sees. A temp with on_host + gpu_compatible comes from TensorFlow's pinned host allocator.
+  tensorflow::AllocatorAttributes pinned;
+  pinned.set_on_host(true);
+  pinned.set_gpu_compatible(true);
+  TF_RETURN_IF_ERROR(ctx->allocate_temp(tensorflow::DataTypeToEnum<T>::value,
+                                        tensorflow::TensorShape({size}), &staging_, pinned));
+  std::memcpy(staging_.flat<T>().data(), values, size * sizeof(T));
+  staged_ = true;
+  view_ = {staging_.flat<T>().data(), size, SourceKind::kPinnedHost};
+  return absl::OkStatus();
+}
+
+template <class T>
+absl::Status GpuTableArgument<T>::PrepareHostValues(const T* values, std::int64_t size,
+                                                    const char* name, std::int64_t max_size) {
+  TF_RETURN_IF_ERROR(ValidateTableSize(size, name, max_size));
+  view_ = {values, size, SourceKind::kPageableHost};
+  return absl::OkStatus();
+}
+
+template <class T>
+void GpuTableArgument<T>::KeepAliveUntilStreamPasses(tensorflow::OpKernelContext* ctx) {
+  if (!staged_) return;
+  staged_ = false;
+  // The marker lets the callback check, without waiting, that the copy really ran first.
+  ops::StreamMarker* marker = nullptr;
+  if (!ops::RecordStreamMarker(ComputeStream(ctx), &marker).ok()) marker = nullptr;
+  const bool pinned = ops::IsPinnedHost(staging_.flat<T>().data());
+  Count(pinned ? Counter::kStagingPinnedVerified : Counter::kStagingNotPinned);
+  auto* event_mgr = ctx->device()->tensorflow_accelerator_device_info()->event_mgr;
+  event_mgr->ThenExecute(ctx->op_device_context()->stream(),
+                         [staging = std::move(staging_), marker]() mutable {
+                           if (marker != nullptr) {
+                             Count(ops::StreamPassedMarkerAndFree(marker)
+                                       ? Counter::kStagingReleasedAfterCopy
+                                       : Counter::kStagingReleasedEarly);
+                           }
+                           staging = tensorflow::Tensor();  // back to TensorFlow's allocator
+                         });
+}
+
+template class GpuTableArgument<std::int32_t>;
+
+}  // namespace tf_adapter
+}  // namespace constmem

@@ -1,0 +1,138 @@
+// Frobulate's kernels: CPU kernels over TensorFlow's thread pool, and GPU kernels (compiled by
+// g++) that hand TensorFlow's stream and the prepared table to the CUDA launcher.
+#include <cstdint>
+#include <vector>
+
+#include "adapter/table_adapter.h"
+#include "frobulate/frobulate_functor.h"
+#include "frobulate/frobulate_launcher.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/register_types.h"
+#include "tensorflow/core/util/work_sharder.h"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+using tensorflow::OpKernel;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+
+enum class TableFrom { kInput, kAttr };
+
+// Reads the table attr once, at kernel construction; a bad attr fails the first run.
+absl::Status ReadTableAttr(OpKernelConstruction* ctx, std::vector<std::int32_t>* table) {
+  TF_RETURN_IF_ERROR(ctx->GetAttr("table", table));
+  return tf_adapter::ValidateTableSize(static_cast<std::int64_t>(table->size()), "table",
+                                       kFrobulateMaxTableSize);
+}
+
+// Allocates the output after checking data; returns false when the op already failed.
+bool PrepareOutput(OpKernelContext* ctx, Tensor** output) {
+  const Tensor& data = ctx->input(0);
+  absl::Status status = tf_adapter::CheckElementCount(data.shape(), "data", kFrobulateMaxElements);
+  if (status.ok()) status = ctx->allocate_output(0, data.shape(), output);
+  if (!status.ok()) ctx->SetStatus(status);
+  return status.ok();
+}
+
+template <class T, TableFrom kFrom>
+class FrobulateCpuKernel : public OpKernel {
+ public:
+  explicit FrobulateCpuKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    if (kFrom == TableFrom::kAttr) OP_REQUIRES_OK(ctx, ReadTableAttr(ctx, &attr_table_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const std::int32_t* table = attr_table_.data();
+    std::int64_t table_size = static_cast<std::int64_t>(attr_table_.size());
+    if (kFrom == TableFrom::kInput) {
+      const Tensor& input = ctx->input(1);
+      OP_REQUIRES_OK(ctx, tf_adapter::ValidateTableShape(input.shape(), "table",
+                                                         kFrobulateMaxTableSize));
+      table = input.flat<std::int32_t>().data();
+      table_size = input.NumElements();
+    }
+    Tensor* output = nullptr;
+    if (!PrepareOutput(ctx, &output)) return;
+    const T* data = ctx->input(0).flat<T>().data();
+    T* out = output->flat<T>().data();
+    auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
+    tensorflow::Shard(workers->NumThreads(), workers, output->NumElements(),
+                      /*cost_per_unit=*/table_size + 2, [&](std::int64_t begin, std::int64_t end) {
+                        FrobulateRange(data, out, begin, end, table, table_size);
+                      });
+  }
+
+ private:
+  std::vector<std::int32_t> attr_table_;
+};
+
+#define REGISTER_FROBULATE_CPU(T)                                                             \
+  REGISTER_KERNEL_BUILDER(                                                                    \
+      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),       \
+      FrobulateCpuKernel<T, TableFrom::kInput>);                                              \
+  REGISTER_KERNEL_BUILDER(                                                                    \
+      Name("Constmem>FrobulateHostTable").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"), \
+      FrobulateCpuKernel<T, TableFrom::kInput>);                                              \
+  REGISTER_KERNEL_BUILDER(                                                                    \
+      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),   \
+      FrobulateCpuKernel<T, TableFrom::kAttr>);
+REGISTER_FROBULATE_CPU(float);
+REGISTER_FROBULATE_CPU(double);
+#undef REGISTER_FROBULATE_CPU
+
+#if CONSTMEM_WITH_GPU
+
+Placement Placer(std::int64_t size, SourceKind source) { return FrobulatePlacement(size, source); }
+
+template <class T, TableFrom kFrom>
+class FrobulateGpuKernel : public OpKernel {
+ public:
+  explicit FrobulateGpuKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    if (kFrom == TableFrom::kAttr) OP_REQUIRES_OK(ctx, ReadTableAttr(ctx, &attr_table_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    tf_adapter::GpuTableArgument<std::int32_t> table;
+    if (kFrom == TableFrom::kInput) {
+      OP_REQUIRES_OK(ctx, table.PrepareInput(ctx, 1, "table", kFrobulateMaxTableSize, Placer));
+    } else {
+      OP_REQUIRES_OK(ctx, table.PrepareHostValues(attr_table_.data(),
+                                                  static_cast<std::int64_t>(attr_table_.size()),
+                                                  "table", kFrobulateMaxTableSize));
+    }
+    Tensor* output = nullptr;
+    if (!PrepareOutput(ctx, &output)) return;
+    OP_REQUIRES_OK(ctx, tf_adapter::ToTfStatus(LaunchFrobulate<T>(
+                            tf_adapter::ComputeStream(ctx), ctx->input(0).flat<T>().data(),
+                            output->flat<T>().data(), output->NumElements(), table.view())));
+    table.KeepAliveUntilStreamPasses(ctx);
+  }
+
+ private:
+  std::vector<std::int32_t> attr_table_;
+};
+
+#define REGISTER_FROBULATE_GPU(T)                                                             \
+  REGISTER_KERNEL_BUILDER(                                                                    \
+      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"),       \
+      FrobulateGpuKernel<T, TableFrom::kInput>);                                              \
+  REGISTER_KERNEL_BUILDER(Name("Constmem>FrobulateHostTable")                                 \
+                              .Device(tensorflow::DEVICE_GPU)                                 \
+                              .TypeConstraint<T>("T")                                         \
+                              .HostMemory("table"),                                           \
+                          FrobulateGpuKernel<T, TableFrom::kInput>);                          \
+  REGISTER_KERNEL_BUILDER(                                                                    \
+      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"),   \
+      FrobulateGpuKernel<T, TableFrom::kAttr>);
+REGISTER_FROBULATE_GPU(float);
+REGISTER_FROBULATE_GPU(double);
+#undef REGISTER_FROBULATE_GPU
+
+#endif  // CONSTMEM_WITH_GPU
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem

@@ -1,0 +1,32 @@
+// The plain C++ interface between Frobulate's TensorFlow kernel (g++, TensorFlow headers) and its
+// CUDA code (nvcc, no TensorFlow header). The stream is TensorFlow's raw CUDA stream.
+#pragma once
+
+#include <cstdint>
+
+#include "adapter/gpu_table.h"
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+
+namespace constmem {
+namespace ops {
+
+using GpuTable = GpuTableView<std::int32_t>;
+
+struct FrobulateLaunchReport {
+  Placement placement = Placement::kConstantBank;
+  bool upload_skipped = false;
+};
+
+// Enqueues out = Frobulate(data, table) on `stream` and returns without waiting. Host tables are
+// read before it returns (by-value) or copied by the core (bank); a pinned host table must stay
+// alive until the stream has passed this point.
+template <class T>
+Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t count,
+                       const GpuTable& table, FrobulateLaunchReport* report = nullptr);
+
+// Where LaunchFrobulate puts a table of this size and source.
+Placement FrobulatePlacement(std::int64_t table_size, SourceKind source);
+
+}  // namespace ops
+}  // namespace constmem

@@ -1,0 +1,45 @@
+// Constmem>UploadStats: the core's process-wide counters, so that tests and benchmarks can see
+// which path each table took (uploads by source, skipped uploads, staging checks and releases).
+#include "constmem/stats.hpp"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+constexpr int kCounterCount = static_cast<int>(Counter::kCount);
+
+class UploadStatsOp : public tensorflow::OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(tensorflow::OpKernelContext* ctx) override {
+    tensorflow::Tensor* values = nullptr;
+    tensorflow::Tensor* names = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape({kCounterCount}), &values));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, tensorflow::TensorShape({kCounterCount}), &names));
+    for (int i = 0; i < kCounterCount; ++i) {
+      values->flat<std::int64_t>()(i) = CounterValue(static_cast<Counter>(i));
+      names->flat<tensorflow::tstring>()(i) = CounterName(static_cast<Counter>(i));
+    }
+  }
+};
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
+
+REGISTER_OP("Constmem>UploadStats")
+    .Output("values: int64")
+    .Output("names: string")
+    .SetIsStateful()
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->Vector(constmem::ops::kCounterCount));
+      c->set_output(1, c->Vector(constmem::ops::kCounterCount));
+      return absl::OkStatus();
+    });
+
+REGISTER_KERNEL_BUILDER(Name("Constmem>UploadStats").Device(tensorflow::DEVICE_CPU),
+                        constmem::ops::UploadStatsOp);
