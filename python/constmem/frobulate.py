@@ -15,6 +15,7 @@ def _invalid(message):
     return tf.errors.InvalidArgumentError(None, None, message)
 
 
+@tf.autograph.experimental.do_not_convert
 def frobulate(data, table, *, source="auto", name=None):
     """Adds every entry of `table` to every element of `data`, in order.
 

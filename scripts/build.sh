@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Configures and builds the op library, C++ tests and benchmarks into build/.
+# CUDA code is compiled whenever nvcc exists (no GPU needed); CONSTMEM_CUDA_ARCHS overrides the
+# architectures (default: sm_75, 80, 86, 89, 90 and PTX).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python")
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="$PATH:/usr/local/cuda/bin"
+  args+=(-DCONSTMEM_WITH_GPU=ON)
+  [ -n "${CONSTMEM_CUDA_ARCHS:-}" ] && args+=(-DCMAKE_CUDA_ARCHITECTURES="${CONSTMEM_CUDA_ARCHS}")
+else
+  echo "build: no nvcc found; building the CPU kernels only" >&2
+  args+=(-DCONSTMEM_WITH_GPU=OFF)
+fi
+cmake -S . -B "${CONSTMEM_BUILD_DIR:-build}" "${args[@]}" ${CONSTMEM_CMAKE_ARGS:-} >/dev/null
+cmake --build "${CONSTMEM_BUILD_DIR:-build}" -j "$(nproc)"

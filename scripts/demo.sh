@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job: builds if needed, then runs Frobulate on 16 Mi elements with a 100-entry table,
+# on the GPU when TensorFlow sees one, else on the CPU, checked against NumPy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || scripts/setup.sh
+[ -f python/constmem/_ops/_constmem_ops.so ] || scripts/build.sh
+TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" exec .venv/bin/python examples/demo.py "$@"

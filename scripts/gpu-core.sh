@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The C++ GPU suite (no TensorFlow): core and Frobulate tests, compute-sanitizer (memcheck,
+# racecheck, synccheck) and the upload benchmark. Run on a machine with an NVIDIA GPU.
+#   scripts/gpu-core.sh BIN_DIR RESULT_DIR
+# BIN_DIR holds core_gpu_test, frobulate_gpu_test and upload_bench (build/ layout also works).
+set -uo pipefail
+bin=${1:?bin dir}
+results=${2:?result dir}
+mkdir -p "$results"
+find_bin() { find "$bin" -name "$1" -type f | head -1; }
+core=$(find_bin core_gpu_test)
+frob=$(find_bin frobulate_gpu_test)
+bench=$(find_bin upload_bench)
+status=0
+summary="$results/core_summary.txt"
+: >"$summary"
+run() {  # name, command...
+  local name=$1
+  shift
+  local start=$SECONDS
+  "$@" >"$results/$name.log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || status=1
+  local counts
+  counts=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]|ERROR SUMMARY|^\[stress\]|^\[multi-device\]' "$results/$name.log" | tr '\n' ' ')
+  printf '%-28s rc=%d %4ds %s\n' "$name" "$rc" $((SECONDS - start)) "$counts" | tee -a "$summary"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
+run core_gpu_test "$core" --gtest_output=json:"$results/core_gpu_test.json"
+run frobulate_gpu_test "$frob" --gtest_output=json:"$results/frobulate_gpu_test.json"
+if command -v compute-sanitizer >/dev/null; then
+  export CONSTMEM_STRESS_LAUNCHES=${CONSTMEM_SANITIZER_LAUNCHES:-2000}
+  for tool in memcheck racecheck synccheck; do
+    run "sanitizer_${tool}_core" compute-sanitizer --tool "$tool" --error-exitcode 1 "$core"
+    run "sanitizer_${tool}_frobulate" compute-sanitizer --tool "$tool" --error-exitcode 1 "$frob" \
+      --gtest_filter='FrobulateErrors.*:Cases/FrobulateGpu.BitwiseEqualToTheCpuKernel/1*'
+  done
+  unset CONSTMEM_STRESS_LAUNCHES
+fi
+run upload_bench "$bench" --json "$results/upload_bench.json"
+grep -A200 '^what' "$results/upload_bench.log" | head -80
+exit $status

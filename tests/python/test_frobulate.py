@@ -1,0 +1,199 @@
+"""Frobulate through TensorFlow: every variant, every shape class, eager and tf.function, the
+gradient, SavedModel and every error, on the CPU and on each GPU TensorFlow sees."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import constmem
+from reference import frobulate_float64, frobulate_reference, random_case
+
+SOURCES = ["input", "host", "attr"]
+DTYPES = [np.float32, np.float64]
+SHAPES = [(), (0,), (0, 3), (1,), (7,), (3, 5, 7), (1031,), ((1 << 20) + 5,)]
+
+
+def devices():
+    found = ["/CPU:0"]
+    found += [f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))]
+    return found
+
+
+@pytest.fixture(params=devices())
+def device(request):
+    return request.param
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matches_numpy_eager(device, source, dtype, shape):
+    rng = np.random.default_rng(abs(hash((source, np.dtype(dtype).name, shape))) % 2**32)
+    data, table = random_case(rng, shape, dtype, table_size=int(rng.integers(1, 200)))
+    with tf.device(device):
+        out = constmem.frobulate(data, table if source == "attr" else tf.constant(table), source=source)
+    assert out.shape == data.shape and out.dtype == dtype
+    np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, table))
+    np.testing.assert_allclose(out.numpy(), frobulate_float64(data, table), rtol=1e-5, atol=1e-2)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("table_size", [1, 100, 1024, 1025, 4096, 4097, 16384])
+def test_table_sizes_in_tf_function(device, source, table_size):
+    rng = np.random.default_rng(table_size)
+    data, table = random_case(rng, (4099,), np.float32, table_size)
+
+    if source == "attr":
+        @tf.function
+        def run(x):
+            return constmem.frobulate(x, table, source="attr")
+
+        with tf.device(device):
+            out = run(tf.constant(data))
+    else:
+        @tf.function
+        def run(x, t):
+            return constmem.frobulate(x, t, source=source)
+
+        with tf.device(device):
+            out = run(tf.constant(data), tf.constant(table))
+    np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, table))
+
+
+def test_rounding_is_left_to_right_in_the_data_type(device):
+    data = np.array([2.0**24], dtype=np.float32)
+    with tf.device(device):
+        out = constmem.frobulate(data, tf.constant([1, 1], dtype=tf.int32))
+    assert out.numpy()[0] == np.float32(2.0**24)  # each +1 rounds away; (+2) at once would not
+
+
+def test_shape_function_keeps_static_shape():
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float64), tf.TensorSpec([None], tf.int32)])
+    def run(x, t):
+        out = constmem.frobulate(x, t)
+        assert out.shape.as_list() == [None, 3]
+        return out
+
+    out = run(tf.ones([2, 3], tf.float64), tf.constant([1, 2], tf.int32))
+    np.testing.assert_array_equal(out.numpy(), np.full([2, 3], 4.0))
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_gradient_with_respect_to_data_is_the_incoming_gradient(source):
+    rng = np.random.default_rng(3)
+    data, table = random_case(rng, (3, 4), np.float64, 10)
+
+    def f(x):
+        return constmem.frobulate(x, table if source == "attr" else tf.constant(table), source=source)
+
+    theoretical, numerical = tf.test.compute_gradient(f, [tf.constant(data)])
+    np.testing.assert_allclose(theoretical[0], np.eye(12), atol=1e-12)
+    np.testing.assert_allclose(numerical[0], np.eye(12), atol=1e-6)
+
+
+def test_table_has_no_gradient():
+    table = tf.constant([1, 2, 3], tf.int32)
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        tape.watch(table)
+        y = constmem.frobulate(x, table)
+    dx, dtable = tape.gradient(y, [x, table], output_gradients=tf.constant([2.0, 3.0]))
+    np.testing.assert_array_equal(dx.numpy(), [2.0, 3.0])
+    assert dtable is None
+
+
+def test_saved_model_round_trip(tmp_path):
+    table = np.arange(1, 101, dtype=np.int32)
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def attr_table(self, x):
+            return constmem.frobulate(x, table)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32)])
+        def input_table(self, x, t):
+            return constmem.frobulate(x, t, source="host")
+
+    path = str(tmp_path / "model")
+    tf.saved_model.save(Model(), path)
+    loaded = tf.saved_model.load(path)  # the op library is already loaded in this process
+    data = np.random.default_rng(5).standard_normal(33).astype(np.float32)
+    np.testing.assert_array_equal(loaded.attr_table(data).numpy(), frobulate_reference(data, table))
+    np.testing.assert_array_equal(
+        loaded.input_table(data, tf.constant(table[:7])).numpy(), frobulate_reference(data, table[:7]))
+
+
+def assert_invalid(fn, *fragments):
+    with pytest.raises(tf.errors.InvalidArgumentError) as error:
+        fn()
+    for fragment in fragments:
+        assert fragment in str(error.value), str(error.value)
+
+
+def check_next_call_is_right(device):
+    data = np.array([1.5, -2.0], np.float32)
+    with tf.device(device):
+        out = constmem.frobulate(data, tf.constant([3, 4], tf.int32))
+    np.testing.assert_array_equal(out.numpy(), [8.5, 5.0])
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
+    data = np.ones(4, np.float32)
+
+    def call(table, x=data):
+        with tf.device(device):
+            t = table if source == "attr" else tf.constant(table)
+            return constmem.frobulate(x, t, source=source)
+
+    assert_invalid(lambda: call(np.ones((2, 2), np.int32)), "table", "rank")
+    assert_invalid(lambda: call(np.zeros(0, np.int32)), "table", "1 to 16384", "got 0")
+    assert_invalid(lambda: call(np.ones(16385, np.int32)), "table", "1 to 16384", "16385")
+    assert_invalid(lambda: call(np.ones(3, np.float32)), "table", "int32")
+    assert_invalid(lambda: call(np.ones(3, np.int32), x=np.ones(3, np.int32)), "data", "float32")
+    check_next_call_is_right(device)
+
+
+def test_wrong_table_dtype_tensor_is_rejected():
+    assert_invalid(lambda: constmem.frobulate([1.0], tf.constant([1], tf.int64)), "int32", "int64")
+
+
+def test_raw_op_rejects_bad_tables_in_the_kernel(device):
+    # Past the Python wrapper's checks: the C++ kernels validate too.
+    raw = constmem._loader.ops()
+    for op in (raw.constmem_frobulate, raw.constmem_frobulate_host_table):
+        with tf.device(device):
+            assert_invalid(lambda: op(data=tf.ones([2]), table=tf.ones([2, 2], tf.int32)), "rank 2")
+            assert_invalid(lambda: op(data=tf.ones([2]), table=tf.zeros([0], tf.int32)), "got 0")
+    check_next_call_is_right(device)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_data_too_large_to_index_is_rejected_at_graph_construction(source):
+    # No memory is allocated: the shape function sees the static shape. TensorFlow reports a shape
+    # function's InvalidArgument at graph construction as ValueError, with the message intact.
+    spec = tf.TensorSpec([2**31, 2**31 + 1], tf.float32)
+    table = [1] if source == "attr" else tf.constant([1], tf.int32)
+    run = tf.function(lambda x: constmem.frobulate(x, table, source=source), input_signature=[spec])
+    with pytest.raises(ValueError, match="more elements than the kernel can address"):
+        run.get_concrete_function()
+    check_next_call_is_right("/CPU:0")
+
+
+def test_unknown_source_is_a_value_error():
+    with pytest.raises(ValueError):
+        constmem.frobulate([1.0], [1], source="shared")
+
+
+def test_library_loads_lazily_and_once():
+    import importlib
+
+    import constmem._loader as loader
+
+    assert os.path.exists(constmem.library_path())
+    assert loader.ops() is loader.ops()
+    importlib.reload(constmem)  # a re-import does not need the library
