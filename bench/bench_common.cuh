@@ -23,8 +23,9 @@ constexpr std::size_t kRawSymbolEntries = 16384;
 cudaError_t RawUploadAndLaunch(cudaStream_t stream, const std::int32_t* source, int n,
                                cudaMemcpyKind kind, long long* out);
 
-// constmem_bank.cu: the same through a constmem bank (lease, upload, launch, release).
+// constmem_bank.cu: the same through a constmem bank (lease, upload, launch, release); with
+// `dedupe`, an unchanged host table is not copied again.
 constmem::Status ConstmemUploadAndLaunch(cudaStream_t stream, const std::int32_t* source, int n,
-                                         constmem::SourceKind kind, long long* out);
+                                         constmem::SourceKind kind, bool dedupe, long long* out);
 
 }  // namespace bench

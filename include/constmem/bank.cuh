@@ -92,6 +92,8 @@ class DeviceBank {
 
   Status Acquire(cudaStream_t stream, std::size_t bytes, const void* host_content, int* start,
                  int* span) {
+    unsigned long long stream_id = 0;
+    CONSTMEM_RETURN_IF_ERROR(StreamId(stream, &stream_id));
     std::unique_lock<std::mutex> lock(mutex_);
     const int needed = planner_.SlotsNeeded(bytes);
     if (needed == 0) {
@@ -114,7 +116,9 @@ class DeviceBank {
 
     if (HazardTrackingEnabled()) {
       for (int i = found; i < found + needed; ++i) {
+        // Work on one stream is already ordered; ids, unlike handles, are never reused.
         if (!slot_events_[i].recorded) continue;
+        if (stream_id != 0 && slot_events_[i].stream_id == stream_id) continue;
         const Status status = CudaStatus(cudaStreamWaitEvent(stream, slot_events_[i].released, 0),
                                          "cudaStreamWaitEvent(slot)");
         if (!status.ok()) {
@@ -128,12 +132,17 @@ class DeviceBank {
     return Status::Ok();
   }
 
+  // With `dedupe`, a host upload whose bytes the run already holds is skipped, and the bytes are
+  // remembered for the next lease (a compare and a copy on the host, worth it for tables that
+  // repeat, such as attrs).
   Status Upload(int start, int span, cudaStream_t stream, const void* source, std::size_t bytes,
-                SourceKind kind, bool* skipped) {
-    const bool host_source = kind != SourceKind::kDevice;
-    {
+                SourceKind kind, bool dedupe, bool* skipped) {
+    const bool remember = dedupe && kind != SourceKind::kDevice;
+    if (remember) {
       std::lock_guard<std::mutex> lock(mutex_);
-      *skipped = host_source && planner_.Holds(start, source, bytes);
+      *skipped = planner_.Holds(start, source, bytes);
+    } else {
+      *skipped = false;
     }
     if (*skipped) {
       Count(Counter::kUploadSkipped);
@@ -165,17 +174,19 @@ class DeviceBank {
       }
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    planner_.RecordContent(start, span, host_source && status.ok() ? source : nullptr, bytes);
+    planner_.RecordContent(start, span, remember && status.ok() ? source : nullptr, bytes);
     return status;
   }
 
   Status Release(int start, int span, cudaStream_t stream) {
-    Status status;
+    unsigned long long stream_id = 0;
+    Status status = StreamId(stream, &stream_id);
     if (HazardTrackingEnabled()) {
       for (int i = start; i < start + span && status.ok(); ++i) {
         status = CudaStatus(cudaEventRecord(slot_events_[i].released, stream),
                             "cudaEventRecord(slot)");
         slot_events_[i].recorded = status.ok();
+        slot_events_[i].stream_id = stream_id;
       }
     }
     if (!status.ok()) {
@@ -191,7 +202,9 @@ class DeviceBank {
  private:
   struct SlotEvent {
     cudaEvent_t released = nullptr;
-    bool recorded = false;  // touched only by the thread that holds the slot's lease
+    // Both touched only by the thread that holds the slot's lease.
+    bool recorded = false;
+    unsigned long long stream_id = 0;
   };
 
   DeviceBank(int slot_count, std::size_t slot_bytes)
@@ -234,6 +247,7 @@ class Lease {
       span_ = other.span_;
       skipped_ = other.skipped_;
       slot_elements_ = other.slot_elements_;
+      dedupe_ = other.dedupe_;
       other.bank_ = nullptr;
     }
     return *this;
@@ -268,7 +282,8 @@ class Lease {
     if (source == nullptr) return InvalidArgument("upload from a null pointer");
     ScopedDevice device(device_);
     CONSTMEM_RETURN_IF_ERROR(device.status());
-    return bank_->Upload(start_, span_, stream_, source, count * sizeof(T), kind, &skipped_);
+    return bank_->Upload(start_, span_, stream_, source, count * sizeof(T), kind, dedupe_,
+                         &skipped_);
   }
 
   // Ends the lease: call after enqueueing the last kernel that reads the run.
@@ -290,6 +305,7 @@ class Lease {
   int start_ = 0;
   int span_ = 0;
   bool skipped_ = false;
+  bool dedupe_ = false;
   std::size_t slot_elements_ = 0;
 };
 
@@ -307,9 +323,10 @@ class Bank {
   std::size_t capacity_elements() const { return slot_elements_ * slot_count_; }
   const char* name() const { return name_; }
 
-  // Leases enough slots for `count` elements on `stream`. Pass the host content when the upload
-  // will come from the host: a run that already holds it is preferred, so that the upload can be
-  // skipped. Blocks only while other host threads hold every suitable run.
+  // Leases enough slots for `count` elements on `stream`. Passing the host content the upload will
+  // come from asks for deduplication: a run that already holds those bytes is preferred and the
+  // upload skipped. Pass nullptr for tables that change every call (it saves a compare and a
+  // copy). Blocks only while other host threads hold every suitable run.
   Status Acquire(cudaStream_t stream, std::size_t count, const T* host_content, Lease<T>* lease) {
     if (count == 0 || count > capacity_elements()) {
       return InvalidArgument(std::string("bank '") + name_ + "' holds at most " +
@@ -330,6 +347,7 @@ class Bank {
     acquired.device_ = device;
     acquired.stream_ = stream;
     acquired.slot_elements_ = slot_elements_;
+    acquired.dedupe_ = host_content != nullptr;
     *lease = std::move(acquired);
     return Status::Ok();
   }

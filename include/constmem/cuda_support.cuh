@@ -38,6 +38,17 @@ inline Status StreamDevice(cudaStream_t stream, int* device) {
 #endif
 }
 
+// A process-unique id of the stream; unlike the handle, never reused after cudaStreamDestroy.
+inline Status StreamId(cudaStream_t stream, unsigned long long* id) {
+#if CUDART_VERSION >= 12000
+  return CudaStatus(cudaStreamGetId(stream, id), "cudaStreamGetId");
+#else
+  *id = 0;  // no ids: every lease waits on the slot's event, which is always correct
+  (void)stream;
+  return Status::Ok();
+#endif
+}
+
 class ScopedDevice {
  public:
   explicit ScopedDevice(int device) {

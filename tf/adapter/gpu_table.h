@@ -19,6 +19,9 @@ struct GpuTableView {
   const T* values = nullptr;
   std::int64_t size = 0;
   SourceKind source = SourceKind::kDevice;
+  // The same values are likely to come again (an attr): worth comparing against what a bank slot
+  // already holds, to skip the copy.
+  bool repeats = false;
 };
 
 // True when CUDA knows `pointer` as page-locked host memory.

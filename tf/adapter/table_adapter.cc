@@ -132,7 +132,7 @@ template <class T>
 absl::Status GpuTableArgument<T>::PrepareHostValues(const T* values, std::int64_t size,
                                                     const char* name, std::int64_t max_size) {
   TF_RETURN_IF_ERROR(ValidateTableSize(size, name, max_size));
-  view_ = {values, size, SourceKind::kPageableHost};
+  view_ = {values, size, SourceKind::kPageableHost, /*repeats=*/true};
   return absl::OkStatus();
 }
 

@@ -158,10 +158,10 @@ Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t cou
       return Launch(device, stream, data, out, count, size, by_value);
     }
     case Placement::kConstantBank: {
-      const bool host = table.source != SourceKind::kDevice;
+      const bool dedupe = table.repeats && table.source != SourceKind::kDevice;
       Lease<std::int32_t> lease;
       CONSTMEM_RETURN_IF_ERROR(
-          frobulate_bank().Acquire(stream, table.size, host ? table.values : nullptr, &lease));
+          frobulate_bank().Acquire(stream, table.size, dedupe ? table.values : nullptr, &lease));
       CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, table.size, table.source));
       if (report != nullptr) report->upload_skipped = lease.upload_skipped();
       Count(Counter::kConstantBankLaunch);

@@ -105,8 +105,12 @@ class FrobulateGpuKernel : public OpKernel {
     }
     Tensor* output = nullptr;
     if (!PrepareOutput(ctx, &output)) return;
+    const GpuStream stream = tf_adapter::ComputeStream(ctx);
+    // Null would be the legacy default stream, which synchronises with everything: never use it.
+    OP_REQUIRES(ctx, stream != nullptr,
+                absl::FailedPreconditionError("constmem: TensorFlow gave no CUDA compute stream"));
     OP_REQUIRES_OK(ctx, tf_adapter::ToTfStatus(LaunchFrobulate<T>(
-                            tf_adapter::ComputeStream(ctx), ctx->input(0).flat<T>().data(),
+                            stream, ctx->input(0).flat<T>().data(),
                             output->flat<T>().data(), output->NumElements(), table.view())));
     table.KeepAliveUntilStreamPasses(ctx);
   }

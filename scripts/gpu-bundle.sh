@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Makes the offline GPU test bundle in .gpu-bundle/ (run where PyPI is reachable):
+#   small/   op libraries (safe and hazard-tracking-off builds, sm_90 code), C++ GPU tests and
+#            benchmarks, CUDA 12 library stand-ins, small wheels, the project's Python, tests and
+#            scripts, and MANIFEST.sha256
+#   parts/   the TensorFlow wheel for CPython 3.12, split into parts of at most 60 MB
+# Carry small/ and every part to the GPU host, then run scripts/gpu-run.sh there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpu-bundle
+part_bytes=${CONSTMEM_PART_BYTES:-60000000}
+tf_version=$(sed -n 's/^tensorflow==//p' requirements.txt)
+rm -rf "$out/small" "$out/parts"
+mkdir -p "$out/small/bin" "$out/small/lib" "$out/small/wheels" "$out/small/cuda12" "$out/parts" "$out/download"
+
+# 1. Build the op libraries and C++ GPU programs with sm_90 code (plus PTX for newer GPUs).
+scripts/setup.sh
+CONSTMEM_BUILD_DIR=build-gpu CONSTMEM_CUDA_ARCHS="${CONSTMEM_CUDA_ARCHS:-90-real;90-virtual}" \
+  CONSTMEM_CMAKE_ARGS="-DCONSTMEM_BUILD_UNSAFE_VARIANT=ON" scripts/build.sh
+cp build-gpu/_constmem_ops.so build-gpu/_constmem_ops_unsafe.so "$out/small/lib/"
+cp build-gpu/tests/cpp/core_gpu_test build-gpu/tests/cpp/frobulate_gpu_test "$out/small/bin/"
+find build-gpu/bench -maxdepth 1 -type f -perm -u+x -exec cp {} "$out/small/bin/" \;
+
+# 2. Wheels for CPython 3.12 on manylinux x86_64: TensorFlow, the pieces a GPU host without it
+#    may lack, and the real CUDA 12 runtime.
+platform=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
+  --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
+.venv/bin/python -m pip download -q --no-deps "${platform[@]}" -d "$out/download" \
+  "tensorflow==$tf_version" nvidia-cuda-runtime-cu12==12.5.82 astunparse gast google_pasta termcolor \
+  "protobuf>=6.31.1,<8" "ml_dtypes>=0.5.1,<1" "numpy>=1.26,<2.4" "flatbuffers>=25.9.23" absl-py \
+  opt_einsum wrapt typing_extensions packaging six
+for wheel in "$out"/download/*.whl; do
+  case "$(basename "$wheel")" in
+    tensorflow-*) ;;
+    *) cp "$wheel" "$out/small/wheels/" ;;
+  esac
+done
+(cd "$out/download" && split -b "$part_bytes" -d -a 2 tensorflow-*.whl ../parts/tensorflow.whl.part)
+(cd "$out/download" && sha256sum tensorflow-*.whl | sed 's/ .*//') >"$out/small/tensorflow.whl.sha256"
+basename "$out"/download/tensorflow-*.whl >"$out/small/tensorflow.whl.name"
+
+# 3. Stand-ins for the CUDA 12 libraries TensorFlow dlopens but constmem never calls.
+for soname in libcublas.so.12 libcublasLt.so.12 libcufft.so.11 libcusolver.so.11 libcusparse.so.12 libcudnn.so.9; do
+  gcc -shared -fPIC -Wl,-soname,"$soname" -o "$out/small/cuda12/$soname" scripts/cuda-stubs/stub.c
+done
+
+# 4. The project's Python package, tests and scripts, so the bundle runs from any checkout.
+tar -cf "$out/small/project.tar" python tests scripts examples requirements.txt
+(cd "$out/small" && find . -type f ! -name MANIFEST.sha256 -print0 | sort -z | xargs -0 sha256sum >MANIFEST.sha256)
+(cd "$out/parts" && sha256sum tensorflow.whl.part* >../small/PARTS.sha256)
+git rev-parse HEAD >"$out/small/COMMIT" 2>/dev/null || echo unknown >"$out/small/COMMIT"
+du -sh "$out/small" "$out/parts"
+ls "$out/parts"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Runs the GPU suite on a host with an NVIDIA GPU but no TensorFlow and no network, from the
+# bundle scripts/gpu-bundle.sh made:
+#   scripts/gpu-run.sh SMALL_DIR PARTS_DIR RESULT_DIR
+# It reassembles and verifies the TensorFlow wheel, installs everything into a temporary prefix
+# without network, makes TensorFlow register the GPU with the real CUDA 12 runtime and stand-ins
+# for the libraries constmem never calls (docs/gpu-libraries.md), then runs the C++ GPU suite,
+# the TensorFlow GPU suite, the logical-GPU stress (safe and unsafe builds) and the demo. It writes
+# RESULT_DIR/summary.txt (for people) and RESULT_DIR/results.json.
+#
+# On a machine with network and TensorFlow already installed, none of this is needed: run
+#   scripts/test.sh            (every op test runs on every GPU TensorFlow sees)
+#   .venv/bin/python tests/gpu/logical_gpus.py
+set -uo pipefail
+small=$(realpath "${1:?small dir}")
+parts=$(realpath "${2:?parts dir}")
+results=$(mkdir -p "${3:?result dir}" && realpath "$3")
+cd "$(dirname "$0")/.."
+site=${CONSTMEM_SITE:-/tmp/constmem-site}
+summary=$results/summary.txt
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+fail=0
+
+# 1. Reassemble and verify.
+(cd "$small" && sha256sum --quiet -c MANIFEST.sha256) || { say "bundle: small/ checksum mismatch"; exit 2; }
+(cd "$parts" && sha256sum --quiet -c "$small/PARTS.sha256") || { say "bundle: a part is missing or corrupt"; exit 2; }
+wheel_dir=$(mktemp -d)
+wheel=$wheel_dir/$(cat "$small/tensorflow.whl.name")
+cat "$parts"/tensorflow.whl.part* >"$wheel"
+[ "$(sha256sum "$wheel" | cut -d' ' -f1)" = "$(cat "$small/tensorflow.whl.sha256")" ] || { say "bundle: reassembled wheel checksum mismatch"; exit 2; }
+
+# 2. Install without network into a temporary prefix.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
+  "$wheel" "$small"/wheels/*.whl || { say "install failed"; exit 2; }
+rm -rf "$wheel_dir"
+export PYTHONPATH=$site:$PWD/python
+export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so
+# TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest.
+export LD_LIBRARY_PATH=$site/nvidia/cuda_runtime/lib:$small/cuda12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
+
+say "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "commit:  $(cat "$small/COMMIT")"
+say "gpu:     $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+say "gpus:    $(nvidia-smi -L | wc -l)"
+tf_line=$(python3 -c 'import tensorflow as tf; print(tf.__version__, "GPUs:", len(tf.config.list_physical_devices("GPU")), tf.sysconfig.get_build_info().get("cuda_version"))' 2>"$results/tf_import.log" | tail -1)
+say "tf:      $tf_line"
+case "$tf_line" in *"GPUs: 0"*|"") say "TensorFlow did not register a GPU; see tf_import.log"; exit 3 ;; esac
+
+step() {  # name, command...: runs, logs, records pass/fail counts
+  local name=$1
+  shift
+  local start=$SECONDS
+  "$@" >"$results/$name.log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || fail=1
+  local counts
+  counts=$(grep -E '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective' "$results/$name.log" | tr '\n' ' ')
+  say "$(printf '%-26s rc=%d %4ds %s' "$name" "$rc" $((SECONDS - start)) "$counts")"
+}
+
+# 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
+step cpp_gpu_suite scripts/gpu-core.sh "$small/bin" "$results/cpp"
+step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python -x --junitxml="$results/tf_gpu_suite.xml"
+step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
+step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean
+step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
+step demo python3 examples/demo.py
+for extra in ${CONSTMEM_GPU_EXTRA_STEPS:-}; do
+  step "$(basename "$extra" .py)" python3 "$extra"
+done
+
+python3 - "$results" <<'PY'
+import json, os, re, sys
+results = sys.argv[1]
+lines = open(os.path.join(results, "summary.txt")).read().splitlines()
+steps = {}
+for line in lines:
+    m = re.match(r"(\S+)\s+rc=(\d+)\s+(\d+)s\s*(.*)", line)
+    if m:
+        steps[m.group(1)] = {"rc": int(m.group(2)), "seconds": int(m.group(3)), "counts": m.group(4)}
+head = dict(l.split(":", 1) for l in lines if re.match(r"^(date|commit|gpu|gpus|tf):", l))
+json.dump({"header": {k: v.strip() for k, v in head.items()}, "steps": steps}, open(os.path.join(results, "results.json"), "w"), indent=1)
+PY
+say "overall: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
+exit $fail
