@@ -62,7 +62,7 @@ step() {  # name, command...: runs, logs, records pass/fail counts
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
 step cpp_gpu_suite scripts/gpu-core.sh "$small/bin" "$results/cpp"
-step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python -x --junitxml="$results/tf_gpu_suite.xml"
+step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python --junitxml="$results/tf_gpu_suite.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
