@@ -56,7 +56,7 @@ step() {  # name, command...: runs, logs, records pass/fail counts
   local rc=$?
   [ $rc -eq 0 ] || fail=1
   local counts
-  counts=$(grep -E '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective' "$results/$name.log" | tr '\n' ' ')
+  counts=$(grep -E '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$' "$results/$name.log" | tr '\n' ' ')
   say "$(printf '%-26s rc=%d %4ds %s' "$name" "$rc" $((SECONDS - start)) "$counts")"
 }
 
@@ -66,10 +66,11 @@ step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python --junitx
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
+step mirrored python3 tests/gpu/mirrored.py
 step demo python3 examples/demo.py
-for extra in ${CONSTMEM_GPU_EXTRA_STEPS:-}; do
-  step "$(basename "$extra" .py)" python3 "$extra"
-done
+if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
+  step bench env CONSTMEM_BENCH_BIN="$small/bin" CONSTMEM_PYTHON=python3 CONSTMEM_BENCH_OUT="$results/bench" scripts/bench.sh
+fi
 
 python3 - "$results" <<'PY'
 import json, os, re, sys

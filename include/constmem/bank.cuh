@@ -409,7 +409,8 @@ struct BankBytesUpTo<-1> {
   }
 
 // Declares `static __constant__ T name##_constmem_symbol[slot_elements * slot_count]`, its host
-// handle `name()` and a device-side reader `name##_reader{offset}` for kernels of this file.
+// handle `name()` and a device-side reader `name##_reader{offset}` for kernels of this file. Use it
+// at global scope, outside any namespace: it opens namespaces of its own.
 #define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                               \
   static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");             \
   static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)];               \

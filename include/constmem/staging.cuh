@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -33,16 +34,20 @@ class PinnedStagingPool {
     Buffer* buffer = nullptr;
     CONSTMEM_RETURN_IF_ERROR(Reserve(bytes, &buffer));
     std::memcpy(buffer->host, source, bytes);
-    Status status = CudaStatus(
+    const Status copied = CudaStatus(
         cudaMemcpyAsync(destination, buffer->host, bytes, cudaMemcpyHostToDevice, stream),
         "cudaMemcpyAsync from pinned staging");
-    if (status.ok()) {
-      status = CudaStatus(cudaEventRecord(buffer->copied, stream), "cudaEventRecord(staging)");
+    if (!copied.ok()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      free_.push_back(buffer);  // nothing was enqueued that reads it
+      return copied;
     }
+    const Status recorded =
+        CudaStatus(cudaEventRecord(buffer->copied, stream), "cudaEventRecord(staging)");
     std::lock_guard<std::mutex> lock(mutex_);
-    buffer->reserved = false;
-    buffer->in_flight = status.ok();
-    return status;
+    // Without its event nothing says when the copy has read the buffer: retire it for good.
+    if (recorded.ok()) in_flight_.push_back(buffer);
+    return recorded;
   }
 
   std::size_t buffer_count() {
@@ -54,24 +59,27 @@ class PinnedStagingPool {
   struct Buffer {
     void* host = nullptr;
     std::size_t bytes = 0;
-    cudaEvent_t copied = nullptr;
-    bool reserved = false;   // a thread is filling it
-    bool in_flight = false;  // a copy that reads it may not have run yet
+    cudaEvent_t copied = nullptr;  // recorded after the copy that reads the buffer
   };
 
+  // Copies finish roughly in submission order, so only the oldest in-flight buffers are polled
+  // (cudaEventQuery, never a wait): O(1) per call however many copies are queued.
   Status Reserve(std::size_t bytes, Buffer** out) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& buffer : buffers_) {
-      if (buffer->reserved || buffer->bytes < bytes) continue;
-      if (buffer->in_flight) {
-        const cudaError_t query = cudaEventQuery(buffer->copied);
-        if (query == cudaErrorNotReady) continue;
-        if (query != cudaSuccess) return CudaStatus(query, "cudaEventQuery(staging)");
-        buffer->in_flight = false;
+    while (!in_flight_.empty()) {
+      Buffer* oldest = in_flight_.front();
+      const cudaError_t query = cudaEventQuery(oldest->copied);
+      if (query == cudaErrorNotReady) break;
+      if (query != cudaSuccess) return CudaStatus(query, "cudaEventQuery(staging)");
+      in_flight_.pop_front();
+      free_.push_back(oldest);
+    }
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if ((*it)->bytes >= bytes) {
+        *out = *it;
+        free_.erase(it);
+        return Status::Ok();
       }
-      buffer->reserved = true;
-      *out = buffer.get();
-      return Status::Ok();
     }
     auto buffer = std::make_unique<Buffer>();
     buffer->bytes = std::max(bytes, kMinBufferBytes);
@@ -83,14 +91,15 @@ class PinnedStagingPool {
       cudaFreeHost(buffer->host);
       return status;
     }
-    buffer->reserved = true;
     *out = buffer.get();
     buffers_.push_back(std::move(buffer));
     return Status::Ok();
   }
 
   std::mutex mutex_;
-  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;  // owns every buffer
+  std::deque<Buffer*> in_flight_;                 // oldest copy first
+  std::vector<Buffer*> free_;                      // a buffer here is reserved by nobody
 };
 
 // One pool per device, created on first use and kept for the life of the process.

@@ -203,6 +203,40 @@ TEST(Uploads, ErrorsAreStatusesAndTheNextCallWorks) {
   EXPECT_EQ(RoundTrip(four_slot_bank(), stream, table, SourceKind::kPageableHost), table);
 }
 
+TEST(Staging, ABufferIsReusedOnlyAfterItsCopyRan) {
+  REQUIRE_GPU();
+  Stream stream;
+  std::mt19937 rng(14);
+  PinnedStagingPool* pool = nullptr;
+  ASSERT_OK(StagingPoolFor(0, &pool));
+  // Ten uploads queued behind a long kernel: each needs its own buffer, and each kernel must see
+  // its own table, so no buffer was refilled while its copy was still pending.
+  SpinKernel<<<1, 1, 0, stream>>>(20'000'000);
+  std::vector<std::vector<std::int32_t>> tables, expected;
+  std::vector<std::unique_ptr<DeviceBuffer<std::int32_t>>> outs;
+  for (int i = 0; i < 10; ++i) {
+    tables.push_back(RandomTable(rng, 256));
+    outs.push_back(std::make_unique<DeviceBuffer<std::int32_t>>(256));
+    Lease<std::int32_t> lease;
+    ASSERT_OK(single_slot_bank().Acquire(stream, 256, nullptr, &lease));
+    ASSERT_OK(lease.UploadFromPageableHost(tables.back().data(), 256));
+    CopyTableKernel<<<1, 256, 0, stream>>>(single_slot_bank_reader{lease.offset()}, 256,
+                                           outs.back()->get(), 0, nullptr);
+    ASSERT_OK(lease.Release());
+    expected.push_back(tables.back());
+    tables.back()[0] += 1;  // the caller may reuse its pageable memory as soon as Upload returns
+  }
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(outs[i]->Read(), expected[i]) << i;
+  // Once the copies ran, the pool stops growing: sequential uploads reuse one buffer.
+  const std::size_t grown = pool->buffer_count();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(RoundTrip(four_slot_bank(), stream, tables[i % 10], SourceKind::kPageableHost),
+              tables[i % 10]);
+  }
+  EXPECT_LE(pool->buffer_count(), grown + 1);
+}
+
 constexpr long long kSpinNs = 50'000'000;  // 50 ms: far longer than any host enqueue
 
 // Stream A reads table X after a long spin; stream B then uploads Y into the same (single) slot.

@@ -25,7 +25,9 @@ def main():
     parser.add_argument("--threads-per-device", type=int, default=4)
     parser.add_argument("--calls", type=int, default=300, help="per thread")
     parser.add_argument("--elements", type=int, default=1 << 20)
-    parser.add_argument("--table-size", type=int, default=1500)
+    parser.add_argument("--min-table", type=int, default=1500)
+    parser.add_argument("--max-table", type=int, default=12000,
+                        help="tables span 1 to 3 of the bank's 4 slots, so leases of the two streams overlap")
     parser.add_argument("--in-flight", type=int, default=4, help="calls a thread enqueues before checking")
     args = parser.parse_args()
 
@@ -57,7 +59,8 @@ def main():
                 x = tf.constant(data)
                 pending = []
                 for i in range(args.calls):
-                    table = local.integers(-100, 100, size=args.table_size, dtype=np.int32)
+                    size = int(local.integers(args.min_table, args.max_table + 1))
+                    table = local.integers(-100, 100, size=size, dtype=np.int32)
                     pending.append((step(x, tf.constant(table)), table))
                     if len(pending) >= args.in_flight or i == args.calls - 1:
                         for out, used in pending:

@@ -35,50 +35,71 @@ namespace ops {
 namespace {
 
 constexpr int kThreadsPerBlock = 256;
-// Each thread keeps this many independent sums in flight, so every table entry read (one constant
-// load, one conversion) feeds several additions.
-constexpr int kElementsPerThread = 8;
+// Each thread keeps this many 16-byte vectors in flight (32 floats or 16 doubles): every table
+// entry read (one constant load, one conversion per warp) then feeds 32 or 16 additions, which
+// keeps the adder pipes, not instruction issue, the limit.
+constexpr int kVectorsPerThread = 8;
 
 template <class T>
-struct alignas(16) Chunk {
-  T values[kElementsPerThread];
+struct Vector;
+template <>
+struct Vector<float> {
+  using type = float4;
+  static constexpr int kLanes = 4;
 };
+template <>
+struct Vector<double> {
+  using type = double2;
+  static constexpr int kLanes = 2;
+};
+
+template <class V, class T>
+__device__ __forceinline__ void AddToVector(V& v, T entry) {
+  v.x = v.x + entry;
+  v.y = v.y + entry;
+  if constexpr (Vector<T>::kLanes == 4) {
+    v.z = v.z + entry;
+    v.w = v.w + entry;
+  }
+}
 
 // Every lane of a warp reads table[j] with the same j: a constant-cache broadcast. Indexing the
 // table by thread (the seed question's cdata[i]) serialises the warp, 57x slower on the H200.
-template <class T, class Table, bool kAligned>
+// Tiles of kThreadsPerBlock x kVectorsPerThread vectors are read and written fully coalesced; the
+// elements after the last whole tile (and everything, for unaligned pointers) go one per thread.
+template <class T, class Table, bool kVectorized>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     FrobulateKernel(const T* __restrict__ data, T* __restrict__ out, std::int64_t count,
                     int table_size, const __grid_constant__ Table table) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::int64_t chunks = count / kElementsPerThread;
-  for (std::int64_t c = first; c < chunks; c += stride) {
-    Chunk<T> chunk;
-    if (kAligned) {
-      chunk = reinterpret_cast<const Chunk<T>*>(data)[c];
-    } else {
+  using V = typename Vector<T>::type;
+  constexpr std::int64_t kTileVectors = static_cast<std::int64_t>(kThreadsPerBlock) * kVectorsPerThread;
+  constexpr std::int64_t kTileElements = kTileVectors * Vector<T>::kLanes;
+  const std::int64_t tiles = kVectorized ? count / kTileElements : 0;
+  for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const std::int64_t first = tile * kTileVectors + threadIdx.x;
+    V v[kVectorsPerThread];
 #pragma unroll
-      for (int e = 0; e < kElementsPerThread; ++e) chunk.values[e] = data[c * kElementsPerThread + e];
+    for (int k = 0; k < kVectorsPerThread; ++k) {
+      v[k] = reinterpret_cast<const V*>(data)[first + k * kThreadsPerBlock];
     }
 #pragma unroll 4
     for (int j = 0; j < table_size; ++j) {
       const T entry = static_cast<T>(table[j]);
 #pragma unroll
-      for (int e = 0; e < kElementsPerThread; ++e) chunk.values[e] = chunk.values[e] + entry;
+      for (int k = 0; k < kVectorsPerThread; ++k) AddToVector(v[k], entry);
     }
-    if (kAligned) {
-      reinterpret_cast<Chunk<T>*>(out)[c] = chunk;
-    } else {
 #pragma unroll
-      for (int e = 0; e < kElementsPerThread; ++e) out[c * kElementsPerThread + e] = chunk.values[e];
+    for (int k = 0; k < kVectorsPerThread; ++k) {
+      reinterpret_cast<V*>(out)[first + k * kThreadsPerBlock] = v[k];
     }
   }
-  const std::int64_t tail = chunks * kElementsPerThread + first;
-  if (tail < count) {
-    T value = data[tail];
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = tiles * kTileElements + static_cast<std::int64_t>(blockIdx.x) * blockDim.x +
+                        threadIdx.x;
+       i < count; i += stride) {
+    T value = data[i];
     for (int j = 0; j < table_size; ++j) value = value + static_cast<T>(table[j]);
-    out[tail] = value;
+    out[i] = value;
   }
 }
 
@@ -98,13 +119,16 @@ int MultiprocessorCount(int device) {
 template <class T, class Table>
 Status Launch(int device, cudaStream_t stream, const T* data, T* out, std::int64_t count,
               int table_size, const Table& table) {
-  const std::int64_t chunks = count / kElementsPerThread;
-  const std::int64_t wanted = std::max<std::int64_t>(1, (chunks + kThreadsPerBlock - 1) / kThreadsPerBlock);
-  // Enough resident blocks to fill every SM; the grid-stride loop covers the rest.
+  constexpr std::int64_t kTileElements =
+      static_cast<std::int64_t>(kThreadsPerBlock) * kVectorsPerThread * Vector<T>::kLanes;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  const std::int64_t wanted =
+      aligned ? std::max<std::int64_t>(1, count / kTileElements)
+              : (count + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  // A few waves of resident blocks on every SM; the grid-stride loops cover the rest.
   const std::int64_t resident = static_cast<std::int64_t>(MultiprocessorCount(device)) * 8;
-  const dim3 grid(static_cast<unsigned>(std::min(wanted, resident)));
-  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % alignof(Chunk<T>) == 0 &&
-                       reinterpret_cast<std::uintptr_t>(out) % alignof(Chunk<T>) == 0;
+  const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(wanted, resident))));
   if (aligned) {
     FrobulateKernel<T, Table, true><<<grid, kThreadsPerBlock, 0, stream>>>(data, out, count, table_size, table);
   } else {
@@ -128,8 +152,9 @@ Placement FrobulatePlacement(std::int64_t table_size, SourceKind source) {
 }
 
 template <class T>
-Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t count,
-                       const GpuTable& table, FrobulateLaunchReport* report) {
+Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std::int64_t count,
+                                    const GpuTable& table, Placement placement,
+                                    bool* upload_skipped) {
   if (table.values == nullptr || table.size < 1 || table.size > kFrobulateMaxTableSize) {
     return InvalidArgument("Frobulate needs a table of 1 to " +
                            std::to_string(kFrobulateMaxTableSize) + " entries; got " +
@@ -138,8 +163,6 @@ Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t cou
   if (count < 0 || count > kFrobulateMaxElements) {
     return InvalidArgument("Frobulate handles at most 2^62 elements; got " + std::to_string(count));
   }
-  const Placement placement = FrobulatePlacement(table.size, table.source);
-  if (report != nullptr) *report = FrobulateLaunchReport{placement, false};
   if (count == 0) return Status::Ok();
 
   int device = 0;
@@ -148,9 +171,11 @@ Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t cou
   ScopedDevice guard(device);
   CONSTMEM_RETURN_IF_ERROR(guard.status());
   const int size = static_cast<int>(table.size);
+  const bool host = table.source != SourceKind::kDevice;
 
   switch (placement) {
     case Placement::kByValue: {
+      if (!host) break;
       FrobulateByValueTable by_value;
       CONSTMEM_RETURN_IF_ERROR(FillByValueTable(table.values, table.size, &by_value));
       CONSTMEM_RETURN_IF_ERROR(CheckKernelParamBytes(sizeof(by_value) + 32, device));
@@ -158,30 +183,47 @@ Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t cou
       return Launch(device, stream, data, out, count, size, by_value);
     }
     case Placement::kConstantBank: {
-      const bool dedupe = table.repeats && table.source != SourceKind::kDevice;
+      const bool dedupe = table.repeats && host;
       Lease<std::int32_t> lease;
       CONSTMEM_RETURN_IF_ERROR(
           frobulate_bank().Acquire(stream, table.size, dedupe ? table.values : nullptr, &lease));
       CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, table.size, table.source));
-      if (report != nullptr) report->upload_skipped = lease.upload_skipped();
+      if (upload_skipped != nullptr) *upload_skipped = lease.upload_skipped();
       Count(Counter::kConstantBankLaunch);
       CONSTMEM_RETURN_IF_ERROR(
           Launch(device, stream, data, out, count, size, frobulate_bank_reader{lease.offset()}));
       return lease.Release();
     }
     case Placement::kGlobalMemory:
-      if (table.source != SourceKind::kDevice) break;
+      if (host) break;
       Count(Counter::kGlobalMemoryLaunch);
-      return Launch(device, stream, data, out, count, size, GlobalTableReader<std::int32_t>{table.values});
+      return Launch(device, stream, data, out, count, size,
+                    GlobalTableReader<std::int32_t>{table.values});
   }
-  return InvalidArgument("a host table of " + std::to_string(table.size) +
-                         " entries does not fit constant memory");
+  return InvalidArgument(std::string("a ") + (host ? "host" : "device") + " table of " +
+                         std::to_string(table.size) + " entries cannot be placed in " +
+                         PlacementName(placement));
 }
 
-template Status LaunchFrobulate<float>(GpuStream, const float*, float*, std::int64_t,
-                                       const GpuTable&, FrobulateLaunchReport*);
-template Status LaunchFrobulate<double>(GpuStream, const double*, double*, std::int64_t,
-                                        const GpuTable&, FrobulateLaunchReport*);
+template <class T>
+Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t count,
+                       const GpuTable& table, FrobulateLaunchReport* report) {
+  const Placement placement = FrobulatePlacement(table.size, table.source);
+  bool skipped = false;
+  const Status status =
+      LaunchFrobulateWithPlacement(stream, data, out, count, table, placement, &skipped);
+  if (report != nullptr) *report = FrobulateLaunchReport{placement, skipped};
+  return status;
+}
+
+#define CONSTMEM_INSTANTIATE_FROBULATE(T)                                                    \
+  template Status LaunchFrobulate<T>(GpuStream, const T*, T*, std::int64_t, const GpuTable&, \
+                                     FrobulateLaunchReport*);                                \
+  template Status LaunchFrobulateWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,     \
+                                                  const GpuTable&, Placement, bool*);
+CONSTMEM_INSTANTIATE_FROBULATE(float)
+CONSTMEM_INSTANTIATE_FROBULATE(double)
+#undef CONSTMEM_INSTANTIATE_FROBULATE
 
 }  // namespace ops
 }  // namespace constmem

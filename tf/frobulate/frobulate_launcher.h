@@ -25,6 +25,13 @@ template <class T>
 Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t count,
                        const GpuTable& table, FrobulateLaunchReport* report = nullptr);
 
+// The same with the placement chosen by the caller, for benchmarks that compare placements:
+// by-value needs a host table of at most 1,024 entries, global memory a device table.
+template <class T>
+Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std::int64_t count,
+                                    const GpuTable& table, Placement placement,
+                                    bool* upload_skipped = nullptr);
+
 // Where LaunchFrobulate puts a table of this size and source.
 Placement FrobulatePlacement(std::int64_t table_size, SourceKind source);
 
