@@ -19,7 +19,7 @@ def main(kernel_json, png):
         ax.plot(n, [r["elements_per_s"] / 1e9 for r in rows], "o-", color=color, label=f"Frobulate {dtype} (constant bank)")
         ax.plot(n, [r["ceiling_elements_per_s"] / 1e9 for r in rows], "--", color=color, alpha=0.6, label=f"ceiling {dtype} (min of memory, adds)")
     matrix = k["placement_matrix"]
-    quarter = k["elements"] / 4
+    quarter = k["matrix_elements"]
     for placement, marker in (("by_value", "s"), ("constant_bank", "^"), ("global_memory", "v")):
         points = [(r["table"], quarter / (r["uniform_ms"][placement] * 1e-3) / 1e9) for r in matrix if r["uniform_ms"][placement]]
         ax.plot([p[0] for p in points], [p[1] for p in points], marker, linestyle=":", label=f"float32 {placement} (uniform)")
