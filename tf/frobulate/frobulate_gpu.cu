@@ -103,17 +103,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
 }
 
-int MultiprocessorCount(int device) {
+// Blocks of one kernel instantiation that fit on the whole device at once, computed once per
+// device and instantiation.
+template <class T, class Table, bool kAligned>
+int ResidentBlocks(int device) {
   static std::array<std::atomic<int>, kMaxDevices> cached{};
-  int count = cached[device].load(std::memory_order_relaxed);
-  if (count == 0) {
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+  const auto kernel = FrobulateKernel<T, Table, kAligned>;
+  int blocks = cached[device].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    int per_sm = 0, sms = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerBlock, 0) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
       cudaGetLastError();
-      count = 1;
+      per_sm = 1;
+      sms = 1;
     }
-    cached[device].store(count, std::memory_order_relaxed);
+    blocks = std::max(1, per_sm * sms);
+    cached[device].store(blocks, std::memory_order_relaxed);
   }
-  return count;
+  return blocks;
 }
 
 template <class T, class Table>
@@ -126,8 +134,9 @@ Status Launch(int device, cudaStream_t stream, const T* data, T* out, std::int64
   const std::int64_t wanted =
       aligned ? std::max<std::int64_t>(1, count / kTileElements)
               : (count + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  // A few waves of resident blocks on every SM; the grid-stride loops cover the rest.
-  const std::int64_t resident = static_cast<std::int64_t>(MultiprocessorCount(device)) * 8;
+  // One wave of persistent blocks: a second, partial wave would leave SMs idle at the end.
+  const std::int64_t resident =
+      aligned ? ResidentBlocks<T, Table, true>(device) : ResidentBlocks<T, Table, false>(device);
   const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(wanted, resident))));
   if (aligned) {
     FrobulateKernel<T, Table, true><<<grid, kThreadsPerBlock, 0, stream>>>(data, out, count, table_size, table);
