@@ -21,21 +21,21 @@
 
 namespace {
 
-#define CHECK_CUDA(expr)                                                       \
-  do {                                                                         \
-    const cudaError_t e_ = (expr);                                             \
-    if (e_ != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));         \
-      std::exit(1);                                                            \
-    }                                                                          \
+#define CHECK_CUDA(expr)                                               \
+  do {                                                                 \
+    const cudaError_t e_ = (expr);                                     \
+    if (e_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                    \
+    }                                                                  \
   } while (0)
-#define CHECK_OK(expr)                                                         \
-  do {                                                                         \
-    const constmem::Status s_ = (expr);                                        \
-    if (!s_.ok()) {                                                            \
-      std::fprintf(stderr, "%s: %s\n", #expr, s_.ToString().c_str());         \
-      std::exit(1);                                                            \
-    }                                                                          \
+#define CHECK_OK(expr)                                                \
+  do {                                                                \
+    const constmem::Status s_ = (expr);                               \
+    if (!s_.ok()) {                                                   \
+      std::fprintf(stderr, "%s: %s\n", #expr, s_.ToString().c_str()); \
+      std::exit(1);                                                   \
+    }                                                                 \
   } while (0)
 
 constexpr int kRepetitions = 5;
@@ -82,9 +82,11 @@ __global__ void AddCeilingKernel(T* out, T step, int iterations) {
 }
 
 template <class T>
-__global__ void ElementwiseKernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t n, T s) {
+__global__ void ElementwiseKernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t n,
+                                  T s) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     out[i] = in[i] + s;
   }
 }
@@ -92,7 +94,8 @@ __global__ void ElementwiseKernel(const T* __restrict__ in, T* __restrict__ out,
 template <class T>
 __global__ void FillRandomKernel(T* out, std::int64_t n, unsigned seed) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     unsigned x = static_cast<unsigned>(i) * 2654435761u ^ seed;
     x ^= x >> 13;
     x *= 0x5bd1e995u;
@@ -115,11 +118,13 @@ struct BankReader {
 };
 
 template <class Table>
-__global__ void PatternKernel(const float* __restrict__ data, float* __restrict__ out, std::int64_t n,
-                              int table_size, int spread, const __grid_constant__ Table table) {
+__global__ void PatternKernel(const float* __restrict__ data, float* __restrict__ out,
+                              std::int64_t n, int table_size, int spread,
+                              const __grid_constant__ Table table) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const int offset = (threadIdx.x & 31) * spread;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     float value = data[i];
     int k = offset % table_size;
     for (int j = 0; j < table_size; ++j) {
@@ -190,19 +195,23 @@ int main(int argc, char** argv) {
   float* scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&scratch, 64));
   const double fadd_ms = MedianMs(stream, [&] {
-    AddCeilingKernel<float><<<ceiling_blocks, ceiling_threads, 0, stream>>>(scratch, 1.0f, ceiling_iterations);
+    AddCeilingKernel<float>
+        <<<ceiling_blocks, ceiling_threads, 0, stream>>>(scratch, 1.0f, ceiling_iterations);
   });
   const double dadd_ms = MedianMs(stream, [&] {
-    AddCeilingKernel<double><<<ceiling_blocks, ceiling_threads, 0, stream>>>(reinterpret_cast<double*>(scratch), 1.0, ceiling_iterations);
+    AddCeilingKernel<double><<<ceiling_blocks, ceiling_threads, 0, stream>>>(
+        reinterpret_cast<double*>(scratch), 1.0, ceiling_iterations);
   });
   const double fadd_per_s = adds / (fadd_ms * 1e-3), dadd_per_s = adds / (dadd_ms * 1e-3);
 
   float *data = nullptr, *out = nullptr;
   CHECK_CUDA(cudaMalloc(&data, elements * sizeof(double)));
   CHECK_CUDA(cudaMalloc(&out, elements * sizeof(double)));
-  std::printf("device: %s, %d SMs, %.0f MHz max; %lld elements; median of %d after warm-up (CUDA events)\n",
-              prop.name, sms, clock_khz / 1e3, static_cast<long long>(elements), kRepetitions);
-  std::printf("ceiling FADD: %.2f T adds/s   DADD: %.2f T adds/s\n", fadd_per_s / 1e12, dadd_per_s / 1e12);
+  std::printf(
+      "device: %s, %d SMs, %.0f MHz max; %lld elements; median of %d after warm-up (CUDA events)\n",
+      prop.name, sms, clock_khz / 1e3, static_cast<long long>(elements), kRepetitions);
+  std::printf("ceiling FADD: %.2f T adds/s   DADD: %.2f T adds/s\n", fadd_per_s / 1e12,
+              dadd_per_s / 1e12);
 
   std::string frobulate_rows = "[";
   for (int dtype = 0; dtype < 2; ++dtype) {
@@ -211,45 +220,54 @@ int main(int argc, char** argv) {
     if (is_float) {
       FillRandomKernel<float><<<sms * 8, 256, 0, stream>>>(data, elements, 17u);
     } else {
-      FillRandomKernel<double><<<sms * 8, 256, 0, stream>>>(reinterpret_cast<double*>(data), elements, 17u);
+      FillRandomKernel<double>
+          <<<sms * 8, 256, 0, stream>>>(reinterpret_cast<double*>(data), elements, 17u);
     }
     const double elementwise_ms = MedianMs(stream, [&] {
       if (is_float) {
         ElementwiseKernel<float><<<sms * 8, 512, 0, stream>>>(data, out, elements, 1.5f);
       } else {
-        ElementwiseKernel<double><<<sms * 8, 512, 0, stream>>>(reinterpret_cast<double*>(data), reinterpret_cast<double*>(out), elements, 1.5);
+        ElementwiseKernel<double><<<sms * 8, 512, 0, stream>>>(
+            reinterpret_cast<double*>(data), reinterpret_cast<double*>(out), elements, 1.5);
       }
     });
     const double memory_elements_per_s = elements / (elementwise_ms * 1e-3);
     const double add_rate = is_float ? fadd_per_s : dadd_per_s;
-    std::printf("\n%s: elementwise ceiling %.0f GB/s (%.1f G elements/s)\n", is_float ? "float32" : "float64",
-                memory_elements_per_s * 2 * bytes_per / 1e9, memory_elements_per_s / 1e9);
-    std::printf("%8s %14s %12s %12s %10s %8s\n", "table", "placement", "ms", "G elem/s", "GB/s", "ceiling");
+    std::printf("\n%s: elementwise ceiling %.0f GB/s (%.1f G elements/s)\n",
+                is_float ? "float32" : "float64", memory_elements_per_s * 2 * bytes_per / 1e9,
+                memory_elements_per_s / 1e9);
+    std::printf("%8s %14s %12s %12s %10s %8s\n", "table", "placement", "ms", "G elem/s", "GB/s",
+                "ceiling");
     for (int n : {1, 16, 100, 1000, 16384}) {
       std::vector<std::int32_t> table(n);
       for (int j = 0; j < n; ++j) table[j] = (j * 7919) % 201 - 100;
       std::int32_t* device_table = nullptr;
       CHECK_CUDA(cudaMalloc(&device_table, n * sizeof(std::int32_t)));
-      CHECK_CUDA(cudaMemcpy(device_table, table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+      CHECK_CUDA(
+          cudaMemcpy(device_table, table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice));
       const GpuTable view{device_table, n, SourceKind::kDevice};
       const double ms = MedianMs(stream, [&] {
         if (is_float) {
           CHECK_OK(LaunchFrobulate<float>(stream, data, out, elements, view));
         } else {
-          CHECK_OK(LaunchFrobulate<double>(stream, reinterpret_cast<double*>(data), reinterpret_cast<double*>(out), elements, view));
+          CHECK_OK(LaunchFrobulate<double>(stream, reinterpret_cast<double*>(data),
+                                           reinterpret_cast<double*>(out), elements, view));
         }
       });
       const double rate = elements / (ms * 1e-3);
       const double ceiling = std::min(memory_elements_per_s, add_rate / n);
       std::printf("%8d %14s %12.3f %12.2f %10.0f %7.1f%%\n", n, "constant_bank", ms, rate / 1e9,
                   rate * 2 * bytes_per / 1e9, 100 * rate / ceiling);
-      frobulate_rows += std::string(frobulate_rows.size() > 1 ? ",\n  " : "\n  ") + "{\"dtype\": \"" +
-                        (is_float ? "float32" : "float64") + "\", \"table\": " + std::to_string(n) +
-                        ", \"ms\": " + Num(ms) + ", \"elements_per_s\": " + Num(rate) +
-                        ", \"ceiling_elements_per_s\": " + Num(ceiling) + ", \"fraction\": " + Num(rate / ceiling) + "}";
+      frobulate_rows += std::string(frobulate_rows.size() > 1 ? ",\n  " : "\n  ") +
+                        "{\"dtype\": \"" + (is_float ? "float32" : "float64") +
+                        "\", \"table\": " + std::to_string(n) + ", \"ms\": " + Num(ms) +
+                        ", \"elements_per_s\": " + Num(rate) +
+                        ", \"ceiling_elements_per_s\": " + Num(ceiling) +
+                        ", \"fraction\": " + Num(rate / ceiling) + "}";
       cudaFree(device_table);
     }
-    json.Add(is_float ? "elementwise_float32_elements_per_s" : "elementwise_float64_elements_per_s", Num(memory_elements_per_s));
+    json.Add(is_float ? "elementwise_float32_elements_per_s" : "elementwise_float64_elements_per_s",
+             Num(memory_elements_per_s));
   }
   json.Add("fadd_per_s", Num(fadd_per_s));
   json.Add("dadd_per_s", Num(dadd_per_s));
@@ -259,55 +277,84 @@ int main(int argc, char** argv) {
   const std::int64_t matrix_elements = elements / 8;
   json.Add("matrix_elements", std::to_string(matrix_elements));
   FillRandomKernel<float><<<sms * 8, 256, 0, stream>>>(data, matrix_elements, 5u);
-  std::printf("\nplacement matrix (float32, %lld elements; product kernel for 'auto' and uniform cells)\n",
-              static_cast<long long>(matrix_elements));
-  std::printf("%8s %-10s %12s %12s %12s %12s %10s\n", "table", "pattern", "by_value", "const_bank", "global", "auto", "auto/best");
+  std::printf(
+      "\nplacement matrix (float32, %lld elements; product kernel for 'auto' and uniform cells)\n",
+      static_cast<long long>(matrix_elements));
+  std::printf("%8s %-10s %12s %12s %12s %12s %10s\n", "table", "pattern", "by_value", "const_bank",
+              "global", "auto", "auto/best");
   std::string matrix_rows = "[";
   for (int n : {16, 100, 1000, 4096, 16384}) {
     std::vector<std::int32_t> table(n);
     for (int j = 0; j < n; ++j) table[j] = (j * 31) % 97 - 48;
     std::int32_t* device_table = nullptr;
     CHECK_CUDA(cudaMalloc(&device_table, n * sizeof(std::int32_t)));
-    CHECK_CUDA(cudaMemcpy(device_table, table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+    CHECK_CUDA(
+        cudaMemcpy(device_table, table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice));
     const GpuTable host_view{table.data(), n, SourceKind::kPageableHost};
     const GpuTable device_view{device_table, n, SourceKind::kDevice};
     const int kCapacity = 1024;
     auto product = [&](Placement p) -> double {
       if (p == Placement::kByValue && n > kCapacity) return NAN;
       const GpuTable& view = p == Placement::kByValue ? host_view : device_view;
-      return MedianMs(stream, [&] { CHECK_OK(LaunchFrobulateWithPlacement<float>(stream, data, out, matrix_elements, view, p)); });
+      return MedianMs(stream, [&] {
+        CHECK_OK(LaunchFrobulateWithPlacement<float>(stream, data, out, matrix_elements, view, p));
+      });
     };
-    const double uniform[3] = {product(Placement::kByValue), product(Placement::kConstantBank), product(Placement::kGlobalMemory)};
+    const double uniform[3] = {product(Placement::kByValue), product(Placement::kConstantBank),
+                               product(Placement::kGlobalMemory)};
     // The automatic choice for a host table (what FrobulateHostTable and the attr op do).
     const Placement chosen = FrobulatePlacement(n, SourceKind::kPageableHost);
     const double automatic = uniform[static_cast<int>(chosen)];
     double best = INFINITY;
-    for (double v : uniform) if (!std::isnan(v)) best = std::min(best, v);
-    std::printf("%8d %-10s %12.3f %12.3f %12.3f %12.3f %9.3fx  (auto=%s)\n", n, "uniform", uniform[0], uniform[1], uniform[2], automatic, automatic / best, PlacementName(chosen));
+    for (double v : uniform)
+      if (!std::isnan(v)) best = std::min(best, v);
+    std::printf("%8d %-10s %12.3f %12.3f %12.3f %12.3f %9.3fx  (auto=%s)\n", n, "uniform",
+                uniform[0], uniform[1], uniform[2], automatic, automatic / best,
+                PlacementName(chosen));
 
     // Both patterns through the simple kernel, so the divergence factor is like for like.
     double pattern[2][3];
-    CHECK_CUDA(cudaMemcpyToSymbol(matrix_bank_constmem_symbol, table.data(), n * sizeof(std::int32_t)));
+    CHECK_CUDA(
+        cudaMemcpyToSymbol(matrix_bank_constmem_symbol, table.data(), n * sizeof(std::int32_t)));
     for (int spread = 0; spread < 2; ++spread) {
       const int blocks = sms * 8;
       pattern[spread][0] = NAN;
       if (n <= kCapacity) {
         ByValueTable<std::int32_t, 1024> by_value;
         CHECK_OK(FillByValueTable(table.data(), n, &by_value));
-        pattern[spread][0] = MedianMs(stream, [&] { PatternKernel<<<blocks, 256, 0, stream>>>(data, out, matrix_elements, n, spread, by_value); });
+        pattern[spread][0] = MedianMs(stream, [&] {
+          PatternKernel<<<blocks, 256, 0, stream>>>(data, out, matrix_elements, n, spread,
+                                                    by_value);
+        });
       }
-      pattern[spread][1] = MedianMs(stream, [&] { PatternKernel<<<blocks, 256, 0, stream>>>(data, out, matrix_elements, n, spread, BankReader{}); });
-      pattern[spread][2] = MedianMs(stream, [&] { PatternKernel<<<blocks, 256, 0, stream>>>(data, out, matrix_elements, n, spread, GlobalTableReader<std::int32_t>{device_table}); });
+      pattern[spread][1] = MedianMs(stream, [&] {
+        PatternKernel<<<blocks, 256, 0, stream>>>(data, out, matrix_elements, n, spread,
+                                                  BankReader{});
+      });
+      pattern[spread][2] = MedianMs(stream, [&] {
+        PatternKernel<<<blocks, 256, 0, stream>>>(data, out, matrix_elements, n, spread,
+                                                  GlobalTableReader<std::int32_t>{device_table});
+      });
     }
-    std::printf("%8d %-10s %12.3f %12.3f %12.3f   simple kernel, uniform\n", n, "", pattern[0][0], pattern[0][1], pattern[0][2]);
-    std::printf("%8d %-10s %12.3f %12.3f %12.3f   divergent/uniform: %.1fx %.1fx %.1fx\n", n, "divergent", pattern[1][0], pattern[1][1], pattern[1][2],
-                pattern[1][0] / pattern[0][0], pattern[1][1] / pattern[0][1], pattern[1][2] / pattern[0][2]);
+    std::printf("%8d %-10s %12.3f %12.3f %12.3f   simple kernel, uniform\n", n, "", pattern[0][0],
+                pattern[0][1], pattern[0][2]);
+    std::printf("%8d %-10s %12.3f %12.3f %12.3f   divergent/uniform: %.1fx %.1fx %.1fx\n", n,
+                "divergent", pattern[1][0], pattern[1][1], pattern[1][2],
+                pattern[1][0] / pattern[0][0], pattern[1][1] / pattern[0][1],
+                pattern[1][2] / pattern[0][2]);
     auto cell = [&](double v) { return std::isnan(v) ? std::string("null") : Num(v); };
-    matrix_rows += std::string(matrix_rows.size() > 1 ? ",\n  " : "\n  ") + "{\"table\": " + std::to_string(n) +
-                   ", \"uniform_ms\": {\"by_value\": " + cell(uniform[0]) + ", \"constant_bank\": " + cell(uniform[1]) + ", \"global_memory\": " + cell(uniform[2]) +
-                   "}, \"auto\": \"" + PlacementName(chosen) + "\", \"auto_over_best\": " + Num(automatic / best) +
-                   ", \"simple_uniform_ms\": {\"by_value\": " + cell(pattern[0][0]) + ", \"constant_bank\": " + cell(pattern[0][1]) + ", \"global_memory\": " + cell(pattern[0][2]) +
-                   "}, \"simple_divergent_ms\": {\"by_value\": " + cell(pattern[1][0]) + ", \"constant_bank\": " + cell(pattern[1][1]) + ", \"global_memory\": " + cell(pattern[1][2]) + "}}";
+    matrix_rows += std::string(matrix_rows.size() > 1 ? ",\n  " : "\n  ") +
+                   "{\"table\": " + std::to_string(n) +
+                   ", \"uniform_ms\": {\"by_value\": " + cell(uniform[0]) +
+                   ", \"constant_bank\": " + cell(uniform[1]) +
+                   ", \"global_memory\": " + cell(uniform[2]) + "}, \"auto\": \"" +
+                   PlacementName(chosen) + "\", \"auto_over_best\": " + Num(automatic / best) +
+                   ", \"simple_uniform_ms\": {\"by_value\": " + cell(pattern[0][0]) +
+                   ", \"constant_bank\": " + cell(pattern[0][1]) +
+                   ", \"global_memory\": " + cell(pattern[0][2]) +
+                   "}, \"simple_divergent_ms\": {\"by_value\": " + cell(pattern[1][0]) +
+                   ", \"constant_bank\": " + cell(pattern[1][1]) +
+                   ", \"global_memory\": " + cell(pattern[1][2]) + "}}";
     cudaFree(device_table);
   }
   json.Add("placement_matrix", matrix_rows + "]");
@@ -318,13 +365,17 @@ int main(int argc, char** argv) {
     for (int j = 0; j < 100; ++j) table[j] = j - 50;
     const std::int64_t n = matrix_elements;
     const double seed_ms = MedianMs(stream, [&] {
-      CHECK_CUDA(cudaMemcpyToSymbol(seed_cdata, table.data(), sizeof(int) * 100));  // synchronous, pageable
+      CHECK_CUDA(cudaMemcpyToSymbol(seed_cdata, table.data(),
+                                    sizeof(int) * 100));  // synchronous, pageable
       SeedKernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(data, out, n);
     });
     const GpuTable view{table.data(), 100, SourceKind::kPageableHost};
-    const double ours_ms = MedianMs(stream, [&] { CHECK_OK(LaunchFrobulate<float>(stream, data, out, n, view)); });
-    std::printf("\nseed approach (sync pageable copy + lane-divergent cdata[i]): %.3f ms; constmem: %.3f ms; constmem is %.1fx faster\n",
-                seed_ms, ours_ms, seed_ms / ours_ms);
+    const double ours_ms =
+        MedianMs(stream, [&] { CHECK_OK(LaunchFrobulate<float>(stream, data, out, n, view)); });
+    std::printf(
+        "\nseed approach (sync pageable copy + lane-divergent cdata[i]): %.3f ms; constmem: %.3f "
+        "ms; constmem is %.1fx faster\n",
+        seed_ms, ours_ms, seed_ms / ours_ms);
     json.Add("seed_ms", Num(seed_ms));
     json.Add("seed_constmem_ms", Num(ours_ms));
   }

@@ -15,40 +15,31 @@
 
 #include "bench_common.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 
 namespace bench {
 namespace {
 
-#define CHECK_CUDA(expr)                                                             \
-  do {                                                                               \
-    const cudaError_t e_ = (expr);                                                   \
-    if (e_ != cudaSuccess) {                                                         \
-      std::fprintf(stderr, "%s failed: %s\n", #expr, cudaGetErrorString(e_));        \
-      std::exit(1);                                                                  \
-    }                                                                                \
+#define CHECK_CUDA(expr)                                                      \
+  do {                                                                        \
+    const cudaError_t e_ = (expr);                                            \
+    if (e_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                           \
+    }                                                                         \
   } while (0)
 
 struct Timing {
-  double stream_us = 0;  // device time per call, back to back, with the host out of the way
-  double host_us = 0;    // host time to enqueue one call
+  double stream_us = 0;     // device time per call, back to back, with the host out of the way
+  double host_us = 0;       // host time to enqueue one call
   bool host_bound = false;  // enqueueing outlasted the gate: stream_us then includes host time
 };
 
 constexpr long long kGateNs = 30'000'000;
 
-__device__ unsigned long long GlobalTimerNs() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // Holds the stream while the host enqueues the calls to be timed, so that they then run back to
 // back at device speed and the events measure the device, not the host.
-__global__ void Gate(long long nanoseconds) {
-  const unsigned long long start = GlobalTimerNs();
-  while (GlobalTimerNs() - start < static_cast<unsigned long long>(nanoseconds)) {
-  }
-}
+__global__ void Gate(long long nanoseconds) { constmem::testing::SpinFor(nanoseconds); }
 
 struct Row {
   std::string name, source;
@@ -149,19 +140,25 @@ int main(int argc, char** argv) {
   constexpr int kMaxEntries = 16384;
   constexpr int kVariants = 64;  // distinct tables, so that no upload is skipped as unchanged
   std::vector<std::int32_t> pageable(kVariants * kMaxEntries);
-  for (std::size_t i = 0; i < pageable.size(); ++i) pageable[i] = static_cast<std::int32_t>(i * 2654435761u);
+  for (std::size_t i = 0; i < pageable.size(); ++i)
+    pageable[i] = static_cast<std::int32_t>(i * 2654435761u);
   std::int32_t *pinned = nullptr, *device = nullptr;
   CHECK_CUDA(cudaHostAlloc(&pinned, pageable.size() * sizeof(std::int32_t), cudaHostAllocDefault));
   std::memcpy(pinned, pageable.data(), pageable.size() * sizeof(std::int32_t));
   CHECK_CUDA(cudaMalloc(&device, pageable.size() * sizeof(std::int32_t)));
-  CHECK_CUDA(cudaMemcpy(device, pinned, pageable.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+  CHECK_CUDA(
+      cudaMemcpy(device, pinned, pageable.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
 
   std::vector<Row> rows;
-  rows.push_back({"bare launch", "-", 0, 1,
-                  TimeCalls(a, b, 1, calls, [&](cudaStream_t s, int) { Consume<<<1, 32, 0, s>>>(EmptyReader{}, 1, out); })});
-  rows.push_back({"by-value launch", "host", 400, 1, TimeCalls(a, b, 1, calls, ByValueLaunch<100>(pageable, out))});
-  rows.push_back({"by-value launch", "host", 4096, 1, TimeCalls(a, b, 1, calls, ByValueLaunch<1024>(pageable, out))});
-  rows.push_back({"by-value launch", "host", 32000, 1, TimeCalls(a, b, 1, calls, ByValueLaunch<8000>(pageable, out))});
+  rows.push_back({"bare launch", "-", 0, 1, TimeCalls(a, b, 1, calls, [&](cudaStream_t s, int) {
+                    Consume<<<1, 32, 0, s>>>(EmptyReader{}, 1, out);
+                  })});
+  rows.push_back({"by-value launch", "host", 400, 1,
+                  TimeCalls(a, b, 1, calls, ByValueLaunch<100>(pageable, out))});
+  rows.push_back({"by-value launch", "host", 4096, 1,
+                  TimeCalls(a, b, 1, calls, ByValueLaunch<1024>(pageable, out))});
+  rows.push_back({"by-value launch", "host", 32000, 1,
+                  TimeCalls(a, b, 1, calls, ByValueLaunch<8000>(pageable, out))});
 
   for (int streams : {1, 2}) {
     for (int entries : {100, 1024, 8192, 16384}) {
@@ -170,21 +167,25 @@ int main(int argc, char** argv) {
         const std::int32_t* base = kind == constmem::SourceKind::kDevice       ? device
                                    : kind == constmem::SourceKind::kPinnedHost ? pinned
                                                                                : pageable.data();
-        const cudaMemcpyKind copy_kind =
-            kind == constmem::SourceKind::kDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+        const cudaMemcpyKind copy_kind = kind == constmem::SourceKind::kDevice
+                                             ? cudaMemcpyDeviceToDevice
+                                             : cudaMemcpyHostToDevice;
         const auto raw = TimeCalls(a, b, streams, calls, [&](cudaStream_t s, int i) {
-          CHECK_CUDA(RawUploadAndLaunch(s, base + (i % kVariants) * kMaxEntries, entries, copy_kind, out));
+          CHECK_CUDA(
+              RawUploadAndLaunch(s, base + (i % kVariants) * kMaxEntries, entries, copy_kind, out));
         });
         const auto ours = TimeCalls(a, b, streams, calls, [&](cudaStream_t s, int i) {
-          const auto status = ConstmemUploadAndLaunch(s, base + (i % kVariants) * kMaxEntries, entries, kind,
-                                                     /*dedupe=*/false, out);
+          const auto status =
+              ConstmemUploadAndLaunch(s, base + (i % kVariants) * kMaxEntries, entries, kind,
+                                      /*dedupe=*/false, out);
           if (!status.ok()) {
             std::fprintf(stderr, "%s\n", status.ToString().c_str());
             std::exit(1);
           }
         });
         const std::size_t bytes = entries * sizeof(std::int32_t);
-        rows.push_back({"raw cudaMemcpyToSymbolAsync + launch", SourceName(kind), bytes, streams, raw, 1.0});
+        rows.push_back(
+            {"raw cudaMemcpyToSymbolAsync + launch", SourceName(kind), bytes, streams, raw, 1.0});
         rows.push_back({"constmem upload + launch", SourceName(kind), bytes, streams, ours,
                         ours.stream_us / raw.stream_us});
       }
@@ -196,11 +197,15 @@ int main(int argc, char** argv) {
       CHECK_CUDA(RawUploadAndLaunch(s, pageable.data(), entries, cudaMemcpyHostToDevice, out));
     });
     const auto ours = TimeCalls(a, b, 1, calls, [&](cudaStream_t s, int) {
-      if (!ConstmemUploadAndLaunch(s, pageable.data(), entries, constmem::SourceKind::kPageableHost, true, out).ok()) std::exit(1);
+      if (!ConstmemUploadAndLaunch(s, pageable.data(), entries, constmem::SourceKind::kPageableHost,
+                                   true, out)
+               .ok())
+        std::exit(1);
     });
     const std::size_t bytes = entries * sizeof(std::int32_t);
     rows.push_back({"raw upload + launch, unchanged table", "pageable", bytes, 1, raw, 1.0});
-    rows.push_back({"constmem, unchanged table (skipped)", "pageable", bytes, 1, ours, ours.stream_us / raw.stream_us});
+    rows.push_back({"constmem, unchanged table (skipped)", "pageable", bytes, 1, ours,
+                    ours.stream_us / raw.stream_us});
   }
 
   int driver = 0;
@@ -218,8 +223,9 @@ int main(int argc, char** argv) {
   }
   if (json_path != nullptr) {
     FILE* f = std::fopen(json_path, "w");
-    std::fprintf(f, "{\"device\": \"%s\", \"driver\": %d, \"runtime\": %d, \"calls\": %d, \"rows\": [\n",
-                 prop.name, driver, CUDART_VERSION, calls);
+    std::fprintf(
+        f, "{\"device\": \"%s\", \"driver\": %d, \"runtime\": %d, \"calls\": %d, \"rows\": [\n",
+        prop.name, driver, CUDART_VERSION, calls);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       std::fprintf(f,

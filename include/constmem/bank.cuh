@@ -64,7 +64,9 @@ inline bool HazardTrackingEnabled() { return detail::HazardTrackingFlag().load()
 
 // For tests and demonstrations only. With tracking off a bank neither waits for earlier readers
 // before an upload nor for an earlier upload before a read, so the races it prevents show.
-inline void SetHazardTrackingForTesting(bool enabled) { detail::HazardTrackingFlag().store(enabled); }
+inline void SetHazardTrackingForTesting(bool enabled) {
+  detail::HazardTrackingFlag().store(enabled);
+}
 
 namespace detail {
 
@@ -80,7 +82,8 @@ class DeviceBank {
     bank->address_ = static_cast<char*>(address);
     for (auto& slot : bank->slot_events_) {
       CONSTMEM_RETURN_IF_CUDA_ERROR(
-          cudaEventCreateWithFlags(&slot.released, cudaEventDisableTiming), "cudaEventCreate(slot)");
+          cudaEventCreateWithFlags(&slot.released, cudaEventDisableTiming),
+          "cudaEventCreate(slot)");
     }
     *out = std::move(bank);
     return Status::Ok();
@@ -152,15 +155,15 @@ class DeviceBank {
     Status status;
     switch (kind) {
       case SourceKind::kDevice:
-        status = CudaStatus(cudaMemcpyAsync(destination, source, bytes,
-                                            cudaMemcpyDeviceToDevice, stream),
-                            "cudaMemcpyAsync into constant bank (device source)");
+        status = CudaStatus(
+            cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync into constant bank (device source)");
         Count(Counter::kUploadFromDevice);
         break;
       case SourceKind::kPinnedHost:
-        status = CudaStatus(
-            cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, stream),
-            "cudaMemcpyAsync into constant bank (pinned host source)");
+        status =
+            CudaStatus(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, stream),
+                       "cudaMemcpyAsync into constant bank (pinned host source)");
         Count(Counter::kUploadFromPinnedHost);
         break;
       case SourceKind::kPageableHost: {
@@ -183,8 +186,8 @@ class DeviceBank {
     Status status = StreamId(stream, &stream_id);
     if (HazardTrackingEnabled()) {
       for (int i = start; i < start + span && status.ok(); ++i) {
-        status = CudaStatus(cudaEventRecord(slot_events_[i].released, stream),
-                            "cudaEventRecord(slot)");
+        status =
+            CudaStatus(cudaEventRecord(slot_events_[i].released, stream), "cudaEventRecord(slot)");
         slot_events_[i].recorded = status.ok();
         slot_events_[i].stream_id = stream_id;
       }
@@ -274,7 +277,8 @@ class Lease {
     return Upload(source, count, SourceKind::kPageableHost);
   }
   Status Upload(const T* source, std::size_t count, SourceKind kind) {
-    if (!active()) return Status(StatusCode::kFailedPrecondition, "upload through a released lease");
+    if (!active())
+      return Status(StatusCode::kFailedPrecondition, "upload through a released lease");
     if (count == 0 || count > capacity()) {
       return InvalidArgument("upload of " + std::to_string(count) + " elements into a lease of " +
                              std::to_string(capacity()));
@@ -341,8 +345,8 @@ class Bank {
     detail::DeviceBank* bank = nullptr;
     CONSTMEM_RETURN_IF_ERROR(StateFor(device, &bank));
     Lease<T> acquired;
-    CONSTMEM_RETURN_IF_ERROR(bank->Acquire(stream, count * sizeof(T), host_content,
-                                           &acquired.start_, &acquired.span_));
+    CONSTMEM_RETURN_IF_ERROR(
+        bank->Acquire(stream, count * sizeof(T), host_content, &acquired.start_, &acquired.span_));
     acquired.bank_ = bank;
     acquired.device_ = device;
     acquired.stream_ = stream;
@@ -360,8 +364,8 @@ class Bank {
       existing = states_[device].load(std::memory_order_relaxed);
       if (existing == nullptr) {
         std::unique_ptr<detail::DeviceBank> created;
-        CONSTMEM_RETURN_IF_ERROR(detail::DeviceBank::Create(symbol_, slot_count_,
-                                                            slot_elements_ * sizeof(T), &created));
+        CONSTMEM_RETURN_IF_ERROR(
+            detail::DeviceBank::Create(symbol_, slot_count_, slot_elements_ * sizeof(T), &created));
         existing = created.release();  // kept for the life of the process, like the symbol
         states_[device].store(existing, std::memory_order_release);
       }
@@ -396,31 +400,32 @@ struct BankBytesUpTo<-1> {
 }  // namespace constmem_detail_tu
 
 #define CONSTMEM_DETAIL_ACCOUNT(bytes, key) CONSTMEM_DETAIL_ACCOUNT_EXPANDED(bytes, key)
-#define CONSTMEM_DETAIL_ACCOUNT_EXPANDED(bytes, key)                                          \
-  namespace constmem_detail_tu {                                                              \
-  namespace {                                                                                 \
-  template <>                                                                                 \
-  struct BankBytesUpTo<key> {                                                                 \
-    static constexpr std::size_t value = BankBytesUpTo<key - 1>::value + (bytes);             \
-  };                                                                                          \
-  static_assert(BankBytesUpTo<key>::value <= ::constmem::kConstantMemoryBytes,                \
-                "constmem: the __constant__ banks of this translation unit exceed 64 KiB");   \
-  }                                                                                           \
+#define CONSTMEM_DETAIL_ACCOUNT_EXPANDED(bytes, key)                                        \
+  namespace constmem_detail_tu {                                                            \
+  namespace {                                                                               \
+  template <>                                                                               \
+  struct BankBytesUpTo<key> {                                                               \
+    static constexpr std::size_t value = BankBytesUpTo<key - 1>::value + (bytes);           \
+  };                                                                                        \
+  static_assert(BankBytesUpTo<key>::value <= ::constmem::kConstantMemoryBytes,              \
+                "constmem: the __constant__ banks of this translation unit exceed 64 KiB"); \
+  }                                                                                         \
   }
 
 // Declares `static __constant__ T name##_constmem_symbol[slot_elements * slot_count]`, its host
 // handle `name()` and a device-side reader `name##_reader{offset}` for kernels of this file. Use it
 // at global scope, outside any namespace: it opens namespaces of its own.
-#define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                               \
-  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");             \
-  static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)];               \
-  CONSTMEM_DETAIL_ACCOUNT(sizeof(T) * (slot_elements) * (slot_count), __COUNTER__)            \
-  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                       \
-    static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count),    \
-                                    #name);                                                   \
-    return bank;                                                                              \
-  }                                                                                           \
-  struct name##_reader {                                                                      \
-    int offset;                                                                               \
-    __device__ __forceinline__ T operator[](int i) const { return name##_constmem_symbol[offset + i]; } \
+#define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                                   \
+  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                  \
+  static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                    \
+  CONSTMEM_DETAIL_ACCOUNT(sizeof(T) * (slot_elements) * (slot_count), __COUNTER__)                 \
+  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                            \
+    static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count), #name); \
+    return bank;                                                                                   \
+  }                                                                                                \
+  struct name##_reader {                                                                           \
+    int offset;                                                                                    \
+    __device__ __forceinline__ T operator[](int i) const {                                         \
+      return name##_constmem_symbol[offset + i];                                                   \
+    }                                                                                              \
   }

@@ -19,8 +19,8 @@ namespace constmem {
 inline Status CudaStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::Ok();
   cudaGetLastError();  // clear a non-sticky error so that the next call starts clean
-  const StatusCode code = error == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted
-                                                             : StatusCode::kInternal;
+  const StatusCode code =
+      error == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
   return Status(code, what,
                 std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error));
 }
@@ -88,9 +88,9 @@ constexpr int kMaxDevices = 64;
 
 inline Status CheckDeviceOrdinal(int device) {
   if (device < 0 || device >= kMaxDevices) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "device ordinal " + std::to_string(device) + " is outside [0, " +
-                      std::to_string(kMaxDevices) + ")");
+    return Status(StatusCode::kFailedPrecondition, "device ordinal " + std::to_string(device) +
+                                                       " is outside [0, " +
+                                                       std::to_string(kMaxDevices) + ")");
   }
   return Status::Ok();
 }

@@ -84,7 +84,8 @@ class PinnedStagingPool {
     auto buffer = std::make_unique<Buffer>();
     buffer->bytes = std::max(bytes, kMinBufferBytes);
     CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaHostAlloc(&buffer->host, buffer->bytes, cudaHostAllocPortable), "cudaHostAlloc(staging)");
+        cudaHostAlloc(&buffer->host, buffer->bytes, cudaHostAllocPortable),
+        "cudaHostAlloc(staging)");
     Status status = CudaStatus(cudaEventCreateWithFlags(&buffer->copied, cudaEventDisableTiming),
                                "cudaEventCreate(staging)");
     if (!status.ok()) {
@@ -99,7 +100,7 @@ class PinnedStagingPool {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // owns every buffer
   std::deque<Buffer*> in_flight_;                 // oldest copy first
-  std::vector<Buffer*> free_;                      // a buffer here is reserved by nobody
+  std::vector<Buffer*> free_;                     // a buffer here is reserved by nobody
 };
 
 // One pool per device, created on first use and kept for the life of the process.

@@ -27,10 +27,12 @@ enum class Counter : int {
 
 inline const char* CounterName(Counter counter) {
   static const char* const kNames[] = {
-      "upload_from_device",      "upload_from_pinned_host",      "upload_from_pageable_host",
-      "upload_skipped",          "by_value_launch",              "constant_bank_launch",
-      "global_memory_launch",    "staging_pinned_verified",      "staging_not_pinned",
-      "staging_released_after_copy", "staging_released_early",
+      "upload_from_device",        "upload_from_pinned_host",
+      "upload_from_pageable_host", "upload_skipped",
+      "by_value_launch",           "constant_bank_launch",
+      "global_memory_launch",      "staging_pinned_verified",
+      "staging_not_pinned",        "staging_released_after_copy",
+      "staging_released_early",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Counter::kCount),
                 "one name per counter");

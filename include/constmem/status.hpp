@@ -65,8 +65,8 @@ inline Status InvalidArgument(std::string message) {
 }  // namespace constmem
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define CONSTMEM_RETURN_IF_ERROR(expr)             \
-  do {                                             \
-    ::constmem::Status constmem_status_ = (expr);  \
+#define CONSTMEM_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::constmem::Status constmem_status_ = (expr);        \
     if (!constmem_status_.ok()) return constmem_status_; \
   } while (0)

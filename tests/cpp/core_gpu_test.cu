@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 
 CONSTMEM_DEFINE_BANK(four_slot_bank, std::int32_t, 256, 4);
 CONSTMEM_DEFINE_BANK(single_slot_bank, std::int32_t, 256, 1);
@@ -19,33 +20,18 @@ CONSTMEM_DEFINE_BANK(single_slot_bank, std::int32_t, 256, 1);
 namespace constmem {
 namespace {
 
-bool HasGpu() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  return ok;
-}
+using testing::GlobalTimerNs;
+using testing::HasGpu;
+using testing::SpinFor;
 
 #define REQUIRE_GPU() \
   if (!HasGpu()) GTEST_SKIP() << "no CUDA GPU here"
-#define ASSERT_OK(expr)                   \
-  do {                                    \
-    const ::constmem::Status s_ = (expr); \
+#define ASSERT_OK(expr)                    \
+  do {                                     \
+    const ::constmem::Status s_ = (expr);  \
     ASSERT_TRUE(s_.ok()) << s_.ToString(); \
   } while (0)
 #define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess)
-
-__device__ unsigned long long GlobalTimerNs() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ void SpinFor(long long nanoseconds) {
-  const unsigned long long start = GlobalTimerNs();
-  while (GlobalTimerNs() - start < static_cast<unsigned long long>(nanoseconds)) {
-  }
-}
 
 // Copies the table out after an optional spin; thread i reads entry i (a test, not a hot path).
 template <class Reader>
@@ -196,8 +182,7 @@ TEST(Uploads, ErrorsAreStatusesAndTheNextCallWorks) {
   EXPECT_EQ(lease.UploadFromPageableHost(eleven.data(), 300).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(lease.UploadFromPageableHost(nullptr, 5).code(), StatusCode::kInvalidArgument);
   ASSERT_OK(lease.Release());
-  EXPECT_EQ(lease.UploadFromPageableHost(eleven.data(), 5).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(lease.UploadFromPageableHost(eleven.data(), 5).code(), StatusCode::kFailedPrecondition);
   std::mt19937 rng(13);
   const auto table = RandomTable(rng, 64);
   EXPECT_EQ(RoundTrip(four_slot_bank(), stream, table, SourceKind::kPageableHost), table);
@@ -264,7 +249,8 @@ void UploadAfterLongReader(bool tracking) {
                                     nullptr);
   ASSERT_OK(lease_b.Release());
   const double host_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
+          .count();
   ASSERT_CUDA(cudaDeviceSynchronize());
 
   EXPECT_LT(host_ms, 10.0) << "the host must not wait for the 50 ms kernel";
@@ -363,8 +349,8 @@ TEST(Slots, KernelsOnTwoStreamsOverlapInTime) {
 }
 
 template <std::size_t kCapacity>
-__global__ void ByValueCopyKernel(const __grid_constant__ ByValueTable<std::int32_t, kCapacity> table,
-                                  std::int32_t* out) {
+__global__ void ByValueCopyKernel(
+    const __grid_constant__ ByValueTable<std::int32_t, kCapacity> table, std::int32_t* out) {
   for (int i = threadIdx.x; i < table.size; i += blockDim.x) out[i] = table[i];
 }
 
@@ -403,8 +389,8 @@ int StressLaunches() {
 
 // Every thread owns 4 streams and enqueues launches each with its own table, from all three
 // sources, through one shared 4-slot bank; every result is checked at the end.
-void StressOneDevice(int device, int threads, int launches_per_thread, std::atomic<long>* mismatches,
-                     std::atomic<long>* failures) {
+void StressOneDevice(int device, int threads, int launches_per_thread,
+                     std::atomic<long>* mismatches, std::atomic<long>* failures) {
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([=] {
@@ -453,7 +439,7 @@ void StressOneDevice(int device, int threads, int launches_per_thread, std::atom
         if (status.ok()) status = lease.Upload(source, n, kind);
         if (status.ok()) {
           WeightedSumKernel<<<1, 32, 0, stream>>>(four_slot_bank_reader{lease.offset()}, n,
-                                                   results.get() + i);
+                                                  results.get() + i);
           status = lease.Release();
         }
         cudaEventRecord(ring_free[r], stream);

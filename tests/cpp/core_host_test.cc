@@ -18,10 +18,10 @@ namespace {
 
 TEST(Status, CarriesCodeMessageAndCudaError) {
   EXPECT_TRUE(Status::Ok().ok());
-  const Status status(StatusCode::kInternal, "copy failed", "cudaErrorInvalidValue: invalid argument");
+  const Status status(StatusCode::kInternal, "copy failed",
+                      "cudaErrorInvalidValue: invalid argument");
   EXPECT_FALSE(status.ok());
-  EXPECT_EQ(status.ToString(),
-            "INTERNAL: copy failed (cudaErrorInvalidValue: invalid argument)");
+  EXPECT_EQ(status.ToString(), "INTERNAL: copy failed (cudaErrorInvalidValue: invalid argument)");
   EXPECT_EQ(InvalidArgument("bad").code(), StatusCode::kInvalidArgument);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
 
@@ -16,12 +17,7 @@ namespace constmem {
 namespace ops {
 namespace {
 
-bool HasGpu() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  return ok;
-}
+using testing::HasGpu;
 
 template <class T>
 std::vector<T> RandomData(std::mt19937_64& rng, std::int64_t n) {
@@ -102,7 +98,8 @@ TEST_P(FrobulateGpu, BitwiseEqualToTheCpuKernel) {
     EXPECT_EQ(MismatchesForCase<float>(count, table_size, source, misalign, seed, &placement), 0)
         << "float misalign=" << misalign;
     EXPECT_EQ(placement, FrobulatePlacement(table_size, source));
-    EXPECT_EQ(MismatchesForCase<double>(count, table_size, source, misalign, seed + 1, &placement), 0)
+    EXPECT_EQ(MismatchesForCase<double>(count, table_size, source, misalign, seed + 1, &placement),
+              0)
         << "double misalign=" << misalign;
   }
 }

@@ -20,7 +20,8 @@ Status RecordStreamMarker(GpuStream stream, StreamMarker** marker) {
   auto* created = new StreamMarker;
   Status status = CudaStatus(cudaEventCreateWithFlags(&created->event, cudaEventDisableTiming),
                              "cudaEventCreate(marker)");
-  if (status.ok()) status = CudaStatus(cudaEventRecord(created->event, stream), "cudaEventRecord(marker)");
+  if (status.ok())
+    status = CudaStatus(cudaEventRecord(created->event, stream), "cudaEventRecord(marker)");
   if (!status.ok()) {
     if (created->event != nullptr) cudaEventDestroy(created->event);
     delete created;

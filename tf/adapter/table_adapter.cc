@@ -30,9 +30,9 @@ absl::Status ToTfStatus(const Status& status) {
 
 absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size) {
   if (size < 1 || size > max_size) {
-    return absl::InvalidArgumentError(tensorflow::strings::StrCat(
-        name, " must have 1 to ", max_size, " entries (", max_size * 4 / 1024,
-        " KiB of constant memory); got ", size));
+    return absl::InvalidArgumentError(
+        tensorflow::strings::StrCat(name, " must have 1 to ", max_size, " entries (",
+                                    max_size * 4 / 1024, " KiB of constant memory); got ", size));
   }
   return absl::OkStatus();
 }
@@ -40,9 +40,9 @@ absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t
 absl::Status ValidateTableShape(const tensorflow::TensorShape& shape, const char* name,
                                 std::int64_t max_size) {
   if (shape.dims() != 1) {
-    return absl::InvalidArgumentError(tensorflow::strings::StrCat(
-        name, " must be a vector (rank 1); got shape ", shape.DebugString(), " of rank ",
-        shape.dims()));
+    return absl::InvalidArgumentError(
+        tensorflow::strings::StrCat(name, " must be a vector (rank 1); got shape ",
+                                    shape.DebugString(), " of rank ", shape.dims()));
   }
   return ValidateTableSize(shape.dim_size(0), name, max_size);
 }
@@ -51,9 +51,9 @@ absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, i
                              const char* name, std::int64_t max_size) {
   tensorflow::shape_inference::ShapeHandle table = c->input(input_index);
   if (c->RankKnown(table) && c->Rank(table) != 1) {
-    return absl::InvalidArgumentError(tensorflow::strings::StrCat(
-        name, " must be a vector (rank 1); got shape ", c->DebugString(table), " of rank ",
-        c->Rank(table)));
+    return absl::InvalidArgumentError(
+        tensorflow::strings::StrCat(name, " must be a vector (rank 1); got shape ",
+                                    c->DebugString(table), " of rank ", c->Rank(table)));
   }
   if (c->RankKnown(table) && c->ValueKnown(c->Dim(table, 0))) {
     return ValidateTableSize(c->Value(c->Dim(table, 0)), name, max_size);
@@ -71,7 +71,8 @@ absl::Status TooManyElements(const char* name, const std::string& shape, std::in
 
 absl::Status CheckElementCount(const tensorflow::TensorShape& shape, const char* name,
                                std::int64_t max_elements) {
-  if (shape.num_elements() > max_elements) return TooManyElements(name, shape.DebugString(), max_elements);
+  if (shape.num_elements() > max_elements)
+    return TooManyElements(name, shape.DebugString(), max_elements);
   return absl::OkStatus();
 }
 
@@ -146,15 +147,14 @@ void GpuTableArgument<T>::KeepAliveUntilStreamPasses(tensorflow::OpKernelContext
   const bool pinned = ops::IsPinnedHost(staging_.flat<T>().data());
   Count(pinned ? Counter::kStagingPinnedVerified : Counter::kStagingNotPinned);
   auto* event_mgr = ctx->device()->tensorflow_accelerator_device_info()->event_mgr;
-  event_mgr->ThenExecute(ctx->op_device_context()->stream(),
-                         [staging = std::move(staging_), marker]() mutable {
-                           if (marker != nullptr) {
-                             Count(ops::StreamPassedMarkerAndFree(marker)
-                                       ? Counter::kStagingReleasedAfterCopy
-                                       : Counter::kStagingReleasedEarly);
-                           }
-                           staging = tensorflow::Tensor();  // back to TensorFlow's allocator
-                         });
+  event_mgr->ThenExecute(
+      ctx->op_device_context()->stream(), [staging = std::move(staging_), marker]() mutable {
+        if (marker != nullptr) {
+          Count(ops::StreamPassedMarkerAndFree(marker) ? Counter::kStagingReleasedAfterCopy
+                                                       : Counter::kStagingReleasedEarly);
+        }
+        staging = tensorflow::Tensor();  // back to TensorFlow's allocator
+      });
 }
 
 template class GpuTableArgument<std::int32_t>;

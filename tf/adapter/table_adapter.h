@@ -49,7 +49,8 @@ using PlacementFn = std::function<Placement(std::int64_t, SourceKind)>;
 //   - an input in host memory (registered with HostMemory): read directly into a by-value
 //     parameter when small, otherwise copied into pinned memory from TensorFlow's own allocator
 //     (allocate_temp, on_host + gpu_compatible) for an asynchronous copy;
-//   - host values owned by the kernel (an attr, or a table computed in Compute): handed to the core,
+//   - host values owned by the kernel (an attr, or a table computed in Compute): handed to the
+//   core,
 //     whose own pinned staging is reused only after its copy ran, and whose bank skips a copy when
 //     a slot already holds the same bytes.
 template <class T>

@@ -72,7 +72,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     FrobulateKernel(const T* __restrict__ data, T* __restrict__ out, std::int64_t count,
                     int table_size, const __grid_constant__ Table table) {
   using V = typename Vector<T>::type;
-  constexpr std::int64_t kTileVectors = static_cast<std::int64_t>(kThreadsPerBlock) * kVectorsPerThread;
+  constexpr std::int64_t kTileVectors =
+      static_cast<std::int64_t>(kThreadsPerBlock) * kVectorsPerThread;
   constexpr std::int64_t kTileElements = kTileVectors * Vector<T>::kLanes;
   const std::int64_t tiles = kVectorized ? count / kTileElements : 0;
   for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -94,8 +95,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
   }
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = tiles * kTileElements + static_cast<std::int64_t>(blockIdx.x) * blockDim.x +
-                        threadIdx.x;
+  for (std::int64_t i =
+           tiles * kTileElements + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += stride) {
     T value = data[i];
     for (int j = 0; j < table_size; ++j) value = value + static_cast<T>(table[j]);
@@ -112,7 +113,8 @@ int ResidentBlocks(int device) {
   int blocks = cached[device].load(std::memory_order_relaxed);
   if (blocks == 0) {
     int per_sm = 0, sms = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerBlock, 0) != cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerBlock, 0) !=
+            cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
       cudaGetLastError();
       per_sm = 1;
@@ -131,17 +133,18 @@ Status Launch(int device, cudaStream_t stream, const T* data, T* out, std::int64
       static_cast<std::int64_t>(kThreadsPerBlock) * kVectorsPerThread * Vector<T>::kLanes;
   const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  const std::int64_t wanted =
-      aligned ? std::max<std::int64_t>(1, count / kTileElements)
-              : (count + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  const std::int64_t wanted = aligned ? std::max<std::int64_t>(1, count / kTileElements)
+                                      : (count + kThreadsPerBlock - 1) / kThreadsPerBlock;
   // One wave of persistent blocks: a second, partial wave would leave SMs idle at the end.
   const std::int64_t resident =
       aligned ? ResidentBlocks<T, Table, true>(device) : ResidentBlocks<T, Table, false>(device);
   const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(wanted, resident))));
   if (aligned) {
-    FrobulateKernel<T, Table, true><<<grid, kThreadsPerBlock, 0, stream>>>(data, out, count, table_size, table);
+    FrobulateKernel<T, Table, true>
+        <<<grid, kThreadsPerBlock, 0, stream>>>(data, out, count, table_size, table);
   } else {
-    FrobulateKernel<T, Table, false><<<grid, kThreadsPerBlock, 0, stream>>>(data, out, count, table_size, table);
+    FrobulateKernel<T, Table, false>
+        <<<grid, kThreadsPerBlock, 0, stream>>>(data, out, count, table_size, table);
   }
   return CudaStatus(cudaGetLastError(), "Frobulate kernel launch");
 }

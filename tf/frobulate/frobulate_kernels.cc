@@ -49,8 +49,8 @@ class FrobulateCpuKernel : public OpKernel {
     std::int64_t table_size = static_cast<std::int64_t>(attr_table_.size());
     if (kFrom == TableFrom::kInput) {
       const Tensor& input = ctx->input(1);
-      OP_REQUIRES_OK(ctx, tf_adapter::ValidateTableShape(input.shape(), "table",
-                                                         kFrobulateMaxTableSize));
+      OP_REQUIRES_OK(
+          ctx, tf_adapter::ValidateTableShape(input.shape(), "table", kFrobulateMaxTableSize));
       table = input.flat<std::int32_t>().data();
       table_size = input.NumElements();
     }
@@ -69,15 +69,15 @@ class FrobulateCpuKernel : public OpKernel {
   std::vector<std::int32_t> attr_table_;
 };
 
-#define REGISTER_FROBULATE_CPU(T)                                                             \
-  REGISTER_KERNEL_BUILDER(                                                                    \
-      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),       \
-      FrobulateCpuKernel<T, TableFrom::kInput>);                                              \
-  REGISTER_KERNEL_BUILDER(                                                                    \
+#define REGISTER_FROBULATE_CPU(T)                                                                \
+  REGISTER_KERNEL_BUILDER(                                                                       \
+      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),          \
+      FrobulateCpuKernel<T, TableFrom::kInput>);                                                 \
+  REGISTER_KERNEL_BUILDER(                                                                       \
       Name("Constmem>FrobulateHostTable").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"), \
-      FrobulateCpuKernel<T, TableFrom::kInput>);                                              \
-  REGISTER_KERNEL_BUILDER(                                                                    \
-      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),   \
+      FrobulateCpuKernel<T, TableFrom::kInput>);                                                 \
+  REGISTER_KERNEL_BUILDER(                                                                       \
+      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),      \
       FrobulateCpuKernel<T, TableFrom::kAttr>);
 REGISTER_FROBULATE_CPU(float);
 REGISTER_FROBULATE_CPU(double);
@@ -110,8 +110,8 @@ class FrobulateGpuKernel : public OpKernel {
     OP_REQUIRES(ctx, stream != nullptr,
                 absl::FailedPreconditionError("constmem: TensorFlow gave no CUDA compute stream"));
     OP_REQUIRES_OK(ctx, tf_adapter::ToTfStatus(LaunchFrobulate<T>(
-                            stream, ctx->input(0).flat<T>().data(),
-                            output->flat<T>().data(), output->NumElements(), table.view())));
+                            stream, ctx->input(0).flat<T>().data(), output->flat<T>().data(),
+                            output->NumElements(), table.view())));
     table.KeepAliveUntilStreamPasses(ctx);
   }
 
@@ -119,17 +119,17 @@ class FrobulateGpuKernel : public OpKernel {
   std::vector<std::int32_t> attr_table_;
 };
 
-#define REGISTER_FROBULATE_GPU(T)                                                             \
-  REGISTER_KERNEL_BUILDER(                                                                    \
-      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"),       \
-      FrobulateGpuKernel<T, TableFrom::kInput>);                                              \
-  REGISTER_KERNEL_BUILDER(Name("Constmem>FrobulateHostTable")                                 \
-                              .Device(tensorflow::DEVICE_GPU)                                 \
-                              .TypeConstraint<T>("T")                                         \
-                              .HostMemory("table"),                                           \
-                          FrobulateGpuKernel<T, TableFrom::kInput>);                          \
-  REGISTER_KERNEL_BUILDER(                                                                    \
-      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"),   \
+#define REGISTER_FROBULATE_GPU(T)                                                           \
+  REGISTER_KERNEL_BUILDER(                                                                  \
+      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"),     \
+      FrobulateGpuKernel<T, TableFrom::kInput>);                                            \
+  REGISTER_KERNEL_BUILDER(Name("Constmem>FrobulateHostTable")                               \
+                              .Device(tensorflow::DEVICE_GPU)                               \
+                              .TypeConstraint<T>("T")                                       \
+                              .HostMemory("table"),                                         \
+                          FrobulateGpuKernel<T, TableFrom::kInput>);                        \
+  REGISTER_KERNEL_BUILDER(                                                                  \
+      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"), \
       FrobulateGpuKernel<T, TableFrom::kAttr>);
 REGISTER_FROBULATE_GPU(float);
 REGISTER_FROBULATE_GPU(double);
