@@ -36,26 +36,23 @@ absl::Status FrobulateShapeWithTableAttr(InferenceContext* c) {
 }  // namespace ops
 }  // namespace constmem
 
-REGISTER_OP("Constmem>Frobulate")
-    .Input("data: T")
-    .Input("table: int32")
-    .Output("output: T")
-    .Attr("T: {float, double}")
-    .SetShapeFn(constmem::ops::FrobulateShapeWithTableInput)
-    .Doc(R"doc(
+// The two ops whose table is an input differ only in where their GPU kernel takes it from.
+#define CONSTMEM_REGISTER_FROBULATE_WITH_TABLE_INPUT(name) \
+  REGISTER_OP(name)                                        \
+      .Input("data: T")                                    \
+      .Input("table: int32")                               \
+      .Output("output: T")                                 \
+      .Attr("T: {float, double}")                          \
+      .SetShapeFn(constmem::ops::FrobulateShapeWithTableInput)
+
+CONSTMEM_REGISTER_FROBULATE_WITH_TABLE_INPUT("Constmem>Frobulate").Doc(R"doc(
 output[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1]), left to right in T.
 On the GPU the table is read from __constant__ memory with warp-uniform indices.
 data: any shape, float32 or float64.
 table: int32 vector of 1 to 16384 entries.
 )doc");
 
-REGISTER_OP("Constmem>FrobulateHostTable")
-    .Input("data: T")
-    .Input("table: int32")
-    .Output("output: T")
-    .Attr("T: {float, double}")
-    .SetShapeFn(constmem::ops::FrobulateShapeWithTableInput)
-    .Doc(R"doc(
+CONSTMEM_REGISTER_FROBULATE_WITH_TABLE_INPUT("Constmem>FrobulateHostTable").Doc(R"doc(
 Frobulate whose GPU kernel takes the table in host memory: small tables become a by-value kernel
 parameter, larger ones are staged through TensorFlow's pinned host allocator.
 )doc");
