@@ -197,3 +197,23 @@ def test_library_loads_lazily_and_once():
     assert os.path.exists(constmem.library_path())
     assert loader.ops() is loader.ops()
     importlib.reload(constmem)  # a re-import does not need the library
+
+
+def test_attr_tables_accept_any_integer_array_within_int32(device):
+    data = np.array([0.5, 1.5], np.float32)
+    with tf.device(device):
+        out = constmem.frobulate(data, np.array([2**31 - 1, -(2**31)], np.int64))
+    np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, np.array([2**31 - 1, -(2**31)], np.int32)))
+    assert_invalid(lambda: constmem.frobulate(data, np.array([2**31], np.int64)), "fit int32")
+
+
+def test_upload_stats_names_every_counter():
+    stats = constmem.upload_stats()
+    assert {"upload_from_device", "upload_from_pinned_host", "upload_from_pageable_host", "upload_skipped",
+            "by_value_launch", "staging_released_early"} <= set(stats)
+    assert all(isinstance(v, int) and v >= 0 for v in stats.values())
+
+
+def test_library_path_can_be_overridden(monkeypatch):
+    monkeypatch.setenv("CONSTMEM_OPS_LIBRARY", "/opt/elsewhere/_constmem_ops.so")
+    assert constmem.library_path() == "/opt/elsewhere/_constmem_ops.so"
