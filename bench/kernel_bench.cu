@@ -248,25 +248,32 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMalloc(&device_table, n * sizeof(std::int32_t)));
       CHECK_CUDA(
           cudaMemcpy(device_table, table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice));
-      const GpuTable view{device_table, n, SourceKind::kDevice};
-      const double ms = MedianMs(stream, [&] {
-        if (is_float) {
-          CHECK_OK(LaunchFrobulate<float>(stream, data, out, elements, view));
-        } else {
-          CHECK_OK(LaunchFrobulate<double>(stream, reinterpret_cast<double*>(data),
-                                           reinterpret_cast<double*>(out), elements, view));
-        }
-      });
-      const double rate = elements / (ms * 1e-3);
-      const double ceiling = std::min(memory_elements_per_s, add_rate / n);
-      std::printf("%8d %14s %12.3f %12.2f %10.0f %7.1f%%\n", n, "constant_bank", ms, rate / 1e9,
-                  rate * 2 * bytes_per / 1e9, 100 * rate / ceiling);
-      frobulate_rows += std::string(frobulate_rows.size() > 1 ? ",\n  " : "\n  ") +
-                        "{\"dtype\": \"" + (is_float ? "float32" : "float64") +
-                        "\", \"table\": " + std::to_string(n) + ", \"ms\": " + Num(ms) +
-                        ", \"elements_per_s\": " + Num(rate) +
-                        ", \"ceiling_elements_per_s\": " + Num(ceiling) +
-                        ", \"fraction\": " + Num(rate / ceiling) + "}";
+      // A device table goes to a constant bank (int32, converted per entry in the kernel); a host
+      // table small enough goes by value (for float data converted once, on the host).
+      const GpuTable device_view{device_table, n, SourceKind::kDevice};
+      const GpuTable host_view{table.data(), n, SourceKind::kPageableHost};
+      for (const GpuTable* view : {&device_view, &host_view}) {
+        const Placement placement = FrobulatePlacement(n, view->source);
+        if (view == &host_view && placement != Placement::kByValue) continue;
+        const double ms = MedianMs(stream, [&] {
+          if (is_float) {
+            CHECK_OK(LaunchFrobulate<float>(stream, data, out, elements, *view));
+          } else {
+            CHECK_OK(LaunchFrobulate<double>(stream, reinterpret_cast<double*>(data),
+                                             reinterpret_cast<double*>(out), elements, *view));
+          }
+        });
+        const double rate = elements / (ms * 1e-3);
+        const double ceiling = std::min(memory_elements_per_s, add_rate / n);
+        std::printf("%8d %14s %12.3f %12.2f %10.0f %7.1f%%\n", n, PlacementName(placement), ms,
+                    rate / 1e9, rate * 2 * bytes_per / 1e9, 100 * rate / ceiling);
+        frobulate_rows +=
+            std::string(frobulate_rows.size() > 1 ? ",\n  " : "\n  ") + "{\"dtype\": \"" +
+            (is_float ? "float32" : "float64") + "\", \"table\": " + std::to_string(n) +
+            ", \"placement\": \"" + PlacementName(placement) + "\", \"ms\": " + Num(ms) +
+            ", \"elements_per_s\": " + Num(rate) + ", \"ceiling_elements_per_s\": " + Num(ceiling) +
+            ", \"fraction\": " + Num(rate / ceiling) + "}";
+      }
       cudaFree(device_table);
     }
     json.Add(is_float ? "elementwise_float32_elements_per_s" : "elementwise_float64_elements_per_s",
@@ -312,9 +319,15 @@ int main(int argc, char** argv) {
     double best = INFINITY;
     for (double v : uniform)
       if (!std::isnan(v)) best = std::min(best, v);
-    std::printf("%8d %-10s %12.3f %12.3f %12.3f %12.3f %9.3fx  (auto=%s)\n", n, "uniform",
-                uniform[0], uniform[1], uniform[2], automatic, automatic / best,
-                PlacementName(chosen));
+    // And for a device table, which can only be copied into a bank or read in place.
+    const Placement chosen_device = FrobulatePlacement(n, SourceKind::kDevice);
+    const double device_automatic = uniform[static_cast<int>(chosen_device)];
+    const double device_best = std::min(uniform[1], uniform[2]);
+    std::printf(
+        "%8d %-10s %12.3f %12.3f %12.3f %12.3f %9.3fx  (auto=%s; device table: auto=%s, "
+        "%.3fx)\n",
+        n, "uniform", uniform[0], uniform[1], uniform[2], automatic, automatic / best,
+        PlacementName(chosen), PlacementName(chosen_device), device_automatic / device_best);
 
     // Both patterns through the simple kernel, so the divergence factor is like for like.
     double pattern[2][3];
@@ -353,6 +366,8 @@ int main(int argc, char** argv) {
                    ", \"constant_bank\": " + cell(uniform[1]) +
                    ", \"global_memory\": " + cell(uniform[2]) + "}, \"auto\": \"" +
                    PlacementName(chosen) + "\", \"auto_over_best\": " + Num(automatic / best) +
+                   ", \"device_auto\": \"" + PlacementName(chosen_device) +
+                   "\", \"device_auto_over_best\": " + Num(device_automatic / device_best) +
                    ", \"simple_uniform_ms\": {\"by_value\": " + cell(pattern[0][0]) +
                    ", \"constant_bank\": " + cell(pattern[0][1]) +
                    ", \"global_memory\": " + cell(pattern[0][2]) +

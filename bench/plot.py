@@ -14,10 +14,11 @@ def main(kernel_json, png):
         k = json.load(f)
     fig, ax = plt.subplots(figsize=(8, 5))
     for dtype, color in (("float32", "tab:blue"), ("float64", "tab:orange")):
-        rows = [r for r in k["frobulate"] if r["dtype"] == dtype]
-        n = [r["table"] for r in rows]
-        ax.plot(n, [r["elements_per_s"] / 1e9 for r in rows], "o-", color=color, label=f"Frobulate {dtype} (constant bank)")
-        ax.plot(n, [r["ceiling_elements_per_s"] / 1e9 for r in rows], "--", color=color, alpha=0.6, label=f"ceiling {dtype} (min of memory, adds)")
+        for placement, style in (("constant_bank", "o-"), ("by_value", "s:")):
+            rows = [r for r in k["frobulate"] if r["dtype"] == dtype and r.get("placement", "constant_bank") == placement]
+            ax.plot([r["table"] for r in rows], [r["elements_per_s"] / 1e9 for r in rows], style, color=color, label=f"Frobulate {dtype} ({placement})")
+        rows = [r for r in k["frobulate"] if r["dtype"] == dtype and r.get("placement", "constant_bank") == "constant_bank"]
+        ax.plot([r["table"] for r in rows], [r["ceiling_elements_per_s"] / 1e9 for r in rows], "--", color=color, alpha=0.6, label=f"ceiling {dtype} (min of memory, adds)")
     matrix = k["placement_matrix"]
     quarter = k["matrix_elements"]
     for placement, marker in (("by_value", "s"), ("constant_bank", "^"), ("global_memory", "v")):

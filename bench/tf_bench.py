@@ -1,9 +1,22 @@
-"""TensorFlow-level figures: per-call cost of Frobulate against tf.add on 1 Ki elements, and
-throughput at 64 Mi elements against the kernel-level figure, for each way the table arrives.
+"""TensorFlow-level figures for each way the table arrives (device input, host input, attr):
+
+1. per call on 1 Ki float32 elements with a 100-entry table against `tf.add` on the same tensor,
+   inside one tf.function, in a `tf.range` while loop and in straight-line (unrolled) code;
+2. throughput on 64 Mi elements (20 chained calls inside one tf.function) against the kernel-level
+   figure of the same placement, read from kernel_bench's JSON.
 
   tf_bench.py [--json FILE] [--kernel-json FILE] [--smoke]
 Times are medians of 5 timed repetitions after a warm-up. Without a GPU (or with --smoke) it runs
 tiny sizes on the CPU to show the script works; those figures mean nothing.
+
+How each table is made, so that it arrives the way its form promises:
+- attr: a NumPy array, baked into the node.
+- host: `tf.constant` in the function: TensorFlow keeps int32 constants in host memory.
+- input: a device-memory int32 tensor. TensorFlow keeps int32 tensors that its own GPU kernels
+  produce, and int32 loop variables, in host memory, so the table travels as float32 bits and a
+  `tf.bitcast` (no kernel, no copy) turns it back into int32 in device memory. In the while loop
+  the bitcast runs in the loop body: a loop-invariant int32 would be moved to host memory.
+- tf.add adds a float32 tensor argument, not a constant, so that grappler cannot fold the chain.
 """
 
 import argparse
@@ -29,57 +42,86 @@ def median_seconds(fn, repetitions=5):
     return statistics.median(times)
 
 
-def per_call_loop(device, table, iterations, elements):
-    """Seconds per op inside one tf.function loop: each iteration depends on the last."""
+def steps(table):
+    """One step per op: (x, addend, table_bits) -> new x."""
+    return {
+        "tf.add": lambda x, addend, bits: x + addend,
+        "input": lambda x, addend, bits: constmem.frobulate(
+            x, tf.bitcast(bits, tf.int32), source="input"
+        ),
+        "host": lambda x, addend, bits: constmem.frobulate(x, tf.constant(table), source="host"),
+        "attr": lambda x, addend, bits: constmem.frobulate(x, table, source="attr"),
+    }
+
+
+def per_call(device, table, elements, iterations, unrolled_calls):
+    """Seconds per op in a while loop and in straight-line code; each call depends on the last."""
     with tf.device(device):
         x0 = tf.constant(np.random.default_rng(0).standard_normal(elements).astype(np.float32))
-        addend = tf.constant(np.float32(1.0))
-        device_table = tf.constant(table)
-    with tf.device("/CPU:0"):
-        host_table = tf.constant(table)  # feeds the HostMemory input without a device-to-host copy
+        addend = tf.constant(np.float32(0.5))
+        bits = tf.constant(table.view(np.float32))
+    results = {"while": {}, "unrolled": {}}
+    for name, step in steps(table).items():
 
-    def loop(step):
         @tf.function
-        def run(x):
+        def while_loop(x, addend, bits):
             for _ in tf.range(iterations):
-                x = step(x)
+                x = step(x, addend, bits)
             return x
 
-        def call():
-            with tf.device(device):
-                run(x0)[0].numpy()
+        @tf.function(autograph=False)
+        def unrolled(x, addend, bits):
+            if name == "input":
+                device_table = tf.bitcast(bits, tf.int32)  # stays in device memory
+                call = lambda x: constmem.frobulate(x, device_table, source="input")  # noqa: E731
+            else:
+                call = lambda x: step(x, addend, bits)  # noqa: E731
+            for _ in range(unrolled_calls):
+                x = call(x)
+            return x
 
-        return median_seconds(call) / iterations
+        for shape, fn, calls in (("while", while_loop, iterations), ("unrolled", unrolled, unrolled_calls)):
+            def run(fn=fn):
+                with tf.device(device):
+                    fn(x0, addend, bits)[0].numpy()
 
-    results = {"tf.add": loop(lambda x: x + addend)}
-    results["input"] = loop(lambda x: constmem.frobulate(x, device_table, source="input"))
-    results["host"] = loop(lambda x: constmem.frobulate(x, host_table, source="host"))
-    results["attr"] = loop(lambda x: constmem.frobulate(x, table, source="attr"))
+            results[shape][name] = median_seconds(run) / calls
     return results
 
 
 def throughput(device, table, elements, calls):
+    """Elements per second over `calls` chained calls inside one tf.function."""
     with tf.device(device):
-        x = tf.constant(np.random.default_rng(1).standard_normal(elements).astype(np.float32))
-        device_table = tf.constant(table)
-    with tf.device("/CPU:0"):
-        host_table = tf.constant(table)
-    steps = {
-        "input": tf.function(lambda x: constmem.frobulate(x, device_table, source="input")),
-        "host": tf.function(lambda x: constmem.frobulate(x, host_table, source="host")),
-        "attr": tf.function(lambda x: constmem.frobulate(x, table, source="attr")),
-    }
+        x0 = tf.constant(np.random.default_rng(1).standard_normal(elements).astype(np.float32))
+        addend = tf.constant(np.float32(0.5))
+        bits = tf.constant(table.view(np.float32))
     results = {}
-    for source, step in steps.items():
-        def call(step=step):
-            with tf.device(device):
-                out = None
-                for _ in range(calls):
-                    out = step(x)
-                out[0].numpy()
+    for source in SOURCES:
+        step = steps(table)[source]
 
-        results[source] = elements / (median_seconds(call) / calls)
+        @tf.function(autograph=False)
+        def chained(x, addend, bits):
+            for _ in range(calls):
+                x = step(x, addend, bits)
+            return x
+
+        def run(fn=chained):
+            with tf.device(device):
+                fn(x0, addend, bits)[0].numpy()
+
+        results[source] = elements * calls / median_seconds(run)
     return results
+
+
+def kernel_rates(path):
+    """Kernel-level float32 elements/s at 100 entries, by placement."""
+    with open(path) as f:
+        kernel = json.load(f)
+    return {
+        r.get("placement", "constant_bank"): r["elements_per_s"]
+        for r in kernel["frobulate"]
+        if r["dtype"] == "float32" and r["table"] == 100
+    }
 
 
 def main():
@@ -91,29 +133,36 @@ def main():
     gpu = bool(tf.config.list_logical_devices("GPU")) and not args.smoke
     device = "/GPU:0" if gpu else "/CPU:0"
     table = np.random.default_rng(2).integers(-100, 100, size=100, dtype=np.int32)
-    iterations, big, calls = (2000, 64 << 20, 20) if gpu else (20, 1 << 12, 2)
+    iterations, unrolled_calls, big, calls = (2000, 200, 64 << 20, 20) if gpu else (20, 5, 1 << 12, 2)
 
-    small = per_call_loop(device, table, iterations, 1024)
-    print(f"device {device}; per op inside a tf.function loop, 1 Ki float32 elements, table of 100:")
-    print(f"  tf.add            {small['tf.add'] * 1e6:8.2f} us")
-    for source in SOURCES:
-        print(f"  frobulate {source:<7} {small[source] * 1e6:8.2f} us  {small[source] / small['tf.add']:.3f}x tf.add")
+    small = per_call(device, table, 1024, iterations, unrolled_calls)
+    print(f"device {device}; microseconds per op, 1 Ki float32 elements, table of 100")
+    print(f"  {'op':<16} {'while loop':>11} {'vs tf.add':>10} {'unrolled':>10} {'vs tf.add':>10}")
+    for name in ("tf.add",) + SOURCES:
+        label = name if name == "tf.add" else f"frobulate {name}"
+        cells = []
+        for shape in ("while", "unrolled"):
+            seconds = small[shape][name]
+            cells.append(f"{seconds * 1e6:11.2f} {seconds / small[shape]['tf.add']:9.3f}x")
+        print(f"  {label:<16} {cells[0]} {cells[1]}")
 
     rates = throughput(device, table, big, calls)
-    kernel_rate = None
-    if args.kernel_json:
-        with open(args.kernel_json) as f:
-            kernel = json.load(f)
-        kernel_rate = next(r["elements_per_s"] for r in kernel["frobulate"] if r["dtype"] == "float32" and r["table"] == 100)
-    print(f"throughput at {big:,} float32 elements, table of 100:")
+    placement = {"input": "constant_bank", "host": "by_value", "attr": "by_value"}
+    kernel = kernel_rates(args.kernel_json) if args.kernel_json else {}
+    print(f"throughput at {big:,} float32 elements, table of 100, {calls} chained calls per tf.function:")
+    ratios = {}
     for source in SOURCES:
-        ratio = f"  {rates[source] / kernel_rate:.1%} of the kernel-level figure" if kernel_rate else ""
-        print(f"  frobulate {source:<7} {rates[source] / 1e9:8.2f} G elements/s  {rates[source] * 8 / 1e9:7.0f} GB/s{ratio}")
+        reference = kernel.get(placement[source])
+        text = ""
+        if reference:
+            ratios[source] = rates[source] / reference
+            text = f"  {ratios[source]:.1%} of the kernel-level {placement[source]} figure"
+        print(f"  frobulate {source:<7} {rates[source] / 1e9:8.2f} G elements/s  {rates[source] * 8 / 1e9:7.0f} GB/s{text}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "smoke": not gpu, "per_call_seconds": small,
-                       "throughput_elements_per_s": rates, "kernel_elements_per_s": kernel_rate,
-                       "elements": big}, f, indent=1)
+                       "throughput_elements_per_s": rates, "kernel_elements_per_s": kernel,
+                       "throughput_over_kernel": ratios, "elements": big, "calls": calls}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark command: upload costs, kernel throughput against ceilings measured in the same
+# The benchmark command: upload costs, host cost per launch, kernel throughput against ceilings measured in the same
 # run, the placement matrix, the seed's approach, and TensorFlow-level figures. Writes JSON and a
 # PNG plot to ${CONSTMEM_BENCH_OUT:-results/bench}. Without a GPU it runs a CPU smoke of the TF
 # script only.
@@ -16,6 +16,7 @@ fi
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   "$bin/upload_bench" --json "$out/upload_bench.json"
+  "$bin/launch_overhead" --json "$out/launch_overhead.json"
   "$bin/kernel_bench" --json "$out/kernel_bench.json"
   "$python" bench/plot.py "$out/kernel_bench.json" "$out/frobulate_throughput.png" || echo "plot skipped (matplotlib missing)"
   "$python" bench/tf_bench.py --json "$out/tf_bench.json" --kernel-json "$out/kernel_bench.json"

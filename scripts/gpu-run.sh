@@ -70,7 +70,6 @@ step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/l
 step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
 step mirrored python3 tests/gpu/mirrored.py
 step demo python3 examples/demo.py --source all
-step tf_overhead_probe python3 bench/tf_overhead_probe.py
 step tf_libraries python3 scripts/probe_tf_cuda_libraries.py
 if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
   step bench env CONSTMEM_BENCH_BIN="$small/bin" CONSTMEM_PYTHON=python3 CONSTMEM_BENCH_OUT="$results/bench" scripts/bench.sh

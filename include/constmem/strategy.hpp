@@ -46,6 +46,11 @@ inline const char* PlacementName(Placement placement) {
 struct StrategyLimits {
   std::size_t by_value_bytes = kDefaultByValueBytes;
   std::size_t constant_bank_bytes = kConstantMemoryBytes;
+  // Device tables up to this size are read in place from global memory instead of being copied
+  // into a bank. Zero (the default) always copies. Worth raising for kernels that do enough work
+  // per table read that the constant cache cannot beat L1 (measure: kernel_bench's matrix): the
+  // copy then only adds a stream operation and its host cost.
+  std::size_t device_in_place_bytes = 0;
 };
 
 // A device-resident table is never passed by value: that would need a device-to-host copy and a
@@ -54,6 +59,9 @@ inline Placement ChoosePlacement(std::size_t table_bytes, TableLocation location
                                  const StrategyLimits& limits = StrategyLimits()) {
   if (location == TableLocation::kHost && table_bytes <= limits.by_value_bytes) {
     return Placement::kByValue;
+  }
+  if (location == TableLocation::kDevice && table_bytes <= limits.device_in_place_bytes) {
+    return Placement::kGlobalMemory;
   }
   if (table_bytes <= limits.constant_bank_bytes) return Placement::kConstantBank;
   return Placement::kGlobalMemory;

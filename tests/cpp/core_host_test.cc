@@ -50,6 +50,14 @@ TEST(Strategy, DeviceTablesAreNeverPassedByValue) {
             Placement::kConstantBank);
 }
 
+TEST(Strategy, SmallDeviceTablesCanBeReadInPlace) {
+  StrategyLimits limits;
+  limits.device_in_place_bytes = 4096;
+  EXPECT_EQ(ChoosePlacement(4096, TableLocation::kDevice, limits), Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(4100, TableLocation::kDevice, limits), Placement::kConstantBank);
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits), Placement::kByValue);
+}
+
 TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {
   EXPECT_EQ(ChoosePlacement(kConstantMemoryBytes + 1, TableLocation::kDevice),
             Placement::kGlobalMemory);

@@ -126,7 +126,9 @@ TEST(FrobulatePlacement, FollowsTheStrategy) {
   EXPECT_EQ(FrobulatePlacement(100, SourceKind::kPageableHost), Placement::kByValue);
   EXPECT_EQ(FrobulatePlacement(1024, SourceKind::kPinnedHost), Placement::kByValue);
   EXPECT_EQ(FrobulatePlacement(1025, SourceKind::kPinnedHost), Placement::kConstantBank);
-  EXPECT_EQ(FrobulatePlacement(100, SourceKind::kDevice), Placement::kConstantBank);
+  EXPECT_EQ(FrobulatePlacement(100, SourceKind::kDevice), Placement::kGlobalMemory);
+  EXPECT_EQ(FrobulatePlacement(1024, SourceKind::kDevice), Placement::kGlobalMemory);
+  EXPECT_EQ(FrobulatePlacement(1025, SourceKind::kDevice), Placement::kConstantBank);
   EXPECT_EQ(FrobulatePlacement(kFrobulateMaxTableSize, SourceKind::kDevice),
             Placement::kConstantBank);
 }

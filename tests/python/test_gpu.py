@@ -55,6 +55,18 @@ def test_device_input_goes_device_to_device_into_the_bank():
     assert delta["upload_from_pinned_host"] == 0 and delta["upload_from_pageable_host"] == 0
 
 
+def test_small_device_table_is_read_in_place():
+    data = np.arange(4096, dtype=np.float32)
+    table = np.arange(1024, dtype=np.int32)
+    with tf.device("/GPU:0"):
+        x, t = tf.constant(data), tf.constant(table)
+        assert "GPU" in t.device
+        out, delta = counters_delta(lambda: constmem.frobulate(x, t, source="input").numpy())
+    np.testing.assert_array_equal(out, frobulate_reference(data, table))
+    assert delta["global_memory_launch"] == 1
+    assert delta["upload_from_device"] == 0 and delta["constant_bank_launch"] == 0
+
+
 def test_small_host_table_goes_by_value():
     data = np.ones(1000, np.float32)
     table = np.arange(1024, dtype=np.int32)

@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "constmem/constmem.cuh"
 #include "frobulate/frobulate_functor.h"
@@ -21,7 +22,12 @@ constexpr std::size_t kSlotEntries = 4096;
 constexpr int kSlots = 4;
 // Host-known tables up to this many entries travel as a kernel parameter.
 constexpr std::size_t kByValueEntries = kDefaultByValueBytes / sizeof(std::int32_t);
-using FrobulateByValueTable = ByValueTable<std::int32_t, kByValueEntries>;
+// For float data the host converts the table once (rounding to nearest, as the kernel would), which
+// spares every warp one conversion per entry; double tables stay int32, half the parameter bytes.
+template <class T>
+using ByValueEntry = std::conditional_t<std::is_same<T, float>::value, float, std::int32_t>;
+template <class T>
+using FrobulateByValueTable = ByValueTable<ByValueEntry<T>, kByValueEntries>;
 
 }  // namespace
 }  // namespace ops
@@ -35,11 +41,11 @@ namespace ops {
 namespace {
 
 constexpr int kThreadsPerBlock = 256;
-// Each thread keeps this many 16-byte vectors in flight (48 floats or 24 doubles): every table
-// entry read (one constant load, one conversion per warp) then feeds 48 or 24 additions, which
-// keeps the adder pipes, not instruction issue, the limit. 12 vectors and a table loop unrolled 8
-// times measured best on the H200 (90.4-91.2% of the FADD ceiling at 100 entries, against
-// 85.9-87.7% for 8 and 4; docs/performance.md); the macros exist to repeat that comparison.
+// Each thread keeps this many 16-byte vectors (48 floats or 24 doubles) in registers: every table
+// entry read (one constant load per warp) then feeds 48 or 24 additions, which keeps the adder
+// pipes, not instruction issue, the limit. The launch shape was chosen by measuring variants on the
+// H200 (docs/performance.md); the macros exist to repeat that comparison
+// (scripts/build-kernel-variants.sh).
 #ifndef CONSTMEM_FROBULATE_VECTORS_PER_THREAD
 #define CONSTMEM_FROBULATE_VECTORS_PER_THREAD 12
 #endif
@@ -74,12 +80,16 @@ __device__ __forceinline__ void AddToVector(V& v, T entry) {
 
 // Every lane of a warp reads table[j] with the same j: a constant-cache broadcast. Indexing the
 // table by thread (the seed question's cdata[i]) serialises the warp, 57x slower on the H200.
-// Tiles of kThreadsPerBlock x kVectorsPerThread vectors are read and written fully coalesced; the
-// elements after the last whole tile (and everything, for unaligned pointers) go one per thread.
+// Tiles of kThreadsPerBlock x kVectorsPerThread vectors are read and written fully coalesced
+// (vector k of every thread is contiguous across the block) and visited grid-stride, so that
+// concurrent blocks stream through neighbouring memory; the elements after the last whole tile (and
+// everything, for unaligned pointers) go one per thread. `out` may be `data` (TensorFlow forwards
+// the input buffer when nothing else reads it): every element is read before the same thread
+// writes it, so the pointers carry no __restrict__.
 template <class T, class Table, bool kVectorized>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    FrobulateKernel(const T* __restrict__ data, T* __restrict__ out, std::int64_t count,
-                    int table_size, const __grid_constant__ Table table) {
+    FrobulateKernel(const T* data, T* out, std::int64_t count, int table_size,
+                    const __grid_constant__ Table table) {
   using V = typename Vector<T>::type;
   constexpr std::int64_t kTileVectors =
       static_cast<std::int64_t>(kThreadsPerBlock) * kVectorsPerThread;
@@ -142,8 +152,10 @@ Status Launch(int device, cudaStream_t stream, const T* data, T* out, std::int64
       static_cast<std::int64_t>(kThreadsPerBlock) * kVectorsPerThread * Vector<T>::kLanes;
   const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  const std::int64_t wanted = aligned ? std::max<std::int64_t>(1, count / kTileElements)
-                                      : (count + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  // Whole tiles, or for small counts one element per thread.
+  const std::int64_t wanted = std::max(
+      aligned ? count / kTileElements : 0,
+      ((aligned ? count % kTileElements : count) + kThreadsPerBlock - 1) / kThreadsPerBlock);
   // One wave of persistent blocks: a second, partial wave would leave SMs idle at the end.
   const std::int64_t resident =
       aligned ? ResidentBlocks<T, Table, true>(device) : ResidentBlocks<T, Table, false>(device);
@@ -162,6 +174,10 @@ StrategyLimits FrobulateLimits() {
   StrategyLimits limits;
   limits.by_value_bytes = kByValueEntries * sizeof(std::int32_t);
   limits.constant_bank_bytes = kSlotEntries * kSlots * sizeof(std::int32_t);
+  // Each table read feeds 48 additions here, so a warp-uniform read from L1 costs what a constant
+  // cache read costs, and up to 1,024 entries the device-to-device copy measured slower than
+  // reading the table where it is (docs/performance.md, placement matrix).
+  limits.device_in_place_bytes = kByValueEntries * sizeof(std::int32_t);
   return limits;
 }
 
@@ -197,7 +213,7 @@ Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std
   switch (placement) {
     case Placement::kByValue: {
       if (!host) break;
-      FrobulateByValueTable by_value;
+      FrobulateByValueTable<T> by_value;
       CONSTMEM_RETURN_IF_ERROR(FillByValueTable(table.values, table.size, &by_value));
       CONSTMEM_RETURN_IF_ERROR(CheckKernelParamBytes(sizeof(by_value) + 32, device));
       Count(Counter::kByValueLaunch);

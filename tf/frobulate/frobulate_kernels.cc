@@ -28,11 +28,12 @@ absl::Status ReadTableAttr(OpKernelConstruction* ctx, std::vector<std::int32_t>*
                                        kFrobulateMaxTableSize);
 }
 
-// Allocates the output after checking data; returns false when the op already failed.
+// Allocates the output after checking data, reusing data's buffer when nothing else reads it (as
+// TensorFlow's elementwise ops do); returns false when the op already failed.
 bool PrepareOutput(OpKernelContext* ctx, Tensor** output) {
   const Tensor& data = ctx->input(0);
   absl::Status status = tf_adapter::CheckElementCount(data.shape(), "data", kFrobulateMaxElements);
-  if (status.ok()) status = ctx->allocate_output(0, data.shape(), output);
+  if (status.ok()) status = ctx->forward_input_or_allocate_output({0}, 0, data.shape(), output);
   if (!status.ok()) ctx->SetStatus(status);
   return status.ok();
 }

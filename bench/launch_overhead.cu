@@ -1,0 +1,192 @@
+// Host time per call: what TensorFlow's executor thread pays to enqueue one small Frobulate (1 Ki
+// float32 elements, 100-entry table) for each way a table arrives, against a bare kernel launch
+// (what tf.add costs underneath) and against the CUDA runtime calls the launcher makes. Batches of
+// 100 calls start on a drained stream, so the figure is enqueue cost, not device time.
+//
+//   launch_overhead [--json FILE]
+#include <cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
+#include "frobulate/frobulate_launcher.h"
+
+namespace {
+
+#define CHECK_CUDA(expr)                                                      \
+  do {                                                                        \
+    const cudaError_t e_ = (expr);                                            \
+    if (e_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                           \
+    }                                                                         \
+  } while (0)
+#define CHECK_OK(expr)                                                \
+  do {                                                                \
+    const constmem::Status s_ = (expr);                               \
+    if (!s_.ok()) {                                                   \
+      std::fprintf(stderr, "%s: %s\n", #expr, s_.ToString().c_str()); \
+      std::exit(1);                                                   \
+    }                                                                 \
+  } while (0)
+
+constexpr int kElements = 1024;
+constexpr int kTable = 100;
+constexpr int kBatch = 100;
+constexpr int kBatches = 31;
+
+__global__ void AddKernel(const float* in, float* out, int n, float s) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] + s;
+}
+
+template <std::size_t Capacity>
+__global__ void ByValueKernel(const float* in, float* out, int n,
+                              const __grid_constant__ constmem::ByValueTable<float, Capacity> t) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] + t[0];
+}
+
+__global__ void Busy(long long nanoseconds) { constmem::testing::SpinFor(nanoseconds); }
+
+// Median over batches of the host microseconds per call. With `behind_work`, each batch queues
+// behind a 2 ms kernel, as ops do when the GPU is busy; otherwise every launch finds it idle.
+double HostUs(cudaStream_t stream, const std::function<void()>& call, bool behind_work = false) {
+  for (int i = 0; i < kBatch; ++i) call();
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<double> us;
+  for (int b = 0; b < kBatches; ++b) {
+    if (behind_work) Busy<<<1, 1, 0, stream>>>(2'000'000);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBatch; ++i) call();
+    const auto t1 = std::chrono::steady_clock::now();
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBatch);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace constmem;
+  using namespace constmem::ops;
+  const char* json_path = nullptr;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("launch_overhead: no CUDA GPU here; nothing to measure\n");
+    return 0;
+  }
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  float *in = nullptr, *out = nullptr;
+  std::int32_t* device_table = nullptr;
+  CHECK_CUDA(cudaMalloc(&in, kElements * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&out, kElements * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&device_table, kTable * sizeof(std::int32_t)));
+  std::vector<std::int32_t> table(kTable);
+  for (int j = 0; j < kTable; ++j) table[j] = j - 50;
+  CHECK_CUDA(cudaMemcpy(device_table, table.data(), sizeof(std::int32_t) * kTable,
+                        cudaMemcpyHostToDevice));
+  cudaEvent_t event;
+  CHECK_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  ByValueTable<float, 1000> small_param;
+  ByValueTable<float, 1024> large_param;
+  CHECK_OK(FillByValueTable(table.data(), kTable, &small_param));
+  CHECK_OK(FillByValueTable(table.data(), kTable, &large_param));
+
+  const GpuTable host{table.data(), kTable, SourceKind::kPageableHost};
+  const GpuTable attr{table.data(), kTable, SourceKind::kPageableHost, /*repeats=*/true};
+  const GpuTable device{device_table, kTable, SourceKind::kDevice};
+  int scratch_device = 0;
+  unsigned long long scratch_id = 0;
+  // The driver's own launch, as TensorFlow's StreamExecutor makes it, for comparison.
+  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                unsigned, unsigned, CUstream, void**, void**);
+  LaunchFn driver_launch = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuLaunchKernel",
+                                              reinterpret_cast<void**>(&driver_launch), 12000,
+                                              cudaEnableDefault, &found));
+  cudaFunction_t add_function;
+  CHECK_CUDA(cudaGetFuncBySymbol(&add_function, reinterpret_cast<const void*>(AddKernel)));
+  int n = kElements;
+  float s = 1.0f;
+  void* add_args[] = {&in, &out, &n, &s};
+  struct Case {
+    const char* name;
+    std::function<void()> call;
+    bool behind_work = false;
+  };
+  const std::vector<Case> cases = {
+      {"bare launch, 1 Ki elements (what tf.add enqueues)",
+       [&] { AddKernel<<<4, 256, 0, stream>>>(in, out, kElements, 1.0f); }},
+      {"bare launch, queued behind work",
+       [&] { AddKernel<<<4, 256, 0, stream>>>(in, out, kElements, 1.0f); }, true},
+      {"cudaLaunchKernel", [&] { cudaLaunchKernel(AddKernel, 4, 256, add_args, 0, stream); }},
+      {"cuLaunchKernel (driver API, function looked up once)",
+       [&] {
+         driver_launch(reinterpret_cast<CUfunction>(add_function), 4, 1, 1, 256, 1, 1, 0, stream,
+                       add_args, nullptr);
+       }},
+      {"cuLaunchKernel, queued behind work",
+       [&] {
+         driver_launch(reinterpret_cast<CUfunction>(add_function), 4, 1, 1, 256, 1, 1, 0, stream,
+                       add_args, nullptr);
+       },
+       true},
+      {"launch with a 4,004 B by-value parameter",
+       [&] { ByValueKernel<<<4, 256, 0, stream>>>(in, out, kElements, small_param); }},
+      {"launch with a 4,100 B by-value parameter (over 4 KiB)",
+       [&] { ByValueKernel<<<4, 256, 0, stream>>>(in, out, kElements, large_param); }},
+      {"cudaStreamGetDevice", [&] { cudaStreamGetDevice(stream, &scratch_device); }},
+      {"cudaGetDevice", [&] { cudaGetDevice(&scratch_device); }},
+      {"cudaStreamGetId", [&] { cudaStreamGetId(stream, &scratch_id); }},
+      {"cudaEventRecord", [&] { cudaEventRecord(event, stream); }},
+      {"Frobulate, host table (by value)",
+       [&] { CHECK_OK(LaunchFrobulate<float>(stream, in, out, kElements, host)); }},
+      {"Frobulate, attr table (by value)",
+       [&] { CHECK_OK(LaunchFrobulate<float>(stream, in, out, kElements, attr)); }},
+      {"Frobulate, attr table in a constant bank (unchanged: copy skipped)",
+       [&] {
+         CHECK_OK(LaunchFrobulateWithPlacement<float>(stream, in, out, kElements, attr,
+                                                      Placement::kConstantBank));
+       }},
+      {"Frobulate, device table (device-to-device upload)",
+       [&] { CHECK_OK(LaunchFrobulate<float>(stream, in, out, kElements, device)); }},
+      {"Frobulate, device table, queued behind work",
+       [&] { CHECK_OK(LaunchFrobulate<float>(stream, in, out, kElements, device)); }, true},
+      {"Frobulate, device table read from global memory (no upload)",
+       [&] {
+         CHECK_OK(LaunchFrobulateWithPlacement<float>(stream, in, out, kElements, device,
+                                                      Placement::kGlobalMemory));
+       }},
+  };
+  std::printf("host microseconds per call, median of %d batches of %d calls on a drained stream\n",
+              kBatches, kBatch);
+  std::string json = "{\n \"host_us\": {";
+  const double bare = HostUs(stream, cases[0].call);
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const double us = c == 0 ? bare : HostUs(stream, cases[c].call, cases[c].behind_work);
+    std::printf("  %-66s %7.2f  (%.2fx bare launch)\n", cases[c].name, us, us / bare);
+    json += std::string(c ? "," : "") + "\n  \"" + cases[c].name + "\": " + std::to_string(us);
+  }
+  json += "\n }\n}\n";
+  if (json_path != nullptr) {
+    FILE* f = std::fopen(json_path, "w");
+    std::fputs(json.c_str(), f);
+    std::fclose(f);
+  }
+  return 0;
+}
