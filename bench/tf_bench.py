@@ -2,8 +2,9 @@
 
 1. per call on 1 Ki float32 elements with a 100-entry table against `tf.add` on the same tensor,
    inside one tf.function, in a `tf.range` while loop and in straight-line (unrolled) code;
-2. throughput on 64 Mi elements (20 chained calls inside one tf.function) against the kernel-level
-   figure of the same placement, read from kernel_bench's JSON.
+2. throughput on 64 Mi elements (chained calls inside one tf.function; steady state per op, and
+   over a whole function call) against the kernel-level figure of the same placement, read from
+   kernel_bench's JSON.
 
   tf_bench.py [--json FILE] [--kernel-json FILE] [--smoke]
 Times are medians of 5 timed repetitions after a warm-up. Without a GPU (or with --smoke) it runs
@@ -90,26 +91,58 @@ def per_call(device, table, elements, iterations, unrolled_calls):
 
 
 def throughput(device, table, elements, calls):
-    """Elements per second over `calls` chained calls inside one tf.function."""
+    """Elements per second of chained calls inside one tf.function: over the whole call of the
+    function (`calls` ops), and per op in steady state, from the difference between 3 x `calls`
+    and `calls` ops, which takes out what a function call costs once (dispatch, the first output
+    allocation, reading the result back)."""
     with tf.device(device):
         x0 = tf.constant(np.random.default_rng(1).standard_normal(elements).astype(np.float32))
         addend = tf.constant(np.float32(0.5))
         bits = tf.constant(table.view(np.float32))
-    results = {}
+    whole, steady = {}, {}
     for source in SOURCES:
         step = steps(table)[source]
+        seconds = {}
+        for count in (calls, 3 * calls):
+
+            @tf.function(autograph=False)
+            def chained(x, addend, bits, count=count):
+                for _ in range(count):
+                    x = step(x, addend, bits)
+                return x
+
+            def run(fn=chained):
+                with tf.device(device):
+                    fn(x0, addend, bits)[0].numpy()
+
+            seconds[count] = median_seconds(run)
+        whole[source] = elements * calls / seconds[calls]
+        steady[source] = elements * 2 * calls / (seconds[3 * calls] - seconds[calls])
+    return whole, steady
+
+
+def empty_tensor_calls(device, table, calls):
+    """Seconds per op on an empty tensor (no kernel launch at all), unrolled: TensorFlow's own cost
+    of running the op, for telling it apart from the launch."""
+    with tf.device(device):
+        x0 = tf.constant(np.zeros(0, np.float32))
+        addend = tf.constant(np.float32(0.5))
+        bits = tf.constant(table.view(np.float32))
+    results = {}
+    for name in ("tf.add", "attr"):
+        step = steps(table)[name]
 
         @tf.function(autograph=False)
-        def chained(x, addend, bits):
+        def unrolled(x, addend, bits):
             for _ in range(calls):
                 x = step(x, addend, bits)
             return x
 
-        def run(fn=chained):
+        def run(fn=unrolled):
             with tf.device(device):
-                fn(x0, addend, bits)[0].numpy()
+                fn(x0, addend, bits).numpy()
 
-        results[source] = elements * calls / median_seconds(run)
+        results[name] = median_seconds(run) / calls
     return results
 
 
@@ -146,22 +179,33 @@ def main():
             cells.append(f"{seconds * 1e6:11.2f} {seconds / small[shape]['tf.add']:9.3f}x")
         print(f"  {label:<16} {cells[0]} {cells[1]}")
 
-    rates = throughput(device, table, big, calls)
-    placement = {"input": "constant_bank", "host": "by_value", "attr": "by_value"}
+    empty = empty_tensor_calls(device, table, unrolled_calls)
+    print(f"  on an empty tensor (no launch), unrolled: tf.add {empty['tf.add'] * 1e6:.2f} us, "
+          f"frobulate attr {empty['attr'] * 1e6:.2f} us")
+
+    whole, steady = throughput(device, table, big, calls)
+    placement = {"input": "global_memory", "host": "by_value", "attr": "by_value"}
     kernel = kernel_rates(args.kernel_json) if args.kernel_json else {}
-    print(f"throughput at {big:,} float32 elements, table of 100, {calls} chained calls per tf.function:")
+    print(f"throughput at {big:,} float32 elements, table of 100, chained calls in one tf.function:")
+    print(f"  {'op':<17} {'steady, per op':>26} {f'whole call of {calls} ops':>30}")
     ratios = {}
     for source in SOURCES:
         reference = kernel.get(placement[source])
-        text = ""
+        cells = []
+        for rate in (steady[source], whole[source]):
+            share = f" {rate / reference:6.1%}" if reference else ""
+            cells.append(f"{rate / 1e9:8.2f} G elem/s{share}")
         if reference:
-            ratios[source] = rates[source] / reference
-            text = f"  {ratios[source]:.1%} of the kernel-level {placement[source]} figure"
-        print(f"  frobulate {source:<7} {rates[source] / 1e9:8.2f} G elements/s  {rates[source] * 8 / 1e9:7.0f} GB/s{text}")
+            ratios[source] = {"steady": steady[source] / reference, "whole": whole[source] / reference}
+        print(f"  frobulate {source:<7} {cells[0]:>26} {cells[1]:>30}")
+    if kernel:
+        print("  (shares are of the kernel-level figure for the same placement: "
+              + ", ".join(f"{s} {placement[s]}" for s in SOURCES) + ")")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "smoke": not gpu, "per_call_seconds": small,
-                       "throughput_elements_per_s": rates, "kernel_elements_per_s": kernel,
+                       "empty_tensor_seconds": empty, "steady_elements_per_s": steady,
+                       "whole_call_elements_per_s": whole, "kernel_elements_per_s": kernel,
                        "throughput_over_kernel": ratios, "elements": big, "calls": calls}, f, indent=1)
 
 
