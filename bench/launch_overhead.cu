@@ -147,10 +147,23 @@ int main(int argc, char** argv) {
   int n = kElements;
   float s = 1.0f;
   void* add_args[] = {&in, &out, &n, &s};
+  // A stream created through the driver API, as TensorFlow's StreamExecutor creates its streams:
+  // the CUDA runtime did not create it.
+  using StreamCreateFn = CUresult (*)(CUstream*, unsigned);
+  StreamCreateFn driver_stream_create = nullptr;
+  CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuStreamCreate",
+                                              reinterpret_cast<void**>(&driver_stream_create),
+                                              12000, cudaEnableDefault, &found));
+  CUstream foreign = nullptr;
+  if (driver_stream_create(&foreign, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuStreamCreate failed\n");
+    return 1;
+  }
   struct Case {
     const char* name;
     std::function<void()> call;
     bool behind_work = false;
+    cudaStream_t on = nullptr;  // the stream the call uses, when not `stream`
   };
   const std::vector<Case> cases = {
       {"bare launch, 1 Ki elements (what tf.add enqueues)",
@@ -186,6 +199,17 @@ int main(int argc, char** argv) {
          CHECK_OK(LaunchFrobulateWithPlacement<float>(stream, in, out, kElements, attr,
                                                       Placement::kConstantBank));
        }},
+      {"bare launch on a driver-created stream",
+       [&] { AddKernel<<<4, 256, 0, foreign>>>(in, out, kElements, 1.0f); }, false, foreign},
+      {"cuLaunchKernel on a driver-created stream",
+       [&] {
+         driver_launch(reinterpret_cast<CUfunction>(add_function), 4, 1, 1, 256, 1, 1, 0, foreign,
+                       add_args, nullptr);
+       },
+       false, foreign},
+      {"Frobulate, attr table (by value), on a driver-created stream",
+       [&] { CHECK_OK(LaunchFrobulate<float>(foreign, in, out, kElements, attr)); }, false,
+       foreign},
       {"Frobulate, device table copied into a constant bank",
        [&] {
          CHECK_OK(LaunchFrobulateWithPlacement<float>(stream, in, out, kElements, device,
@@ -205,9 +229,10 @@ int main(int argc, char** argv) {
   std::string device_json = "\n },\n \"device_us\": {";
   const double bare = HostUs(stream, cases[0].call);
   for (std::size_t c = 0; c < cases.size(); ++c) {
-    const double us = c == 0 ? bare : HostUs(stream, cases[c].call, cases[c].behind_work);
+    cudaStream_t on = cases[c].on != nullptr ? cases[c].on : stream;
+    const double us = c == 0 ? bare : HostUs(on, cases[c].call, cases[c].behind_work);
     const bool launches = std::strstr(cases[c].name, "aunch") || std::strstr(cases[c].name, "Frob");
-    const double device_us = launches ? DeviceUs(stream, cases[c].call) : 0;
+    const double device_us = launches ? DeviceUs(on, cases[c].call) : 0;
     std::printf("  %-66s %7.2f %7s  (host %.2fx bare launch)\n", cases[c].name, us,
                 launches ? std::to_string(device_us).substr(0, 5).c_str() : "-", us / bare);
     json += std::string(c ? "," : "") + "\n  \"" + cases[c].name + "\": " + std::to_string(us);
