@@ -28,7 +28,9 @@ def frobulate(data, table, *, source="auto", name=None):
       data: float32 or float64 tensor of any shape, including 0-d and empty.
       table: int32 vector of 1 to 16,384 entries (64 KiB): a tensor, or a Python/NumPy sequence.
       source: how the table reaches the GPU kernel.
-        "input": an ordinary input; on the GPU it is copied device-to-device into constant memory.
+        "input": an ordinary input; on the GPU a table of more than 1,024 entries is copied
+          device-to-device into constant memory, a smaller one is read where it is (for this
+          kernel the copy costs more than the constant cache saves).
         "host": a host-memory input; small tables (up to 1,024 entries) become a by-value kernel
           parameter, larger ones are staged through TensorFlow's pinned host allocator.
         "attr": fixed per graph node; uploaded at most once per device and content.

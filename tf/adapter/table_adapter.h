@@ -45,7 +45,8 @@ ops::GpuStream ComputeStream(tensorflow::OpKernelContext* ctx);
 using PlacementFn = std::function<Placement(std::int64_t, SourceKind)>;
 
 // A table prepared for one launch, from whichever of the three sources it came:
-//   - an input in device memory: passed through for a device-to-device copy;
+//   - an input in device memory: passed through, to be read in place or copied device-to-device
+//     as the launcher's strategy decides;
 //   - an input in host memory (registered with HostMemory): read directly into a by-value
 //     parameter when small, otherwise copied into pinned memory from TensorFlow's own allocator
 //     (allocate_temp, on_host + gpu_compatible) for an asynchronous copy;

@@ -1,6 +1,7 @@
 // Registration and shape functions of the Frobulate ops. The table reaches the kernel one of
 // three ways, one op each, so that the graph says which copy happens:
-//   Constmem>Frobulate           table is an ordinary input (on the GPU: device-to-device copy)
+//   Constmem>Frobulate           table is an ordinary input (on the GPU: read in place up to
+//                                1,024 entries, else copied device-to-device)
 //   Constmem>FrobulateHostTable  table is a host-memory input (staged through pinned memory)
 //   Constmem>FrobulateAttr       table is an attr (uploaded once per device and content)
 #include "adapter/table_adapter.h"
