@@ -15,28 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "checks.cuh"
 #include "constmem/constmem.cuh"
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
 
 namespace {
-
-#define CHECK_CUDA(expr)                                               \
-  do {                                                                 \
-    const cudaError_t e_ = (expr);                                     \
-    if (e_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
-#define CHECK_OK(expr)                                                \
-  do {                                                                \
-    const constmem::Status s_ = (expr);                               \
-    if (!s_.ok()) {                                                   \
-      std::fprintf(stderr, "%s: %s\n", #expr, s_.ToString().c_str()); \
-      std::exit(1);                                                   \
-    }                                                                 \
-  } while (0)
 
 constexpr int kRepetitions = 5;
 

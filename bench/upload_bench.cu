@@ -14,20 +14,12 @@
 #include <vector>
 
 #include "bench_common.cuh"
+#include "checks.cuh"
 #include "constmem/constmem.cuh"
 #include "constmem/testing/gpu_testing.cuh"
 
 namespace bench {
 namespace {
-
-#define CHECK_CUDA(expr)                                                      \
-  do {                                                                        \
-    const cudaError_t e_ = (expr);                                            \
-    if (e_ != cudaSuccess) {                                                  \
-      std::fprintf(stderr, "%s failed: %s\n", #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                           \
-    }                                                                         \
-  } while (0)
 
 struct Timing {
   double stream_us = 0;     // device time per call, back to back, with the host out of the way

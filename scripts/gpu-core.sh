@@ -11,20 +11,10 @@ find_bin() { find "$bin" -name "$1" -type f | head -1; }
 core=$(find_bin core_gpu_test)
 frob=$(find_bin frobulate_gpu_test)
 bench=$(find_bin upload_bench)
-status=0
 summary="$results/core_summary.txt"
 : >"$summary"
-run() {  # name, command...
-  local name=$1
-  shift
-  local start=$SECONDS
-  "$@" >"$results/$name.log" 2>&1
-  local rc=$?
-  [ $rc -eq 0 ] || status=1
-  local counts
-  counts=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]|ERROR SUMMARY|^\[stress\]|^\[multi-device\]' "$results/$name.log" | tr '\n' ' ')
-  printf '%-28s rc=%d %4ds %s\n' "$name" "$rc" $((SECONDS - start)) "$counts" | tee -a "$summary"
-}
+source "$(dirname "$0")/run-step.sh"
+run() { run_step "$1" '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]|ERROR SUMMARY|^\[stress\]|^\[multi-device\]' "${@:2}"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
 run core_gpu_test "$core" --gtest_output=json:"$results/core_gpu_test.json"
 run frobulate_gpu_test "$frob" --gtest_output=json:"$results/frobulate_gpu_test.json"
@@ -39,4 +29,4 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 run upload_bench "$bench" --json "$results/upload_bench.json"
 grep -A200 '^what' "$results/upload_bench.log" | head -80
-exit $status
+exit $failed

@@ -20,7 +20,6 @@ site=${CONSTMEM_SITE:-/tmp/constmem-site}
 summary=$results/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
-fail=0
 
 # 1. Reassemble and verify.
 (cd "$small" && sha256sum --quiet -c MANIFEST.sha256) || { say "bundle: small/ checksum mismatch"; exit 2; }
@@ -48,18 +47,11 @@ tf_line=$(python3 -c 'import tensorflow as tf; print(tf.__version__, "GPUs:", le
 say "tf:      $tf_line"
 case "$tf_line" in *"GPUs: 0"*|"") say "TensorFlow did not register a GPU; see tf_import.log"; exit 3 ;; esac
 
+source scripts/run-step.sh
 step() {  # name, command...: runs, logs, records pass/fail counts
-  local name=$1
-  shift
   # CONSTMEM_GPU_STEPS="a b" runs only the named steps (all by default).
-  if [ -n "${CONSTMEM_GPU_STEPS:-}" ] && [[ " $CONSTMEM_GPU_STEPS " != *" $name "* ]]; then return; fi
-  local start=$SECONDS
-  "$@" >"$results/$name.log" 2>&1
-  local rc=$?
-  [ $rc -eq 0 ] || fail=1
-  local counts
-  counts=$(grep -E '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$' "$results/$name.log" | tr '\n' ' ')
-  say "$(printf '%-26s rc=%d %4ds %s' "$name" "$rc" $((SECONDS - start)) "$counts")"
+  if [ -n "${CONSTMEM_GPU_STEPS:-}" ] && [[ " $CONSTMEM_GPU_STEPS " != *" $1 "* ]]; then return; fi
+  run_step "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$' "${@:2}"
 }
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
@@ -87,5 +79,5 @@ for line in lines:
 head = dict(l.split(":", 1) for l in lines if re.match(r"^(date|commit|gpu|gpus|tf):", l))
 json.dump({"header": {k: v.strip() for k, v in head.items()}, "steps": steps}, open(os.path.join(results, "results.json"), "w"), indent=1)
 PY
-say "overall: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
-exit $fail
+say "overall: $([ $failed -eq 0 ] && echo PASS || echo FAIL)"
+exit $failed
