@@ -17,7 +17,9 @@ How each table is made, so that it arrives the way its form promises:
   produce, and int32 loop variables, in host memory, so the table travels as float32 bits and a
   `tf.bitcast` (no kernel, no copy) turns it back into int32 in device memory. In the while loop
   the bitcast runs in the loop body: a loop-invariant int32 would be moved to host memory.
-- tf.add adds a float32 tensor argument, not a constant, so that grappler cannot fold the chain.
+- tf.add adds a float32 tensor argument, and grappler's arithmetic optimizer is off: otherwise it
+  folds a straight-line chain of adds into one or two ops (AddN, then a multiply), even with a
+  tensor addend.
 """
 
 import argparse
@@ -163,6 +165,7 @@ def main():
     parser.add_argument("--kernel-json", help="kernel_bench's JSON, for the TF/kernel ratio")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
     gpu = bool(tf.config.list_logical_devices("GPU")) and not args.smoke
     device = "/GPU:0" if gpu else "/CPU:0"
     table = np.random.default_rng(2).integers(-100, 100, size=100, dtype=np.int32)

@@ -64,6 +64,7 @@ step mirrored python3 tests/gpu/mirrored.py
 step demo python3 examples/demo.py --source all
 step tf_libraries python3 scripts/probe_tf_cuda_libraries.py
 if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
+  step tf_op_profile python3 bench/tf_op_profile.py
   step bench env CONSTMEM_BENCH_BIN="$small/bin" CONSTMEM_PYTHON=python3 CONSTMEM_BENCH_OUT="$results/bench" scripts/bench.sh
 fi
 
