@@ -57,23 +57,26 @@ def steps(table):
     }
 
 
-def per_call(device, table, elements, iterations, unrolled_calls):
-    """Seconds per op in a while loop and in straight-line code; each call depends on the last."""
+def per_call(device, table, elements, iterations, unrolled_calls, rounds=7):
+    """Seconds per op in a while loop and in straight-line code; each call depends on the last.
+    The ops take turns, one timed call each per round, so that drift in the machine's speed falls
+    on all of them alike; per op the median over rounds, and against tf.add the median of the
+    per-round ratios."""
     with tf.device(device):
         x0 = tf.constant(np.random.default_rng(0).standard_normal(elements).astype(np.float32))
         addend = tf.constant(np.float32(0.5))
         bits = tf.constant(table.view(np.float32))
-    results = {"while": {}, "unrolled": {}}
+    runs = {}  # (shape, op) -> (run, calls)
     for name, step in steps(table).items():
 
         @tf.function
-        def while_loop(x, addend, bits):
+        def while_loop(x, addend, bits, step=step):
             for _ in tf.range(iterations):
                 x = step(x, addend, bits)
             return x
 
         @tf.function(autograph=False)
-        def unrolled(x, addend, bits):
+        def unrolled(x, addend, bits, name=name, step=step):
             if name == "input":
                 device_table = tf.bitcast(bits, tf.int32)  # stays in device memory
                 call = lambda x: constmem.frobulate(x, device_table, source="input")  # noqa: E731
@@ -88,8 +91,21 @@ def per_call(device, table, elements, iterations, unrolled_calls):
                 with tf.device(device):
                     fn(x0, addend, bits)[0].numpy()
 
-            results[shape][name] = median_seconds(run) / calls
-    return results
+            run()  # warm-up: tracing, kernel load
+            runs[shape, name] = (run, calls)
+    samples = {key: [] for key in runs}
+    for _ in range(rounds):
+        for key, (run, calls) in runs.items():
+            start = time.perf_counter()
+            run()
+            samples[key].append((time.perf_counter() - start) / calls)
+    seconds = {"while": {}, "unrolled": {}}
+    ratios = {"while": {}, "unrolled": {}}
+    for (shape, name), values in samples.items():
+        seconds[shape][name] = statistics.median(values)
+        baseline = samples[shape, "tf.add"]
+        ratios[shape][name] = statistics.median(v / b for v, b in zip(values, baseline))
+    return seconds, ratios
 
 
 def throughput(device, table, elements, calls):
@@ -171,17 +187,14 @@ def main():
     table = np.random.default_rng(2).integers(-100, 100, size=100, dtype=np.int32)
     iterations, unrolled_calls, big, calls = (2000, 200, 64 << 20, 20) if gpu else (20, 5, 1 << 12, 2)
 
-    small = per_call(device, table, 1024, iterations, unrolled_calls)
+    small, small_ratios = per_call(device, table, 1024, iterations, unrolled_calls)
     print(f"device {device}; microseconds per op, 1 Ki float32 elements, table of 100")
     print(f"  {'op':<16} {'while loop':>11} {'vs tf.add':>10} {'unrolled':>10} {'vs tf.add':>10}")
     for name in ("tf.add",) + SOURCES:
         label = name if name == "tf.add" else f"frobulate {name}"
-        cells = []
-        for shape in ("while", "unrolled"):
-            seconds = small[shape][name]
-            cells.append(f"{seconds * 1e6:11.2f} {seconds / small[shape]['tf.add']:9.3f}x")
+        cells = [f"{small[shape][name] * 1e6:11.2f} {small_ratios[shape][name]:9.3f}x" for shape in ("while", "unrolled")]
         print(f"  {label:<16} {cells[0]} {cells[1]}")
-
+    print("  (medians of 7 rounds in which the ops take turns; ratios are medians of per-round ratios)")
     empty = empty_tensor_calls(device, table, unrolled_calls)
     print(f"  on an empty tensor (no launch), unrolled: tf.add {empty['tf.add'] * 1e6:.2f} us, "
           f"frobulate attr {empty['attr'] * 1e6:.2f} us")
@@ -206,7 +219,7 @@ def main():
               + ", ".join(f"{s} {placement[s]}" for s in SOURCES) + ")")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": device, "smoke": not gpu, "per_call_seconds": small,
+            json.dump({"device": device, "smoke": not gpu, "per_call_seconds": small, "per_call_over_tf_add": small_ratios,
                        "empty_tensor_seconds": empty, "steady_elements_per_s": steady,
                        "whole_call_elements_per_s": whole, "kernel_elements_per_s": kernel,
                        "throughput_over_kernel": ratios, "elements": big, "calls": calls}, f, indent=1)
