@@ -63,6 +63,34 @@ def test_table_sizes_in_tf_function(device, source, table_size):
     np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, table))
 
 
+@pytest.mark.parametrize("source", SOURCES)
+def test_output_reuses_an_input_buffer_only_when_nothing_else_reads_it(device, source):
+    # The kernels hand data's buffer to the output when TensorFlow allows it (as its own
+    # elementwise ops do): a chain must still be right, and a tensor read elsewhere untouched.
+    rng = np.random.default_rng(7)
+    data, table = random_case(rng, (4099,), np.float32, 100)
+    half, quarter = np.float32(0.5), np.float32(0.25)
+
+    @tf.function
+    def run(x, t):
+        table_arg = table if source == "attr" else t
+        chained = constmem.frobulate(constmem.frobulate(x + half, table_arg, source=source),
+                                     table_arg, source=source)
+        shared = x + quarter  # read by Frobulate and returned: must not be overwritten
+        return chained, shared, constmem.frobulate(shared, table_arg, source=source)
+
+    with tf.device(device):
+        x = tf.constant(data)
+        chained, shared, from_shared = run(x, tf.constant(table))
+        eager_out = constmem.frobulate(x, table if source == "attr" else tf.constant(table), source=source)
+    np.testing.assert_array_equal(
+        chained.numpy(), frobulate_reference(frobulate_reference(data + half, table), table))
+    np.testing.assert_array_equal(shared.numpy(), data + quarter)
+    np.testing.assert_array_equal(from_shared.numpy(), frobulate_reference(data + quarter, table))
+    np.testing.assert_array_equal(eager_out.numpy(), frobulate_reference(data, table))
+    np.testing.assert_array_equal(x.numpy(), data)  # the eager input is left as it was
+
+
 def test_rounding_is_left_to_right_in_the_data_type(device):
     data = np.array([2.0**24], dtype=np.float32)
     with tf.device(device):
