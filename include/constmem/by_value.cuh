@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -47,19 +49,28 @@ Status FillByValueTable(const Source* host_values, std::size_t count,
 }
 
 // Parameters above 4,096 bytes need CUDA 12.1 or newer on both sides and a Volta or newer GPU.
+// The driver and the device do not change while the process runs, so each device is asked once.
 inline Status CheckKernelParamBytes(std::size_t param_bytes, int device) {
   if (param_bytes <= kLegacyKernelParamBytes) return Status::Ok();
   if (param_bytes > kMaxKernelParamBytes) {
     return InvalidArgument("kernel parameters of " + std::to_string(param_bytes) +
                            " bytes exceed the limit of " + std::to_string(kMaxKernelParamBytes));
   }
-  int driver = 0;
-  int major = 0;
-  CONSTMEM_RETURN_IF_CUDA_ERROR(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
-  CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-      "cudaDeviceGetAttribute");
-  if (driver < 12010 || CUDART_VERSION < 12010 || major < 7) {
+  enum : int { kUnknown = 0, kSupported = 1, kUnsupported = 2 };
+  static std::array<std::atomic<int>, kMaxDevices> support{};
+  const bool cached = device >= 0 && device < kMaxDevices;
+  int known = cached ? support[device].load(std::memory_order_relaxed) : kUnknown;
+  if (known == kUnknown) {
+    int driver = 0;
+    int major = 0;
+    CONSTMEM_RETURN_IF_CUDA_ERROR(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+        "cudaDeviceGetAttribute");
+    known = driver >= 12010 && CUDART_VERSION >= 12010 && major >= 7 ? kSupported : kUnsupported;
+    if (cached) support[device].store(known, std::memory_order_relaxed);
+  }
+  if (known == kUnsupported) {
     return Status(StatusCode::kFailedPrecondition,
                   "kernel parameters over 4,096 bytes need CUDA 12.1+ and compute capability 7.0+");
   }
