@@ -131,6 +131,15 @@ __global__ void SeedKernel(const float* data, float* out, std::int64_t n) {
   out[i] = value;
 }
 
+// A device copy of a table, for the device-source rows; the caller frees it.
+std::int32_t* DeviceCopy(const std::vector<std::int32_t>& table) {
+  std::int32_t* copy = nullptr;
+  const std::size_t bytes = table.size() * sizeof(std::int32_t);
+  CHECK_CUDA(cudaMalloc(&copy, bytes));
+  CHECK_CUDA(cudaMemcpy(copy, table.data(), bytes, cudaMemcpyHostToDevice));
+  return copy;
+}
+
 struct Json {
   std::string text = "{";
   bool first = true;
@@ -228,12 +237,10 @@ int main(int argc, char** argv) {
       if (quick && n != 100) continue;
       std::vector<std::int32_t> table(n);
       for (int j = 0; j < n; ++j) table[j] = (j * 7919) % 201 - 100;
-      std::int32_t* device_table = nullptr;
-      CHECK_CUDA(cudaMalloc(&device_table, n * sizeof(std::int32_t)));
-      CHECK_CUDA(
-          cudaMemcpy(device_table, table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice));
-      // A device table goes to a constant bank (int32, converted per entry in the kernel); a host
-      // table small enough goes by value (for float data converted once, on the host).
+      std::int32_t* device_table = DeviceCopy(table);
+      // Each row runs the way the op places the table: a device table read in place (up to 1,024
+      // entries) or from a constant bank, int32 converted per entry in the kernel; a host table
+      // small enough by value (for float data converted once, on the host).
       const GpuTable device_view{device_table, n, SourceKind::kDevice};
       const GpuTable host_view{table.data(), n, SourceKind::kPageableHost};
       for (const GpuTable* view : {&device_view, &host_view}) {
@@ -281,10 +288,7 @@ int main(int argc, char** argv) {
   for (int n : {16, 100, 1000, 4096, 16384}) {
     std::vector<std::int32_t> table(n);
     for (int j = 0; j < n; ++j) table[j] = (j * 31) % 97 - 48;
-    std::int32_t* device_table = nullptr;
-    CHECK_CUDA(cudaMalloc(&device_table, n * sizeof(std::int32_t)));
-    CHECK_CUDA(
-        cudaMemcpy(device_table, table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+    std::int32_t* device_table = DeviceCopy(table);
     const GpuTable host_view{table.data(), n, SourceKind::kPageableHost};
     const GpuTable device_view{device_table, n, SourceKind::kDevice};
     const int kCapacity = 1024;

@@ -41,6 +41,11 @@ __global__ void ByValueKernel(const float* in, float* out, int n,
 
 __global__ void Busy(long long nanoseconds) { constmem::testing::SpinFor(nanoseconds); }
 
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 // Median over batches of the host microseconds per call. With `behind_work`, each batch queues
 // behind a 2 ms kernel, as ops do when the GPU is busy; otherwise every launch finds it idle.
 double HostUs(cudaStream_t stream, const std::function<void()>& call, bool behind_work = false) {
@@ -55,8 +60,7 @@ double HostUs(cudaStream_t stream, const std::function<void()>& call, bool behin
     CHECK_CUDA(cudaStreamSynchronize(stream));
     us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBatch);
   }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return Median(us);
 }
 
 // Device microseconds per call with the calls back to back: the stream is held by a 2 ms kernel
@@ -78,8 +82,7 @@ double DeviceUs(cudaStream_t stream, const std::function<void()>& call) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return Median(us);
 }
 
 }  // namespace
@@ -143,6 +146,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cuStreamCreate failed\n");
     return 1;
   }
+  auto driver_add = [&](cudaStream_t on) {
+    driver_launch(reinterpret_cast<CUfunction>(add_function), 4, 1, 1, 256, 1, 1, 0, on, add_args,
+                  nullptr);
+  };
   struct Case {
     const char* name;
     std::function<void()> call;
@@ -155,25 +162,12 @@ int main(int argc, char** argv) {
       {"bare launch, queued behind work",
        [&] { AddKernel<<<4, 256, 0, stream>>>(in, out, kElements, 1.0f); }, true},
       {"cudaLaunchKernel", [&] { cudaLaunchKernel(AddKernel, 4, 256, add_args, 0, stream); }},
-      {"cuLaunchKernel (driver API, function looked up once)",
-       [&] {
-         driver_launch(reinterpret_cast<CUfunction>(add_function), 4, 1, 1, 256, 1, 1, 0, stream,
-                       add_args, nullptr);
-       }},
-      {"cuLaunchKernel, queued behind work",
-       [&] {
-         driver_launch(reinterpret_cast<CUfunction>(add_function), 4, 1, 1, 256, 1, 1, 0, stream,
-                       add_args, nullptr);
-       },
-       true},
+      {"cuLaunchKernel (driver API, function looked up once)", [&] { driver_add(stream); }},
+      {"cuLaunchKernel, queued behind work", [&] { driver_add(stream); }, true},
       {"launch with a 4,004 B by-value parameter",
        [&] { ByValueKernel<<<4, 256, 0, stream>>>(in, out, kElements, small_param); }},
       {"launch with a 4,100 B by-value parameter (over 4 KiB)",
        [&] { ByValueKernel<<<4, 256, 0, stream>>>(in, out, kElements, large_param); }},
-      {"cudaStreamGetDevice", [&] { cudaStreamGetDevice(stream, &scratch_device); }},
-      {"cudaGetDevice", [&] { cudaGetDevice(&scratch_device); }},
-      {"cudaStreamGetId", [&] { cudaStreamGetId(stream, &scratch_id); }},
-      {"cudaEventRecord", [&] { cudaEventRecord(event, stream); }},
       {"Frobulate, host table (by value)",
        [&] { CHECK_OK(LaunchFrobulate<float>(stream, in, out, kElements, host)); }},
       {"Frobulate, attr table (by value)",
@@ -185,12 +179,7 @@ int main(int argc, char** argv) {
        }},
       {"bare launch on a driver-created stream",
        [&] { AddKernel<<<4, 256, 0, foreign>>>(in, out, kElements, 1.0f); }, false, foreign},
-      {"cuLaunchKernel on a driver-created stream",
-       [&] {
-         driver_launch(reinterpret_cast<CUfunction>(add_function), 4, 1, 1, 256, 1, 1, 0, foreign,
-                       add_args, nullptr);
-       },
-       false, foreign},
+      {"cuLaunchKernel on a driver-created stream", [&] { driver_add(foreign); }, false, foreign},
       {"Frobulate, attr table (by value), on a driver-created stream",
        [&] { CHECK_OK(LaunchFrobulate<float>(foreign, in, out, kElements, attr)); }, false,
        foreign},
@@ -204,29 +193,39 @@ int main(int argc, char** argv) {
       {"Frobulate, device table read in place, queued behind work",
        [&] { CHECK_OK(LaunchFrobulate<float>(stream, in, out, kElements, device)); }, true},
   };
+  // The runtime calls Frobulate's launcher makes besides the launch: host time only.
+  const std::vector<Case> runtime_calls = {
+      {"cudaStreamGetDevice", [&] { cudaStreamGetDevice(stream, &scratch_device); }},
+      {"cudaGetDevice", [&] { cudaGetDevice(&scratch_device); }},
+      {"cudaStreamGetId", [&] { cudaStreamGetId(stream, &scratch_id); }},
+      {"cudaEventRecord", [&] { cudaEventRecord(event, stream); }},
+  };
   std::printf(
       "microseconds per call: host = enqueue time, median of %d batches of %d calls on a drained "
       "stream;\ndevice = stream time with the calls back to back (kernel calls only)\n",
       kBatches, kBatch);
   std::printf("  %-66s %7s %7s\n", "what", "host", "device");
-  std::string json = "{\n \"host_us\": {";
-  std::string device_json = "\n },\n \"device_us\": {";
+  std::string host_rows, device_rows;
+  auto add_row = [](std::string& rows, const char* name, double us) {
+    rows += std::string(rows.empty() ? "" : ",") + "\n  \"" + name + "\": " + std::to_string(us);
+  };
   const double bare = HostUs(stream, cases[0].call);
-  for (std::size_t c = 0; c < cases.size(); ++c) {
-    cudaStream_t on = cases[c].on != nullptr ? cases[c].on : stream;
-    const double us = c == 0 ? bare : HostUs(on, cases[c].call, cases[c].behind_work);
-    const bool launches = std::strstr(cases[c].name, "aunch") || std::strstr(cases[c].name, "Frob");
-    const double device_us = launches ? DeviceUs(on, cases[c].call) : 0;
-    std::printf("  %-66s %7.2f %7s  (host %.2fx bare launch)\n", cases[c].name, us,
-                launches ? std::to_string(device_us).substr(0, 5).c_str() : "-", us / bare);
-    json += std::string(c ? "," : "") + "\n  \"" + cases[c].name + "\": " + std::to_string(us);
-    if (launches) {
-      device_json += std::string(device_json.back() == '{' ? "" : ",") + "\n  \"" + cases[c].name +
-                     "\": " + std::to_string(device_us);
-    }
+  for (const Case& c : cases) {
+    cudaStream_t on = c.on != nullptr ? c.on : stream;
+    const double us = &c == &cases[0] ? bare : HostUs(on, c.call, c.behind_work);
+    const double device_us = DeviceUs(on, c.call);
+    std::printf("  %-66s %7.2f %7.3f  (host %.2fx bare launch)\n", c.name, us, device_us,
+                us / bare);
+    add_row(host_rows, c.name, us);
+    add_row(device_rows, c.name, device_us);
   }
-  json += device_json;
-  json += "\n }\n}\n";
+  for (const Case& c : runtime_calls) {
+    const double us = HostUs(stream, c.call);
+    std::printf("  %-66s %7.2f %7s  (host %.2fx bare launch)\n", c.name, us, "-", us / bare);
+    add_row(host_rows, c.name, us);
+  }
+  const std::string json =
+      "{\n \"host_us\": {" + host_rows + "\n },\n \"device_us\": {" + device_rows + "\n }\n}\n";
   if (json_path != nullptr) {
     FILE* f = std::fopen(json_path, "w");
     std::fputs(json.c_str(), f);
