@@ -16,7 +16,9 @@ How each table is made, so that it arrives the way its form promises:
 - input: a device-memory int32 tensor. TensorFlow keeps int32 tensors that its own GPU kernels
   produce, and int32 loop variables, in host memory, so the table travels as float32 bits and a
   `tf.bitcast` (no kernel, no copy) turns it back into int32 in device memory. In the while loop
-  the bitcast runs in the loop body: a loop-invariant int32 would be moved to host memory.
+  the bitcast runs in the loop body: a loop-invariant int32 would be moved to host memory. So the
+  while loop also times "tf.add+bitcast", a tf.add whose addend passes through the same kind of
+  bitcast in the body: the input form is compared against it too, like for like.
 - tf.add adds a float32 tensor argument, and grappler's arithmetic optimizer is off: otherwise it
   folds a straight-line chain of adds into one or two ops (AddN, then a multiply), even with a
   tensor addend.
@@ -49,6 +51,7 @@ def steps(table):
     """One step per op: (x, addend, table_bits) -> new x."""
     return {
         "tf.add": lambda x, addend, bits: x + addend,
+        "tf.add+bitcast": lambda x, addend, bits: x + tf.bitcast(addend, tf.float32),
         "input": lambda x, addend, bits: constmem.frobulate(
             x, tf.bitcast(bits, tf.int32), source="input"
         ),
@@ -61,7 +64,8 @@ def per_call(device, table, elements, iterations, unrolled_calls, rounds=7):
     """Seconds per op in a while loop and in straight-line code; each call depends on the last.
     The ops take turns, one timed call each per round, so that drift in the machine's speed falls
     on all of them alike; per op the median over rounds, and against tf.add the median of the
-    per-round ratios."""
+    per-round ratios. Straight-line code needs no tf.add+bitcast: there the input form's bitcast
+    runs once, before the calls."""
     with tf.device(device):
         x0 = tf.constant(np.random.default_rng(0).standard_normal(elements).astype(np.float32))
         addend = tf.constant(np.float32(0.5))
@@ -86,7 +90,11 @@ def per_call(device, table, elements, iterations, unrolled_calls, rounds=7):
                 x = call(x)
             return x
 
-        for shape, fn, calls in (("while", while_loop, iterations), ("unrolled", unrolled, unrolled_calls)):
+        shapes = [("while", while_loop, iterations)]
+        if name != "tf.add+bitcast":
+            shapes.append(("unrolled", unrolled, unrolled_calls))
+        for shape, fn, calls in shapes:
+
             def run(fn=fn):
                 with tf.device(device):
                     fn(x0, addend, bits)[0].numpy()
@@ -105,21 +113,27 @@ def per_call(device, table, elements, iterations, unrolled_calls, rounds=7):
         seconds[shape][name] = statistics.median(values)
         baseline = samples[shape, "tf.add"]
         ratios[shape][name] = statistics.median(v / b for v, b in zip(values, baseline))
-    return seconds, ratios
+    like_for_like = statistics.median(
+        v / b for v, b in zip(samples["while", "input"], samples["while", "tf.add+bitcast"])
+    )
+    return seconds, ratios, like_for_like
 
 
-def throughput(device, table, elements, calls):
-    """Elements per second of chained calls inside one tf.function: over the whole call of the
-    function (`calls` ops), and per op in steady state, from the difference between 3 x `calls`
-    and `calls` ops, which takes out what a function call costs once (dispatch, the first output
-    allocation, reading the result back)."""
+def throughput(device, table, elements, calls, queued_calls=5):
+    """Elements per second of chained calls inside one tf.function, three ways:
+    - whole: one function call of `calls` ops, then its result read back, as a single step would;
+    - queued: `queued_calls` function calls, each taking the last one's output, read back once, as
+      a training loop runs (the host dispatches the next call while the GPU runs this one);
+    - steady: per op, from the difference between 3 x `calls` and `calls` ops, which takes out
+      what a function call costs once (dispatch, the first output allocation, reading back).
+    tf.add is measured the same way, to show what the function call costs any op."""
     with tf.device(device):
         x0 = tf.constant(np.random.default_rng(1).standard_normal(elements).astype(np.float32))
         addend = tf.constant(np.float32(0.5))
         bits = tf.constant(table.view(np.float32))
-    whole, steady = {}, {}
-    for source in SOURCES:
-        step = steps(table)[source]
+    rates = {"whole": {}, "queued": {}, "steady": {}}
+    for name in ("tf.add",) + SOURCES:
+        step = steps(table)[name]
         seconds = {}
         for count in (calls, 3 * calls):
 
@@ -134,9 +148,20 @@ def throughput(device, table, elements, calls):
                     fn(x0, addend, bits)[0].numpy()
 
             seconds[count] = median_seconds(run)
-        whole[source] = elements * calls / seconds[calls]
-        steady[source] = elements * 2 * calls / (seconds[3 * calls] - seconds[calls])
-    return whole, steady
+            if count == calls:
+
+                def run_queued(fn=chained):
+                    with tf.device(device):
+                        x = x0
+                        for _ in range(queued_calls):
+                            x = fn(x, addend, bits)
+                        x[0].numpy()
+
+                seconds["queued"] = median_seconds(run_queued)
+        rates["whole"][name] = elements * calls / seconds[calls]
+        rates["queued"][name] = elements * calls * queued_calls / seconds["queued"]
+        rates["steady"][name] = elements * 2 * calls / (seconds[3 * calls] - seconds[calls])
+    return rates
 
 
 def empty_tensor_calls(device, table, calls):
@@ -187,43 +212,50 @@ def main():
     table = np.random.default_rng(2).integers(-100, 100, size=100, dtype=np.int32)
     iterations, unrolled_calls, big, calls = (2000, 200, 64 << 20, 20) if gpu else (20, 5, 1 << 12, 2)
 
-    small, small_ratios = per_call(device, table, 1024, iterations, unrolled_calls)
+    small, small_ratios, like_for_like = per_call(device, table, 1024, iterations, unrolled_calls)
     print(f"device {device}; microseconds per op, 1 Ki float32 elements, table of 100")
     print(f"  {'op':<16} {'while loop':>11} {'vs tf.add':>10} {'unrolled':>10} {'vs tf.add':>10}")
-    for name in ("tf.add",) + SOURCES:
-        label = name if name == "tf.add" else f"frobulate {name}"
-        cells = [f"{small[shape][name] * 1e6:11.2f} {small_ratios[shape][name]:9.3f}x" for shape in ("while", "unrolled")]
+    for name in ("tf.add", "tf.add+bitcast") + SOURCES:
+        label = name if name.startswith("tf.") else f"frobulate {name}"
+        cells = [
+            f"{small[shape][name] * 1e6:11.2f} {small_ratios[shape][name]:9.3f}x" if name in small[shape] else ""
+            for shape in ("while", "unrolled")
+        ]
         print(f"  {label:<16} {cells[0]} {cells[1]}")
+    print(f"  frobulate input in the while loop against tf.add+bitcast (both bodies hold a bitcast): "
+          f"{like_for_like:.3f}x")
     print("  (medians of 7 rounds in which the ops take turns; ratios are medians of per-round ratios)")
     empty = empty_tensor_calls(device, table, unrolled_calls)
     print(f"  on an empty tensor (no launch), unrolled: tf.add {empty['tf.add'] * 1e6:.2f} us, "
           f"frobulate attr {empty['attr'] * 1e6:.2f} us")
 
-    whole, steady = throughput(device, table, big, calls)
+    rates = throughput(device, table, big, calls)
     placement = {"input": "global_memory", "host": "by_value", "attr": "by_value"}
     kernel = kernel_rates(args.kernel_json) if args.kernel_json else {}
-    print(f"throughput at {big:,} float32 elements, table of 100, chained calls in one tf.function:")
-    print(f"  {'op':<17} {'steady, per op':>26} {f'whole call of {calls} ops':>30}")
+    kinds = {"steady": "steady, per op", "queued": "5 calls queued", "whole": "one call, read back"}
+    print(f"throughput at {big:,} float32 elements, table of 100, {calls} chained calls in one tf.function:")
+    print(f"  {'op':<17}" + "".join(f"{label:>26}" for label in kinds.values()))
     ratios = {}
-    for source in SOURCES:
-        reference = kernel.get(placement[source])
+    for name in ("tf.add",) + SOURCES:
+        reference = kernel.get(placement.get(name))
         cells = []
-        for rate in (steady[source], whole[source]):
-            share = f" {rate / reference:6.1%}" if reference else ""
+        for kind in kinds:
+            rate = rates[kind][name]
+            share = f" {rate / reference:6.1%}" if reference else " " * 7
             cells.append(f"{rate / 1e9:8.2f} G elem/s{share}")
         if reference:
-            ratios[source] = {"steady": steady[source] / reference, "whole": whole[source] / reference}
-        print(f"  frobulate {source:<7} {cells[0]:>26} {cells[1]:>30}")
+            ratios[name] = {kind: rates[kind][name] / reference for kind in kinds}
+        label = name if name == "tf.add" else f"frobulate {name}"
+        print(f"  {label:<17}" + "".join(f"{cell:>26}" for cell in cells))
     if kernel:
         print("  (shares are of the kernel-level figure for the same placement: "
               + ", ".join(f"{s} {placement[s]}" for s in SOURCES) + ")")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "smoke": not gpu, "per_call_seconds": small, "per_call_over_tf_add": small_ratios,
-                       "empty_tensor_seconds": empty, "steady_elements_per_s": steady,
-                       "whole_call_elements_per_s": whole, "kernel_elements_per_s": kernel,
+                       "input_while_over_tf_add_bitcast": like_for_like, "empty_tensor_seconds": empty,
+                       "elements_per_s": rates, "kernel_elements_per_s": kernel,
                        "throughput_over_kernel": ratios, "elements": big, "calls": calls}, f, indent=1)
-
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,9 @@
  * data -> Constmem>Frobulate(data, table) and runs it, checking every element against a plain C
  * reference; then feeds a table of the wrong rank, expects TF_INVALID_ARGUMENT, and runs a valid
  * call again.
- *   c_api_frobulate /path/to/_constmem_ops.so
+ *   c_api_frobulate /path/to/_constmem_ops.so [DEVICE]
+ * DEVICE (say /device:GPU:0) pins the Frobulate node there; without soft placement the session
+ * then fails rather than fall back to the CPU, so a pass proves the kernel ran on that device.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +54,8 @@ static TF_Code Run(TF_Session* session, TF_Graph* graph, float* data, int64_t co
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s OP_LIBRARY\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s OP_LIBRARY [DEVICE]\n", argv[0]);
     return 2;
   }
   TF_Status* status = TF_NewStatus();
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
   TF_OperationDescription* desc = TF_NewOperation(graph, "Constmem>Frobulate", "frobulate");
   TF_AddInput(desc, (TF_Output){data_op, 0});
   TF_AddInput(desc, (TF_Output){table_op, 0});
+  if (argc == 3) TF_SetDevice(desc, argv[2]);
   TF_FinishOperation(desc, status);
   if (TF_GetCode(status) != TF_OK) {
     fprintf(stderr, "building the graph: %s\n", TF_Message(status));
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
   TF_DeleteGraph(graph);
   TF_DeleteLibraryHandle(library);
   TF_DeleteStatus(status);
-  printf("%s\n", failures == 0 ? "C API: OK" : "C API: FAILED");
+  printf("%s%s%s\n", failures == 0 ? "C API: OK" : "C API: FAILED", argc == 3 ? " on " : "",
+         argc == 3 ? argv[2] : "");
   return failures == 0 ? 0 : 1;
 }

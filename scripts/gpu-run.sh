@@ -51,7 +51,7 @@ source scripts/run-step.sh
 step() {  # name, command...: runs, logs, records pass/fail counts
   # CONSTMEM_GPU_STEPS="a b" runs only the named steps (all by default).
   if [ -n "${CONSTMEM_GPU_STEPS:-}" ] && [[ " $CONSTMEM_GPU_STEPS " != *" $1 "* ]]; then return; fi
-  run_step "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$' "${@:2}"
+  run_step "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$|^C API' "${@:2}"
 }
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
@@ -62,6 +62,10 @@ step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/l
 step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
 step mirrored python3 tests/gpu/mirrored.py
 step demo python3 examples/demo.py --source all
+# TensorFlow's C API without Python, the Frobulate node pinned to the GPU (libtensorflow_cc is in
+# the wheel).
+step c_api env LD_LIBRARY_PATH="$site/tensorflow:$LD_LIBRARY_PATH" "$small/bin/c_api_frobulate" \
+  "$small/lib/_constmem_ops.so" /device:GPU:0
 step tf_libraries python3 scripts/probe_tf_cuda_libraries.py
 if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
   step tf_op_profile python3 bench/tf_op_profile.py
