@@ -35,6 +35,7 @@ import tensorflow as tf
 import constmem
 
 SOURCES = ("input", "host", "attr")
+ROUNDS = 11  # per_call: rounds in which the ops take turns
 
 
 def median_seconds(fn, repetitions=5):
@@ -60,7 +61,7 @@ def steps(table):
     }
 
 
-def per_call(device, table, elements, iterations, unrolled_calls, rounds=7):
+def per_call(device, table, elements, iterations, unrolled_calls, rounds=ROUNDS):
     """Seconds per op in a while loop and in straight-line code; each call depends on the last.
     The ops take turns, one timed call each per round, so that drift in the machine's speed falls
     on all of them alike; per op the median over rounds, and against tf.add the median of the
@@ -224,7 +225,7 @@ def main():
         print(f"  {label:<16} {cells[0]} {cells[1]}")
     print(f"  frobulate input in the while loop against tf.add+bitcast (both bodies hold a bitcast): "
           f"{like_for_like:.3f}x")
-    print("  (medians of 7 rounds in which the ops take turns; ratios are medians of per-round ratios)")
+    print(f"  (medians of {ROUNDS} rounds in which the ops take turns; ratios are medians of per-round ratios)")
     empty = empty_tensor_calls(device, table, unrolled_calls)
     print(f"  on an empty tensor (no launch), unrolled: tf.add {empty['tf.add'] * 1e6:.2f} us, "
           f"frobulate attr {empty['attr'] * 1e6:.2f} us")
