@@ -70,6 +70,14 @@ step tf_libraries python3 scripts/probe_tf_cuda_libraries.py
 if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
   step tf_op_profile python3 bench/tf_op_profile.py
   step bench env CONSTMEM_BENCH_BIN="$small/bin" CONSTMEM_PYTHON=python3 CONSTMEM_BENCH_OUT="$results/bench" scripts/bench.sh
+  # Only when CONSTMEM_GPU_STEPS names it: the TensorFlow-level benchmark alone, repeated
+  # CONSTMEM_TF_BENCH_REPEATS times, to show how its figures spread between runs.
+  if [[ " ${CONSTMEM_GPU_STEPS:-} " == *" tf_bench "* ]]; then
+    kernel_json=${CONSTMEM_KERNEL_JSON:+--kernel-json $CONSTMEM_KERNEL_JSON}
+    for repeat in $(seq "${CONSTMEM_TF_BENCH_REPEATS:-1}"); do
+      run_step "tf_bench_$repeat" 'x$|%' python3 bench/tf_bench.py --json "$results/tf_bench_$repeat.json" $kernel_json
+    done
+  fi
 fi
 
 python3 - "$results" <<'PY'
