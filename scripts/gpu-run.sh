@@ -51,7 +51,7 @@ source scripts/run-step.sh
 step() {  # name, command...: runs, logs, records pass/fail counts
   # CONSTMEM_GPU_STEPS="a b" runs only the named steps (all by default).
   if [ -n "${CONSTMEM_GPU_STEPS:-}" ] && [[ " $CONSTMEM_GPU_STEPS " != *" $1 "* ]]; then return; fi
-  run_step "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$|^C API' "${@:2}"
+  run_step "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$|^C API|us per call$' "${@:2}"
 }
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
@@ -69,6 +69,7 @@ step c_api env LD_LIBRARY_PATH="$site/tensorflow:$LD_LIBRARY_PATH" "$small/bin/c
 step tf_libraries python3 scripts/probe_tf_cuda_libraries.py
 if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
   step tf_op_profile python3 bench/tf_op_profile.py
+  step tf_table_argument python3 bench/tf_table_argument.py
   step bench env CONSTMEM_BENCH_BIN="$small/bin" CONSTMEM_PYTHON=python3 CONSTMEM_BENCH_OUT="$results/bench" scripts/bench.sh
   # Only when CONSTMEM_GPU_STEPS names it: the TensorFlow-level benchmark alone, repeated
   # CONSTMEM_TF_BENCH_REPEATS times, to show how its figures spread between runs.
