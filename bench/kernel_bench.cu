@@ -168,11 +168,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--elements") && i + 1 < argc) elements = std::atoll(argv[++i]);
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("kernel_bench: no CUDA GPU here; nothing to measure\n");
-    return 0;
-  }
+  if (!HasGpuOrSayNone("kernel_bench")) return 0;
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   int clock_khz = 0;

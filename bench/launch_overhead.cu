@@ -93,11 +93,7 @@ int main(int argc, char** argv) {
   const char* json_path = nullptr;
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("launch_overhead: no CUDA GPU here; nothing to measure\n");
-    return 0;
-  }
+  if (!HasGpuOrSayNone("launch_overhead")) return 0;
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float *in = nullptr, *out = nullptr;

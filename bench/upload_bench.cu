@@ -116,11 +116,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--calls") && i + 1 < argc) calls = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("upload_bench: no CUDA GPU here; nothing to measure\n");
-    return 0;
-  }
+  if (!HasGpuOrSayNone("upload_bench")) return 0;
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t a, b;
