@@ -27,7 +27,8 @@ class BuildOpLibrary(build_py):
         super().run()
         target = os.path.join(self.build_lib, "constmem", "_ops")
         os.makedirs(target, exist_ok=True)
-        shutil.copy2(os.path.join(build_dir, "_constmem_ops.so"), target)
+        for name in ("_constmem_ops.so", "_constmem_ops.json"):
+            shutil.copy2(os.path.join(build_dir, name), target)
 
 
 setup(cmdclass={"build_py": BuildOpLibrary})

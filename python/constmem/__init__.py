@@ -1,11 +1,15 @@
 """constmem: per-call tables in CUDA constant memory for TensorFlow custom ops.
 
-The op library is loaded on first use of an op, not on import.
+Importing the package loads the op library, so that a SavedModel or graph that uses the ops
+loads after `import constmem`, as with any custom-op package.
 """
 
-from constmem._loader import library_path
+from constmem import _loader
+from constmem._loader import build_info, library_path
 from constmem.frobulate import MAX_TABLE_SIZE, frobulate
 from constmem.stats import upload_stats
 
-__all__ = ["MAX_TABLE_SIZE", "frobulate", "library_path", "upload_stats"]
+_loader.ops()
+
+__all__ = ["MAX_TABLE_SIZE", "build_info", "frobulate", "library_path", "upload_stats"]
 __version__ = "0.1.0"

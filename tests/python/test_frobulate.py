@@ -217,14 +217,18 @@ def test_unknown_source_is_a_value_error():
         constmem.frobulate([1.0], [1], source="shared")
 
 
-def test_library_loads_lazily_and_once():
+def test_library_is_loaded_once_at_import():
     import importlib
 
     import constmem._loader as loader
 
     assert os.path.exists(constmem.library_path())
+    assert loader._ops is not None  # loaded by `import constmem`
     assert loader.ops() is loader.ops()
-    importlib.reload(constmem)  # a re-import does not need the library
+    importlib.reload(constmem)  # a re-import does not load it again
+    assert loader.ops() is loader._ops
+    info = constmem.build_info()
+    assert info["tensorflow"] == tf.__version__ and isinstance(info["gpu_kernels"], bool)
 
 
 def test_attr_tables_accept_any_integer_array_within_int32(device):

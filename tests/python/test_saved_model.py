@@ -1,0 +1,114 @@
+"""SavedModels that use the ops, loaded in a fresh process: the way they are deployed."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from reference import frobulate_reference
+
+TABLE = np.arange(1, 101, dtype=np.int32)
+DATA = np.linspace(-3.0, 3.0, 33, dtype=np.float32)
+
+SAVE = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tensorflow as tf
+    import constmem
+
+    table = np.arange(1, 101, dtype=np.int32)
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def attr_table(self, x):
+            return constmem.frobulate(x, table)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32),
+                                      tf.TensorSpec([None], tf.int32)])
+        def host_table(self, x, t):
+            return constmem.frobulate(x, t, source="host")
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def serve(self, x):
+            return {"y": constmem.frobulate(x, table)}
+
+    model = Model()
+    tf.saved_model.save(model, sys.argv[1], signatures={"serving_default": model.serve})
+    """
+)
+
+LOAD = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tensorflow as tf
+    import constmem  # nothing else: importing the package must register the ops
+
+    loaded = tf.saved_model.load(sys.argv[1])
+    data = np.linspace(-3.0, 3.0, 33, dtype=np.float32)
+    np.save(sys.argv[2], loaded.attr_table(data).numpy())
+    np.save(sys.argv[3], loaded.host_table(data, tf.constant(np.arange(1, 8, dtype=np.int32))).numpy())
+    """
+)
+
+
+def run_python(code, *args, **kwargs):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("saved") / "model")
+    result = run_python(SAVE, path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return path
+
+
+def test_loads_in_a_fresh_process_after_import(saved_model, tmp_path):
+    attr_out, host_out = str(tmp_path / "attr.npy"), str(tmp_path / "host.npy")
+    result = run_python(LOAD, saved_model, attr_out, host_out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_array_equal(np.load(attr_out), frobulate_reference(DATA, TABLE))
+    np.testing.assert_array_equal(np.load(host_out), frobulate_reference(DATA, TABLE[:7]))
+
+
+def test_without_constmem_the_error_names_the_op(saved_model):
+    result = run_python("import sys, tensorflow as tf; tf.saved_model.load(sys.argv[1])", saved_model)
+    assert result.returncode != 0
+    assert "Constmem>Frobulate" in result.stderr
+
+
+def test_saved_model_cli_run_with_constmem(saved_model, tmp_path):
+    inputs = tmp_path / "x.npy"
+    np.save(inputs, DATA)
+    outdir = tmp_path / "out"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run(
+        [sys.executable, "-m", "constmem.saved_model_cli", "run", "--dir", saved_model,
+         "--tag_set", "serve", "--signature_def", "serving_default",
+         "--inputs", f"x={inputs}", "--outdir", str(outdir)],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_array_equal(np.load(outdir / "y.npy"), frobulate_reference(DATA, TABLE))
+
+
+def test_version_mismatch_is_a_clear_import_error(tmp_path):
+    # A library whose build info names another TensorFlow is refused before it is loaded.
+    import shutil
+
+    import constmem
+
+    lib = tmp_path / "_constmem_ops.so"
+    shutil.copy(constmem.library_path(), lib)
+    (tmp_path / "_constmem_ops.json").write_text('{"tensorflow": "2.0.0", "gpu_kernels": false}')
+    env = dict(os.environ, CONSTMEM_OPS_LIBRARY=str(lib), PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", "import constmem"], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "built against TensorFlow 2.0.0" in result.stderr
