@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The benchmark command: upload costs, host cost per launch, kernel throughput against ceilings measured in the same
-# run, the placement matrix, the seed's approach, and TensorFlow-level figures. Writes JSON and a
+# The benchmark command: the CPU kernels against the CPU's ceilings; upload costs, host cost per
+# launch, GPU kernel throughput against ceilings measured in the same run, the placement matrix, the seed's approach, and TensorFlow-level figures. Writes JSON and a
 # PNG plot to ${CONSTMEM_BENCH_OUT:-results/bench}. Without a GPU it runs a CPU smoke of the TF
 # script only.
 set -euo pipefail
@@ -14,6 +14,8 @@ if [ -z "${CONSTMEM_BENCH_BIN:-}" ]; then
   scripts/build.sh >/dev/null
 fi
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+# The CPU kernels against the machine's FADD and copy ceilings, on every core.
+"$bin/cpu_bench" --json "$out/cpu_bench.json"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   "$bin/upload_bench" --json "$out/upload_bench.json"
   "$bin/launch_overhead" --json "$out/launch_overhead.json"

@@ -249,3 +249,30 @@ def test_upload_stats_names_every_counter():
 def test_library_path_can_be_overridden(monkeypatch):
     monkeypatch.setenv("CONSTMEM_OPS_LIBRARY", "/opt/elsewhere/_constmem_ops.so")
     assert constmem.library_path() == "/opt/elsewhere/_constmem_ops.so"
+
+
+@pytest.mark.parametrize("isa", ["portable", "avx2"])
+def test_cpu_kernel_variants_agree_bitwise(isa, tmp_path):
+    # The op picks its CPU instruction set at load; a process capped to another set must give the
+    # same bits (and the capped sets are what CPUs without AVX-512 run).
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(11)
+    data, table = random_case(rng, (3, 1237), np.float32, 100)
+    np.save(tmp_path / "data.npy", data)
+    np.save(tmp_path / "table.npy", table)
+    code = ("import sys, numpy as np, tensorflow as tf, constmem\n"
+            "d, t = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
+            "with tf.device('/CPU:0'):\n"
+            "    np.save(sys.argv[3], constmem.frobulate(d, tf.constant(t)).numpy())\n")
+    env = dict(os.environ, CONSTMEM_CPU_ISA=isa, TF_CPP_MIN_LOG_LEVEL="2",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data.npy"),
+                             str(tmp_path / "table.npy"), str(tmp_path / "out.npy")],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    with tf.device("/CPU:0"):
+        here = constmem.frobulate(data, tf.constant(table)).numpy()
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), here)
+    np.testing.assert_array_equal(here, frobulate_reference(data, table))

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "adapter/table_adapter.h"
+#include "frobulate/frobulate_cpu.h"
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -42,32 +43,39 @@ template <class T, TableFrom kFrom>
 class FrobulateCpuKernel : public OpKernel {
  public:
   explicit FrobulateCpuKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    if (kFrom == TableFrom::kAttr) OP_REQUIRES_OK(ctx, ReadTableAttr(ctx, &attr_table_));
+    if (kFrom == TableFrom::kAttr) {
+      std::vector<std::int32_t> table;
+      OP_REQUIRES_OK(ctx, ReadTableAttr(ctx, &table));
+      attr_table_.assign(table.begin(), table.end());
+    }
   }
 
   void Compute(OpKernelContext* ctx) override {
-    const std::int32_t* table = attr_table_.data();
-    std::int64_t table_size = static_cast<std::int64_t>(attr_table_.size());
+    // The kernel adds entries converted to T; an input table is converted once per call.
+    std::vector<T> input_table;
+    const std::vector<T>* table = &attr_table_;
     if (kFrom == TableFrom::kInput) {
       const Tensor& input = ctx->input(1);
       OP_REQUIRES_OK(
           ctx, tf_adapter::ValidateTableShape(input.shape(), "table", kFrobulateMaxTableSize));
-      table = input.flat<std::int32_t>().data();
-      table_size = input.NumElements();
+      const auto entries = input.flat<std::int32_t>();
+      input_table.assign(entries.data(), entries.data() + entries.size());
+      table = &input_table;
     }
     Tensor* output = nullptr;
     if (!PrepareOutput(ctx, &output)) return;
     const T* data = ctx->input(0).flat<T>().data();
     T* out = output->flat<T>().data();
+    const std::int64_t table_size = static_cast<std::int64_t>(table->size());
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
     tensorflow::Shard(workers->NumThreads(), workers, output->NumElements(),
                       /*cost_per_unit=*/table_size + 2, [&](std::int64_t begin, std::int64_t end) {
-                        FrobulateRange(data, out, begin, end, table, table_size);
+                        FrobulateCpuRange(data, out, begin, end, table->data(), table_size);
                       });
   }
 
  private:
-  std::vector<std::int32_t> attr_table_;
+  std::vector<T> attr_table_;
 };
 
 #define REGISTER_FROBULATE_CPU(T)                                                                \

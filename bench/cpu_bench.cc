@@ -1,0 +1,235 @@
+// CPU benchmark: the machine's ceilings and Frobulate's CPU kernel against them, in one run.
+//
+//   fadd ceiling   a register-only loop of independent vector adds at the widest width the CPU
+//                  has, on every thread: the most table additions per second any kernel can do
+//   copy ceiling   read + write of the same bytes as the kernel, on every thread: the bound for
+//                  short tables
+//   kernel         Frobulate's CPU kernel (each compiled instruction set), and the scalar
+//                  per-element loop it replaced as the baseline
+//
+// Each case reports its figure against its own ceiling, min(fadd / entries, copy / 8 or 16 B) in
+// elements per second, and against the baseline. Threads are set to denormal flush as TensorFlow's
+// CPU threads are. Prints a table; --json FILE writes the figures.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "constmem/cpu_isa.hpp"
+#include "frobulate/frobulate_cpu.h"
+#include "frobulate/frobulate_functor.h"
+
+#if CONSTMEM_CPU_X86
+#include <xmmintrin.h>
+#endif
+
+namespace {
+
+using constmem::cpu::Isa;
+using Clock = std::chrono::steady_clock;
+
+void FlushDenormals() {
+#if CONSTMEM_CPU_X86
+  _mm_setcsr(_mm_getcsr() | 0x8040);  // FTZ and DAZ, as TensorFlow's ScopedFlushDenormal
+#endif
+}
+
+// Runs work(thread_index) on `threads` threads and returns the wall time in seconds.
+double RunOnThreads(int threads, const std::function<void(int)>& work) {
+  const auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&work, t] {
+      FlushDenormals();
+      work(t);
+    });
+  }
+  for (auto& thread : pool) thread.join();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double MedianTime(int repeats, int threads, const std::function<void(int)>& work) {
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) times.push_back(RunOnThreads(threads, work));
+  return Median(times);
+}
+
+// Independent adds, kAcc chains of vectors, nothing read from memory.
+template <int kBytes, int kAcc>
+__attribute__((always_inline)) inline float AddLoop(std::int64_t iterations) {
+  using V = typename constmem::cpu::Vector<float, kBytes>::type;
+  V acc[kAcc];
+  for (int k = 0; k < kAcc; ++k) acc[k] = V{} + static_cast<float>(k);
+  const V step = V{} + 1e-7f;
+  for (std::int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 64
+    for (int k = 0; k < kAcc; ++k) acc[k] += step;
+  }
+  float sum = 0;
+  for (int k = 0; k < kAcc; ++k) sum += acc[k][0];
+  return sum;
+}
+
+float AddLoopPortable(std::int64_t n) { return AddLoop<16, 8>(n); }
+#if CONSTMEM_CPU_X86
+CONSTMEM_TARGET_AVX2 float AddLoopAvx2(std::int64_t n) { return AddLoop<32, 12>(n); }
+CONSTMEM_TARGET_AVX512 float AddLoopAvx512(std::int64_t n) { return AddLoop<64, 24>(n); }
+#endif
+
+// Float adds per second on every thread at the widest width.
+double FaddCeiling(int threads, Isa isa) {
+  const std::int64_t iterations = 20'000'000;
+  int lanes = 4 * 8;
+  float (*loop)(std::int64_t) = AddLoopPortable;
+#if CONSTMEM_CPU_X86
+  if (isa == Isa::kAvx512) loop = AddLoopAvx512, lanes = 16 * 24;
+  if (isa == Isa::kAvx2) loop = AddLoopAvx2, lanes = 8 * 12;
+#endif
+  std::vector<float> sink(threads);
+  const double seconds =
+      MedianTime(5, threads, [&](int t) { sink[t] = loop(iterations + t); });
+  if (sink[0] == 12345.f) std::printf(" ");
+  return static_cast<double>(lanes) * iterations * threads / seconds;
+}
+
+// Bytes per second read and written by copying `bytes` through every thread.
+double CopyCeiling(int threads, std::size_t bytes) {
+  std::vector<char> in(bytes, 1), out(bytes, 0);
+  const std::size_t share = bytes / threads;
+  const double seconds = MedianTime(7, threads, [&](int t) {
+    std::memcpy(out.data() + t * share, in.data() + t * share, share);
+  });
+  return 2.0 * static_cast<double>(share) * threads / seconds;
+}
+
+struct Case {
+  std::string name;
+  std::string dtype;
+  std::int64_t entries;
+  std::int64_t elements;
+  double seconds;
+  double ceiling_elements_per_s;
+  double baseline_seconds;  // 0 when the baseline was not run
+};
+
+template <class T>
+Case RunCase(const std::string& name, Isa isa, std::int64_t entries, std::int64_t elements,
+             int threads, bool with_baseline, double fadd, double copy) {
+  std::vector<T> data(elements), out(elements), expected(elements);
+  for (std::int64_t i = 0; i < elements; ++i) data[i] = static_cast<T>((i % 1000) * 0.25 - 100);
+  std::vector<std::int32_t> table(entries);
+  for (std::int64_t j = 0; j < entries; ++j) table[j] = static_cast<std::int32_t>(j % 7) - 3;
+  std::vector<T> converted(table.begin(), table.end());
+  const std::int64_t share = (elements + threads - 1) / threads;
+  auto range = [&](int t, std::int64_t* begin, std::int64_t* end) {
+    *begin = std::min(elements, t * share);
+    *end = std::min(elements, *begin + share);
+  };
+  const int repeats = elements * entries > 4'000'000'000LL ? 3 : 5;
+  Case result{name, sizeof(T) == 4 ? "float32" : "float64", entries, elements, 0, 0, 0};
+  result.seconds = MedianTime(repeats, threads, [&](int t) {
+    std::int64_t b, e;
+    range(t, &b, &e);
+    constmem::ops::FrobulateCpuRange(data.data(), out.data(), b, e, converted.data(), entries, isa);
+  });
+  if (with_baseline) {
+    result.baseline_seconds = MedianTime(3, threads, [&](int t) {
+      std::int64_t b, e;
+      range(t, &b, &e);
+      constmem::ops::FrobulateRange(data.data(), expected.data(), b, e, table.data(), entries);
+    });
+    if (std::memcmp(out.data(), expected.data(), elements * sizeof(T)) != 0) {
+      std::fprintf(stderr, "%s: kernel and baseline differ\n", name.c_str());
+      std::exit(1);
+    }
+  }
+  const double lanes_per_element = (fadd * sizeof(float)) / sizeof(T);  // adds/s in T
+  result.ceiling_elements_per_s =
+      std::min(lanes_per_element / entries, copy / (2.0 * sizeof(T)));
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* json_path = nullptr;
+  bool quick = false;
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
+  }
+  threads = std::max(threads, 1);
+  const Isa best = constmem::cpu::BestIsa();
+  const double fadd = FaddCeiling(threads, best);
+  const double fadd_one = FaddCeiling(1, best);
+  const std::int64_t elements = quick ? (1 << 20) : (16 << 20);
+  const double copy = CopyCeiling(threads, elements * sizeof(double));
+  std::printf("cpu_bench: %d threads, best instruction set %s\n", threads,
+              constmem::cpu::IsaName(best));
+  std::printf("fadd ceiling  %.1f G adds/s float32 (%.1f on one thread)\n", fadd / 1e9,
+              fadd_one / 1e9);
+  std::printf("copy ceiling  %.1f GB/s read + written\n", copy / 1e9);
+
+  std::vector<Case> cases;
+  // Long tables do 16,384 adds per element: fewer elements keep each run near a second.
+  auto elements_for = [&](std::int64_t entries) {
+    return entries > 1000 ? std::max<std::int64_t>(elements / 64, 1 << 16) : elements;
+  };
+  for (std::int64_t entries : {1, 16, 100, 1000, 16384}) {
+    const bool baseline = entries <= 1000;
+    cases.push_back(RunCase<float>("float32", best, entries, elements_for(entries), threads,
+                                   baseline, fadd, copy));
+    cases.push_back(RunCase<double>("float64", best, entries, elements_for(entries), threads,
+                                    baseline, fadd, copy));
+  }
+  for (int isa = 0; isa < static_cast<int>(best); ++isa) {
+    if (!constmem::cpu::IsaSupported(static_cast<Isa>(isa))) continue;
+    cases.push_back(RunCase<float>(std::string("float32 ") + IsaName(static_cast<Isa>(isa)),
+                                   static_cast<Isa>(isa), 100, elements, threads, false, fadd,
+                                   copy));
+  }
+
+  std::printf("%-18s %7s %10s %12s %10s %12s\n", "case", "entries", "elements", "G elem/s",
+              "ceiling", "vs baseline");
+  for (const Case& c : cases) {
+    const double rate = c.elements / c.seconds;
+    char vs[32] = "-";
+    if (c.baseline_seconds > 0) std::snprintf(vs, sizeof(vs), "%.1fx", c.baseline_seconds / c.seconds);
+    std::printf("%-18s %7lld %10lld %12.3f %9.1f%% %12s\n", c.name.c_str(),
+                static_cast<long long>(c.entries), static_cast<long long>(c.elements), rate / 1e9,
+                100.0 * rate / c.ceiling_elements_per_s, vs);
+  }
+  if (json_path != nullptr) {
+    FILE* f = std::fopen(json_path, "w");
+    if (f == nullptr) return 1;
+    std::fprintf(f, "{\"threads\": %d, \"isa\": \"%s\", \"fadd_per_s\": %.4g, "
+                 "\"fadd_per_s_one_thread\": %.4g, \"copy_bytes_per_s\": %.4g, \"cases\": [\n",
+                 threads, constmem::cpu::IsaName(best), fadd, fadd_one, copy);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      std::fprintf(f,
+                   " {\"case\": \"%s\", \"dtype\": \"%s\", \"entries\": %lld, \"elements\": %lld, "
+                   "\"seconds\": %.6g, \"share_of_ceiling\": %.4f, \"vs_baseline\": %.3f}%s\n",
+                   c.name.c_str(), c.dtype.c_str(), static_cast<long long>(c.entries),
+                   static_cast<long long>(c.elements), c.seconds,
+                   c.elements / c.seconds / c.ceiling_elements_per_s,
+                   c.baseline_seconds > 0 ? c.baseline_seconds / c.seconds : 0.0,
+                   i + 1 < cases.size() ? "," : "");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return 0;
+}

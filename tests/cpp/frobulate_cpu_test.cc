@@ -1,0 +1,155 @@
+// Frobulate's CPU kernel against the scalar per-element loop, for every instruction set this CPU
+// supports: random lengths, offsets and tables, and special values, with and without the denormal
+// flush TensorFlow's CPU threads run under. Bitwise equality is the contract.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "constmem/cpu_isa.hpp"
+#include "frobulate/frobulate_cpu.h"
+#include "frobulate/frobulate_functor.h"
+
+#if CONSTMEM_CPU_X86
+#include <xmmintrin.h>
+#endif
+
+namespace constmem {
+namespace {
+
+using cpu::Isa;
+
+class ScopedFlushDenormals {
+ public:
+  explicit ScopedFlushDenormals(bool flush) {
+#if CONSTMEM_CPU_X86
+    saved_ = _mm_getcsr();
+    _mm_setcsr(flush ? (saved_ | 0x8040) : (saved_ & ~0x8040u));
+#else
+    (void)flush;
+#endif
+  }
+  ~ScopedFlushDenormals() {
+#if CONSTMEM_CPU_X86
+    _mm_setcsr(saved_);
+#endif
+  }
+
+ private:
+  unsigned saved_ = 0;
+};
+
+template <class T>
+std::vector<T> SpecialValues() {
+  using L = std::numeric_limits<T>;
+  T negative_nan = -L::quiet_NaN();
+  T payload_nan;
+  if constexpr (sizeof(T) == 4) {
+    const std::uint32_t bits = 0x7fc01234u;
+    std::memcpy(&payload_nan, &bits, sizeof(T));
+  } else {
+    const std::uint64_t bits = 0xfff8000000abcdefull;
+    std::memcpy(&payload_nan, &bits, sizeof(T));
+  }
+  return {L::quiet_NaN(), negative_nan, payload_nan, L::infinity(), -L::infinity(), T(0), T(-0.0),
+          L::max(),       L::lowest(),  L::min(),    L::denorm_min(), -L::denorm_min(),
+          L::min() / 4,   T(1),         T(-1)};
+}
+
+template <class T>
+void ExpectMatchesScalar(Isa isa, const std::vector<T>& data,
+                         const std::vector<std::int32_t>& table, std::int64_t begin,
+                         std::int64_t end) {
+  std::vector<T> converted(table.begin(), table.end());
+  std::vector<T> out(data.size(), T(7)), expected(data.size(), T(7));
+  ops::FrobulateCpuRange(data.data(), out.data(), begin, end, converted.data(),
+                         static_cast<std::int64_t>(table.size()), isa);
+  ops::FrobulateRange(data.data(), expected.data(), begin, end, table.data(),
+                      static_cast<std::int64_t>(table.size()));
+  ASSERT_EQ(std::memcmp(out.data(), expected.data(), data.size() * sizeof(T)), 0)
+      << cpu::IsaName(isa) << " differs: " << data.size() << " elements, range [" << begin << ", "
+      << end << "), " << table.size() << " entries";
+}
+
+class FrobulateCpu : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu::IsaSupported(GetParam())) GTEST_SKIP() << "this CPU lacks " << cpu::IsaName(GetParam());
+  }
+};
+
+template <class T>
+void RandomCases(Isa isa) {
+  std::mt19937_64 rng(static_cast<unsigned>(isa) * 1000 + sizeof(T));
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t size = std::uniform_int_distribution<std::int64_t>(0, 3000)(rng);
+    const std::int64_t begin = size == 0 ? 0 : std::uniform_int_distribution<std::int64_t>(0, size)(rng);
+    const std::int64_t end = std::uniform_int_distribution<std::int64_t>(begin, size)(rng);
+    const int entries = trial % 10 == 0 ? 16384 / (1 + trial % 3) : 1 + static_cast<int>(rng() % 300);
+    std::vector<T> data(size);
+    std::normal_distribution<double> normal(0.0, 1e3);
+    for (auto& v : data) v = static_cast<T>(normal(rng));
+    std::vector<std::int32_t> table(entries);
+    for (auto& v : table) v = static_cast<std::int32_t>(rng());  // the whole int32 range
+    ExpectMatchesScalar(isa, data, table, begin, end);
+  }
+}
+
+TEST_P(FrobulateCpu, RandomLengthsOffsetsAndTables) {
+  RandomCases<float>(GetParam());
+  RandomCases<double>(GetParam());
+}
+
+template <class T>
+void SpecialCases(Isa isa, bool flush) {
+  ScopedFlushDenormals mode(flush);
+  std::vector<T> data = SpecialValues<T>();
+  for (int repeat = 0; repeat < 40; ++repeat) {  // past one tile, so the vector path sees them too
+    const auto specials = SpecialValues<T>();
+    data.insert(data.end(), specials.begin(), specials.end());
+  }
+  for (const auto& table : std::vector<std::vector<std::int32_t>>{
+           {0}, {1}, {-1, 1}, {std::numeric_limits<std::int32_t>::max()},
+           {std::numeric_limits<std::int32_t>::min(), 3, -2}}) {
+    ExpectMatchesScalar(isa, data, table, 0, static_cast<std::int64_t>(data.size()));
+  }
+}
+
+TEST_P(FrobulateCpu, SpecialValuesWithAndWithoutDenormalFlush) {
+  for (bool flush : {false, true}) {
+    SpecialCases<float>(GetParam(), flush);
+    SpecialCases<double>(GetParam(), flush);
+  }
+}
+
+TEST_P(FrobulateCpu, OverflowToInfinityMatches) {
+  const std::vector<float> data(1000, std::numeric_limits<float>::max());
+  ExpectMatchesScalar(GetParam(), data, std::vector<std::int32_t>(64, 2147483647), 0, 1000);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryInstructionSet, FrobulateCpu,
+                         ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(cpu::IsaName(info.param)); });
+
+TEST(CpuIsa, BestIsTheWidestSupportedUnderTheCap) {
+  EXPECT_TRUE(cpu::IsaSupported(Isa::kPortable));
+  const char* cap = std::getenv("CONSTMEM_CPU_ISA");
+  if (cap != nullptr && std::string(cap) == "portable") {
+    EXPECT_EQ(cpu::BestIsa(), Isa::kPortable);
+  } else if (cpu::IsaSupported(Isa::kAvx512)) {
+    EXPECT_EQ(cpu::BestIsa(), Isa::kAvx512);
+  } else if (cpu::IsaSupported(Isa::kAvx2)) {
+    EXPECT_EQ(cpu::BestIsa(), Isa::kAvx2);
+  } else {
+    EXPECT_EQ(cpu::BestIsa(), Isa::kPortable);
+  }
+}
+
+}  // namespace
+}  // namespace constmem
