@@ -1,6 +1,8 @@
 // Constmem>UploadStats: the core's process-wide counters, so that tests and benchmarks can see
 // which path each table took (uploads by source, skipped uploads, staging checks and releases).
+#include "adapter/table_adapter.h"
 #include "constmem/stats.hpp"
+#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -27,6 +29,28 @@ class UploadStatsOp : public tensorflow::OpKernel {
   }
 };
 
+// Test-only: arms the core's fault injection inside this library (tests of error paths through
+// TensorFlow). Without GPU kernels there is nothing to inject into.
+class InjectFaultForTestingOp : public tensorflow::OpKernel {
+ public:
+  explicit InjectFaultForTestingOp(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("point", &point_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("nth", &nth_));
+  }
+
+  void Compute(tensorflow::OpKernelContext* ctx) override {
+#if CONSTMEM_WITH_GPU
+    OP_REQUIRES_OK(ctx, tf_adapter::ToTfStatus(InjectFaultForTesting(point_, nth_)));
+#else
+    ctx->SetStatus(absl::UnimplementedError("constmem was built without GPU kernels"));
+#endif
+  }
+
+ private:
+  int point_ = 0;
+  int nth_ = 0;
+};
+
 }  // namespace
 }  // namespace ops
 }  // namespace constmem
@@ -43,3 +67,12 @@ REGISTER_OP("Constmem>UploadStats")
 
 REGISTER_KERNEL_BUILDER(Name("Constmem>UploadStats").Device(tensorflow::DEVICE_CPU),
                         constmem::ops::UploadStatsOp);
+
+REGISTER_OP("Constmem>InjectFaultForTesting")
+    .Attr("point: int")
+    .Attr("nth: int")
+    .SetIsStateful()
+    .SetShapeFn(tensorflow::shape_inference::NoOutputs);
+
+REGISTER_KERNEL_BUILDER(Name("Constmem>InjectFaultForTesting").Device(tensorflow::DEVICE_CPU),
+                        constmem::ops::InjectFaultForTestingOp);

@@ -35,10 +35,12 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "constmem/cuda_support.cuh"
@@ -93,8 +95,9 @@ class DeviceBank {
 
   std::size_t slot_bytes() const { return planner_.slot_bytes(); }
 
-  Status Acquire(cudaStream_t stream, std::size_t bytes, const void* host_content, int* start,
-                 int* span) {
+  // `owner` identifies the calling thread: it never waits for a run that only its own leases block.
+  Status Acquire(cudaStream_t stream, std::size_t bytes, const void* host_content,
+                 std::uint64_t owner, int* start, int* span) {
     unsigned long long stream_id = 0;
     CONSTMEM_RETURN_IF_ERROR(StreamId(stream, &stream_id));
     std::unique_lock<std::mutex> lock(mutex_);
@@ -106,15 +109,21 @@ class DeviceBank {
     }
     int found = -1;
     while (true) {
+      // A run that holds the same bytes saves the copy, but only when it is free: waiting for it
+      // would serialise streams, or wait for ever if the caller holds it.
       found = host_content != nullptr ? planner_.FindContent(host_content, bytes) : -1;
       if (found >= 0 && planner_.RunIsFree(found, needed)) break;
-      if (found < 0) {
-        found = planner_.FindFreeRun(needed);
-        if (found >= 0) break;
+      found = planner_.FindFreeRun(needed);
+      if (found >= 0) break;
+      if (!planner_.CanBecomeFree(needed, owner)) {
+        return Status(StatusCode::kFailedPrecondition,
+                      "every run of " + std::to_string(needed) +
+                          " slots that could hold this table is leased by the calling thread "
+                          "or quarantined; release a lease first");
       }
       slot_freed_.wait(lock);
     }
-    planner_.Lease(found, needed);
+    planner_.Lease(found, needed, owner);
     lock.unlock();
 
     if (HazardTrackingEnabled()) {
@@ -122,8 +131,10 @@ class DeviceBank {
         // Work on one stream is already ordered; ids, unlike handles, are never reused.
         if (!slot_events_[i].recorded) continue;
         if (stream_id != 0 && slot_events_[i].stream_id == stream_id) continue;
-        const Status status = CudaStatus(cudaStreamWaitEvent(stream, slot_events_[i].released, 0),
-                                         "cudaStreamWaitEvent(slot)");
+        const Status status = CudaStatus(
+            CONSTMEM_CUDA_CALL(kStreamWaitEvent,
+                               cudaStreamWaitEvent(stream, slot_events_[i].released, 0)),
+            "cudaStreamWaitEvent(slot)");
         if (!status.ok()) {
           Unlease(found, needed);
           return status;
@@ -156,14 +167,16 @@ class DeviceBank {
     switch (kind) {
       case SourceKind::kDevice:
         status = CudaStatus(
-            cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, stream),
+            CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, source, bytes,
+                                                             cudaMemcpyDeviceToDevice, stream)),
             "cudaMemcpyAsync into constant bank (device source)");
         Count(Counter::kUploadFromDevice);
         break;
       case SourceKind::kPinnedHost:
-        status =
-            CudaStatus(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, stream),
-                       "cudaMemcpyAsync into constant bank (pinned host source)");
+        status = CudaStatus(
+            CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, source, bytes,
+                                                             cudaMemcpyHostToDevice, stream)),
+            "cudaMemcpyAsync into constant bank (pinned host source)");
         Count(Counter::kUploadFromPinnedHost);
         break;
       case SourceKind::kPageableHost: {
@@ -184,22 +197,41 @@ class DeviceBank {
   Status Release(int start, int span, cudaStream_t stream) {
     unsigned long long stream_id = 0;
     Status status = StreamId(stream, &stream_id);
+    if (status.ok()) status = CheckNotCapturing(stream);
     if (HazardTrackingEnabled()) {
       for (int i = start; i < start + span && status.ok(); ++i) {
-        status =
-            CudaStatus(cudaEventRecord(slot_events_[i].released, stream), "cudaEventRecord(slot)");
-        slot_events_[i].recorded = status.ok();
-        slot_events_[i].stream_id = stream_id;
+        status = CudaStatus(
+            CONSTMEM_CUDA_CALL(kEventRecord, cudaEventRecord(slot_events_[i].released, stream)),
+            "cudaEventRecord(slot)");
+        if (status.ok()) {
+          slot_events_[i].recorded = true;
+          slot_events_[i].stream_id = stream_id;
+        }
       }
     }
     if (!status.ok()) {
-      // Without its event the slot's last use is unknown: forget its content so the next lease
-      // uploads again, and rely on the stream order of whoever uses it next.
-      std::lock_guard<std::mutex> lock(mutex_);
-      planner_.RecordContent(start, span, nullptr, 0);
+      // Without its event the run's last reader is unknown: the next lease would have nothing to
+      // wait for. Take the run out of use until the owner says the device is idle.
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        planner_.Quarantine(start, span);
+      }
+      Count(Counter::kSlotQuarantined, span);
     }
     Unlease(start, span);
     return status;
+  }
+
+  // Puts quarantined slots back into use; only after a device sync (nothing may still read them).
+  int ClearQuarantine() {
+    int cleared = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      cleared = planner_.ClearQuarantine();
+      for (auto& slot : slot_events_) slot.recorded = false;
+    }
+    slot_freed_.notify_all();
+    return cleared;
   }
 
  private:
@@ -284,8 +316,10 @@ class Lease {
                              std::to_string(capacity()));
     }
     if (source == nullptr) return InvalidArgument("upload from a null pointer");
+    ScopedRelaxedCaptureMode relaxed;
     ScopedDevice device(device_);
     CONSTMEM_RETURN_IF_ERROR(device.status());
+    CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream_));
     return bank_->Upload(start_, span_, stream_, source, count * sizeof(T), kind, dedupe_,
                          &skipped_);
   }
@@ -295,6 +329,7 @@ class Lease {
     if (!active()) return Status::Ok();
     detail::DeviceBank* bank = bank_;
     bank_ = nullptr;
+    ScopedRelaxedCaptureMode relaxed;
     ScopedDevice device(device_);
     const Status switched = device.status();
     const Status released = bank->Release(start_, span_, stream_);
@@ -327,26 +362,39 @@ class Bank {
   std::size_t capacity_elements() const { return slot_elements_ * slot_count_; }
   const char* name() const { return name_; }
 
+  // Puts back into use the slots taken out after a failed release on `device`; call only once no
+  // work that reads the bank can be pending there (after cudaDeviceSynchronize). Returns how many.
+  int ClearQuarantine(int device) {
+    if (device < 0 || device >= kMaxDevices) return 0;
+    detail::DeviceBank* bank = states_[device].load(std::memory_order_acquire);
+    return bank == nullptr ? 0 : bank->ClearQuarantine();
+  }
+
   // Leases enough slots for `count` elements on `stream`. Passing the host content the upload will
   // come from asks for deduplication: a run that already holds those bytes is preferred and the
   // upload skipped. Pass nullptr for tables that change every call (it saves a compare and a
-  // copy). Blocks only while other host threads hold every suitable run.
+  // copy). Blocks only while other host threads hold every suitable run; returns
+  // FailedPrecondition instead where only the calling thread's own leases stand in the way. An
+  // active `lease` is released first. A stream that is capturing a CUDA graph is refused.
   Status Acquire(cudaStream_t stream, std::size_t count, const T* host_content, Lease<T>* lease) {
+    CONSTMEM_RETURN_IF_ERROR(lease->Release());
     if (count == 0 || count > capacity_elements()) {
       return InvalidArgument(std::string("bank '") + name_ + "' holds at most " +
                              std::to_string(capacity_elements()) + " elements; asked for " +
                              std::to_string(count));
     }
+    ScopedRelaxedCaptureMode relaxed;
     int device = 0;
     CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
     CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
     ScopedDevice guard(device);
     CONSTMEM_RETURN_IF_ERROR(guard.status());
+    CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream));
     detail::DeviceBank* bank = nullptr;
     CONSTMEM_RETURN_IF_ERROR(StateFor(device, &bank));
     Lease<T> acquired;
-    CONSTMEM_RETURN_IF_ERROR(
-        bank->Acquire(stream, count * sizeof(T), host_content, &acquired.start_, &acquired.span_));
+    CONSTMEM_RETURN_IF_ERROR(bank->Acquire(stream, count * sizeof(T), host_content, ThreadOwnerId(),
+                                           &acquired.start_, &acquired.span_));
     acquired.bank_ = bank;
     acquired.device_ = device;
     acquired.stream_ = stream;
@@ -372,6 +420,10 @@ class Bank {
     }
     *out = existing;
     return Status::Ok();
+  }
+
+  static std::uint64_t ThreadOwnerId() {
+    return static_cast<std::uint64_t>(std::hash<std::thread::id>()(std::this_thread::get_id())) | 1;
   }
 
   const void* symbol_;

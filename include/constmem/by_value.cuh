@@ -20,8 +20,8 @@ namespace constmem {
 template <class T, std::size_t Capacity>
 struct ByValueTable {
   static_assert(Capacity > 0, "empty by-value table");
-  static_assert(sizeof(T) * Capacity + sizeof(int) <= kMaxKernelParamBytes,
-                "a by-value table must fit the 32,764-byte parameter limit");
+  static_assert(ByValueTableBytes<T>(Capacity) <= kMaxKernelParamBytes,
+                "a by-value table, padding included, must fit the 32,764-byte parameter limit");
   static constexpr std::size_t kCapacity = Capacity;
 
   int size;
@@ -35,6 +35,8 @@ struct ByValueTable {
 template <class T, std::size_t Capacity, class Source>
 Status FillByValueTable(const Source* host_values, std::size_t count,
                         ByValueTable<T, Capacity>* table) {
+  static_assert(sizeof(ByValueTable<T, Capacity>) == ByValueTableBytes<T>(Capacity),
+                "ByValueTableBytes must describe the layout the compiler chose");
   if (count == 0 || count > Capacity) {
     return InvalidArgument("a by-value table holds 1 to " + std::to_string(Capacity) +
                            " elements; got " + std::to_string(count));

@@ -10,11 +10,47 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <string>
 
 #include "constmem/status.hpp"
 
 namespace constmem {
+
+// Test-only fault injection: the CUDA calls the core depends on can be made to fail on their Nth
+// use, to prove that every failure gives a Status, leaks nothing and leaves the next call right.
+// Costs one relaxed atomic load per call when nothing is armed.
+enum class FaultPoint : int {
+  kHostAlloc = 0,
+  kEventRecord,
+  kMemcpyAsync,
+  kStreamWaitEvent,
+  kKernelLaunch,
+  kCount,
+};
+
+namespace detail {
+inline std::array<std::atomic<int>, static_cast<int>(FaultPoint::kCount)>& FaultCountdowns() {
+  static std::array<std::atomic<int>, static_cast<int>(FaultPoint::kCount)> countdowns{};
+  return countdowns;
+}
+// True when the armed countdown of `point` reaches its call now.
+inline bool FaultDue(FaultPoint point) {
+  std::atomic<int>& countdown = FaultCountdowns()[static_cast<int>(point)];
+  if (countdown.load(std::memory_order_relaxed) <= 0) return false;
+  return countdown.fetch_sub(1, std::memory_order_relaxed) == 1;
+}
+}  // namespace detail
+
+// Makes the `nth` next call at `point` (1 = the next) fail with cudaErrorUnknown; 0 disarms.
+inline void InjectFaultForTesting(FaultPoint point, int nth) {
+  detail::FaultCountdowns()[static_cast<int>(point)].store(nth, std::memory_order_relaxed);
+}
+
+// A CUDA call that fault injection can fail: CONSTMEM_CUDA_CALL(kEventRecord, cudaEventRecord(...)).
+#define CONSTMEM_CUDA_CALL(point, expr)                                                    \
+  (::constmem::detail::FaultDue(::constmem::FaultPoint::point) ? cudaErrorUnknown : (expr))
 
 inline Status CudaStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::Ok();
@@ -28,15 +64,95 @@ inline Status CudaStatus(cudaError_t error, const char* what) {
 #define CONSTMEM_RETURN_IF_CUDA_ERROR(expr, what) \
   CONSTMEM_RETURN_IF_ERROR(::constmem::CudaStatus((expr), (what)))
 
+namespace detail {
+// The driver API's answer, for runtimes before 12.8 (no cudaStreamGetDevice): the stream's
+// context, made current for a moment to read its device. The entry points come from the runtime
+// (cudaGetDriverEntryPoint), so nothing links libcuda.
+inline Status StreamDeviceThroughDriver(cudaStream_t stream, int* device) {
+  using GetCtx = int (*)(cudaStream_t, void**);
+  using PushCtx = int (*)(void*);
+  using PopCtx = int (*)(void**);
+  using GetDevice = int (*)(int*);
+  struct Entries {
+    GetCtx get_ctx = nullptr;
+    PushCtx push = nullptr;
+    PopCtx pop = nullptr;
+    GetDevice get_device = nullptr;
+    bool ok = false;
+  };
+  static const Entries entries = [] {
+    Entries e;
+    cudaDriverEntryPointQueryResult found;
+    auto load = [&](const char* name, void** fn) {
+#if CUDART_VERSION >= 12050
+      return cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &found) ==
+                 cudaSuccess &&
+             found == cudaDriverEntryPointSuccess;
+#else
+      return cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, &found) == cudaSuccess &&
+             found == cudaDriverEntryPointSuccess;
+#endif
+    };
+    e.ok = load("cuStreamGetCtx", reinterpret_cast<void**>(&e.get_ctx)) &&
+           load("cuCtxPushCurrent", reinterpret_cast<void**>(&e.push)) &&
+           load("cuCtxPopCurrent", reinterpret_cast<void**>(&e.pop)) &&
+           load("cuCtxGetDevice", reinterpret_cast<void**>(&e.get_device));
+    return e;
+  }();
+  if (!entries.ok) {
+    cudaGetLastError();
+    return Status(StatusCode::kFailedPrecondition,
+                  "the CUDA driver lacks cuStreamGetCtx/cuCtxGetDevice");
+  }
+  void* context = nullptr;
+  if (entries.get_ctx(stream, &context) != 0 || context == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "cuStreamGetCtx failed: not a valid stream");
+  }
+  if (entries.push(context) != 0) return Status(StatusCode::kInternal, "cuCtxPushCurrent failed");
+  const int got = entries.get_device(device);
+  void* popped = nullptr;
+  entries.pop(&popped);
+  return got == 0 ? Status::Ok() : Status(StatusCode::kInternal, "cuCtxGetDevice failed");
+}
+}  // namespace detail
+
+// The device a stream belongs to, whatever device is current on the calling thread (a TensorFlow
+// thread's current device need not be the op's).
 inline Status StreamDevice(cudaStream_t stream, int* device) {
-#if CUDART_VERSION >= 12080
+#if CUDART_VERSION >= 12080 && !defined(CONSTMEM_STREAM_DEVICE_THROUGH_DRIVER)
   return CudaStatus(cudaStreamGetDevice(stream, device), "cudaStreamGetDevice");
 #else
-  // Older runtimes cannot ask the stream; the caller's current device must be the stream's.
-  (void)stream;
-  return CudaStatus(cudaGetDevice(device), "cudaGetDevice");
+  return detail::StreamDeviceThroughDriver(stream, device);
 #endif
 }
+
+// CUDA graph capture: a table upload recorded into a graph would be replayed without a lease, and
+// the core's events and staging would be captured too. Until capture is supported the core
+// refuses a capturing stream up front, before it changes any state.
+inline Status CheckNotCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CONSTMEM_RETURN_IF_ERROR(
+      CudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
+  if (capture != cudaStreamCaptureStatusNone) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "the stream is capturing a CUDA graph; constmem tables cannot be captured");
+  }
+  return Status::Ok();
+}
+
+// Makes the calling thread's CUDA calls exempt from another thread's global-mode graph capture
+// for the guard's life: the core's event queries and pinned allocations would otherwise fail and
+// invalidate that capture.
+class ScopedRelaxedCaptureMode {
+ public:
+  ScopedRelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~ScopedRelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ScopedRelaxedCaptureMode(const ScopedRelaxedCaptureMode&) = delete;
+  ScopedRelaxedCaptureMode& operator=(const ScopedRelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
 
 // A process-unique id of the stream; unlike the handle, never reused after cudaStreamDestroy.
 inline Status StreamId(cudaStream_t stream, unsigned long long* id) {

@@ -47,9 +47,23 @@ class SlotPlanner {
   bool RunIsFree(int start, int span) const {
     if (start < 0 || span <= 0 || start + span > slot_count()) return false;
     for (int i = start; i < start + span; ++i) {
-      if (slots_[i].leased) return false;
+      if (slots_[i].leased || slots_[i].quarantined) return false;
     }
     return true;
+  }
+
+  // Whether waiting can ever give `owner` a run of `span` slots: false when every run that could
+  // hold it has a slot that `owner` itself leases or that is quarantined. Waiting then would wait
+  // for the caller itself, for ever.
+  bool CanBecomeFree(int span, std::uint64_t owner) const {
+    for (int start = 0; start + span <= slot_count(); ++start) {
+      bool possible = true;
+      for (int i = start; i < start + span && possible; ++i) {
+        possible = !slots_[i].quarantined && !(slots_[i].leased && slots_[i].owner == owner);
+      }
+      if (possible) return true;
+    }
+    return false;
   }
 
   // A free run of `span` slots, searched round-robin so that consecutive leases from different
@@ -66,8 +80,29 @@ class SlotPlanner {
     return -1;
   }
 
-  void Lease(int start, int span) { SetLeased(start, span, true); }
+  // `owner` identifies the leasing thread, so that a thread never waits for its own lease.
+  void Lease(int start, int span, std::uint64_t owner = 0) {
+    SetLeased(start, span, true);
+    for (int i = start; i < start + span; ++i) slots_[i].owner = owner;
+  }
   void Unlease(int start, int span) { SetLeased(start, span, false); }
+
+  // Takes a run out of use: its last reader is unknown (recording its event failed), so nothing
+  // may be written into it until the device is known to be idle. Forgets its content.
+  void Quarantine(int start, int span) {
+    RecordContent(start, span, nullptr, 0);
+    for (int i = start; i < start + span; ++i) slots_[i].quarantined = true;
+  }
+  // After the caller has made sure no work that reads the bank is pending (a device sync).
+  int ClearQuarantine() {
+    int cleared = 0;
+    for (Slot& slot : slots_) {
+      cleared += slot.quarantined ? 1 : 0;
+      slot.quarantined = false;
+    }
+    return cleared;
+  }
+  bool IsQuarantined(int slot) const { return slots_[slot].quarantined; }
 
   // Marks the run as holding `content` (host bytes) or, with nullptr, something the host cannot
   // compare (a device-to-device copy).
@@ -91,6 +126,8 @@ class SlotPlanner {
  private:
   struct Slot {
     bool leased = false;
+    bool quarantined = false;
+    std::uint64_t owner = 0;
     bool content_known = false;
     std::uint64_t generation = 0;
     std::vector<unsigned char> content;  // held by the first slot of a run only

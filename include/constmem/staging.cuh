@@ -1,6 +1,6 @@
 // Reusable pinned staging for uploads from pageable host memory. A buffer is handed out again only
 // after the copy that read it has executed, which is learned from an event with cudaEventQuery:
-// the host never waits. When every buffer is still in flight the pool grows.
+// the host never waits. When every buffer is still in flight the pool grows, up to a bound.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,18 +9,21 @@
 #include <array>
 #include <atomic>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "constmem/cuda_support.cuh"
+#include "constmem/stats.hpp"
 
 namespace constmem {
 
 class PinnedStagingPool {
  public:
   static constexpr std::size_t kMinBufferBytes = 64 * 1024;
+  // Past this many buffers an upload does not pin more memory: it copies from the pageable source
+  // directly, which the driver stages itself (the host may wait for that one copy).
+  static constexpr std::size_t kMaxBuffers = 16;
 
   PinnedStagingPool() = default;
   PinnedStagingPool(const PinnedStagingPool&) = delete;
@@ -33,9 +36,17 @@ class PinnedStagingPool {
                       cudaStream_t stream) {
     Buffer* buffer = nullptr;
     CONSTMEM_RETURN_IF_ERROR(Reserve(bytes, &buffer));
+    if (buffer == nullptr) {
+      Count(Counter::kStagingPageableFallback);
+      return CudaStatus(
+          CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, source, bytes,
+                                                           cudaMemcpyHostToDevice, stream)),
+          "cudaMemcpyAsync from pageable memory (staging pool full)");
+    }
     std::memcpy(buffer->host, source, bytes);
     const Status copied = CudaStatus(
-        cudaMemcpyAsync(destination, buffer->host, bytes, cudaMemcpyHostToDevice, stream),
+        CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, buffer->host, bytes,
+                                                         cudaMemcpyHostToDevice, stream)),
         "cudaMemcpyAsync from pinned staging");
     if (!copied.ok()) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -43,9 +54,11 @@ class PinnedStagingPool {
       return copied;
     }
     const Status recorded =
-        CudaStatus(cudaEventRecord(buffer->copied, stream), "cudaEventRecord(staging)");
+        CudaStatus(CONSTMEM_CUDA_CALL(kEventRecord, cudaEventRecord(buffer->copied, stream)),
+                   "cudaEventRecord(staging)");
     std::lock_guard<std::mutex> lock(mutex_);
-    // Without its event nothing says when the copy has read the buffer: retire it for good.
+    // Without its event nothing says when the copy has read the buffer: retire it for good (it
+    // still counts against kMaxBuffers, so retirements cannot grow pinned memory).
     if (recorded.ok()) in_flight_.push_back(buffer);
     return recorded;
   }
@@ -62,36 +75,48 @@ class PinnedStagingPool {
     cudaEvent_t copied = nullptr;  // recorded after the copy that reads the buffer
   };
 
-  // Copies finish roughly in submission order, so only the oldest in-flight buffers are polled
-  // (cudaEventQuery, never a wait): O(1) per call however many copies are queued.
+  // Every in-flight buffer is polled (cudaEventQuery, never a wait), not only the oldest: copies
+  // on different streams finish in any order, and one slow stream must not make the others pin
+  // new memory. Sets *out to nullptr when the pool is full and nothing is free.
   Status Reserve(std::size_t bytes, Buffer** out) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    while (!in_flight_.empty()) {
-      Buffer* oldest = in_flight_.front();
-      const cudaError_t query = cudaEventQuery(oldest->copied);
-      if (query == cudaErrorNotReady) break;
-      if (query != cudaSuccess) return CudaStatus(query, "cudaEventQuery(staging)");
-      in_flight_.pop_front();
-      free_.push_back(oldest);
-    }
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if ((*it)->bytes >= bytes) {
-        *out = *it;
-        free_.erase(it);
-        return Status::Ok();
+    *out = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+        const cudaError_t query = cudaEventQuery((*it)->copied);
+        if (query == cudaErrorNotReady) {
+          ++it;
+          continue;
+        }
+        if (query != cudaSuccess) return CudaStatus(query, "cudaEventQuery(staging)");
+        free_.push_back(*it);
+        it = in_flight_.erase(it);
       }
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if ((*it)->bytes >= bytes) {
+          *out = *it;
+          free_.erase(it);
+          return Status::Ok();
+        }
+      }
+      if (buffers_.size() + allocating_ >= kMaxBuffers) return Status::Ok();
+      ++allocating_;
     }
+    // Pinning memory takes milliseconds: never under the lock other streams need.
     auto buffer = std::make_unique<Buffer>();
     buffer->bytes = std::max(bytes, kMinBufferBytes);
-    CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaHostAlloc(&buffer->host, buffer->bytes, cudaHostAllocPortable),
+    Status status = CudaStatus(
+        CONSTMEM_CUDA_CALL(kHostAlloc,
+                           cudaHostAlloc(&buffer->host, buffer->bytes, cudaHostAllocPortable)),
         "cudaHostAlloc(staging)");
-    Status status = CudaStatus(cudaEventCreateWithFlags(&buffer->copied, cudaEventDisableTiming),
-                               "cudaEventCreate(staging)");
-    if (!status.ok()) {
-      cudaFreeHost(buffer->host);
-      return status;
+    if (status.ok()) {
+      status = CudaStatus(cudaEventCreateWithFlags(&buffer->copied, cudaEventDisableTiming),
+                          "cudaEventCreate(staging)");
+      if (!status.ok()) cudaFreeHost(buffer->host);
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    --allocating_;
+    if (!status.ok()) return status;
     *out = buffer.get();
     buffers_.push_back(std::move(buffer));
     return Status::Ok();
@@ -99,8 +124,9 @@ class PinnedStagingPool {
 
   std::mutex mutex_;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // owns every buffer
-  std::deque<Buffer*> in_flight_;                 // oldest copy first
+  std::vector<Buffer*> in_flight_;                // copies enqueued, not yet known to have run
   std::vector<Buffer*> free_;                     // a buffer here is reserved by nobody
+  std::size_t allocating_ = 0;
 };
 
 // One pool per device, created on first use and kept for the life of the process.

@@ -22,6 +22,8 @@ enum class Counter : int {
   kStagingNotPinned,
   kStagingReleasedAfterCopy,
   kStagingReleasedEarly,
+  kSlotQuarantined,
+  kStagingPageableFallback,
   kCount,
 };
 
@@ -32,7 +34,8 @@ inline const char* CounterName(Counter counter) {
       "by_value_launch",           "constant_bank_launch",
       "global_memory_launch",      "staging_pinned_verified",
       "staging_not_pinned",        "staging_released_after_copy",
-      "staging_released_early",
+      "staging_released_early",    "slot_quarantined",
+      "staging_pageable_fallback",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Counter::kCount),
                 "one name per counter");

@@ -16,6 +16,15 @@ constexpr std::size_t kDefaultByValueBytes = 4 * 1024;
 constexpr std::size_t kMaxKernelParamBytes = 32764;
 constexpr std::size_t kLegacyKernelParamBytes = 4096;
 
+// sizeof(ByValueTable<T, capacity>) (by_value.cuh), padding included: an int count, the values at
+// T's alignment, the whole rounded up to the struct's alignment. What the parameter limit applies to.
+template <class T>
+constexpr std::size_t ByValueTableBytes(std::size_t capacity) {
+  constexpr std::size_t struct_align = alignof(T) > alignof(int) ? alignof(T) : alignof(int);
+  constexpr std::size_t values_offset = (sizeof(int) + alignof(T) - 1) / alignof(T) * alignof(T);
+  return (values_offset + sizeof(T) * capacity + struct_align - 1) / struct_align * struct_align;
+}
+
 enum class TableLocation { kHost, kDevice };
 
 // Where the bytes of an upload come from; pageable host memory goes through pinned staging.

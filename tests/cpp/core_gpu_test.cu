@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "constmem/constmem.cuh"
-#include "constmem/testing/gpu_testing.cuh"
+#include "test_support.cuh"
 
 CONSTMEM_DEFINE_BANK(four_slot_bank, std::int32_t, 256, 4);
 CONSTMEM_DEFINE_BANK(single_slot_bank, std::int32_t, 256, 1);
@@ -22,16 +22,10 @@ namespace {
 
 using testing::GlobalTimerNs;
 using testing::HasGpu;
+using testing::DeviceBuffer;
 using testing::SpinFor;
+using testing::Stream;
 
-#define REQUIRE_GPU() \
-  if (!HasGpu()) GTEST_SKIP() << "no CUDA GPU here"
-#define ASSERT_OK(expr)                    \
-  do {                                     \
-    const ::constmem::Status s_ = (expr);  \
-    ASSERT_TRUE(s_.ok()) << s_.ToString(); \
-  } while (0)
-#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess)
 
 // Copies the table out after an optional spin; thread i reads entry i (a test, not a hot path).
 template <class Reader>
@@ -62,33 +56,6 @@ std::vector<std::int32_t> RandomTable(std::mt19937& rng, int n) {
   for (auto& v : table) v = value(rng);
   return table;
 }
-
-class Stream {
- public:
-  Stream() { cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
-  ~Stream() { cudaStreamDestroy(stream_); }
-  operator cudaStream_t() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-template <class T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t n) : n_(n) { cudaMalloc(&data_, n * sizeof(T)); }
-  ~DeviceBuffer() { cudaFree(data_); }
-  T* get() const { return data_; }
-  std::vector<T> Read() const {
-    std::vector<T> host(n_);
-    cudaMemcpy(host.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost);
-    return host;
-  }
-
- private:
-  T* data_ = nullptr;
-  std::size_t n_;
-};
 
 template <class T>
 class PinnedBuffer {

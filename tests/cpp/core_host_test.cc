@@ -79,6 +79,20 @@ TEST(SlotPlanner, CountsSlotsAndRejectsWhatDoesNotFit) {
   EXPECT_EQ(planner.SlotsNeeded(1025), 0);
 }
 
+TEST(Strategy, ByValueSizeCountsPadding) {
+  // The largest by-value tables: 4 + 8,190 * 4 bytes fits; doubles start at offset 8, so 4,095
+  // of them make 32,768 bytes, past the 32,764-byte limit, although 4 + 4,095 * 8 would not be.
+  static_assert(ByValueTableBytes<float>(8190) == kMaxKernelParamBytes, "");
+  static_assert(ByValueTableBytes<double>(4095) == 32768, "");
+  static_assert(ByValueTableBytes<double>(4095) > kMaxKernelParamBytes, "");
+  static_assert(ByValueTableBytes<double>(4094) <= kMaxKernelParamBytes, "");
+  struct Probe {
+    int size;
+    double values[3];
+  };
+  EXPECT_EQ(ByValueTableBytes<double>(3), sizeof(Probe));
+}
+
 TEST(SlotPlanner, HandsOutDifferentSlotsRoundRobin) {
   SlotPlanner planner(4, 256);
   std::vector<int> starts;
@@ -126,6 +140,32 @@ TEST(SlotPlanner, OverwritingPartOfARunForgetsItsContent) {
   planner.RecordContent(0, 2, wide.data(), 32);
   planner.RecordContent(0, 1, nullptr, 4);
   EXPECT_EQ(planner.FindContent(wide.data(), 32), -1);
+}
+
+TEST(SlotPlanner, AThreadNeverWaitsForItsOwnLease) {
+  SlotPlanner planner(2, 16);
+  planner.Lease(0, 1, /*owner=*/1);
+  EXPECT_TRUE(planner.CanBecomeFree(1, 1)) << "slot 1 is free";
+  planner.Lease(1, 1, /*owner=*/2);
+  EXPECT_TRUE(planner.CanBecomeFree(1, 1)) << "owner 2 will release slot 1";
+  EXPECT_FALSE(planner.CanBecomeFree(2, 1)) << "a two-slot run would need owner 1's own slot";
+  planner.Unlease(1, 1);
+  planner.Lease(1, 1, /*owner=*/1);
+  EXPECT_FALSE(planner.CanBecomeFree(1, 1)) << "owner 1 holds every slot";
+  EXPECT_TRUE(planner.CanBecomeFree(1, 2));
+}
+
+TEST(SlotPlanner, QuarantinedSlotsAreNeverHandedOut) {
+  SlotPlanner planner(2, 16);
+  const std::vector<std::int32_t> table = {5};
+  planner.RecordContent(0, 1, table.data(), 4);
+  planner.Quarantine(0, 1);
+  EXPECT_EQ(planner.FindContent(table.data(), 4), -1) << "its content is forgotten";
+  EXPECT_EQ(planner.FindFreeRun(1), 1);
+  EXPECT_EQ(planner.FindFreeRun(2), -1);
+  EXPECT_FALSE(planner.CanBecomeFree(2, 7)) << "waiting cannot help: no release will come";
+  EXPECT_EQ(planner.ClearQuarantine(), 1);
+  EXPECT_EQ(planner.FindFreeRun(2), 0);
 }
 
 TEST(Counters, CountAndName) {

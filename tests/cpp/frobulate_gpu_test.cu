@@ -152,6 +152,27 @@ TEST(FrobulateErrors, BadTablesAreInvalidArgumentAndTheNextCallWorks) {
   EXPECT_EQ(MismatchesForCase<float>(1000, 100, SourceKind::kPageableHost, 0, 5, &placement), 0);
 }
 
+TEST(FrobulateErrors, AFailedLaunchReleasesItsSlotAndTheNextCallWorks) {
+  if (!HasGpu()) GTEST_SKIP() << "no CUDA GPU here";
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  float* data = nullptr;
+  cudaMalloc(&data, 64 * sizeof(float));
+  std::vector<std::int32_t> table(3000, 1);  // a constant-bank table: a lease is held
+  GpuTable host{table.data(), 3000, SourceKind::kPageableHost};
+  for (int i = 0; i < 8; ++i) {  // more failures than slots: a leaked lease would show
+    InjectFaultForTesting(FaultPoint::kKernelLaunch, 1);
+    EXPECT_EQ(LaunchFrobulate<float>(stream, data, data, 64, host).code(), StatusCode::kInternal);
+  }
+  InjectFaultForTesting(FaultPoint::kKernelLaunch, 0);
+  cudaStreamSynchronize(stream);
+  cudaFree(data);
+  cudaStreamDestroy(stream);
+  Placement placement;
+  EXPECT_EQ(MismatchesForCase<float>(1000, 3000, SourceKind::kPageableHost, 0, 6, &placement), 0);
+  EXPECT_EQ(placement, Placement::kConstantBank);
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace constmem

@@ -146,3 +146,28 @@ def test_eight_threads_share_one_tf_function():
     for t in threads:
         t.join()
     assert failures == [0] * 8
+
+
+def test_a_failed_launch_still_releases_its_pinned_staging():
+    # A host table too large to pass by value is copied through a pinned temp; when the launch
+    # fails after that copy was queued, the temp must still be kept alive until the copy ran.
+    from constmem.stats import _inject_fault_for_testing
+
+    rng = np.random.default_rng(21)
+    data = rng.standard_normal(4099).astype(np.float32)
+    table = rng.integers(-1000, 1000, size=4096, dtype=np.int32)
+    before = constmem.upload_stats()
+    _inject_fault_for_testing("kernel_launch", 1)
+    with pytest.raises(tf.errors.InternalError, match="kernel launch"):
+        run_on("/GPU:0", data, table, "host")
+    _inject_fault_for_testing("kernel_launch", 0)
+    np.testing.assert_array_equal(run_on("/GPU:0", data, table, "host"), frobulate_reference(data, table))
+    after = constmem.upload_stats()
+    assert after["staging_pinned_verified"] - before["staging_pinned_verified"] == 2
+    for _ in range(100):  # the keep-alive callbacks run once the stream has passed the copies
+        after = constmem.upload_stats()
+        released = sum(after[k] - before[k] for k in ("staging_released_after_copy", "staging_released_early"))
+        if released == 2:
+            break
+        time.sleep(0.05)
+    assert after["staging_released_after_copy"] - before["staging_released_after_copy"] == 2

@@ -41,5 +41,13 @@ bool StreamPassedMarkerAndFree(StreamMarker* marker) {
   return passed;
 }
 
+Status InjectFaultForTesting(int point, int nth) {
+  if (point < 0 || point >= static_cast<int>(FaultPoint::kCount)) {
+    return InvalidArgument("unknown fault point " + std::to_string(point));
+  }
+  ::constmem::InjectFaultForTesting(static_cast<FaultPoint>(point), nth);
+  return Status::Ok();
+}
+
 }  // namespace ops
 }  // namespace constmem

@@ -33,5 +33,9 @@ Status RecordStreamMarker(GpuStream stream, StreamMarker** marker);
 // True once the stream has executed everything enqueued before the marker. Frees the marker.
 bool StreamPassedMarkerAndFree(StreamMarker* marker);
 
+// Test-only: makes the `nth` next CUDA call at fault point `point` (constmem::FaultPoint) inside
+// this library fail; 0 disarms. InvalidArgument for an unknown point.
+Status InjectFaultForTesting(int point, int nth);
+
 }  // namespace ops
 }  // namespace constmem

@@ -125,6 +125,7 @@ absl::Status GpuTableArgument<T>::PrepareInput(tensorflow::OpKernelContext* ctx,
                                         tensorflow::TensorShape({size}), &staging_, pinned));
   std::memcpy(staging_.flat<T>().data(), values, size * sizeof(T));
   staged_ = true;
+  ctx_ = ctx;
   view_ = {staging_.flat<T>().data(), size, SourceKind::kPinnedHost};
   return absl::OkStatus();
 }

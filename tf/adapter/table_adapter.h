@@ -57,6 +57,15 @@ using PlacementFn = std::function<Placement(std::int64_t, SourceKind)>;
 template <class T>
 class GpuTableArgument {
  public:
+  GpuTableArgument() = default;
+  GpuTableArgument(const GpuTableArgument&) = delete;
+  GpuTableArgument& operator=(const GpuTableArgument&) = delete;
+  // On every path, also when the launch failed after the copy was queued: the staging tensor
+  // stays referenced until the stream has passed that copy.
+  ~GpuTableArgument() {
+    if (staged_) KeepAliveUntilStreamPasses(ctx_);
+  }
+
   absl::Status PrepareInput(tensorflow::OpKernelContext* ctx, int input_index, const char* name,
                             std::int64_t max_size, const PlacementFn& placement);
   absl::Status PrepareHostValues(const T* values, std::int64_t size, const char* name,
@@ -64,14 +73,15 @@ class GpuTableArgument {
 
   const ops::GpuTableView<T>& view() const { return view_; }
 
-  // Call after the launch: keeps the pinned staging tensor referenced until the stream has
-  // executed the copy that reads it (EventMgr::ThenExecute, as TensorFlow's own
+  // After the launch (the destructor does it otherwise): keeps the pinned staging tensor
+  // referenced until the stream has executed the copy that reads it (EventMgr::ThenExecute, as TensorFlow's own
   // GpuDeviceArrayOnHost does), then lets TensorFlow's allocator reuse it.
   void KeepAliveUntilStreamPasses(tensorflow::OpKernelContext* ctx);
 
  private:
   ops::GpuTableView<T> view_;
   tensorflow::Tensor staging_;
+  tensorflow::OpKernelContext* ctx_ = nullptr;
   bool staged_ = false;
 };
 

@@ -1,0 +1,317 @@
+// The core under conditions that must neither hang nor poison later calls: CUDA graph capture on
+// the lease's stream and on another thread, a thread acquiring what it already holds, failed CUDA
+// calls (through fault injection), a slow stream in front of the staging pool, and the stream's
+// device as the driver reports it. Every test skips itself where no GPU is present.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "constmem/constmem.cuh"
+#include "test_support.cuh"
+
+CONSTMEM_DEFINE_BANK(reliability_bank, std::int32_t, 256, 4);
+CONSTMEM_DEFINE_BANK(lonely_bank, std::int32_t, 256, 1);
+
+namespace constmem {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::SpinFor;
+using testing::Stream;
+
+template <class Reader>
+__global__ void CopyOut(Reader table, int n, std::int32_t* out) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = table[i];
+}
+
+__global__ void Spin(long long ns) { SpinFor(ns); }
+__global__ void AddOne(int* value) { *value += 1; }
+
+// Fails the test and ends the process if `body` has not returned within `seconds`: a hang must be
+// a failure, not a stuck CI job.
+template <class Body>
+void WithinSeconds(int seconds, const char* what, Body body) {
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < seconds * 10 && !done.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!done.load()) {
+      std::fprintf(stderr, "HANG: %s did not return within %d s\n", what, seconds);
+      std::_Exit(3);
+    }
+  });
+  body();
+  done.store(true);
+  watchdog.join();
+}
+
+std::vector<std::int32_t> Table(int n, int seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::int32_t> table(n);
+  for (auto& v : table) v = static_cast<std::int32_t>(rng() % 2000000) - 1000000;
+  return table;
+}
+
+// A pageable upload read back by a kernel: the end-to-end check that the bank still works.
+template <class BankT, class Reader>
+std::vector<std::int32_t> PageableRoundTrip(BankT& bank, cudaStream_t stream,
+                                            const std::vector<std::int32_t>& table, Status* status) {
+  const int n = static_cast<int>(table.size());
+  DeviceBuffer<std::int32_t> out(n);
+  Lease<std::int32_t> lease;
+  *status = bank.Acquire(stream, n, table.data(), &lease);
+  if (status->ok()) *status = lease.UploadFromPageableHost(table.data(), n);
+  if (status->ok()) CopyOut<<<1, 256, 0, stream>>>(Reader{lease.offset()}, n, out.get());
+  const Status released = lease.Release();
+  if (status->ok()) *status = released;
+  cudaStreamSynchronize(stream);
+  return out.Read();
+}
+
+std::vector<std::int32_t> RoundTrip(cudaStream_t stream, const std::vector<std::int32_t>& table) {
+  Status status;
+  auto seen = PageableRoundTrip<Bank<std::int32_t>, reliability_bank_reader>(
+      reliability_bank(), stream, table, &status);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return seen;
+}
+
+TEST(Capture, ACapturingStreamIsRefusedAndLeavesNoState) {
+  REQUIRE_GPU();
+  Stream s, t;
+  const auto table = Table(300, 1);
+  EXPECT_EQ(RoundTrip(s, table), table);  // a plain lease on s first
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  Lease<std::int32_t> lease;
+  const Status refused = reliability_bank().Acquire(s, 300, table.data(), &lease);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+  EXPECT_NE(refused.message().find("capturing"), std::string::npos);
+  EXPECT_FALSE(lease.active());
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(s, &graph));
+  cudaGraphDestroy(graph);
+  // The sequence that used to break every later pageable upload on the device.
+  const auto other = Table(300, 2);
+  EXPECT_EQ(RoundTrip(t, other), other);
+  EXPECT_EQ(RoundTrip(s, table), table);
+}
+
+TEST(Capture, ALeaseTakenBeforeCaptureCannotUploadInsideIt) {
+  REQUIRE_GPU();
+  Stream s, t;
+  const auto table = Table(100, 3);
+  Lease<std::int32_t> lease;
+  ASSERT_OK(reliability_bank().Acquire(s, 100, nullptr, &lease));
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  EXPECT_EQ(lease.UploadFromPageableHost(table.data(), 100).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(lease.Release().code(), StatusCode::kFailedPrecondition)
+      << "no event may be recorded into the capture";
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(s, &graph));
+  cudaGraphDestroy(graph);
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  EXPECT_GE(reliability_bank().ClearQuarantine(0), 1);
+  EXPECT_EQ(RoundTrip(t, table), table);
+}
+
+TEST(Capture, AGlobalCaptureOnAnotherThreadIsNotInvalidated) {
+  REQUIRE_GPU();
+  Stream capturing, t;
+  DeviceBuffer<int> counter(1);
+  const auto small = Table(700, 4);
+  const auto big = Table(1024, 5);  // may need a new pinned staging buffer
+  DeviceBuffer<std::int32_t> out_small(700), out_big(1024);
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  std::atomic<int> phase{0};
+  cudaError_t end_result = cudaErrorUnknown;
+  std::thread capturer([&] {
+    cudaSetDevice(0);
+    cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal);
+    AddOne<<<1, 1, 0, capturing>>>(counter.get());
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+    cudaGraph_t graph = nullptr;
+    end_result = cudaStreamEndCapture(capturing, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  // Only the core's calls run while the capture is open: its event queries and pinned allocations
+  // are "unsafe" calls that a global capture elsewhere would turn into errors, invalidating it.
+  Status statuses[2];
+  int i = 0;
+  for (const auto* table : {&small, &big}) {
+    const int n = static_cast<int>(table->size());
+    Lease<std::int32_t> lease;
+    Status& status = statuses[i];
+    status = reliability_bank().Acquire(t, n, table->data(), &lease);
+    if (status.ok()) status = lease.UploadFromPageableHost(table->data(), n);
+    if (status.ok()) {
+      CopyOut<<<1, 256, 0, t>>>(reliability_bank_reader{lease.offset()}, n,
+                                (i == 0 ? out_small : out_big).get());
+    }
+    const Status released = lease.Release();
+    if (status.ok()) status = released;
+    ++i;
+  }
+  phase.store(2);
+  capturer.join();
+  EXPECT_EQ(end_result, cudaSuccess) << cudaGetErrorString(end_result);
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  EXPECT_TRUE(statuses[1].ok()) << statuses[1].ToString();
+  cudaStreamSynchronize(t);
+  EXPECT_EQ(out_small.Read(), small);
+  EXPECT_EQ(out_big.Read(), big);
+}
+
+TEST(Deadlock, ReacquiringHeldContentTakesAnotherRun) {
+  REQUIRE_GPU();
+  Stream s;
+  const auto table = Table(200, 6);
+  WithinSeconds(20, "a second Acquire of held content", [&] {
+    Lease<std::int32_t> a, b;
+    ASSERT_OK(reliability_bank().Acquire(s, 200, table.data(), &a));
+    ASSERT_OK(a.UploadFromPageableHost(table.data(), 200));
+    ASSERT_OK(reliability_bank().Acquire(s, 200, table.data(), &b));
+    EXPECT_NE(a.first_slot(), b.first_slot());
+    ASSERT_OK(b.UploadFromPageableHost(table.data(), 200));
+    DeviceBuffer<std::int32_t> out(200);
+    CopyOut<<<1, 256, 0, s>>>(reliability_bank_reader{b.offset()}, 200, out.get());
+    ASSERT_OK(a.Release());
+    ASSERT_OK(b.Release());
+    cudaStreamSynchronize(s);
+    EXPECT_EQ(out.Read(), table);
+  });
+}
+
+TEST(Deadlock, WaitingForOnlyYourselfIsAnError) {
+  REQUIRE_GPU();
+  Stream s;
+  const auto table = Table(10, 7);
+  WithinSeconds(20, "Acquire on a bank the caller fills", [&] {
+    Lease<std::int32_t> held, second;
+    ASSERT_OK(lonely_bank().Acquire(s, 10, table.data(), &held));
+    const Status refused = lonely_bank().Acquire(s, 10, table.data(), &second);
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+    // Re-acquiring into the lease that is still active releases it first.
+    ASSERT_OK(lonely_bank().Acquire(s, 10, table.data(), &held));
+    EXPECT_TRUE(held.active());
+    ASSERT_OK(held.Release());
+  });
+  Status status;
+  EXPECT_EQ((PageableRoundTrip<Bank<std::int32_t>, lonely_bank_reader>(lonely_bank(), s, table,
+                                                                      &status)),
+            table);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(Faults, AFailedReleaseQuarantinesTheSlotInsteadOfDroppingTheHazard) {
+  REQUIRE_GPU();
+  Stream s, t;
+  const auto table = Table(50, 8);
+  const std::int64_t quarantined = CounterValue(Counter::kSlotQuarantined);
+  Lease<std::int32_t> lease;
+  ASSERT_OK(lonely_bank().Acquire(s, 50, nullptr, &lease));
+  ASSERT_OK(lease.UploadFromPageableHost(table.data(), 50));
+  InjectFaultForTesting(FaultPoint::kEventRecord, 1);
+  EXPECT_EQ(lease.Release().code(), StatusCode::kInternal);
+  EXPECT_EQ(CounterValue(Counter::kSlotQuarantined), quarantined + 1);
+  // The slot's last reader is unknown: another stream must not get it (and must not hang).
+  WithinSeconds(20, "Acquire of a quarantined bank", [&] {
+    Lease<std::int32_t> other;
+    EXPECT_EQ(lonely_bank().Acquire(t, 50, nullptr, &other).code(),
+              StatusCode::kFailedPrecondition);
+  });
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(lonely_bank().ClearQuarantine(0), 1);
+  Status status;
+  EXPECT_EQ((PageableRoundTrip<Bank<std::int32_t>, lonely_bank_reader>(lonely_bank(), t, table,
+                                                                      &status)),
+            table);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+// Each injectable CUDA call fails once: the call reports it, and the next call is right.
+class EachFault : public ::testing::TestWithParam<FaultPoint> {};
+
+TEST_P(EachFault, IsAStatusAndTheNextCallIsRight) {
+  REQUIRE_GPU();
+  Stream s, t;
+  // A slot event recorded on t, so that the next lease on s waits on it.
+  const auto warm = Table(256, 9);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(RoundTrip(t, warm), warm);
+  PinnedStagingPool* pool = nullptr;
+  ASSERT_OK(StagingPoolFor(0, &pool));
+  const std::size_t buffers = pool->buffer_count();
+  // Larger than any staging buffer so far, so that the upload pins a new one.
+  const auto table = Table(1024, 10 + static_cast<int>(GetParam()));
+  InjectFaultForTesting(GetParam(), 1);
+  Status status;
+  PageableRoundTrip<Bank<std::int32_t>, reliability_bank_reader>(reliability_bank(), s, table,
+                                                                 &status);
+  InjectFaultForTesting(GetParam(), 0);
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  reliability_bank().ClearQuarantine(0);
+  EXPECT_EQ(RoundTrip(s, table), table);
+  EXPECT_EQ(RoundTrip(t, warm), warm);
+  EXPECT_LE(pool->buffer_count(), buffers + 2) << "no staging buffer leaked per failure";
+}
+
+INSTANTIATE_TEST_SUITE_P(Core, EachFault,
+                         ::testing::Values(FaultPoint::kHostAlloc, FaultPoint::kEventRecord,
+                                           FaultPoint::kMemcpyAsync,
+                                           FaultPoint::kStreamWaitEvent));
+
+TEST(Staging, ASlowStreamDoesNotMakeOthersPinMore) {
+  REQUIRE_GPU();
+  Stream s, t;
+  PinnedStagingPool* pool = nullptr;
+  ASSERT_OK(StagingPoolFor(0, &pool));
+  const auto first = Table(1024, 20);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(RoundTrip(s, first), first);  // a buffer exists
+  const std::size_t before = pool->buffer_count();
+  Spin<<<1, 1, 0, t>>>(300'000'000);  // 0.3 s
+  Lease<std::int32_t> slow;
+  ASSERT_OK(reliability_bank().Acquire(t, 1024, nullptr, &slow));
+  ASSERT_OK(slow.UploadFromPageableHost(first.data(), 1024));
+  ASSERT_OK(slow.Release());
+  for (int i = 0; i < 50; ++i) {
+    const auto table = Table(1000, 100 + i);
+    EXPECT_EQ(RoundTrip(s, table), table);
+  }
+  EXPECT_LE(pool->buffer_count(), before + 2);
+  EXPECT_LE(pool->buffer_count(), PinnedStagingPool::kMaxBuffers);
+  cudaStreamSynchronize(t);
+}
+
+TEST(Devices, TheDriverReportsEachStreamsDevice) {
+  REQUIRE_GPU();
+  int devices = 0;
+  ASSERT_CUDA(cudaGetDeviceCount(&devices));
+  for (int d = 0; d < devices; ++d) {
+    ASSERT_CUDA(cudaSetDevice(d));
+    cudaStream_t stream = nullptr;
+    ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ASSERT_CUDA(cudaSetDevice((d + 1) % devices));  // another device current, where there is one
+    int found = -1;
+    ASSERT_OK(detail::StreamDeviceThroughDriver(stream, &found));
+    EXPECT_EQ(found, d);
+    int current = -1;
+    cudaGetDevice(&current);
+    EXPECT_EQ(current, (d + 1) % devices) << "the caller's current device is left alone";
+    cudaStreamDestroy(stream);
+  }
+  cudaSetDevice(0);
+}
+
+}  // namespace
+}  // namespace constmem

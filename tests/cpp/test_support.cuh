@@ -1,0 +1,63 @@
+// What every C++ GPU test here shares: skipping without a GPU, Status assertions, and owning
+// wrappers for streams and device buffers.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "constmem/status.hpp"
+#include "constmem/testing/gpu_testing.cuh"
+
+#define REQUIRE_GPU() \
+  if (!::constmem::testing::HasGpu()) GTEST_SKIP() << "no CUDA GPU here"
+#define ASSERT_OK(expr)                    \
+  do {                                     \
+    const ::constmem::Status s_ = (expr);  \
+    ASSERT_TRUE(s_.ok()) << s_.ToString(); \
+  } while (0)
+#define EXPECT_OK(expr)                    \
+  do {                                     \
+    const ::constmem::Status s_ = (expr);  \
+    EXPECT_TRUE(s_.ok()) << s_.ToString(); \
+  } while (0)
+#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess)
+
+namespace constmem {
+namespace testing {
+
+class Stream {
+ public:
+  Stream() { cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
+  ~Stream() { cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  operator cudaStream_t() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+template <class T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : n_(n) { cudaMalloc(&data_, n * sizeof(T)); }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() const { return data_; }
+  std::vector<T> Read() const {
+    std::vector<T> host(n_);
+    cudaMemcpy(host.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost);
+    return host;
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t n_;
+};
+
+}  // namespace testing
+}  // namespace constmem
