@@ -1,5 +1,6 @@
 // Constmem>UploadStats: the core's process-wide counters, so that tests and benchmarks can see
 // which path each table took (uploads by source, skipped uploads, staging checks and releases).
+#include "adapter/kernel_registration.h"
 #include "adapter/table_adapter.h"
 #include "constmem/stats.hpp"
 #include "tensorflow/core/framework/common_shape_fns.h"
@@ -65,8 +66,12 @@ REGISTER_OP("Constmem>UploadStats")
       return absl::OkStatus();
     });
 
-REGISTER_KERNEL_BUILDER(Name("Constmem>UploadStats").Device(tensorflow::DEVICE_CPU),
-                        constmem::ops::UploadStatsOp);
+CONSTMEM_REGISTER_KERNELS("Constmem>UploadStats", {
+  constmem::tf_adapter::RegisterKernel<constmem::ops::UploadStatsOp>(
+      Name("Constmem>UploadStats").Device(tensorflow::DEVICE_CPU));
+  constmem::tf_adapter::RegisterKernel<constmem::ops::InjectFaultForTestingOp>(
+      Name("Constmem>InjectFaultForTesting").Device(tensorflow::DEVICE_CPU));
+});
 
 REGISTER_OP("Constmem>InjectFaultForTesting")
     .Attr("point: int")
@@ -74,5 +79,3 @@ REGISTER_OP("Constmem>InjectFaultForTesting")
     .SetIsStateful()
     .SetShapeFn(tensorflow::shape_inference::NoOutputs);
 
-REGISTER_KERNEL_BUILDER(Name("Constmem>InjectFaultForTesting").Device(tensorflow::DEVICE_CPU),
-                        constmem::ops::InjectFaultForTestingOp);

@@ -276,3 +276,28 @@ def test_cpu_kernel_variants_agree_bitwise(isa, tmp_path):
         here = constmem.frobulate(data, tf.constant(table)).numpy()
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), here)
     np.testing.assert_array_equal(here, frobulate_reference(data, table))
+
+
+def test_a_second_copy_of_the_library_leaves_the_first_in_charge(tmp_path):
+    # As with a pip install plus a local build: the same library loaded again from another path.
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "_constmem_ops_copy.so"
+    shutil.copy(constmem.library_path(), copy)
+    code = ("import sys, numpy as np, tensorflow as tf, constmem\n"
+            "tf.load_op_library(sys.argv[1])\n"
+            "for device in ['/CPU:0'] + [d.name for d in tf.config.list_logical_devices('GPU')]:\n"
+            "    with tf.device(device):\n"
+            "        for source in ('input', 'host', 'attr'):\n"
+            "            t = [3, 4] if source == 'attr' else tf.constant([3, 4])\n"
+            "            out = constmem.frobulate(np.array([1.5, -2.0], np.float32), t, source=source)\n"
+            "            assert out.numpy().tolist() == [8.5, 5.0], (device, source, out)\n"
+            "print('second copy: ok')\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", code, str(copy)], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "second copy: ok" in result.stdout
+    assert "already registered by another copy" in result.stderr

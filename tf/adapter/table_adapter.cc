@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "adapter/kernel_registration.h"
 #include "constmem/stats.hpp"
 #include "tensorflow/core/common_runtime/device/device_event_mgr.h"
 #include "tensorflow/core/framework/device_base.h"
@@ -92,6 +93,14 @@ absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c,
     return TooManyElements(name, c->DebugString(shape), max_elements);
   }
   return absl::OkStatus();
+}
+
+bool KernelsAlreadyRegistered(const char* op_name) {
+  if (tensorflow::GetRegisteredKernelsForOp(op_name).kernel_size() == 0) return false;
+  LOG(WARNING) << "constmem: kernels of " << op_name
+               << " are already registered by another copy of the op library in this process; "
+                  "this copy registers none and the first one serves every call";
+  return true;
 }
 
 ops::GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {

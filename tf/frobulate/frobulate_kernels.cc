@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "adapter/kernel_registration.h"
 #include "adapter/table_adapter.h"
 #include "frobulate/frobulate_cpu.h"
 #include "frobulate/frobulate_functor.h"
@@ -19,6 +20,7 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
+using tensorflow::register_kernel::Name;
 
 enum class TableFrom { kInput, kAttr };
 
@@ -78,19 +80,16 @@ class FrobulateCpuKernel : public OpKernel {
   std::vector<T> attr_table_;
 };
 
-#define REGISTER_FROBULATE_CPU(T)                                                                \
-  REGISTER_KERNEL_BUILDER(                                                                       \
-      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),          \
-      FrobulateCpuKernel<T, TableFrom::kInput>);                                                 \
-  REGISTER_KERNEL_BUILDER(                                                                       \
-      Name("Constmem>FrobulateHostTable").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"), \
-      FrobulateCpuKernel<T, TableFrom::kInput>);                                                 \
-  REGISTER_KERNEL_BUILDER(                                                                       \
-      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"),      \
-      FrobulateCpuKernel<T, TableFrom::kAttr>);
-REGISTER_FROBULATE_CPU(float);
-REGISTER_FROBULATE_CPU(double);
-#undef REGISTER_FROBULATE_CPU
+template <class T>
+void RegisterFrobulateCpuKernels() {
+  using tf_adapter::RegisterKernel;
+  RegisterKernel<FrobulateCpuKernel<T, TableFrom::kInput>>(
+      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"));
+  RegisterKernel<FrobulateCpuKernel<T, TableFrom::kInput>>(
+      Name("Constmem>FrobulateHostTable").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"));
+  RegisterKernel<FrobulateCpuKernel<T, TableFrom::kAttr>>(
+      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"));
+}
 
 #if CONSTMEM_WITH_GPU
 
@@ -128,24 +127,30 @@ class FrobulateGpuKernel : public OpKernel {
   std::vector<std::int32_t> attr_table_;
 };
 
-#define REGISTER_FROBULATE_GPU(T)                                                           \
-  REGISTER_KERNEL_BUILDER(                                                                  \
-      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"),     \
-      FrobulateGpuKernel<T, TableFrom::kInput>);                                            \
-  REGISTER_KERNEL_BUILDER(Name("Constmem>FrobulateHostTable")                               \
-                              .Device(tensorflow::DEVICE_GPU)                               \
-                              .TypeConstraint<T>("T")                                       \
-                              .HostMemory("table"),                                         \
-                          FrobulateGpuKernel<T, TableFrom::kInput>);                        \
-  REGISTER_KERNEL_BUILDER(                                                                  \
-      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"), \
-      FrobulateGpuKernel<T, TableFrom::kAttr>);
-REGISTER_FROBULATE_GPU(float);
-REGISTER_FROBULATE_GPU(double);
-#undef REGISTER_FROBULATE_GPU
+template <class T>
+void RegisterFrobulateGpuKernels() {
+  using tf_adapter::RegisterKernel;
+  RegisterKernel<FrobulateGpuKernel<T, TableFrom::kInput>>(
+      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"));
+  RegisterKernel<FrobulateGpuKernel<T, TableFrom::kInput>>(Name("Constmem>FrobulateHostTable")
+                                                               .Device(tensorflow::DEVICE_GPU)
+                                                               .TypeConstraint<T>("T")
+                                                               .HostMemory("table"));
+  RegisterKernel<FrobulateGpuKernel<T, TableFrom::kAttr>>(
+      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"));
+}
 
 #endif  // CONSTMEM_WITH_GPU
 
 }  // namespace
 }  // namespace ops
 }  // namespace constmem
+
+CONSTMEM_REGISTER_KERNELS("Constmem>Frobulate", {
+  constmem::ops::RegisterFrobulateCpuKernels<float>();
+  constmem::ops::RegisterFrobulateCpuKernels<double>();
+#if CONSTMEM_WITH_GPU
+  constmem::ops::RegisterFrobulateGpuKernels<float>();
+  constmem::ops::RegisterFrobulateGpuKernels<double>();
+#endif
+});

@@ -1,0 +1,51 @@
+// Kernel registration that survives a second copy of the op library in one process.
+//
+// TensorFlow keeps one kernel registry per process. Loading the same op library again from
+// another path (a pip install and a local build, say) would register every kernel a second time,
+// and from then on every node of the op fails with "Multiple OpKernel registrations match
+// NodeDef". The op definitions are harmless (TensorFlow keeps the first), so a copy that finds
+// its kernels already registered registers none and leaves the first copy in charge.
+//
+//   CONSTMEM_REGISTER_KERNELS("Constmem>MyOp", {
+//     constmem::tf_adapter::RegisterKernel<MyCpuKernel<float>>(
+//         Name("Constmem>MyOp").Device(tensorflow::DEVICE_CPU).TypeConstraint<float>("T"));
+//   });
+#pragma once
+
+#include "tensorflow/core/framework/kernel_def_builder.h"
+#include "tensorflow/core/framework/op_kernel.h"
+
+namespace constmem {
+namespace tf_adapter {
+
+// True when kernels of `op_name` are already registered in this process (by another copy of the
+// library); logs once which copy is skipped.
+bool KernelsAlreadyRegistered(const char* op_name);
+
+template <class Kernel>
+void RegisterKernel(tensorflow::KernelDefBuilder& builder) {
+  // The registrar only has to run; like TensorFlow's static registrars it lives for the process.
+  new tensorflow::kernel_factory::OpKernelRegistrar(
+      builder.Build(), "constmem",
+      [](tensorflow::OpKernelConstruction* ctx) -> tensorflow::OpKernel* {
+        return new Kernel(ctx);
+      });
+}
+template <class Kernel>
+void RegisterKernel(tensorflow::KernelDefBuilder&& builder) {
+  RegisterKernel<Kernel>(builder);
+}
+
+}  // namespace tf_adapter
+}  // namespace constmem
+
+#define CONSTMEM_REGISTER_KERNELS_CONCAT(a, b) a##b
+#define CONSTMEM_REGISTER_KERNELS_NAME(line) CONSTMEM_REGISTER_KERNELS_CONCAT(constmem_kernels_, line)
+// Runs `body` (RegisterKernel calls) at load unless `op_name`'s kernels are registered already.
+#define CONSTMEM_REGISTER_KERNELS(op_name, ...)                                               \
+  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__LINE__) = [] {          \
+    using ::tensorflow::register_kernel::Name;                                                \
+    if (::constmem::tf_adapter::KernelsAlreadyRegistered(op_name)) return false;              \
+    __VA_ARGS__;                                                                              \
+    return true;                                                                              \
+  }()
