@@ -21,8 +21,9 @@ def frobulate(data, table, *, source="auto", name=None):
 
     `out[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1])`, evaluated left to right in
     the data type, each table entry converted to that type first. On a GPU the table is read from
-    `__constant__` memory (or a by-value kernel parameter) with warp-uniform indices; the GPU result
-    is bitwise equal to the CPU result.
+    `__constant__` memory (or a by-value kernel parameter) with warp-uniform indices. GPU and CPU
+    results are bitwise equal except for NaN payloads (the GPU does not keep them) and subnormal
+    data (the CPU reads them as zero, as all TensorFlow CPU kernels do); docs/numerics.md.
 
     Args:
       data: float32 or float64 tensor of any shape, including 0-d and empty.
