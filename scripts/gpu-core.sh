@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The C++ GPU suite (no TensorFlow): core and Frobulate tests, compute-sanitizer (memcheck,
-# racecheck, synccheck) and the upload benchmark. Run on a machine with an NVIDIA GPU.
+# The C++ GPU suite (no TensorFlow): core, reliability and Frobulate tests, compute-sanitizer
+# (memcheck, racecheck, synccheck, initcheck) over each, and the upload benchmark. Run on a machine
+# with an NVIDIA GPU.
 #   scripts/gpu-core.sh BIN_DIR RESULT_DIR
-# BIN_DIR holds core_gpu_test, frobulate_gpu_test and upload_bench (build/ layout also works).
+# BIN_DIR holds the test and benchmark binaries (build/ layout also works).
 set -uo pipefail
 bin=${1:?bin dir}
 results=${2:?result dir}
@@ -10,6 +11,7 @@ mkdir -p "$results"
 find_bin() { find "$bin" -name "$1" -type f | head -1; }
 core=$(find_bin core_gpu_test)
 frob=$(find_bin frobulate_gpu_test)
+reliability=$(find_bin core_reliability_gpu_test)
 bench=$(find_bin upload_bench)
 summary="$results/core_summary.txt"
 : >"$summary"
@@ -17,13 +19,15 @@ source "$(dirname "$0")/run-step.sh"
 run() { run_step "$1" '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]|ERROR SUMMARY|^\[stress\]|^\[multi-device\]' "${@:2}"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
 run core_gpu_test "$core" --gtest_output=json:"$results/core_gpu_test.json"
+run core_reliability_gpu_test "$reliability" --gtest_output=json:"$results/core_reliability_gpu_test.json"
 run frobulate_gpu_test "$frob" --gtest_output=json:"$results/frobulate_gpu_test.json"
 if command -v compute-sanitizer >/dev/null; then
   export CONSTMEM_STRESS_LAUNCHES=${CONSTMEM_SANITIZER_LAUNCHES:-2000}
-  for tool in memcheck racecheck synccheck; do
+  for tool in memcheck racecheck synccheck initcheck; do
     run "sanitizer_${tool}_core" compute-sanitizer --tool "$tool" --error-exitcode 1 "$core"
+    run "sanitizer_${tool}_reliability" compute-sanitizer --tool "$tool" --error-exitcode 1 "$reliability"
     run "sanitizer_${tool}_frobulate" compute-sanitizer --tool "$tool" --error-exitcode 1 "$frob" \
-      --gtest_filter='FrobulateErrors.*:Cases/FrobulateGpu.BitwiseEqualToTheCpuKernel/1*'
+      --gtest_filter='FrobulateErrors.*:FrobulatePlacement.*:Cases/FrobulateGpu.BitwiseEqualToTheCpuKernel/1*'
   done
   unset CONSTMEM_STRESS_LAUNCHES
 fi

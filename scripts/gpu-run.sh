@@ -24,15 +24,15 @@ say() { echo "$*" | tee -a "$summary"; }
 # 1. Reassemble and verify.
 (cd "$small" && sha256sum --quiet -c MANIFEST.sha256) || { say "bundle: small/ checksum mismatch"; exit 2; }
 (cd "$parts" && sha256sum --quiet -c "$small/PARTS.sha256") || { say "bundle: a part is missing or corrupt"; exit 2; }
-wheel_dir=$(mktemp -d)
-wheel=$wheel_dir/$(cat "$small/tensorflow.whl.name")
-cat "$parts"/tensorflow.whl.part* >"$wheel"
-[ "$(sha256sum "$wheel" | cut -d' ' -f1)" = "$(cat "$small/tensorflow.whl.sha256")" ] || { say "bundle: reassembled wheel checksum mismatch"; exit 2; }
+[ "$(cat "$parts"/tensorflow.tar.xz.part* | sha256sum | cut -d' ' -f1)" = "$(cat "$small/tensorflow.tar.xz.sha256")" ] ||
+  { say "bundle: reassembled TensorFlow archive checksum mismatch"; exit 2; }
 
-# 2. Install without network into a temporary prefix.
+# 2. Install without network into a temporary prefix: TensorFlow unpacked as pip would, the small
+#    wheels with pip.
+mkdir -p "$site"
+cat "$parts"/tensorflow.tar.xz.part* | xz -dc -T0 | tar -C "$site" -xf - || { say "TensorFlow unpack failed"; exit 2; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
-  "$wheel" "$small"/wheels/*.whl || { say "install failed"; exit 2; }
-rm -rf "$wheel_dir"
+  "$small"/wheels/*.whl || { say "install failed"; exit 2; }
 export PYTHONPATH=$site:$PWD/python
 export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so
 # TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest.
@@ -56,6 +56,7 @@ step() {  # name, command...: runs, logs, records pass/fail counts
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
 step cpp_gpu_suite scripts/gpu-core.sh "$small/bin" "$results/cpp"
+step cpp_cpu_kernels "$small/bin/frobulate_cpu_test"
 step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python --junitxml="$results/tf_gpu_suite.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean

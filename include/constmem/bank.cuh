@@ -119,7 +119,8 @@ class DeviceBank {
         return Status(StatusCode::kFailedPrecondition,
                       "every run of " + std::to_string(needed) +
                           " slots that could hold this table is leased by the calling thread "
-                          "or quarantined; release a lease first");
+                          "or quarantined; release a lease first (slots: " +
+                          planner_.Describe(owner) + ")");
       }
       slot_freed_.wait(lock);
     }
@@ -195,9 +196,11 @@ class DeviceBank {
   }
 
   Status Release(int start, int span, cudaStream_t stream) {
+    // Nothing but the capture query may touch a capturing stream: even cudaStreamGetId fails
+    // there and invalidates the capture.
+    Status status = CheckNotCapturing(stream);
     unsigned long long stream_id = 0;
-    Status status = StreamId(stream, &stream_id);
-    if (status.ok()) status = CheckNotCapturing(stream);
+    if (status.ok()) status = StreamId(stream, &stream_id);
     if (HazardTrackingEnabled()) {
       for (int i = start; i < start + span && status.ok(); ++i) {
         status = CudaStatus(
@@ -317,9 +320,9 @@ class Lease {
     }
     if (source == nullptr) return InvalidArgument("upload from a null pointer");
     ScopedRelaxedCaptureMode relaxed;
+    CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream_));
     ScopedDevice device(device_);
     CONSTMEM_RETURN_IF_ERROR(device.status());
-    CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream_));
     return bank_->Upload(start_, span_, stream_, source, count * sizeof(T), kind, dedupe_,
                          &skipped_);
   }
@@ -385,11 +388,10 @@ class Bank {
     }
     ScopedRelaxedCaptureMode relaxed;
     int device = 0;
-    CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+    CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));  // refuses a capturing stream
     CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
     ScopedDevice guard(device);
     CONSTMEM_RETURN_IF_ERROR(guard.status());
-    CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream));
     detail::DeviceBank* bank = nullptr;
     CONSTMEM_RETURN_IF_ERROR(StateFor(device, &bank));
     Lease<T> acquired;

@@ -64,6 +64,20 @@ inline Status CudaStatus(cudaError_t error, const char* what) {
 #define CONSTMEM_RETURN_IF_CUDA_ERROR(expr, what) \
   CONSTMEM_RETURN_IF_ERROR(::constmem::CudaStatus((expr), (what)))
 
+// CUDA graph capture: a table upload recorded into a graph would be replayed without a lease, and
+// the core's events and staging would be captured too. Until capture is supported the core
+// refuses a capturing stream up front, before it changes any state.
+inline Status CheckNotCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CONSTMEM_RETURN_IF_ERROR(
+      CudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
+  if (capture != cudaStreamCaptureStatusNone) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "the stream is capturing a CUDA graph; constmem tables cannot be captured");
+  }
+  return Status::Ok();
+}
+
 namespace detail {
 // The driver API's answer, for runtimes before 12.8 (no cudaStreamGetDevice): the stream's
 // context, made current for a moment to read its device. The entry points come from the runtime
@@ -117,27 +131,15 @@ inline Status StreamDeviceThroughDriver(cudaStream_t stream, int* device) {
 }  // namespace detail
 
 // The device a stream belongs to, whatever device is current on the calling thread (a TensorFlow
-// thread's current device need not be the op's).
+// thread's current device need not be the op's). A capturing stream is refused first: asking its
+// device would fail and invalidate the capture.
 inline Status StreamDevice(cudaStream_t stream, int* device) {
+  CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream));
 #if CUDART_VERSION >= 12080 && !defined(CONSTMEM_STREAM_DEVICE_THROUGH_DRIVER)
   return CudaStatus(cudaStreamGetDevice(stream, device), "cudaStreamGetDevice");
 #else
   return detail::StreamDeviceThroughDriver(stream, device);
 #endif
-}
-
-// CUDA graph capture: a table upload recorded into a graph would be replayed without a lease, and
-// the core's events and staging would be captured too. Until capture is supported the core
-// refuses a capturing stream up front, before it changes any state.
-inline Status CheckNotCapturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CONSTMEM_RETURN_IF_ERROR(
-      CudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
-  if (capture != cudaStreamCaptureStatusNone) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "the stream is capturing a CUDA graph; constmem tables cannot be captured");
-  }
-  return Status::Ok();
 }
 
 // Makes the calling thread's CUDA calls exempt from another thread's global-mode graph capture

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace constmem {
@@ -103,6 +104,18 @@ class SlotPlanner {
     return cleared;
   }
   bool IsQuarantined(int slot) const { return slots_[slot].quarantined; }
+
+  // "free leased(yours) leased quarantined ...", one word per slot, for error messages.
+  std::string Describe(std::uint64_t owner) const {
+    std::string text;
+    for (const Slot& slot : slots_) {
+      if (!text.empty()) text += ' ';
+      text += slot.quarantined ? "quarantined"
+              : slot.leased    ? (slot.owner == owner ? "leased(yours)" : "leased")
+                               : "free";
+    }
+    return text;
+  }
 
   // Marks the run as holding `content` (host bytes) or, with nullptr, something the host cannot
   // compare (a device-to-device copy).

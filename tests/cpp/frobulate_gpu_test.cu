@@ -158,6 +158,7 @@ TEST(FrobulateErrors, AFailedLaunchReleasesItsSlotAndTheNextCallWorks) {
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   float* data = nullptr;
   cudaMalloc(&data, 64 * sizeof(float));
+  cudaMemset(data, 0, 64 * sizeof(float));
   std::vector<std::int32_t> table(3000, 1);  // a constant-bank table: a lease is held
   GpuTable host{table.data(), 3000, SourceKind::kPageableHost};
   for (int i = 0; i < 8; ++i) {  // more failures than slots: a leaked lease would show
