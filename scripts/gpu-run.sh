@@ -61,6 +61,9 @@ step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python --junitx
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
+step stress python3 tests/gpu/stress.py --expect clean
+step stress_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/stress.py --expect clean --executions 300000
+step stress_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/stress.py --expect mismatches --executions 200000
 step mirrored python3 tests/gpu/mirrored.py
 step demo python3 examples/demo.py --source all
 # TensorFlow's C API without Python, the Frobulate node pinned to the GPU (libtensorflow_cc is in

@@ -1,0 +1,42 @@
+"""The multi-device scripts in tests/gpu, run as tests: each in a process of its own, since each
+splits devices into logical ones, which must happen before TensorFlow starts them."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "gpu")
+HAS_GPU = bool(tf.config.list_physical_devices("GPU"))
+
+
+def run_script(name, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, name), *args], env=env,
+                            capture_output=True, text=True, timeout=900)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT")]
+    assert result.returncode == 0, (lines, result.stdout[-2000:], result.stderr[-3000:])
+    assert lines, result.stdout[-2000:]
+    return lines[-1]
+
+
+def test_mirrored_strategy_gives_each_replica_its_table():
+    assert "PASS" in run_script("mirrored.py")
+
+
+def test_stress_on_logical_cpus():
+    line = run_script("stress.py", "--device-type", "CPU", "--executions", "20000")
+    assert "mismatching=0" in line and "errors=0" in line
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU")
+def test_stress_on_logical_gpus():
+    line = run_script("stress.py", "--executions", "50000")
+    assert "mismatching=0" in line and "memory_flat=True" in line
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU")
+def test_two_streams_share_one_symbol_safely():
+    assert "mismatching_calls=0" in run_script("logical_gpus.py", "--calls", "60")
