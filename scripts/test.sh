@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The test command: sets up, builds (including the GPU kernels when nvcc exists), then runs the
-# C++ tests (GPU tests skip without a GPU) and the Python tests (on every device TF sees).
+# C++ tests (GPU tests skip without a GPU), the Python tests (on every device TF sees) and the
+# host code under AddressSanitizer and UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips
+# that step). Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure)
 .venv/bin/python -m pytest tests/python -q "$@"
+if [ -z "${CONSTMEM_SKIP_SANITIZE:-}" ]; then
+  scripts/sanitize.sh
+fi

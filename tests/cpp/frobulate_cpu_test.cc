@@ -72,7 +72,7 @@ void ExpectMatchesScalar(Isa isa, const std::vector<T>& data,
                          static_cast<std::int64_t>(table.size()), isa);
   ops::FrobulateRange(data.data(), expected.data(), begin, end, table.data(),
                       static_cast<std::int64_t>(table.size()));
-  ASSERT_EQ(std::memcmp(out.data(), expected.data(), data.size() * sizeof(T)), 0)
+  ASSERT_TRUE(data.empty() || std::memcmp(out.data(), expected.data(), data.size() * sizeof(T)) == 0)
       << cpu::IsaName(isa) << " differs: " << data.size() << " elements, range [" << begin << ", "
       << end << "), " << table.size() << " entries";
 }

@@ -151,6 +151,7 @@ template <class T>
 void GpuTableArgument<T>::KeepAliveUntilStreamPasses(tensorflow::OpKernelContext* ctx) {
   if (!staged_) return;
   staged_ = false;
+#if CONSTMEM_WITH_GPU
   // The marker lets the callback check, without waiting, that the copy really ran first.
   ops::StreamMarker* marker = nullptr;
   if (!ops::RecordStreamMarker(ComputeStream(ctx), &marker).ok()) marker = nullptr;
@@ -165,6 +166,9 @@ void GpuTableArgument<T>::KeepAliveUntilStreamPasses(tensorflow::OpKernelContext
         }
         staging = tensorflow::Tensor();  // back to TensorFlow's allocator
       });
+#else
+  (void)ctx;  // without GPU kernels nothing is ever staged
+#endif
 }
 
 template class GpuTableArgument<std::int32_t>;
