@@ -96,8 +96,7 @@ double FaddCeiling(int threads, Isa isa) {
   if (isa == Isa::kAvx2) loop = AddLoopAvx2, lanes = 8 * 12;
 #endif
   std::vector<float> sink(threads);
-  const double seconds =
-      MedianTime(5, threads, [&](int t) { sink[t] = loop(iterations + t); });
+  const double seconds = MedianTime(5, threads, [&](int t) { sink[t] = loop(iterations + t); });
   if (sink[0] == 12345.f) std::printf(" ");
   return static_cast<double>(lanes) * iterations * threads / seconds;
 }
@@ -154,8 +153,7 @@ Case RunCase(const std::string& name, Isa isa, std::int64_t entries, std::int64_
     }
   }
   const double lanes_per_element = (fadd * sizeof(float)) / sizeof(T);  // adds/s in T
-  result.ceiling_elements_per_s =
-      std::min(lanes_per_element / entries, copy / (2.0 * sizeof(T)));
+  result.ceiling_elements_per_s = std::min(lanes_per_element / entries, copy / (2.0 * sizeof(T)));
   return result;
 }
 
@@ -206,7 +204,8 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     const double rate = c.elements / c.seconds;
     char vs[32] = "-";
-    if (c.baseline_seconds > 0) std::snprintf(vs, sizeof(vs), "%.1fx", c.baseline_seconds / c.seconds);
+    if (c.baseline_seconds > 0)
+      std::snprintf(vs, sizeof(vs), "%.1fx", c.baseline_seconds / c.seconds);
     std::printf("%-18s %7lld %10lld %12.3f %9.1f%% %12s\n", c.name.c_str(),
                 static_cast<long long>(c.entries), static_cast<long long>(c.elements), rate / 1e9,
                 100.0 * rate / c.ceiling_elements_per_s, vs);
@@ -214,7 +213,8 @@ int main(int argc, char** argv) {
   if (json_path != nullptr) {
     FILE* f = std::fopen(json_path, "w");
     if (f == nullptr) return 1;
-    std::fprintf(f, "{\"threads\": %d, \"isa\": \"%s\", \"fadd_per_s\": %.4g, "
+    std::fprintf(f,
+                 "{\"threads\": %d, \"isa\": \"%s\", \"fadd_per_s\": %.4g, "
                  "\"fadd_per_s_one_thread\": %.4g, \"copy_bytes_per_s\": %.4g, \"cases\": [\n",
                  threads, constmem::cpu::IsaName(best), fadd, fadd_one, copy);
     for (std::size_t i = 0; i < cases.size(); ++i) {

@@ -19,7 +19,9 @@ def main():
         counts = collections.Counter()
         folded = 0
         for line in chunk.split("\n"):
-            match = re.search(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)\s*([^;]*);", line)
+            match = re.search(
+                r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)\s*([^;]*);", line
+            )
             if not match:
                 continue
             opcode, operands = match.groups()
@@ -29,8 +31,11 @@ def main():
                 folded += 1
         short = re.sub(r".*FrobulateKernelI", "", name)
         short = re.sub(r"EEEvPK.*|EvPK.*", "", short)
-        print(f"{short}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
-              f"; additions with a c[] operand: {folded}")
+        print(
+            f"{short}: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            + f"; additions with a c[] operand: {folded}"
+        )
 
 
 if __name__ == "__main__":

@@ -29,10 +29,9 @@ import json
 import statistics
 import time
 
+import constmem
 import numpy as np
 import tensorflow as tf
-
-import constmem
 
 SOURCES = ("input", "host", "attr")
 ROUNDS = 11  # per_call: rounds in which the ops take turns
@@ -113,9 +112,12 @@ def per_call(device, table, elements, iterations, unrolled_calls, rounds=ROUNDS)
     for (shape, name), values in samples.items():
         seconds[shape][name] = statistics.median(values)
         baseline = samples[shape, "tf.add"]
-        ratios[shape][name] = statistics.median(v / b for v, b in zip(values, baseline))
+        ratios[shape][name] = statistics.median(
+            v / b for v, b in zip(values, baseline, strict=True)
+        )
     like_for_like = statistics.median(
-        v / b for v, b in zip(samples["while", "input"], samples["while", "tf.add+bitcast"])
+        v / b
+        for v, b in zip(samples["while", "input"], samples["while", "tf.add+bitcast"], strict=True)
     )
     return seconds, ratios, like_for_like
 
@@ -133,13 +135,13 @@ def throughput(device, table, elements, calls, queued_calls=5):
         addend = tf.constant(np.float32(0.5))
         bits = tf.constant(table.view(np.float32))
     rates = {"whole": {}, "queued": {}, "steady": {}}
-    for name in ("tf.add",) + SOURCES:
+    for name in ("tf.add", *SOURCES):
         step = steps(table)[name]
         seconds = {}
         for count in (calls, 3 * calls):
 
             @tf.function(autograph=False)
-            def chained(x, addend, bits, count=count):
+            def chained(x, addend, bits, count=count, step=step):
                 for _ in range(count):
                     x = step(x, addend, bits)
                 return x
@@ -177,7 +179,7 @@ def empty_tensor_calls(device, table, calls):
         step = steps(table)[name]
 
         @tf.function(autograph=False)
-        def unrolled(x, addend, bits):
+        def unrolled(x, addend, bits, step=step):
             for _ in range(calls):
                 x = step(x, addend, bits)
             return x
@@ -211,33 +213,47 @@ def main():
     gpu = bool(tf.config.list_logical_devices("GPU")) and not args.smoke
     device = "/GPU:0" if gpu else "/CPU:0"
     table = np.random.default_rng(2).integers(-100, 100, size=100, dtype=np.int32)
-    iterations, unrolled_calls, big, calls = (2000, 200, 64 << 20, 20) if gpu else (20, 5, 1 << 12, 2)
+    iterations, unrolled_calls, big, calls = (
+        (2000, 200, 64 << 20, 20) if gpu else (20, 5, 1 << 12, 2)
+    )
 
     small, small_ratios, like_for_like = per_call(device, table, 1024, iterations, unrolled_calls)
     print(f"device {device}; microseconds per op, 1 Ki float32 elements, table of 100")
     print(f"  {'op':<16} {'while loop':>11} {'vs tf.add':>10} {'unrolled':>10} {'vs tf.add':>10}")
-    for name in ("tf.add", "tf.add+bitcast") + SOURCES:
+    for name in ("tf.add", "tf.add+bitcast", *SOURCES):
         label = name if name.startswith("tf.") else f"frobulate {name}"
         cells = [
-            f"{small[shape][name] * 1e6:11.2f} {small_ratios[shape][name]:9.3f}x" if name in small[shape] else ""
+            f"{small[shape][name] * 1e6:11.2f} {small_ratios[shape][name]:9.3f}x"
+            if name in small[shape]
+            else ""
             for shape in ("while", "unrolled")
         ]
         print(f"  {label:<16} {cells[0]} {cells[1]}")
-    print(f"  frobulate input in the while loop against tf.add+bitcast (both bodies hold a bitcast): "
-          f"{like_for_like:.3f}x")
-    print(f"  (medians of {ROUNDS} rounds in which the ops take turns; ratios are medians of per-round ratios)")
+    print(
+        f"  frobulate input in the while loop against tf.add+bitcast (both bodies hold a bitcast): "
+        f"{like_for_like:.3f}x"
+    )
+    print(
+        f"  (medians of {ROUNDS} rounds in which the ops take turns; "
+        "ratios are medians of per-round ratios)"
+    )
     empty = empty_tensor_calls(device, table, unrolled_calls)
-    print(f"  on an empty tensor (no launch), unrolled: tf.add {empty['tf.add'] * 1e6:.2f} us, "
-          f"frobulate attr {empty['attr'] * 1e6:.2f} us")
+    print(
+        f"  on an empty tensor (no launch), unrolled: tf.add {empty['tf.add'] * 1e6:.2f} us, "
+        f"frobulate attr {empty['attr'] * 1e6:.2f} us"
+    )
 
     rates = throughput(device, table, big, calls)
     placement = {"input": "global_memory", "host": "by_value", "attr": "by_value"}
     kernel = kernel_rates(args.kernel_json) if args.kernel_json else {}
     kinds = {"steady": "steady, per op", "queued": "5 calls queued", "whole": "one call, read back"}
-    print(f"throughput at {big:,} float32 elements, table of 100, {calls} chained calls in one tf.function:")
+    print(
+        f"throughput at {big:,} float32 elements, table of 100, "
+        f"{calls} chained calls in one tf.function:"
+    )
     print(f"  {'op':<17}" + "".join(f"{label:>26}" for label in kinds.values()))
     ratios = {}
-    for name in ("tf.add",) + SOURCES:
+    for name in ("tf.add", *SOURCES):
         reference = kernel.get(placement.get(name))
         cells = []
         for kind in kinds:
@@ -249,14 +265,31 @@ def main():
         label = name if name == "tf.add" else f"frobulate {name}"
         print(f"  {label:<17}" + "".join(f"{cell:>26}" for cell in cells))
     if kernel:
-        print("  (shares are of the kernel-level figure for the same placement: "
-              + ", ".join(f"{s} {placement[s]}" for s in SOURCES) + ")")
+        print(
+            "  (shares are of the kernel-level figure for the same placement: "
+            + ", ".join(f"{s} {placement[s]}" for s in SOURCES)
+            + ")"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": device, "smoke": not gpu, "per_call_seconds": small, "per_call_over_tf_add": small_ratios,
-                       "input_while_over_tf_add_bitcast": like_for_like, "empty_tensor_seconds": empty,
-                       "elements_per_s": rates, "kernel_elements_per_s": kernel,
-                       "throughput_over_kernel": ratios, "elements": big, "calls": calls}, f, indent=1)
+            json.dump(
+                {
+                    "device": device,
+                    "smoke": not gpu,
+                    "per_call_seconds": small,
+                    "per_call_over_tf_add": small_ratios,
+                    "input_while_over_tf_add_bitcast": like_for_like,
+                    "empty_tensor_seconds": empty,
+                    "elements_per_s": rates,
+                    "kernel_elements_per_s": kernel,
+                    "throughput_over_kernel": ratios,
+                    "elements": big,
+                    "calls": calls,
+                },
+                f,
+                indent=1,
+            )
+
 
 if __name__ == "__main__":
     main()

@@ -12,11 +12,10 @@ import glob
 import os
 import tempfile
 
+import constmem
 import numpy as np
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-import constmem
 
 
 def host_events(logdir):
@@ -35,8 +34,9 @@ def host_events(logdir):
 
 def profile(fn, logdir):
     fn()  # warm-up outside the trace
-    options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, device_tracer_level=0,
-                                                       python_tracer_level=0)
+    options = tf.profiler.experimental.ProfilerOptions(
+        host_tracer_level=3, device_tracer_level=0, python_tracer_level=0
+    )
     tf.profiler.experimental.start(logdir, options=options)
     fn()
     tf.profiler.experimental.stop()
@@ -83,7 +83,10 @@ def main():
         rows = sorted(stats.items(), key=lambda kv: -sum(kv[1]))
         for event, durations in rows[: args.top]:
             total = sum(durations)
-            print(f"  {len(durations):6d} {total / len(durations) / 1e3:9.2f} {total / 1e3:10.1f}  {event[:90]}")
+            print(
+                f"  {len(durations):6d} {total / len(durations) / 1e3:9.2f} "
+                f"{total / 1e3:10.1f}  {event[:90]}"
+            )
 
 
 if __name__ == "__main__":

@@ -10,10 +10,9 @@ Without a GPU it runs on the CPU, where the figures mean nothing."""
 
 import time
 
+import constmem
 import numpy as np
 import tensorflow as tf
-
-import constmem
 
 
 def seconds_per_call(fn, calls=200):
@@ -33,7 +32,9 @@ def main():
         int32_table = tf.constant(table)
         coefficients = tf.constant(table.astype(np.float32))
         as_argument = tf.function(lambda x, t: constmem.frobulate(x, t, source="input"))
-        cast_inside = tf.function(lambda x, c: constmem.frobulate(x, tf.cast(c, tf.int32), source="input"))
+        cast_inside = tf.function(
+            lambda x, c: constmem.frobulate(x, tf.cast(c, tf.int32), source="input")
+        )
         host_form = tf.function(lambda x, t: constmem.frobulate(x, t, source="host"))
         cases = {
             "input form, int32 GPU tensor as argument": lambda: as_argument(x, int32_table),

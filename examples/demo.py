@@ -14,10 +14,9 @@ attr), queued back to back and read back once, so that the figure is the op's an
 import argparse
 import time
 
+import constmem
 import numpy as np
 import tensorflow as tf
-
-import constmem
 
 
 def reference(data, table):
@@ -32,9 +31,15 @@ def main():
     parser.add_argument("--elements", type=int, default=16 * 1024 * 1024)
     parser.add_argument("--table-size", type=int, default=100)
     parser.add_argument("--iterations", type=int, help="timed function calls (GPU 20, CPU 5)")
-    parser.add_argument("--chain", type=int, help="Frobulate calls per function call (GPU 10, CPU 1)")
-    parser.add_argument("--source", default="all", choices=["all", "input", "host", "attr"],
-                        help="how the table reaches the kernel (default: each in turn)")
+    parser.add_argument(
+        "--chain", type=int, help="Frobulate calls per function call (GPU 10, CPU 1)"
+    )
+    parser.add_argument(
+        "--source",
+        default="all",
+        choices=["all", "input", "host", "attr"],
+        help="how the table reaches the kernel (default: each in turn)",
+    )
     args = parser.parse_args()
 
     gpus = tf.config.list_logical_devices("GPU")
@@ -43,27 +48,36 @@ def main():
     args.chain = args.chain or (10 if gpus else 1)
     name = ""
     if gpus:
-        details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
+        details = tf.config.experimental.get_device_details(
+            tf.config.list_physical_devices("GPU")[0]
+        )
         name = f" ({details.get('device_name', 'GPU')})"
     rng = np.random.default_rng(2026)
     data = rng.standard_normal(args.elements).astype(np.float32)
     table = rng.integers(-1000, 1000, size=args.table_size, dtype=np.int32)
     expected = reference(data, table)
     print(f"device:   {device}{name}")
-    print(f"problem:  {args.elements:,} float32 elements, table of {args.table_size} int32, "
-          f"{args.iterations} x {args.chain} timed calls after warm-up")
+    print(
+        f"problem:  {args.elements:,} float32 elements, table of {args.table_size} int32, "
+        f"{args.iterations} x {args.chain} timed calls after warm-up"
+    )
     failures = 0
-    for source in (("input", "host", "attr") if args.source == "all" else (args.source,)):
-        mismatches, seconds = run(source, device, data, table, expected, args.iterations, args.chain)
+    for source in ("input", "host", "attr") if args.source == "all" else (args.source,):
+        mismatches, seconds = run(
+            source, device, data, table, expected, args.iterations, args.chain
+        )
         failures += mismatches > 0
-        print(f"  {source:<6} check vs NumPy: {'OK' if mismatches == 0 else 'FAILED'} ({mismatches} mismatching)"
-              f"   time per call: {seconds * 1e3:7.3f} ms   effective: {2 * data.nbytes / seconds / 1e9:7.1f} GB/s"
-              f"   {args.elements * args.table_size / seconds / 1e9:7.1f} G adds/s")
+        print(
+            f"  {source:<6} check vs NumPy: {'OK' if mismatches == 0 else 'FAILED'} "
+            f"({mismatches} mismatching)   time per call: {seconds * 1e3:7.3f} ms   "
+            f"effective: {2 * data.nbytes / seconds / 1e9:7.1f} GB/s"
+            f"   {args.elements * args.table_size / seconds / 1e9:7.1f} G adds/s"
+        )
     return 0 if failures == 0 else 1
 
 
 def run(source, device, data, table, expected, iterations, chain):
-    """Returns (mismatching elements, seconds per Frobulate call) for one way of passing the table."""
+    """Returns (mismatching elements, seconds per call) for one way of passing the table."""
 
     def chained(x, calls):
         t = table if source == "attr" else tf.constant(table)
@@ -89,6 +103,7 @@ def run(source, device, data, table, expected, iterations, chain):
             y = step(y, chain)
         y[0].numpy()  # waits for the last call; calls on one device run in order
     return mismatches, (time.perf_counter() - start) / (iterations * chain)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -14,5 +14,7 @@ else
   echo "build: no nvcc found; building the CPU kernels only" >&2
   args+=(-DCONSTMEM_WITH_GPU=OFF)
 fi
-cmake -S . -B "${CONSTMEM_BUILD_DIR:-build}" "${args[@]}" ${CONSTMEM_CMAKE_ARGS:-} >/dev/null
+# CONSTMEM_CMAKE_ARGS: extra -D options, split on spaces.
+read -r -a extra <<<"${CONSTMEM_CMAKE_ARGS:-}"
+cmake -S . -B "${CONSTMEM_BUILD_DIR:-build}" "${args[@]}" "${extra[@]}" >/dev/null
 cmake --build "${CONSTMEM_BUILD_DIR:-build}" -j "$(nproc)"

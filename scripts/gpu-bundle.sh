@@ -56,7 +56,8 @@ done
 
 # 4. The project's Python package, tests and scripts, so the bundle runs from any checkout.
 tar -cf "$out/small/project.tar" --exclude=__pycache__ --exclude='*.so' python tests scripts examples bench docs pyproject.toml
-(cd "$out/small" && find . -type f ! -name MANIFEST.sha256 -print0 | sort -z | xargs -0 sha256sum >MANIFEST.sha256)
+(cd "$out/small" && find . -type f ! -name MANIFEST.sha256 -print0 | sort -z | xargs -0 sha256sum >../MANIFEST.tmp &&
+  mv ../MANIFEST.tmp MANIFEST.sha256)
 (cd "$out/parts" && sha256sum tensorflow.tar.xz.part* >../small/PARTS.sha256)
 git rev-parse HEAD >"$out/small/COMMIT" 2>/dev/null || echo unknown >"$out/small/COMMIT"
 du -sh "$out/small" "$out/parts"

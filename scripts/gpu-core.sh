@@ -15,8 +15,10 @@ reliability=$(find_bin core_reliability_gpu_test)
 bench=$(find_bin upload_bench)
 summary="$results/core_summary.txt"
 : >"$summary"
+# shellcheck source=scripts/run-step.sh
 source "$(dirname "$0")/run-step.sh"
-run() { run_step "$1" '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]|ERROR SUMMARY|^\[stress\]|^\[multi-device\]' "${@:2}"; }
+failed=0
+run() { run_step "$results" "$summary" "$1" '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]|ERROR SUMMARY|^\[stress\]|^\[multi-device\]' "${@:2}" || failed=1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
 run core_gpu_test "$core" --gtest_output=json:"$results/core_gpu_test.json"
 run core_reliability_gpu_test "$reliability" --gtest_output=json:"$results/core_reliability_gpu_test.json"
@@ -33,4 +35,4 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 run upload_bench "$bench" --json "$results/upload_bench.json"
 grep -A200 '^what' "$results/upload_bench.log" | head -80
-exit $failed
+exit "$failed"

@@ -15,7 +15,7 @@ set -uo pipefail
 small=$(realpath "${1:?small dir}")
 parts=$(realpath "${2:?parts dir}")
 results=$(mkdir -p "${3:?result dir}" && realpath "$3")
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 site=${CONSTMEM_SITE:-/tmp/constmem-site}
 summary=$results/summary.txt
 : >"$summary"
@@ -47,11 +47,13 @@ tf_line=$(python3 -c 'import tensorflow as tf; print(tf.__version__, "GPUs:", le
 say "tf:      $tf_line"
 case "$tf_line" in *"GPUs: 0"*|"") say "TensorFlow did not register a GPU; see tf_import.log"; exit 3 ;; esac
 
+# shellcheck source=scripts/run-step.sh
 source scripts/run-step.sh
+failed=0
 step() {  # name, command...: runs, logs, records pass/fail counts
   # CONSTMEM_GPU_STEPS="a b" runs only the named steps (all by default).
   if [ -n "${CONSTMEM_GPU_STEPS:-}" ] && [[ " $CONSTMEM_GPU_STEPS " != *" $1 "* ]]; then return; fi
-  run_step "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$|^C API|us per call$' "${@:2}"
+  run_step "$results" "$summary" "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$|^C API|us per call$' "${@:2}" || failed=1
 }
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
@@ -78,9 +80,11 @@ if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
   # Only when CONSTMEM_GPU_STEPS names it: the TensorFlow-level benchmark alone, repeated
   # CONSTMEM_TF_BENCH_REPEATS times, to show how its figures spread between runs.
   if [[ " ${CONSTMEM_GPU_STEPS:-} " == *" tf_bench "* ]]; then
-    kernel_json=${CONSTMEM_KERNEL_JSON:+--kernel-json $CONSTMEM_KERNEL_JSON}
+    kernel_json=()
+    [ -n "${CONSTMEM_KERNEL_JSON:-}" ] && kernel_json=(--kernel-json "$CONSTMEM_KERNEL_JSON")
     for repeat in $(seq "${CONSTMEM_TF_BENCH_REPEATS:-1}"); do
-      run_step "tf_bench_$repeat" 'x$|%' python3 bench/tf_bench.py --json "$results/tf_bench_$repeat.json" $kernel_json
+      run_step "$results" "$summary" "tf_bench_$repeat" 'x$|%' python3 bench/tf_bench.py \
+        --json "$results/tf_bench_$repeat.json" "${kernel_json[@]}" || failed=1
     done
   fi
 fi
@@ -97,5 +101,5 @@ for line in lines:
 head = dict(l.split(":", 1) for l in lines if re.match(r"^(date|commit|gpu|gpus|tf):", l))
 json.dump({"header": {k: v.strip() for k, v in head.items()}, "steps": steps}, open(os.path.join(results, "results.json"), "w"), indent=1)
 PY
-say "overall: $([ $failed -eq 0 ] && echo PASS || echo FAIL)"
-exit $failed
+say "overall: $([ "$failed" -eq 0 ] && echo PASS || echo FAIL)"
+exit "$failed"

@@ -13,10 +13,9 @@ import signal
 import subprocess
 import sys
 
+import constmem
 import numpy as np
 import tensorflow as tf
-
-import constmem
 
 
 def probe(name, fn):
@@ -25,7 +24,10 @@ def probe(name, fn):
         print(f"{name:<28} ran: {value}", flush=True)
         return True
     except Exception as error:  # the point is to see which error, not to hide it
-        print(f"{name:<28} error: {type(error).__name__}: {str(error).splitlines()[0][:150]}", flush=True)
+        print(
+            f"{name:<28} error: {type(error).__name__}: {str(error).splitlines()[0][:150]}",
+            flush=True,
+        )
         return False
 
 
@@ -57,7 +59,9 @@ def main():
     with tf.device("/GPU:0"):
         x = square()
         ok = probe("elementwise add", lambda: float(tf.reduce_sum(x + 1.0)))
-        ok &= probe("constmem.frobulate", lambda: float(tf.reduce_sum(constmem.frobulate(x, [1, 2]))))
+        ok &= probe(
+            "constmem.frobulate", lambda: float(tf.reduce_sum(constmem.frobulate(x, [1, 2])))
+        )
     for name in LIBRARY_PROBES:
         child = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True)
         print(child.stdout, end="")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv with the pinned TensorFlow and the test tools, and checks the system compilers.
+# Creates .venv with the pinned TensorFlow and the test and lint tools (all from pyproject.toml),
+# after checking the system compilers and the Python version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,7 @@ command -v g++ >/dev/null || missing+=(g++)
 [ -e /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${missing[*]} with apt-get" >&2
     apt-get update -qq && apt-get install -y -qq "${missing[@]}"
   else
     echo "setup: please install: ${missing[*]}" >&2
@@ -16,8 +18,33 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-if [ ! -x .venv/bin/python ]; then
-  "${PYTHON:-python3}" -m venv .venv
+python=${PYTHON:-python3}
+# TensorFlow 2.21.0 has wheels for CPython 3.10 to 3.13 only.
+if ! "$python" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))'; then
+  echo "setup: $("$python" --version 2>&1) cannot install TensorFlow 2.21.0, which supports" \
+    "Python 3.10 to 3.13; set PYTHON to one of those" >&2
+  exit 1
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+# A venv that cannot run, or that an unsupported Python made, is made again.
+if [ -x .venv/bin/python ] &&
+  ! .venv/bin/python -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; then
+  echo "setup: .venv is broken or uses an unsupported Python; recreating it" >&2
+  rm -rf .venv
+fi
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+
+# Everything the project pins is in pyproject.toml: the runtime dependencies and the test and
+# lint extras, read without installing the project itself (that would build the op library).
+mapfile -t requirements < <(.venv/bin/python - <<'PY'
+import re
+text = open("pyproject.toml", encoding="utf-8").read()
+def array(name, section):
+    block = re.search(rf"^\[{re.escape(section)}\]\n(.*?)(?=^\[|\Z)", text, re.S | re.M).group(1)
+    return re.findall(r'"([^"]+)"', re.search(rf"^{name} = \[(.*?)\]", block, re.S | re.M).group(1))
+for item in array("dependencies", "project") + array("test", "project.optional-dependencies") \
+        + array("lint", "project.optional-dependencies"):
+    print(item)
+PY
+)
+.venv/bin/python -m pip install -q --disable-pip-version-check "${requirements[@]}"
 echo "setup: $(.venv/bin/python -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null)"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure)
-.venv/bin/python -m pytest tests/python -q "$@"
+PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest tests/python -q "$@"
 if [ -z "${CONSTMEM_SKIP_SANITIZE:-}" ]; then
   scripts/sanitize.sh
 fi

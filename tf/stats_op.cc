@@ -78,4 +78,3 @@ REGISTER_OP("Constmem>InjectFaultForTesting")
     .Attr("nth: int")
     .SetIsStateful()
     .SetShapeFn(tensorflow::shape_inference::NoOutputs);
-

@@ -35,8 +35,8 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
-#include <functional>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -132,10 +132,10 @@ class DeviceBank {
         // Work on one stream is already ordered; ids, unlike handles, are never reused.
         if (!slot_events_[i].recorded) continue;
         if (stream_id != 0 && slot_events_[i].stream_id == stream_id) continue;
-        const Status status = CudaStatus(
-            CONSTMEM_CUDA_CALL(kStreamWaitEvent,
-                               cudaStreamWaitEvent(stream, slot_events_[i].released, 0)),
-            "cudaStreamWaitEvent(slot)");
+        const Status status =
+            CudaStatus(CONSTMEM_CUDA_CALL(kStreamWaitEvent,
+                                          cudaStreamWaitEvent(stream, slot_events_[i].released, 0)),
+                       "cudaStreamWaitEvent(slot)");
         if (!status.ok()) {
           Unlease(found, needed);
           return status;

@@ -48,8 +48,9 @@ inline void InjectFaultForTesting(FaultPoint point, int nth) {
   detail::FaultCountdowns()[static_cast<int>(point)].store(nth, std::memory_order_relaxed);
 }
 
-// A CUDA call that fault injection can fail: CONSTMEM_CUDA_CALL(kEventRecord, cudaEventRecord(...)).
-#define CONSTMEM_CUDA_CALL(point, expr)                                                    \
+// A CUDA call that fault injection can fail: CONSTMEM_CUDA_CALL(kEventRecord,
+// cudaEventRecord(...)).
+#define CONSTMEM_CUDA_CALL(point, expr) \
   (::constmem::detail::FaultDue(::constmem::FaultPoint::point) ? cudaErrorUnknown : (expr))
 
 inline Status CudaStatus(cudaError_t error, const char* what) {

@@ -17,7 +17,8 @@ constexpr std::size_t kMaxKernelParamBytes = 32764;
 constexpr std::size_t kLegacyKernelParamBytes = 4096;
 
 // sizeof(ByValueTable<T, capacity>) (by_value.cuh), padding included: an int count, the values at
-// T's alignment, the whole rounded up to the struct's alignment. What the parameter limit applies to.
+// T's alignment, the whole rounded up to the struct's alignment. What the parameter limit applies
+// to.
 template <class T>
 constexpr std::size_t ByValueTableBytes(std::size_t capacity) {
   constexpr std::size_t struct_align = alignof(T) > alignof(int) ? alignof(T) : alignof(int);

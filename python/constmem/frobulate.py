@@ -47,6 +47,7 @@ def frobulate(data, table, *, source="auto", name=None):
         elements than the kernel can address (2^62).
 
     The gradient with respect to `data` is the incoming gradient; `table` has none.
+
     """
     if source not in _SOURCES:
         raise ValueError(f"source must be one of {_SOURCES}; got {source!r}")

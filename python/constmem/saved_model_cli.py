@@ -7,11 +7,13 @@ same arguments.
 
 import sys
 
-import constmem  # noqa: F401  (importing registers the ops)
 from tensorflow.python.tools import saved_model_cli
+
+import constmem  # noqa: F401  (importing registers the ops)
 
 
 def main() -> int | None:
+    """Runs TensorFlow's saved_model_cli with sys.argv."""
     return saved_model_cli.main()
 
 

@@ -6,7 +6,7 @@ from constmem import _loader
 def upload_stats():
     """Returns a dict of counter name to value (uploads by source, skips, staging checks)."""
     values, names = _loader.ops().constmem_upload_stats()
-    return {n.decode(): int(v) for n, v in zip(names.numpy(), values.numpy())}
+    return {n.decode(): int(v) for n, v in zip(names.numpy(), values.numpy(), strict=True)}
 
 
 # The core's fault points (constmem::FaultPoint), for tests of error paths through TensorFlow.
@@ -14,5 +14,5 @@ FAULT_POINTS = ("host_alloc", "event_record", "memcpy_async", "stream_wait_event
 
 
 def _inject_fault_for_testing(point: str, nth: int = 1) -> None:
-    """Test-only: makes the `nth` next CUDA call at `point` inside the op library fail (0 disarms)."""
+    """Test-only: makes the `nth` next CUDA call at `point` in the op library fail; 0 disarms."""
     _loader.ops().constmem_inject_fault_for_testing(point=FAULT_POINTS.index(point), nth=nth)

@@ -20,12 +20,11 @@ CONSTMEM_DEFINE_BANK(single_slot_bank, std::int32_t, 256, 1);
 namespace constmem {
 namespace {
 
+using testing::DeviceBuffer;
 using testing::GlobalTimerNs;
 using testing::HasGpu;
-using testing::DeviceBuffer;
 using testing::SpinFor;
 using testing::Stream;
-
 
 // Copies the table out after an optional spin; thread i reads entry i (a test, not a hot path).
 template <class Reader>

@@ -63,7 +63,8 @@ std::vector<std::int32_t> Table(int n, int seed) {
 // A pageable upload read back by a kernel: the end-to-end check that the bank still works.
 template <class BankT, class Reader>
 std::vector<std::int32_t> PageableRoundTrip(BankT& bank, cudaStream_t stream,
-                                            const std::vector<std::int32_t>& table, Status* status) {
+                                            const std::vector<std::int32_t>& table,
+                                            Status* status) {
   const int n = static_cast<int>(table.size());
   DeviceBuffer<std::int32_t> out(n);
   Lease<std::int32_t> lease;
@@ -208,9 +209,9 @@ TEST(Deadlock, WaitingForOnlyYourselfIsAnError) {
     ASSERT_OK(held.Release());
   });
   Status status;
-  EXPECT_EQ((PageableRoundTrip<Bank<std::int32_t>, lonely_bank_reader>(lonely_bank(), s, table,
-                                                                      &status)),
-            table);
+  EXPECT_EQ(
+      (PageableRoundTrip<Bank<std::int32_t>, lonely_bank_reader>(lonely_bank(), s, table, &status)),
+      table);
   EXPECT_TRUE(status.ok()) << status.ToString();
 }
 
@@ -234,9 +235,9 @@ TEST(Faults, AFailedReleaseQuarantinesTheSlotInsteadOfDroppingTheHazard) {
   ASSERT_CUDA(cudaDeviceSynchronize());
   EXPECT_EQ(lonely_bank().ClearQuarantine(0), 1);
   Status status;
-  EXPECT_EQ((PageableRoundTrip<Bank<std::int32_t>, lonely_bank_reader>(lonely_bank(), t, table,
-                                                                      &status)),
-            table);
+  EXPECT_EQ(
+      (PageableRoundTrip<Bank<std::int32_t>, lonely_bank_reader>(lonely_bank(), t, table, &status)),
+      table);
   EXPECT_TRUE(status.ok()) << status.ToString();
 }
 
@@ -282,8 +283,7 @@ TEST_P(EachFault, IsAStatusAndTheNextCallIsRight) {
 
 INSTANTIATE_TEST_SUITE_P(Core, EachFault,
                          ::testing::Values(FaultPoint::kHostAlloc, FaultPoint::kEventRecord,
-                                           FaultPoint::kMemcpyAsync,
-                                           FaultPoint::kStreamWaitEvent));
+                                           FaultPoint::kMemcpyAsync, FaultPoint::kStreamWaitEvent));
 
 TEST(Staging, ASlowStreamDoesNotMakeOthersPinMore) {
   REQUIRE_GPU();

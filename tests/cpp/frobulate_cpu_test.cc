@@ -1,19 +1,20 @@
 // Frobulate's CPU kernel against the scalar per-element loop, for every instruction set this CPU
 // supports: random lengths, offsets and tables, and special values, with and without the denormal
 // flush TensorFlow's CPU threads run under. Bitwise equality is the contract.
+#include "frobulate/frobulate_cpu.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "constmem/cpu_isa.hpp"
-#include "frobulate/frobulate_cpu.h"
 #include "frobulate/frobulate_functor.h"
 
 #if CONSTMEM_CPU_X86
@@ -57,9 +58,10 @@ std::vector<T> SpecialValues() {
     const std::uint64_t bits = 0xfff8000000abcdefull;
     std::memcpy(&payload_nan, &bits, sizeof(T));
   }
-  return {L::quiet_NaN(), negative_nan, payload_nan, L::infinity(), -L::infinity(), T(0), T(-0.0),
-          L::max(),       L::lowest(),  L::min(),    L::denorm_min(), -L::denorm_min(),
-          L::min() / 4,   T(1),         T(-1)};
+  return {
+      L::quiet_NaN(), negative_nan, payload_nan, L::infinity(), -L::infinity(),  T(0),
+      T(-0.0),        L::max(),     L::lowest(), L::min(),      L::denorm_min(), -L::denorm_min(),
+      L::min() / 4,   T(1),         T(-1)};
 }
 
 template <class T>
@@ -72,7 +74,8 @@ void ExpectMatchesScalar(Isa isa, const std::vector<T>& data,
                          static_cast<std::int64_t>(table.size()), isa);
   ops::FrobulateRange(data.data(), expected.data(), begin, end, table.data(),
                       static_cast<std::int64_t>(table.size()));
-  ASSERT_TRUE(data.empty() || std::memcmp(out.data(), expected.data(), data.size() * sizeof(T)) == 0)
+  ASSERT_TRUE(data.empty() ||
+              std::memcmp(out.data(), expected.data(), data.size() * sizeof(T)) == 0)
       << cpu::IsaName(isa) << " differs: " << data.size() << " elements, range [" << begin << ", "
       << end << "), " << table.size() << " entries";
 }
@@ -80,7 +83,8 @@ void ExpectMatchesScalar(Isa isa, const std::vector<T>& data,
 class FrobulateCpu : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (!cpu::IsaSupported(GetParam())) GTEST_SKIP() << "this CPU lacks " << cpu::IsaName(GetParam());
+    if (!cpu::IsaSupported(GetParam()))
+      GTEST_SKIP() << "this CPU lacks " << cpu::IsaName(GetParam());
   }
 };
 
@@ -89,9 +93,11 @@ void RandomCases(Isa isa) {
   std::mt19937_64 rng(static_cast<unsigned>(isa) * 1000 + sizeof(T));
   for (int trial = 0; trial < 60; ++trial) {
     const std::int64_t size = std::uniform_int_distribution<std::int64_t>(0, 3000)(rng);
-    const std::int64_t begin = size == 0 ? 0 : std::uniform_int_distribution<std::int64_t>(0, size)(rng);
+    const std::int64_t begin =
+        size == 0 ? 0 : std::uniform_int_distribution<std::int64_t>(0, size)(rng);
     const std::int64_t end = std::uniform_int_distribution<std::int64_t>(begin, size)(rng);
-    const int entries = trial % 10 == 0 ? 16384 / (1 + trial % 3) : 1 + static_cast<int>(rng() % 300);
+    const int entries =
+        trial % 10 == 0 ? 16384 / (1 + trial % 3) : 1 + static_cast<int>(rng() % 300);
     std::vector<T> data(size);
     std::normal_distribution<double> normal(0.0, 1e3);
     for (auto& v : data) v = static_cast<T>(normal(rng));
@@ -114,9 +120,12 @@ void SpecialCases(Isa isa, bool flush) {
     const auto specials = SpecialValues<T>();
     data.insert(data.end(), specials.begin(), specials.end());
   }
-  for (const auto& table : std::vector<std::vector<std::int32_t>>{
-           {0}, {1}, {-1, 1}, {std::numeric_limits<std::int32_t>::max()},
-           {std::numeric_limits<std::int32_t>::min(), 3, -2}}) {
+  for (const auto& table :
+       std::vector<std::vector<std::int32_t>>{{0},
+                                              {1},
+                                              {-1, 1},
+                                              {std::numeric_limits<std::int32_t>::max()},
+                                              {std::numeric_limits<std::int32_t>::min(), 3, -2}}) {
     ExpectMatchesScalar(isa, data, table, 0, static_cast<std::int64_t>(data.size()));
   }
 }

@@ -26,9 +26,15 @@ def main():
     parser.add_argument("--calls", type=int, default=300, help="per thread")
     parser.add_argument("--elements", type=int, default=1 << 20)
     parser.add_argument("--min-table", type=int, default=1500)
-    parser.add_argument("--max-table", type=int, default=12000,
-                        help="tables span 1 to 3 of the bank's 4 slots, so leases of the two streams overlap")
-    parser.add_argument("--in-flight", type=int, default=4, help="calls a thread enqueues before checking")
+    parser.add_argument(
+        "--max-table",
+        type=int,
+        default=12000,
+        help="tables span 1 to 3 of the bank's 4 slots, so leases of the two streams overlap",
+    )
+    parser.add_argument(
+        "--in-flight", type=int, default=4, help="calls a thread enqueues before checking"
+    )
     args = parser.parse_args()
 
     physical = tf.config.list_physical_devices("GPU")
@@ -36,7 +42,8 @@ def main():
         print("RESULT skipped: no GPU")
         return 0
     tf.config.set_logical_device_configuration(
-        physical[0], [tf.config.LogicalDeviceConfiguration(memory_limit=8192)] * 2)
+        physical[0], [tf.config.LogicalDeviceConfiguration(memory_limit=8192)] * 2
+    )
     logical = tf.config.list_logical_devices("GPU")
     assert len(logical) >= 2, logical
 
@@ -74,8 +81,11 @@ def main():
             errors.append(repr(error))
 
     start = time.time()
-    threads = [threading.Thread(target=worker, args=(d.name, 1000 * i + j))
-               for i, d in enumerate(logical[:2]) for j in range(args.threads_per_device)]
+    threads = [
+        threading.Thread(target=worker, args=(d.name, 1000 * i + j))
+        for i, d in enumerate(logical[:2])
+        for j in range(args.threads_per_device)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -83,9 +93,11 @@ def main():
     seconds = time.time() - start
     mode = os.environ.get("TF_GPU_THREAD_MODE", "global")
     library = os.path.basename(os.environ.get("CONSTMEM_OPS_LIBRARY", "_constmem_ops.so"))
-    print(f"RESULT logical_gpus=2 thread_mode={mode} library={library} threads={len(threads)} "
-          f"calls_checked={checked[0]} mismatching_calls={mismatches[0]} errors={len(errors)} "
-          f"seconds={seconds:.1f}")
+    print(
+        f"RESULT logical_gpus=2 thread_mode={mode} library={library} threads={len(threads)} "
+        f"calls_checked={checked[0]} mismatching_calls={mismatches[0]} errors={len(errors)} "
+        f"seconds={seconds:.1f}"
+    )
     for error in errors[:5]:
         print("error:", error)
     if errors or checked[0] != len(threads) * args.calls:

@@ -19,10 +19,13 @@ def configure():
         return "physical GPUs", [f"/GPU:{i}" for i in range(len(gpus))]
     if gpus:
         tf.config.set_logical_device_configuration(
-            gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=4096)] * 2)
+            gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=4096)] * 2
+        )
         return "logical GPUs on one physical GPU", ["/GPU:0", "/GPU:1"]
     cpus = tf.config.list_physical_devices("CPU")
-    tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+    tf.config.set_logical_device_configuration(
+        cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
+    )
     return "logical CPUs", ["/CPU:0", "/CPU:1"]
 
 
@@ -30,7 +33,9 @@ def main():
     kind, devices = configure()
     import constmem
 
-    strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    strategy = tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )
     replicas = strategy.num_replicas_in_sync
     rng = np.random.default_rng(6)
     base_table = rng.integers(-50, 50, size=3000, dtype=np.int32)
@@ -48,8 +53,11 @@ def main():
     checks = 0
     for _ in range(50):
         outs, tables = strategy.run(forward, args=(tf.constant(data),))
-        for out, table in zip(strategy.experimental_local_results(outs),
-                              strategy.experimental_local_results(tables)):
+        for out, table in zip(
+            strategy.experimental_local_results(outs),
+            strategy.experimental_local_results(tables),
+            strict=True,
+        ):
             expected = data + np.float32(np.sum(table.numpy(), dtype=np.int64))
             mismatching += int(not np.array_equal(out.numpy(), expected))
             checks += 1
@@ -87,10 +95,16 @@ def main():
             loss = loss_fn(w_single, tf.constant(features), tf.constant(targets))
         single = tape.gradient(loss, w_single).numpy()
     max_diff = float(np.max(np.abs(distributed - single)))
-    ok = mismatching == 0 and distinct == replicas and max_diff <= 1e-4 * max(1.0, float(np.max(np.abs(single))))
-    print(f"RESULT mirrored kind='{kind}' replicas={replicas} replica_checks={checks} "
-          f"mismatching={mismatching} distinct_tables={distinct} grad_max_abs_diff={max_diff:.3g} "
-          f"{'PASS' if ok else 'FAIL'}")
+    ok = (
+        mismatching == 0
+        and distinct == replicas
+        and max_diff <= 1e-4 * max(1.0, float(np.max(np.abs(single))))
+    )
+    print(
+        f"RESULT mirrored kind='{kind}' replicas={replicas} replica_checks={checks} "
+        f"mismatching={mismatching} distinct_tables={distinct} grad_max_abs_diff={max_diff:.3g} "
+        f"{'PASS' if ok else 'FAIL'}"
+    )
     return 0 if ok else 1
 
 

@@ -40,8 +40,12 @@ def main():
     parser.add_argument("--logical-per-gpu", type=int, default=3)
     parser.add_argument("--threads-per-device", type=int, default=4)
     parser.add_argument("--ops-per-call", type=int, default=96)
-    parser.add_argument("--device-type", choices=["GPU", "CPU"], default="GPU",
-                        help="CPU runs the same checks on logical CPUs (a smoke test of the script)")
+    parser.add_argument(
+        "--device-type",
+        choices=["GPU", "CPU"],
+        default="GPU",
+        help="CPU runs the same checks on logical CPUs (a smoke test of the script)",
+    )
     args = parser.parse_args()
 
     kind = args.device_type
@@ -59,7 +63,7 @@ def main():
     rng = np.random.default_rng(2024)
     # Quarters below 2^8 and entries in [-50, 50]: every partial sum is exact in float32, so the
     # reference is data + sum(table) with no rounding to model.
-    datas = [(rng.integers(-1024, 1024, size=shape) / 4).astype(np.float32) for shape in SHAPES]
+    inputs = [(rng.integers(-1024, 1024, size=shape) / 4).astype(np.float32) for shape in SHAPES]
     attr_tables = [rng.integers(-50, 51, size=n, dtype=np.int32) for n in ATTR_LENGTHS]
     sources = ("input", "host", "attr")
     ops = args.ops_per_call
@@ -70,13 +74,17 @@ def main():
         for k in range(ops):
             source = sources[k % 3]
             table = attr_tables[(k // 3) % len(attr_tables)] if source == "attr" else tables[k]
-            outs.append(constmem.frobulate(tf.constant(datas[k % len(SHAPES)]), table, source=source))
+            outs.append(
+                constmem.frobulate(tf.constant(inputs[k % len(SHAPES)]), table, source=source)
+            )
         return outs
 
     def gpu_memory():
         if kind != "GPU":
             return 0
-        return tf.config.experimental.get_memory_info(logical[0].name.replace("/device:", ""))["current"]
+        return tf.config.experimental.get_memory_info(logical[0].name.replace("/device:", ""))[
+            "current"
+        ]
 
     calls_per_thread = -(-args.executions // (ops * args.threads_per_device * len(logical)))
     counts = {"checked": 0, "mismatching": 0}
@@ -86,7 +94,7 @@ def main():
 
     def expected_for(k, tables):
         table = attr_tables[(k // 3) % len(attr_tables)] if sources[k % 3] == "attr" else tables[k]
-        return datas[k % len(SHAPES)] + np.float32(np.sum(table, dtype=np.int64))
+        return inputs[k % len(SHAPES)] + np.float32(np.sum(table, dtype=np.int64))
 
     def worker(device_name, seed):
         try:
@@ -97,8 +105,10 @@ def main():
                     lengths[local.random(ops) < 0.3] = local.integers(1, 1025)  # by-value sizes too
                     tables = [local.integers(-50, 51, size=n, dtype=np.int32) for n in lengths]
                     outs = step(*[tf.constant(t) for t in tables])
-                    bad = sum(int(not np.array_equal(out.numpy(), expected_for(k, tables)))
-                              for k, out in enumerate(outs))
+                    bad = sum(
+                        int(not np.array_equal(out.numpy(), expected_for(k, tables)))
+                        for k, out in enumerate(outs)
+                    )
                     with lock:
                         counts["checked"] += ops
                         counts["mismatching"] += bad
@@ -108,8 +118,11 @@ def main():
             errors.append(repr(error)[:500])
 
     start = time.time()
-    threads = [threading.Thread(target=worker, args=(d.name, 1000 * i + j))
-               for i, d in enumerate(logical) for j in range(args.threads_per_device)]
+    threads = [
+        threading.Thread(target=worker, args=(d.name, 1000 * i + j))
+        for i, d in enumerate(logical)
+        for j in range(args.threads_per_device)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -124,11 +137,13 @@ def main():
     mode = os.environ.get("TF_GPU_THREAD_MODE", "global")
     library = os.path.basename(os.environ.get("CONSTMEM_OPS_LIBRARY", "_constmem_ops.so"))
     flat = rss_growth < 64 * 2**20 and gpu_growth <= 0
-    print(f"RESULT stress logical_gpus={len(logical)} thread_mode={mode} library={library} "
-          f"threads={len(threads)} executions_checked={counts['checked']} "
-          f"mismatching={counts['mismatching']} errors={len(errors)} seconds={seconds:.1f} "
-          f"rss_growth_mib={rss_growth / 2**20:.1f} gpu_growth_mib={gpu_growth / 2**20:.1f} "
-          f"memory_flat={flat}")
+    print(
+        f"RESULT stress logical_gpus={len(logical)} thread_mode={mode} library={library} "
+        f"threads={len(threads)} executions_checked={counts['checked']} "
+        f"mismatching={counts['mismatching']} errors={len(errors)} seconds={seconds:.1f} "
+        f"rss_growth_mib={rss_growth / 2**20:.1f} gpu_growth_mib={gpu_growth / 2**20:.1f} "
+        f"memory_flat={flat}"
+    )
     for error in errors[:3]:
         print("error:", error)
     if errors or counts["checked"] < args.executions:

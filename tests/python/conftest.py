@@ -1,6 +1,25 @@
-import os
-import sys
+"""Shared fixtures and markers, in the style of tensorflow/addons' device helpers.
 
-# Tests run against the source tree's package unless an installed one is asked for.
-if not os.environ.get("CONSTMEM_TEST_INSTALLED"):
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+- `device`: a test that takes it runs once on the CPU and once on each GPU TensorFlow sees.
+- `@pytest.mark.gpu`: the test needs a GPU and is skipped where TensorFlow sees none.
+"""
+
+import pytest
+import tensorflow as tf
+
+GPUS = [f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))]
+
+
+@pytest.fixture(params=["/CPU:0", *GPUS])
+def device(request):
+    """Each device a test should run on: the CPU and every GPU."""
+    return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    if GPUS:
+        return
+    skip = pytest.mark.skip(reason="no GPU visible to TensorFlow")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

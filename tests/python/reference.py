@@ -24,17 +24,40 @@ def random_case(rng, shape, dtype, table_size):
 
 
 def flush_subnormals(data):
-    """Subnormal values read as zero of the same sign, as TensorFlow's CPU threads (DAZ) see them."""
+    """Subnormal values read as zero of the same sign, as TensorFlow's CPU threads see them."""
     data = np.asarray(data)
     tiny = np.finfo(data.dtype).tiny
-    return np.where((np.abs(data) < tiny) & (data != 0), np.copysign(data.dtype.type(0), data), data)
+    return np.where(
+        (np.abs(data) < tiny) & (data != 0), np.copysign(data.dtype.type(0), data), data
+    )
 
 
 def special_values(dtype):
     """NaN of both signs and with a payload, infinities, signed zeros, extremes and subnormals."""
     info = np.finfo(dtype)
-    payload_nan = np.array([0x7FC01234], np.uint32).view(np.float32)[0] if dtype == np.float32 else \
-        np.array([0xFFF8000000ABCDEF], np.uint64).view(np.float64)[0]
-    return np.array([np.nan, -np.nan, payload_nan, np.inf, -np.inf, 0.0, -0.0, info.max, info.min,
-                     info.tiny, info.tiny / 4, -info.tiny / 4, info.smallest_subnormal,
-                     -info.smallest_subnormal, 1.0, -1.0], dtype=dtype)
+    payload_nan = (
+        np.array([0x7FC01234], np.uint32).view(np.float32)[0]
+        if dtype == np.float32
+        else np.array([0xFFF8000000ABCDEF], np.uint64).view(np.float64)[0]
+    )
+    return np.array(
+        [
+            np.nan,
+            -np.nan,
+            payload_nan,
+            np.inf,
+            -np.inf,
+            0.0,
+            -0.0,
+            info.max,
+            info.min,
+            info.tiny,
+            info.tiny / 4,
+            -info.tiny / 4,
+            info.smallest_subnormal,
+            -info.smallest_subnormal,
+            1.0,
+            -1.0,
+        ],
+        dtype=dtype,
+    )

@@ -2,13 +2,11 @@
 gradient, SavedModel and every error, on the CPU and on each GPU TensorFlow sees."""
 
 import os
-import tempfile
 
+import constmem
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import constmem
 from reference import (
     flush_subnormals,
     frobulate_float64,
@@ -16,21 +14,11 @@ from reference import (
     random_case,
     special_values,
 )
+from subprocesses import python_env, run_python
 
 SOURCES = ["input", "host", "attr"]
 DTYPES = [np.float32, np.float64]
 SHAPES = [(), (0,), (0, 3), (1,), (7,), (3, 5, 7), (1031,), ((1 << 20) + 5,)]
-
-
-def devices():
-    found = ["/CPU:0"]
-    found += [f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))]
-    return found
-
-
-@pytest.fixture(params=devices())
-def device(request):
-    return request.param
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -40,7 +28,9 @@ def test_matches_numpy_eager(device, source, dtype, shape):
     rng = np.random.default_rng(abs(hash((source, np.dtype(dtype).name, shape))) % 2**32)
     data, table = random_case(rng, shape, dtype, table_size=int(rng.integers(1, 200)))
     with tf.device(device):
-        out = constmem.frobulate(data, table if source == "attr" else tf.constant(table), source=source)
+        out = constmem.frobulate(
+            data, table if source == "attr" else tf.constant(table), source=source
+        )
     assert out.shape == data.shape and out.dtype == dtype
     np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, table))
     np.testing.assert_allclose(out.numpy(), frobulate_float64(data, table), rtol=1e-5, atol=1e-2)
@@ -53,6 +43,7 @@ def test_table_sizes_in_tf_function(device, source, table_size):
     data, table = random_case(rng, (4099,), np.float32, table_size)
 
     if source == "attr":
+
         @tf.function
         def run(x):
             return constmem.frobulate(x, table, source="attr")
@@ -60,6 +51,7 @@ def test_table_sizes_in_tf_function(device, source, table_size):
         with tf.device(device):
             out = run(tf.constant(data))
     else:
+
         @tf.function
         def run(x, t):
             return constmem.frobulate(x, t, source=source)
@@ -80,17 +72,21 @@ def test_output_reuses_an_input_buffer_only_when_nothing_else_reads_it(device, s
     @tf.function
     def run(x, t):
         table_arg = table if source == "attr" else t
-        chained = constmem.frobulate(constmem.frobulate(x + half, table_arg, source=source),
-                                     table_arg, source=source)
+        chained = constmem.frobulate(
+            constmem.frobulate(x + half, table_arg, source=source), table_arg, source=source
+        )
         shared = x + quarter  # read by Frobulate and returned: must not be overwritten
         return chained, shared, constmem.frobulate(shared, table_arg, source=source)
 
     with tf.device(device):
         x = tf.constant(data)
         chained, shared, from_shared = run(x, tf.constant(table))
-        eager_out = constmem.frobulate(x, table if source == "attr" else tf.constant(table), source=source)
+        eager_out = constmem.frobulate(
+            x, table if source == "attr" else tf.constant(table), source=source
+        )
     np.testing.assert_array_equal(
-        chained.numpy(), frobulate_reference(frobulate_reference(data + half, table), table))
+        chained.numpy(), frobulate_reference(frobulate_reference(data + half, table), table)
+    )
     np.testing.assert_array_equal(shared.numpy(), data + quarter)
     np.testing.assert_array_equal(from_shared.numpy(), frobulate_reference(data + quarter, table))
     np.testing.assert_array_equal(eager_out.numpy(), frobulate_reference(data, table))
@@ -105,7 +101,9 @@ def test_rounding_is_left_to_right_in_the_data_type(device):
 
 
 def test_shape_function_keeps_static_shape():
-    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float64), tf.TensorSpec([None], tf.int32)])
+    @tf.function(
+        input_signature=[tf.TensorSpec([None, 3], tf.float64), tf.TensorSpec([None], tf.int32)]
+    )
     def run(x, t):
         out = constmem.frobulate(x, t)
         assert out.shape.as_list() == [None, 3]
@@ -121,7 +119,9 @@ def test_gradient_with_respect_to_data_is_the_incoming_gradient(source):
     data, table = random_case(rng, (3, 4), np.float64, 10)
 
     def f(x):
-        return constmem.frobulate(x, table if source == "attr" else tf.constant(table), source=source)
+        return constmem.frobulate(
+            x, table if source == "attr" else tf.constant(table), source=source
+        )
 
     theoretical, numerical = tf.test.compute_gradient(f, [tf.constant(data)])
     np.testing.assert_allclose(theoretical[0], np.eye(12), atol=1e-12)
@@ -148,7 +148,9 @@ def test_saved_model_round_trip(tmp_path):
         def attr_table(self, x):
             return constmem.frobulate(x, table)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32)])
+        @tf.function(
+            input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32)]
+        )
         def input_table(self, x, t):
             return constmem.frobulate(x, t, source="host")
 
@@ -158,7 +160,9 @@ def test_saved_model_round_trip(tmp_path):
     data = np.random.default_rng(5).standard_normal(33).astype(np.float32)
     np.testing.assert_array_equal(loaded.attr_table(data).numpy(), frobulate_reference(data, table))
     np.testing.assert_array_equal(
-        loaded.input_table(data, tf.constant(table[:7])).numpy(), frobulate_reference(data, table[:7]))
+        loaded.input_table(data, tf.constant(table[:7])).numpy(),
+        frobulate_reference(data, table[:7]),
+    )
 
 
 def assert_invalid(fn, *fragments):
@@ -201,8 +205,12 @@ def test_raw_op_rejects_bad_tables_in_the_kernel(device):
     raw = constmem._loader.ops()
     for op in (raw.constmem_frobulate, raw.constmem_frobulate_host_table):
         with tf.device(device):
-            assert_invalid(lambda: op(data=tf.ones([2]), table=tf.ones([2, 2], tf.int32)), "rank 2")
-            assert_invalid(lambda: op(data=tf.ones([2]), table=tf.zeros([0], tf.int32)), "got 0")
+            assert_invalid(
+                lambda op=op: op(data=tf.ones([2]), table=tf.ones([2, 2], tf.int32)), "rank 2"
+            )
+            assert_invalid(
+                lambda op=op: op(data=tf.ones([2]), table=tf.zeros([0], tf.int32)), "got 0"
+            )
     check_next_call_is_right(device)
 
 
@@ -241,14 +249,22 @@ def test_attr_tables_accept_any_integer_array_within_int32(device):
     data = np.array([0.5, 1.5], np.float32)
     with tf.device(device):
         out = constmem.frobulate(data, np.array([2**31 - 1, -(2**31)], np.int64))
-    np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, np.array([2**31 - 1, -(2**31)], np.int32)))
+    np.testing.assert_array_equal(
+        out.numpy(), frobulate_reference(data, np.array([2**31 - 1, -(2**31)], np.int32))
+    )
     assert_invalid(lambda: constmem.frobulate(data, np.array([2**31], np.int64)), "fit int32")
 
 
 def test_upload_stats_names_every_counter():
     stats = constmem.upload_stats()
-    assert {"upload_from_device", "upload_from_pinned_host", "upload_from_pageable_host", "upload_skipped",
-            "by_value_launch", "staging_released_early"} <= set(stats)
+    assert {
+        "upload_from_device",
+        "upload_from_pinned_host",
+        "upload_from_pageable_host",
+        "upload_skipped",
+        "by_value_launch",
+        "staging_released_early",
+    } <= set(stats)
     assert all(isinstance(v, int) and v >= 0 for v in stats.values())
 
 
@@ -261,23 +277,24 @@ def test_library_path_can_be_overridden(monkeypatch):
 def test_cpu_kernel_variants_agree_bitwise(isa, tmp_path):
     # The op picks its CPU instruction set at load; a process capped to another set must give the
     # same bits (and the capped sets are what CPUs without AVX-512 run).
-    import subprocess
-    import sys
-
     rng = np.random.default_rng(11)
     data, table = random_case(rng, (3, 1237), np.float32, 100)
     np.save(tmp_path / "data.npy", data)
     np.save(tmp_path / "table.npy", table)
-    code = ("import sys, numpy as np, tensorflow as tf, constmem\n"
-            "d, t = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
-            "with tf.device('/CPU:0'):\n"
-            "    np.save(sys.argv[3], constmem.frobulate(d, tf.constant(t)).numpy())\n")
-    env = dict(os.environ, CONSTMEM_CPU_ISA=isa, TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONPATH=os.pathsep.join(sys.path))
-    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data.npy"),
-                             str(tmp_path / "table.npy"), str(tmp_path / "out.npy")],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
+    code = (
+        "import sys, numpy as np, tensorflow as tf, constmem\n"
+        "d, t = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
+        "with tf.device('/CPU:0'):\n"
+        "    np.save(sys.argv[3], constmem.frobulate(d, tf.constant(t)).numpy())\n"
+    )
+    run_python(
+        "-c",
+        code,
+        str(tmp_path / "data.npy"),
+        str(tmp_path / "table.npy"),
+        str(tmp_path / "out.npy"),
+        env=python_env(CONSTMEM_CPU_ISA=isa),
+    )
     with tf.device("/CPU:0"):
         here = constmem.frobulate(data, tf.constant(table)).numpy()
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), here)
@@ -287,24 +304,22 @@ def test_cpu_kernel_variants_agree_bitwise(isa, tmp_path):
 def test_a_second_copy_of_the_library_leaves_the_first_in_charge(tmp_path):
     # As with a pip install plus a local build: the same library loaded again from another path.
     import shutil
-    import subprocess
-    import sys
 
     copy = tmp_path / "_constmem_ops_copy.so"
     shutil.copy(constmem.library_path(), copy)
-    code = ("import sys, numpy as np, tensorflow as tf, constmem\n"
-            "tf.load_op_library(sys.argv[1])\n"
-            "for device in ['/CPU:0'] + [d.name for d in tf.config.list_logical_devices('GPU')]:\n"
-            "    with tf.device(device):\n"
-            "        for source in ('input', 'host', 'attr'):\n"
-            "            t = [3, 4] if source == 'attr' else tf.constant([3, 4])\n"
-            "            out = constmem.frobulate(np.array([1.5, -2.0], np.float32), t, source=source)\n"
-            "            assert out.numpy().tolist() == [8.5, 5.0], (device, source, out)\n"
-            "print('second copy: ok')\n")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", PYTHONPATH=os.pathsep.join(sys.path))
-    result = subprocess.run([sys.executable, "-c", code, str(copy)], env=env, capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    code = (
+        "import sys, numpy as np, tensorflow as tf, constmem\n"
+        "tf.load_op_library(sys.argv[1])\n"
+        "for device in ['/CPU:0'] + [d.name for d in tf.config.list_logical_devices('GPU')]:\n"
+        "    with tf.device(device):\n"
+        "        for source in ('input', 'host', 'attr'):\n"
+        "            t = [3, 4] if source == 'attr' else tf.constant([3, 4])\n"
+        "            x = np.array([1.5, -2.0], np.float32)\n"
+        "            out = constmem.frobulate(x, t, source=source)\n"
+        "            assert out.numpy().tolist() == [8.5, 5.0], (device, source, out)\n"
+        "print('second copy: ok')\n"
+    )
+    result = run_python("-c", code, str(copy), env=python_env(TF_CPP_MIN_LOG_LEVEL="0"))
     assert "second copy: ok" in result.stdout
     assert "already registered by another copy" in result.stderr
 
@@ -319,7 +334,9 @@ def test_special_values_follow_the_numerics_contract(device, source, dtype, tabl
     data = np.tile(special_values(dtype), 300)  # past one vector tile, so every path sees them
     table = np.array(table, np.int32)
     with tf.device(device):
-        out = constmem.frobulate(data, table if source == "attr" else tf.constant(table), source=source).numpy()
+        out = constmem.frobulate(
+            data, table if source == "attr" else tf.constant(table), source=source
+        ).numpy()
     on_cpu = device.startswith("/CPU")
     expected = frobulate_reference(flush_subnormals(data) if on_cpu else data, table)
     nan = np.isnan(data)

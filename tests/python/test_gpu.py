@@ -7,14 +7,13 @@ after its copy ran, that an attr is uploaded once); and 8 threads calling one tf
 import threading
 import time
 
+import constmem
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import constmem
 from reference import frobulate_reference
 
-pytestmark = pytest.mark.skipif(not tf.config.list_physical_devices("GPU"), reason="no GPU visible to TensorFlow")
+pytestmark = pytest.mark.gpu
 
 
 def counters_delta(fn):
@@ -36,7 +35,7 @@ def run_on(device, data, table, source):
 def test_gpu_bitwise_equals_cpu(dtype, source, table_size):
     rng = np.random.default_rng(table_size * 7 + len(source))
     data = rng.standard_normal(10007).astype(dtype) * 1e3
-    table = rng.integers(-2**30, 2**30, size=table_size, dtype=np.int32)
+    table = rng.integers(-(2**30), 2**30, size=table_size, dtype=np.int32)
     gpu = run_on("/GPU:0", data, table, source)
     cpu = run_on("/CPU:0", data, table, source)
     assert gpu.tobytes() == cpu.tobytes()
@@ -82,17 +81,22 @@ def test_large_host_table_is_staged_in_page_locked_memory_and_kept_alive():
         x = tf.constant(data)
         outs = [constmem.frobulate(x, tf.constant(t), source="host") for t in tables]
         outs = [o.numpy() for o in outs]
-    for out, table in zip(outs, tables):
+    for out, table in zip(outs, tables, strict=True):
         np.testing.assert_array_equal(out, frobulate_reference(data, table))
     # The event manager releases staging shortly after the stream passes the copy.
     deadline = time.time() + 10
     while True:
         delta = {k: v - before[k] for k, v in constmem.upload_stats().items()}
-        if delta["staging_released_after_copy"] + delta["staging_released_early"] >= calls or time.time() > deadline:
+        if (
+            delta["staging_released_after_copy"] + delta["staging_released_early"] >= calls
+            or time.time() > deadline
+        ):
             break
         time.sleep(0.01)
     assert delta["upload_from_pinned_host"] == calls
-    assert delta["staging_pinned_verified"] == calls, "TensorFlow's host allocator gave pageable memory"
+    assert delta["staging_pinned_verified"] == calls, (
+        "TensorFlow's host allocator gave pageable memory"
+    )
     assert delta["staging_not_pinned"] == 0
     assert delta["staging_released_after_copy"] == calls
     assert delta["staging_released_early"] == 0
@@ -161,12 +165,16 @@ def test_a_failed_launch_still_releases_its_pinned_staging():
     with pytest.raises(tf.errors.InternalError, match="kernel launch"):
         run_on("/GPU:0", data, table, "host")
     _inject_fault_for_testing("kernel_launch", 0)
-    np.testing.assert_array_equal(run_on("/GPU:0", data, table, "host"), frobulate_reference(data, table))
+    np.testing.assert_array_equal(
+        run_on("/GPU:0", data, table, "host"), frobulate_reference(data, table)
+    )
     after = constmem.upload_stats()
     assert after["staging_pinned_verified"] - before["staging_pinned_verified"] == 2
     for _ in range(100):  # the keep-alive callbacks run once the stream has passed the copies
         after = constmem.upload_stats()
-        released = sum(after[k] - before[k] for k in ("staging_released_after_copy", "staging_released_early"))
+        released = sum(
+            after[k] - before[k] for k in ("staging_released_after_copy", "staging_released_early")
+        )
         if released == 2:
             break
         time.sleep(0.05)

@@ -2,20 +2,15 @@
 splits devices into logical ones, which must happen before TensorFlow starts them."""
 
 import os
-import subprocess
-import sys
 
 import pytest
-import tensorflow as tf
+from subprocesses import run_python
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "..", "gpu")
-HAS_GPU = bool(tf.config.list_physical_devices("GPU"))
 
 
 def run_script(name, *args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, name), *args], env=env,
-                            capture_output=True, text=True, timeout=900)
+    result = run_python(os.path.join(SCRIPTS, name), *args, check=False, timeout=900)
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT")]
     assert result.returncode == 0, (lines, result.stdout[-2000:], result.stderr[-3000:])
     assert lines, result.stdout[-2000:]
@@ -31,12 +26,12 @@ def test_stress_on_logical_cpus():
     assert "mismatching=0" in line and "errors=0" in line
 
 
-@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU")
+@pytest.mark.gpu
 def test_stress_on_logical_gpus():
     line = run_script("stress.py", "--executions", "50000")
     assert "mismatching=0" in line and "memory_flat=True" in line
 
 
-@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU")
+@pytest.mark.gpu
 def test_two_streams_share_one_symbol_safely():
     assert "mismatching_calls=0" in run_script("logical_gpus.py", "--calls", "60")

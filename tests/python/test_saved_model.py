@@ -1,14 +1,11 @@
 """SavedModels that use the ops, loaded in a fresh process: the way they are deployed."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-
 from reference import frobulate_reference
+from subprocesses import python_env, run_python
 
 TABLE = np.arange(1, 101, dtype=np.int32)
 DATA = np.linspace(-3.0, 3.0, 33, dtype=np.float32)
@@ -51,35 +48,33 @@ LOAD = textwrap.dedent(
     loaded = tf.saved_model.load(sys.argv[1])
     data = np.linspace(-3.0, 3.0, 33, dtype=np.float32)
     np.save(sys.argv[2], loaded.attr_table(data).numpy())
-    np.save(sys.argv[3], loaded.host_table(data, tf.constant(np.arange(1, 8, dtype=np.int32))).numpy())
+    table = tf.constant(np.arange(1, 8, dtype=np.int32))
+    np.save(sys.argv[3], loaded.host_table(data, table).numpy())
     """
 )
-
-
-def run_python(code, *args, **kwargs):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                          text=True, timeout=300, **kwargs)
 
 
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("saved") / "model")
-    result = run_python(SAVE, path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_python("-c", SAVE, path)
     return path
 
 
 def test_loads_in_a_fresh_process_after_import(saved_model, tmp_path):
     attr_out, host_out = str(tmp_path / "attr.npy"), str(tmp_path / "host.npy")
-    result = run_python(LOAD, saved_model, attr_out, host_out)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_python("-c", LOAD, saved_model, attr_out, host_out)
     np.testing.assert_array_equal(np.load(attr_out), frobulate_reference(DATA, TABLE))
     np.testing.assert_array_equal(np.load(host_out), frobulate_reference(DATA, TABLE[:7]))
 
 
 def test_without_constmem_the_error_names_the_op(saved_model):
-    result = run_python("import sys, tensorflow as tf; tf.saved_model.load(sys.argv[1])", saved_model)
+    result = run_python(
+        "-c",
+        "import sys, tensorflow as tf; tf.saved_model.load(sys.argv[1])",
+        saved_model,
+        check=False,
+    )
     assert result.returncode != 0
     assert "Constmem>Frobulate" in result.stderr
 
@@ -88,13 +83,21 @@ def test_saved_model_cli_run_with_constmem(saved_model, tmp_path):
     inputs = tmp_path / "x.npy"
     np.save(inputs, DATA)
     outdir = tmp_path / "out"
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
-    result = subprocess.run(
-        [sys.executable, "-m", "constmem.saved_model_cli", "run", "--dir", saved_model,
-         "--tag_set", "serve", "--signature_def", "serving_default",
-         "--inputs", f"x={inputs}", "--outdir", str(outdir)],
-        env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_python(
+        "-m",
+        "constmem.saved_model_cli",
+        "run",
+        "--dir",
+        saved_model,
+        "--tag_set",
+        "serve",
+        "--signature_def",
+        "serving_default",
+        "--inputs",
+        f"x={inputs}",
+        "--outdir",
+        str(outdir),
+    )
     np.testing.assert_array_equal(np.load(outdir / "y.npy"), frobulate_reference(DATA, TABLE))
 
 
@@ -107,8 +110,8 @@ def test_version_mismatch_is_a_clear_import_error(tmp_path):
     lib = tmp_path / "_constmem_ops.so"
     shutil.copy(constmem.library_path(), lib)
     (tmp_path / "_constmem_ops.json").write_text('{"tensorflow": "2.0.0", "gpu_kernels": false}')
-    env = dict(os.environ, CONSTMEM_OPS_LIBRARY=str(lib), PYTHONPATH=os.pathsep.join(sys.path))
-    result = subprocess.run([sys.executable, "-c", "import constmem"], env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = run_python(
+        "-c", "import constmem", env=python_env(CONSTMEM_OPS_LIBRARY=str(lib)), check=False
+    )
     assert result.returncode != 0
     assert "built against TensorFlow 2.0.0" in result.stderr

@@ -3,24 +3,18 @@ the demo's own check against NumPy must pass, and the benchmarks must produce ev
 promise. No timing is asserted."""
 
 import json
-import os
-import subprocess
-import sys
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+from subprocesses import run_python
 
 
 def run_script(*args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    if not env.get("CONSTMEM_TEST_INSTALLED"):
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "python"), env.get("PYTHONPATH")]))
-    result = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+    return run_python(*args).stdout
 
 
 def test_demo_checks_every_form_against_numpy():
-    out = run_script("examples/demo.py", "--elements", "5000", "--table-size", "37", "--iterations", "2")
+    out = run_script(
+        "examples/demo.py", "--elements", "5000", "--table-size", "37", "--iterations", "2"
+    )
     for source in ("input", "host", "attr"):
         assert f"{source:<6} check vs NumPy: OK (0 mismatching)" in out
 
@@ -30,7 +24,13 @@ def test_tf_bench_smoke_reports_every_form(tmp_path):
     run_script("bench/tf_bench.py", "--smoke", "--json", str(path))
     report = json.loads(path.read_text())
     assert report["smoke"] is True
-    assert set(report["per_call_over_tf_add"]["while"]) == {"tf.add", "tf.add+bitcast", "input", "host", "attr"}
+    assert set(report["per_call_over_tf_add"]["while"]) == {
+        "tf.add",
+        "tf.add+bitcast",
+        "input",
+        "host",
+        "attr",
+    }
     assert set(report["per_call_over_tf_add"]["unrolled"]) == {"tf.add", "input", "host", "attr"}
     for kind in ("whole", "queued", "steady"):
         assert set(report["elements_per_s"][kind]) == {"tf.add", "input", "host", "attr"}

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "adapter/kernel_registration.h"
 #include "constmem/stats.hpp"
 #include "tensorflow/core/common_runtime/device/device_event_mgr.h"
@@ -31,9 +32,9 @@ absl::Status ToTfStatus(const Status& status) {
 
 absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size) {
   if (size < 1 || size > max_size) {
-    return absl::InvalidArgumentError(
-        tensorflow::strings::StrCat(name, " must have 1 to ", max_size, " entries (",
-                                    max_size * 4 / 1024, " KiB of constant memory); got ", size));
+    return absl::InvalidArgumentError(absl::StrCat(name, " must have 1 to ", max_size, " entries (",
+                                                   max_size * 4 / 1024,
+                                                   " KiB of constant memory); got ", size));
   }
   return absl::OkStatus();
 }
@@ -41,9 +42,8 @@ absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t
 absl::Status ValidateTableShape(const tensorflow::TensorShape& shape, const char* name,
                                 std::int64_t max_size) {
   if (shape.dims() != 1) {
-    return absl::InvalidArgumentError(
-        tensorflow::strings::StrCat(name, " must be a vector (rank 1); got shape ",
-                                    shape.DebugString(), " of rank ", shape.dims()));
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a vector (rank 1); got shape ",
+                                                   shape.DebugString(), " of rank ", shape.dims()));
   }
   return ValidateTableSize(shape.dim_size(0), name, max_size);
 }
@@ -52,9 +52,9 @@ absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, i
                              const char* name, std::int64_t max_size) {
   tensorflow::shape_inference::ShapeHandle table = c->input(input_index);
   if (c->RankKnown(table) && c->Rank(table) != 1) {
-    return absl::InvalidArgumentError(
-        tensorflow::strings::StrCat(name, " must be a vector (rank 1); got shape ",
-                                    c->DebugString(table), " of rank ", c->Rank(table)));
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a vector (rank 1); got shape ",
+                                                   c->DebugString(table), " of rank ",
+                                                   c->Rank(table)));
   }
   if (c->RankKnown(table) && c->ValueKnown(c->Dim(table, 0))) {
     return ValidateTableSize(c->Value(c->Dim(table, 0)), name, max_size);
@@ -64,9 +64,9 @@ absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, i
 
 namespace {
 absl::Status TooManyElements(const char* name, const std::string& shape, std::int64_t limit) {
-  return absl::InvalidArgumentError(tensorflow::strings::StrCat(
-      name, " of shape ", shape, " has more elements than the kernel can address (limit ", limit,
-      ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " of shape ", shape,
+                   " has more elements than the kernel can address (limit ", limit, ")"));
 }
 }  // namespace
 

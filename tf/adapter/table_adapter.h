@@ -74,8 +74,8 @@ class GpuTableArgument {
   const ops::GpuTableView<T>& view() const { return view_; }
 
   // After the launch (the destructor does it otherwise): keeps the pinned staging tensor
-  // referenced until the stream has executed the copy that reads it (EventMgr::ThenExecute, as TensorFlow's own
-  // GpuDeviceArrayOnHost does), then lets TensorFlow's allocator reuse it.
+  // referenced until the stream has executed the copy that reads it (EventMgr::ThenExecute, as
+  // TensorFlow's own GpuDeviceArrayOnHost does), then lets TensorFlow's allocator reuse it.
   void KeepAliveUntilStreamPasses(tensorflow::OpKernelContext* ctx);
 
  private:

@@ -1,4 +1,5 @@
-// Frobulate's CPU kernel (see frobulate_cpu.h). One template body, instantiated per instruction set.
+// Frobulate's CPU kernel (see frobulate_cpu.h). One template body, instantiated per instruction
+// set.
 #include "frobulate/frobulate_cpu.h"
 
 #include <algorithm>
@@ -13,8 +14,7 @@ namespace {
 // hide the add latency (two adds per cycle at four cycles of latency need eight).
 template <class T, int kBytes, int kAccumulators>
 __attribute__((always_inline)) inline void FrobulateTiles(const T* data, T* out, std::int64_t count,
-                                                          const T* table,
-                                                          std::int64_t table_size) {
+                                                          const T* table, std::int64_t table_size) {
   using V = typename cpu::Vector<T, kBytes>::type;
   constexpr int kLanes = cpu::Vector<T, kBytes>::kLanes;
   constexpr std::int64_t kTile = std::int64_t{kLanes} * kAccumulators;
@@ -72,8 +72,8 @@ CONSTMEM_TARGET_AVX512 void Avx512(const T* data, T* out, std::int64_t count, co
 }  // namespace
 
 template <class T>
-void FrobulateCpuRange(const T* data, T* out, std::int64_t begin, std::int64_t end,
-                       const T* table, std::int64_t table_size, cpu::Isa isa) {
+void FrobulateCpuRange(const T* data, T* out, std::int64_t begin, std::int64_t end, const T* table,
+                       std::int64_t table_size, cpu::Isa isa) {
   const std::int64_t count = end - begin;
   if (count <= 0) return;
   data += begin;

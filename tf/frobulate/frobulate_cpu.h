@@ -17,14 +17,13 @@ namespace ops {
 // out[i] for i in [begin, end), from a table already converted to T (convert once per call, not
 // once per range). `isa` must be supported (cpu::IsaSupported); cpu::BestIsa() is the default.
 template <class T>
-void FrobulateCpuRange(const T* data, T* out, std::int64_t begin, std::int64_t end,
-                       const T* table, std::int64_t table_size, cpu::Isa isa = cpu::BestIsa());
+void FrobulateCpuRange(const T* data, T* out, std::int64_t begin, std::int64_t end, const T* table,
+                       std::int64_t table_size, cpu::Isa isa = cpu::BestIsa());
 
 extern template void FrobulateCpuRange<float>(const float*, float*, std::int64_t, std::int64_t,
                                               const float*, std::int64_t, cpu::Isa);
-extern template void FrobulateCpuRange<double>(const double*, double*, std::int64_t,
-                                               std::int64_t, const double*, std::int64_t,
-                                               cpu::Isa);
+extern template void FrobulateCpuRange<double>(const double*, double*, std::int64_t, std::int64_t,
+                                               const double*, std::int64_t, cpu::Isa);
 
 }  // namespace ops
 }  // namespace constmem

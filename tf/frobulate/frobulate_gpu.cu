@@ -167,7 +167,8 @@ Status Launch(int device, cudaStream_t stream, const T* data, T* out, std::int64
     FrobulateKernel<T, Table, false>
         <<<grid, kThreadsPerBlock, 0, stream>>>(data, out, count, table_size, table);
   }
-  return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "Frobulate kernel launch");
+  return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()),
+                    "Frobulate kernel launch");
 }
 
 StrategyLimits FrobulateLimits() {
