@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds the op library with CMake before packaging (`pip install .`)."""
 
 import os

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the upload benchmark: the consumer kernel every variant launches, and the
 // interface between the benchmark's translation units (each declares its own __constant__ data).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Benchmarks stop at the first failed call: a figure measured after an error would mean nothing.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU benchmark: the machine's ceilings and Frobulate's CPU kernel against them, in one run.
 //
 //   fadd ceiling   a register-only loop of independent vector adds at the widest width the CPU
@@ -8,12 +9,14 @@
 //                  per-element loop it replaced as the baseline
 //
 // Each case reports its figure against its own ceiling, min(fadd / entries, copy / 8 or 16 B) in
-// elements per second, and against the baseline. Threads are set to denormal flush as TensorFlow's
+// elements per second (measured again in every round; the median of the per-round shares), and
+// against the baseline. Threads are set to denormal flush as TensorFlow's
 // CPU threads are. Prints a table; --json FILE writes the figures.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -87,8 +90,8 @@ CONSTMEM_TARGET_AVX512 float AddLoopAvx512(std::int64_t n) { return AddLoop<64, 
 #endif
 
 // Float adds per second on every thread at the widest width.
-double FaddCeiling(int threads, Isa isa) {
-  const std::int64_t iterations = 20'000'000;
+double FaddCeiling(int threads, Isa isa, int repeats = 5) {
+  const std::int64_t iterations = 10'000'000;
   int lanes = 4 * 8;
   float (*loop)(std::int64_t) = AddLoopPortable;
 #if CONSTMEM_CPU_X86
@@ -96,17 +99,31 @@ double FaddCeiling(int threads, Isa isa) {
   if (isa == Isa::kAvx2) loop = AddLoopAvx2, lanes = 8 * 12;
 #endif
   std::vector<float> sink(threads);
-  const double seconds = MedianTime(5, threads, [&](int t) { sink[t] = loop(iterations + t); });
+  const double seconds =
+      MedianTime(repeats, threads, [&](int t) { sink[t] = loop(iterations + t); });
   if (sink[0] == 12345.f) std::printf(" ");
   return static_cast<double>(lanes) * iterations * threads / seconds;
 }
 
+// 64-byte aligned, as TensorFlow's CPU allocator hands out tensors.
+template <class T>
+struct AlignedBuffer {
+  explicit AlignedBuffer(std::size_t n)
+      : data(static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))) {}
+  ~AlignedBuffer() { std::free(data); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  T* data;
+};
+
 // Bytes per second read and written by copying `bytes` through every thread.
-double CopyCeiling(int threads, std::size_t bytes) {
-  std::vector<char> in(bytes, 1), out(bytes, 0);
+double CopyCeiling(int threads, std::size_t bytes, int repeats = 7) {
+  AlignedBuffer<char> in(bytes), out(bytes);
+  std::memset(in.data, 1, bytes);
+  std::memset(out.data, 0, bytes);
   const std::size_t share = bytes / threads;
-  const double seconds = MedianTime(7, threads, [&](int t) {
-    std::memcpy(out.data() + t * share, in.data() + t * share, share);
+  const double seconds = MedianTime(repeats, threads, [&](int t) {
+    std::memcpy(out.data + t * share, in.data + t * share, share);
   });
   return 2.0 * static_cast<double>(share) * threads / seconds;
 }
@@ -116,16 +133,20 @@ struct Case {
   std::string dtype;
   std::int64_t entries;
   std::int64_t elements;
-  double seconds;
-  double ceiling_elements_per_s;
+  double seconds;           // median over rounds
+  double share_of_ceiling;  // median of the per-round shares
   double baseline_seconds;  // 0 when the baseline was not run
 };
 
+// The machine is shared and its speed drifts: every round measures the ceilings again next to the
+// kernel, and the share reported is the median of the per-round shares.
 template <class T>
 Case RunCase(const std::string& name, Isa isa, std::int64_t entries, std::int64_t elements,
-             int threads, bool with_baseline, double fadd, double copy) {
-  std::vector<T> data(elements), out(elements), expected(elements);
-  for (std::int64_t i = 0; i < elements; ++i) data[i] = static_cast<T>((i % 1000) * 0.25 - 100);
+             int threads, bool with_baseline, int rounds) {
+  AlignedBuffer<T> data(elements), out(elements), expected(elements);
+  for (std::int64_t i = 0; i < elements; ++i) {
+    data.data[i] = static_cast<T>((i % 1000) * 0.25 - 100);
+  }
   std::vector<std::int32_t> table(entries);
   for (std::int64_t j = 0; j < entries; ++j) table[j] = static_cast<std::int32_t>(j % 7) - 3;
   std::vector<T> converted(table.begin(), table.end());
@@ -134,26 +155,38 @@ Case RunCase(const std::string& name, Isa isa, std::int64_t entries, std::int64_
     *begin = std::min(elements, t * share);
     *end = std::min(elements, *begin + share);
   };
-  const int repeats = elements * entries > 4'000'000'000LL ? 3 : 5;
-  Case result{name, sizeof(T) == 4 ? "float32" : "float64", entries, elements, 0, 0, 0};
-  result.seconds = MedianTime(repeats, threads, [&](int t) {
-    std::int64_t b, e;
-    range(t, &b, &e);
-    constmem::ops::FrobulateCpuRange(data.data(), out.data(), b, e, converted.data(), entries, isa);
-  });
-  if (with_baseline) {
-    result.baseline_seconds = MedianTime(3, threads, [&](int t) {
+  std::vector<double> times, shares;
+  for (int round = 0; round < rounds; ++round) {
+    const double fadd = FaddCeiling(threads, constmem::cpu::BestIsa(), 1);
+    const double copy = CopyCeiling(threads, elements * sizeof(T), 1);
+    const double seconds = MedianTime(1, threads, [&](int t) {
       std::int64_t b, e;
       range(t, &b, &e);
-      constmem::ops::FrobulateRange(data.data(), expected.data(), b, e, table.data(), entries);
+      constmem::ops::FrobulateCpuRange(data.data, out.data, b, e, converted.data(), entries, isa);
     });
-    if (std::memcmp(out.data(), expected.data(), elements * sizeof(T)) != 0) {
+    const double adds_per_s = fadd * sizeof(float) / sizeof(T);  // vector adds in T
+    const double ceiling = std::min(adds_per_s / entries, copy / (2.0 * sizeof(T)));
+    times.push_back(seconds);
+    shares.push_back(elements / seconds / ceiling);
+  }
+  Case result{name,
+              sizeof(T) == 4 ? "float32" : "float64",
+              entries,
+              elements,
+              Median(times),
+              Median(shares),
+              0};
+  if (with_baseline) {
+    result.baseline_seconds = MedianTime(entries > 100 ? 1 : 3, threads, [&](int t) {
+      std::int64_t b, e;
+      range(t, &b, &e);
+      constmem::ops::FrobulateRange(data.data, expected.data, b, e, table.data(), entries);
+    });
+    if (std::memcmp(out.data, expected.data, elements * sizeof(T)) != 0) {
       std::fprintf(stderr, "%s: kernel and baseline differ\n", name.c_str());
       std::exit(1);
     }
   }
-  const double lanes_per_element = (fadd * sizeof(float)) / sizeof(T);  // adds/s in T
-  result.ceiling_elements_per_s = std::min(lanes_per_element / entries, copy / (2.0 * sizeof(T)));
   return result;
 }
 
@@ -162,11 +195,14 @@ Case RunCase(const std::string& name, Isa isa, std::int64_t entries, std::int64_
 int main(int argc, char** argv) {
   const char* json_path = nullptr;
   bool quick = false;
+  long long only_entries = 0;  // --entries N: only the cases of that table length
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--entries") == 0 && i + 1 < argc)
+      only_entries = std::atoll(argv[++i]);
   }
   threads = std::max(threads, 1);
   const Isa best = constmem::cpu::BestIsa();
@@ -174,6 +210,7 @@ int main(int argc, char** argv) {
   const double fadd_one = FaddCeiling(1, best);
   const std::int64_t elements = quick ? (1 << 20) : (16 << 20);
   const double copy = CopyCeiling(threads, elements * sizeof(double));
+  const int rounds = quick ? 2 : 5;
   std::printf("cpu_bench: %d threads, best instruction set %s\n", threads,
               constmem::cpu::IsaName(best));
   std::printf("fadd ceiling  %.1f G adds/s float32 (%.1f on one thread)\n", fadd / 1e9,
@@ -186,17 +223,18 @@ int main(int argc, char** argv) {
     return entries > 1000 ? std::max<std::int64_t>(elements / 64, 1 << 16) : elements;
   };
   for (std::int64_t entries : {1, 16, 100, 1000, 16384}) {
+    if (only_entries != 0 && entries != only_entries) continue;
     const bool baseline = entries <= 1000;
-    cases.push_back(RunCase<float>("float32", best, entries, elements_for(entries), threads,
-                                   baseline, fadd, copy));
+    cases.push_back(
+        RunCase<float>("float32", best, entries, elements_for(entries), threads, baseline, rounds));
     cases.push_back(RunCase<double>("float64", best, entries, elements_for(entries), threads,
-                                    baseline, fadd, copy));
+                                    baseline, rounds));
   }
   for (int isa = 0; isa < static_cast<int>(best); ++isa) {
+    if (only_entries != 0 && only_entries != 100) break;
     if (!constmem::cpu::IsaSupported(static_cast<Isa>(isa))) continue;
     cases.push_back(RunCase<float>(std::string("float32 ") + IsaName(static_cast<Isa>(isa)),
-                                   static_cast<Isa>(isa), 100, elements, threads, false, fadd,
-                                   copy));
+                                   static_cast<Isa>(isa), 100, elements, threads, false, rounds));
   }
 
   std::printf("%-18s %7s %10s %12s %10s %12s\n", "case", "entries", "elements", "G elem/s",
@@ -208,7 +246,7 @@ int main(int argc, char** argv) {
       std::snprintf(vs, sizeof(vs), "%.1fx", c.baseline_seconds / c.seconds);
     std::printf("%-18s %7lld %10lld %12.3f %9.1f%% %12s\n", c.name.c_str(),
                 static_cast<long long>(c.entries), static_cast<long long>(c.elements), rate / 1e9,
-                100.0 * rate / c.ceiling_elements_per_s, vs);
+                100.0 * c.share_of_ceiling, vs);
   }
   if (json_path != nullptr) {
     FILE* f = std::fopen(json_path, "w");
@@ -223,8 +261,7 @@ int main(int argc, char** argv) {
                    " {\"case\": \"%s\", \"dtype\": \"%s\", \"entries\": %lld, \"elements\": %lld, "
                    "\"seconds\": %.6g, \"share_of_ceiling\": %.4f, \"vs_baseline\": %.3f}%s\n",
                    c.name.c_str(), c.dtype.c_str(), static_cast<long long>(c.entries),
-                   static_cast<long long>(c.elements), c.seconds,
-                   c.elements / c.seconds / c.ceiling_elements_per_s,
+                   static_cast<long long>(c.elements), c.seconds, c.share_of_ceiling,
                    c.baseline_seconds > 0 ? c.baseline_seconds / c.seconds : 0.0,
                    i + 1 < cases.size() ? "," : "");
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel-level figures for Frobulate on the GPU, each against ceilings measured in the same run:
 //   - the FADD/DADD rate (independent chains) and an elementwise pass (out = in + s);
 //   - Frobulate's own kernel at table lengths 1, 16, 100, 1,000 and 16,384, float32 and float64;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host time per call: what TensorFlow's executor thread pays to enqueue one small Frobulate (1 Ki
 // float32 elements, 100-entry table) for each way a table arrives, against a bare kernel launch
 // (what tf.add costs underneath) and against the CUDA runtime calls the launcher makes. Batches of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plots kernel_bench's JSON: throughput against table length, per placement, with the ceiling."""
 
 import json

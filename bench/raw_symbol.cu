@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench_common.cuh"
 
 static __constant__ std::int32_t raw_symbol[bench::kRawSymbolEntries];

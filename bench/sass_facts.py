@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Counts the instructions that matter in Frobulate's kernels, from `cuobjdump -sass` output:
 16-byte loads (LDG.E.128), table reads (LDC), conversions (I2F*) and additions (FADD/DADD), and
 whether any addition takes its operand straight from a constant bank (c[...]).

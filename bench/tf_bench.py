@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TensorFlow-level figures for each way the table arrives (device input, host input, attr):
 
 1. per call on 1 Ki float32 elements with a 100-entry table against `tf.add` on the same tensor,

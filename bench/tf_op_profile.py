@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where the host time of one small op goes inside TensorFlow: runs 200 unrolled calls of `tf.add`
 and of Frobulate (attr form, 1 Ki float32 elements, table of 100) under TensorFlow's profiler with
 host tracing only, and prints, per traced activity, how many times it ran and its mean duration.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What it costs, per call of a tf.function, to hand Frobulate's input form a table that is in
 device memory, by where the table comes from (1 Ki float32 elements, 100 entries, 200 calls queued
 and read back once, after a warm-up):

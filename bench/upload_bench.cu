@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-call cost of getting a table to a kernel: bare launch, by-value parameters, and upload +
 // launch through raw cudaMemcpyToSymbolAsync against constmem, from device, pinned and pageable
 // sources, on one stream and alternating two. Prints a table and writes JSON.

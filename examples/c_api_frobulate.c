@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Frobulate from TensorFlow's C API, without Python: loads the op library, builds a graph
  * data -> Constmem>Frobulate(data, table) and runs it, checking every element against a plain C
  * reference; then feeds a table of the wrong rank, expects TF_INVALID_ARGUMENT, and runs a valid

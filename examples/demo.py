@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Frobulate on real data: 16 Mi float32 elements, a 100-entry table, on the GPU if TensorFlow sees
 one (else the CPU); checked against NumPy, timed, and reported as time per call and GB/s.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The benchmark command: the CPU kernels against the CPU's ceilings; upload costs, host cost per
 # launch, GPU kernel throughput against ceilings measured in the same run, the placement matrix, the seed's approach, and TensorFlow-level figures. Writes JSON and a
 # PNG plot to ${CONSTMEM_BENCH_OUT:-results/bench}. Without a GPU it runs a CPU smoke of the TF

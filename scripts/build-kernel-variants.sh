@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds kernel_bench once per Frobulate launch-shape variant, for comparing them on a GPU with
 # `kernel_bench --quick`. Needs a configured build (scripts/build.sh) in CONSTMEM_BUILD_DIR.
 #   scripts/build-kernel-variants.sh OUT_DIR NAME=DEFINES... e.g. v12u8=-DCONSTMEM_FROBULATE_VECTORS_PER_THREAD=12

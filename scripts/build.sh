@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds the op library, C++ tests and benchmarks into build/.
 # CUDA code is compiled whenever nvcc exists (no GPU needed); CONSTMEM_CUDA_ARCHS overrides the
 # architectures (default: sm_75, 80, 86, 89, 90 and PTX).

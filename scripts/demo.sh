@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: builds if needed, then runs Frobulate on 16 Mi elements with a 100-entry table,
 # on the GPU when TensorFlow sees one, else on the CPU, checked against NumPy.
 set -euo pipefail

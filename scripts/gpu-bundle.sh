@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Makes the offline GPU test bundle in .gpu-bundle/ (run where PyPI is reachable):
 #   small/   op libraries (safe and hazard-tracking-off builds, sm_90 code), C++ GPU tests and
 #            benchmarks, CUDA 12 library stand-ins, small wheels, the project's Python, tests and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The C++ GPU suite (no TensorFlow): core, reliability and Frobulate tests, compute-sanitizer
 # (memcheck, racecheck, synccheck, initcheck) over each, and the upload benchmark. Run on a machine
 # with an NVIDIA GPU.

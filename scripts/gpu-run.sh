@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the GPU suite on a host with an NVIDIA GPU but no TensorFlow and no network, from the
 # bundle scripts/gpu-bundle.sh made:
 #   scripts/gpu-run.sh SMALL_DIR PARTS_DIR RESULT_DIR

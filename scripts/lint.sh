@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Lint and format checks, as CI runs them (scripts/lint.sh --fix rewrites instead of checking):
 # clang-format (C++ and CUDA), ruff (lint and format), shellcheck, codespell. The tools are pinned
 # in pyproject.toml's `lint` extra, which scripts/setup.sh installs into .venv.

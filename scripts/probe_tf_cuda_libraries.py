@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the CUDA 12 library stand-ins allow (docs/gpu-libraries.md): TensorFlow registers the GPU,
 elementwise ops and constmem's ops run, and what ops that need cuBLAS, cuDNN or cuFFT do. Each of
 those runs in a process of its own, followed there by an elementwise op, because a stand-in can

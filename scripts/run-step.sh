@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the GPU scripts:
 #   run_step RESULT_DIR SUMMARY_FILE NAME COUNTS_REGEX COMMAND...
 # Runs COMMAND with its output in RESULT_DIR/NAME.log, appends one line (name, exit status,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The host code built with AddressSanitizer (everything: core host side, adapter, CPU kernels, op
 # library) and UndefinedBehaviorSanitizer (the code that sees no TensorFlow header) into
 # build-asan/, without GPU kernels; then the C++ host tests and the CPU Python tests run against

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Creates .venv with the pinned TensorFlow and the test and lint tools (all from pyproject.toml),
 # after checking the system compilers and the Python version.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test command: sets up, builds (including the GPU kernels when nvcc exists), then runs the
 # C++ tests (GPU tests skip without a GPU), the Python tests (on every device TF sees) and the
 # host code under AddressSanitizer and UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Constmem>UploadStats: the core's process-wide counters, so that tests and benchmarks can see
 // which path each table took (uploads by source, skipped uploads, staging checks and releases).
 #include "adapter/kernel_registration.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Banks of __constant__ storage, split into slots, with uploads onto any stream and cross-stream
 // hazards tracked by events.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // constmem: per-call tables in __constant__ memory, safe on any stream, never blocking the host.
 // The umbrella header for CUDA translation units; host-only code may include status.hpp,
 // strategy.hpp, slot_planner.hpp and stats.hpp alone.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU instruction sets constmem's CPU kernels are compiled for, and the one used at run time.
 //
 // TensorFlow's pip build targets baseline x86-64, so an op library must run on any CPU that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA plumbing shared by the core: errors to Status, the device a stream belongs to, and a guard
 // that makes a device current for the calling thread and restores the previous one.
 //

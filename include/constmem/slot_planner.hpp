@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-side bookkeeping of a bank's slots: which runs of slots are leased, and what host content
 // each run holds, so that an unchanged table is not copied again. No CUDA include; not
 // thread-safe by itself (the bank guards it with its mutex).

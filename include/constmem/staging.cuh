@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reusable pinned staging for uploads from pageable host memory. A buffer is handed out again only
 // after the copy that read it has executed, which is learned from an event with cudaEventQuery:
 // the host never waits. When every buffer is still in flight the pool grows, up to a bound.

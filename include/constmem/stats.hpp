@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process-wide counters of what the core and its adapters did: which source each upload came
 // from, which uploads were skipped, and how staging memory was checked and released. Tests and
 // benchmarks read them to prove behaviour (an attr uploaded once, staging released only after its

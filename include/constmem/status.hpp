@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small status type: the core reports every failure through it and never aborts or throws, so
 // a caller such as a TensorFlow kernel can turn it into its own error type.
 #pragma once

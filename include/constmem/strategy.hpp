@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a table should live for a kernel that reads it with warp-uniform indices. Host-only: no
 // CUDA include, so TensorFlow-side code and CPU tests can use it.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """constmem: per-call tables in CUDA constant memory for TensorFlow custom ops.
 
 Importing the package loads the op library, so that a SavedModel or graph that uses the ops

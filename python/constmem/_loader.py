@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loads the op library once per process, after checking that it was built for this TensorFlow."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Frobulate: out[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1])."""
 
 import numpy as np

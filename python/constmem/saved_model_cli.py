@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TensorFlow's `saved_model_cli` with constmem's ops registered.
 
 `saved_model_cli` cannot load custom op libraries; for models that use constmem's ops run

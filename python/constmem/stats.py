@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The core's process-wide counters: which path each table took."""
 
 from constmem import _loader

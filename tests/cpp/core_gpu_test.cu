@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The core on a real GPU: uploads from each source, skipped uploads, errors, both hazard directions
 // (with tracking on, and off to prove the tests can fail), slot overlap, by-value tables, a
 // cross-talk stress and several devices. Every test skips itself where no GPU is present.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-side logic of the core, runnable without a GPU: status, strategy, slot bookkeeping,
 // counters and Frobulate's CPU arithmetic.
 #include <gtest/gtest.h>

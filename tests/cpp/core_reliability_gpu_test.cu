@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The core under conditions that must neither hang nor poison later calls: CUDA graph capture on
 // the lease's stream and on another thread, a thread acquiring what it already holds, failed CUDA
 // calls (through fault injection), a slow stream in front of the staging pool, and the stream's

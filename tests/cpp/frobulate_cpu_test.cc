@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frobulate's CPU kernel against the scalar per-element loop, for every instruction set this CPU
 // supports: random lengths, offsets and tables, and special values, with and without the denormal
 // flush TensorFlow's CPU threads run under. Bitwise equality is the contract.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frobulate's GPU launcher, driven without TensorFlow on a CUDA stream, against the CPU functor:
 // bit for bit, for random data and tables, every table source and every placement.
 #include <gtest/gtest.h>

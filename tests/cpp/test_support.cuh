@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every C++ GPU test here shares: skipping without a GPU, Status assertions, and owning
 // wrappers for streams and device buffers.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Two logical GPUs on one physical GPU: two TensorFlow streams, one shared __constant__ symbol.
 
 Threads on both logical devices run Frobulate concurrently, each with its own table uploaded from

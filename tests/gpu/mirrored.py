@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Frobulate under tf.distribute.MirroredStrategy: per-device constant memory.
 
 Each replica uses its own table (uploaded device-to-device into that device's constant bank) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The TensorFlow-level stress: a million checked op executions across logical GPUs.
 
 Every GPU TensorFlow sees is split into logical GPUs (or, with two or more physical GPUs, each is

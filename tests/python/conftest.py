@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures and markers, in the style of tensorflow/addons' device helpers.
 
 - `device`: a test that takes it runs once on the CPU and once on each GPU TensorFlow sees.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Independent references for the tests: NumPy, evaluated the way the op's formula says."""
 
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Running Python in a fresh process, as deployments and separate tools do."""
 
 import os

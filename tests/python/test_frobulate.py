@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Frobulate through TensorFlow: every variant, every shape class, eager and tf.function, the
 gradient, SavedModel and every error, on the CPU and on each GPU TensorFlow sees."""
 

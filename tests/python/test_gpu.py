@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The TensorFlow GPU suite: runs wherever TensorFlow sees a GPU and skips elsewhere.
 
 The three ways a table arrives, each checked bit for bit against the CPU kernel and through the

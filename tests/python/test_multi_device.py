@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The multi-device scripts in tests/gpu, run as tests: each in a process of its own, since each
 splits devices into logical ones, which must happen before TensorFlow starts them."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SavedModels that use the ops, loaded in a fresh process: the way they are deployed."""
 
 import textwrap

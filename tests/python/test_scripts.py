@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The demo and the TensorFlow-level benchmarks run end to end on tiny sizes (on the CPU in CI):
 the demo's own check against NumPy must pass, and the benchmarks must produce every figure they
 promise. No timing is asserted."""

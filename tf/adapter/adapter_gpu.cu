@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The adapter's few CUDA calls, made through our own (static) CUDA runtime.
 #include <cuda_runtime.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain C++ types that cross from TensorFlow kernels (g++) into CUDA launchers (nvcc).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel registration that survives a second copy of the op library in one process.
 //
 // TensorFlow keeps one kernel registry per process. Loading the same op library again from

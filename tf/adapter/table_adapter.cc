@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "adapter/table_adapter.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TensorFlow side of constmem: how a table reaches a GPU launcher from an op's input or attr,
 // with TensorFlow's allocator, stream and event manager. Every constmem op reuses it:
 //

@@ -1,24 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frobulate's CPU kernel (see frobulate_cpu.h). One template body, instantiated per instruction
 // set.
 #include "frobulate/frobulate_cpu.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+
+#if CONSTMEM_CPU_X86
+#include <immintrin.h>
+#endif
 
 namespace constmem {
 namespace ops {
 namespace {
 
+// Ranges at least this large are written with streaming stores where the CPU has them.
+constexpr std::int64_t kStreamingBytes = std::int64_t{4} << 20;
+
 // kAccumulators vectors of elements stay in registers while the whole table streams past: each
 // table entry is broadcast once and added to every accumulator. Enough independent accumulators
 // hide the add latency (two adds per cycle at four cycles of latency need eight).
-template <class T, int kBytes, int kAccumulators>
+// Stores one vector. A streaming variant writes around the cache: the output of a large call would
+// only evict the input about to be read, and a plain store first reads the line it writes.
+struct PlainStore {
+  template <class V, class T>
+  static void Store(T* to, const V& value) {
+    std::memcpy(to, &value, sizeof(V));
+  }
+  static void Fence() {}
+};
+
+template <class T, int kBytes, int kAccumulators, class Storer = PlainStore>
 __attribute__((always_inline)) inline void FrobulateTiles(const T* data, T* out, std::int64_t count,
                                                           const T* table, std::int64_t table_size) {
   using V = typename cpu::Vector<T, kBytes>::type;
   constexpr int kLanes = cpu::Vector<T, kBytes>::kLanes;
   constexpr std::int64_t kTile = std::int64_t{kLanes} * kAccumulators;
-  auto tile = [&](const T* in, T* result) __attribute__((always_inline)) {
+  auto tile = [&](const T* in, T* result, auto store) __attribute__((always_inline)) {
     V acc[kAccumulators];
 #pragma GCC unroll 64
     for (int k = 0; k < kAccumulators; ++k) std::memcpy(&acc[k], in + k * kLanes, kBytes);
@@ -28,21 +47,22 @@ __attribute__((always_inline)) inline void FrobulateTiles(const T* data, T* out,
       for (int k = 0; k < kAccumulators; ++k) acc[k] += entry;
     }
 #pragma GCC unroll 64
-    for (int k = 0; k < kAccumulators; ++k) std::memcpy(result + k * kLanes, &acc[k], kBytes);
+    for (int k = 0; k < kAccumulators; ++k) decltype(store)::Store(result + k * kLanes, acc[k]);
   };
   std::int64_t i = 0;
   for (; i + kTile <= count; i += kTile) {
-    // The next tile's data, requested now so that it is in cache when its turn comes.
+    // The data two tiles ahead, requested now so that it is in cache when its turn comes.
     for (int line = 0; line < kTile * static_cast<int>(sizeof(T)); line += 64) {
-      __builtin_prefetch(reinterpret_cast<const char*>(data + i + kTile) + line);
+      __builtin_prefetch(reinterpret_cast<const char*>(data + i + 2 * kTile) + line);
     }
-    tile(data + i, out + i);
+    tile(data + i, out + i, Storer());
   }
+  Storer::Fence();
   if (i < count) {  // the rest, through a zero-padded tile of its own
     T padded[kTile] = {};
     const std::int64_t rest = count - i;
     std::memcpy(padded, data + i, rest * sizeof(T));
-    tile(padded, padded);
+    tile(padded, padded, PlainStore());
     std::memcpy(out + i, padded, rest * sizeof(T));
   }
 }
@@ -60,11 +80,29 @@ CONSTMEM_TARGET_AVX2 void Avx2(const T* data, T* out, std::int64_t count, const 
   FrobulateTiles<T, 32, 12>(data, out, count, table, size);
 }
 
+#if CONSTMEM_CPU_X86
+struct StreamingStore512 {
+  template <class V, class T>
+  CONSTMEM_TARGET_AVX512 static void Store(T* to, const V& value) {
+    if constexpr (sizeof(T) == 4) {
+      _mm512_stream_ps(reinterpret_cast<float*>(to), reinterpret_cast<const __m512&>(value));
+    } else {
+      _mm512_stream_pd(reinterpret_cast<double*>(to), reinterpret_cast<const __m512d&>(value));
+    }
+  }
+  static void Fence() { _mm_sfence(); }
+};
+#endif
+
 // 32 zmm registers: 24 accumulators (16 left the adders idle a third of the time at 100
 // entries), the entry, and room for the loop.
 template <class T>
 CONSTMEM_TARGET_AVX512 void Avx512(const T* data, T* out, std::int64_t count, const T* table,
                                    std::int64_t size) {
+  // Streaming stores need 64-byte alignment and pay off once the output outgrows the caches.
+  const bool stream = reinterpret_cast<std::uintptr_t>(out) % 64 == 0 &&
+                      count * static_cast<std::int64_t>(sizeof(T)) >= kStreamingBytes;
+  if (stream) return FrobulateTiles<T, 64, 24, StreamingStore512>(data, out, count, table, size);
   FrobulateTiles<T, 64, 24>(data, out, count, table, size);
 }
 #endif

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frobulate's CPU kernel: vectorised and register-tiled, compiled for several instruction sets and
 // picked at run time. Plain C++: no TensorFlow and no CUDA include.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frobulate's arithmetic, shared by the CPU kernel, the GPU test and the benchmarks. Plain C++:
 // no TensorFlow and no CUDA include.
 //

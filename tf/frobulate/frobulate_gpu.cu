@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frobulate's CUDA kernels and launcher. Includes the constmem core only: no TensorFlow header
 // reaches nvcc, so TensorFlow's CUDA version and ours never meet.
 #include <cuda_runtime.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frobulate's kernels: CPU kernels over TensorFlow's thread pool, and GPU kernels (compiled by
 // g++) that hand TensorFlow's stream and the prepared table to the CUDA launcher.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plain C++ interface between Frobulate's TensorFlow kernel (g++, TensorFlow headers) and its
 // CUDA code (nvcc, no TensorFlow header). The stream is TensorFlow's raw CUDA stream.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Registration and shape functions of the Frobulate ops. The table reaches the kernel one of
 // three ways, one op each, so that the graph says which copy happens:
 //   Constmem>Frobulate           table is an ordinary input (on the GPU: read in place up to

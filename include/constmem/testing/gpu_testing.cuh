@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for tests and benchmarks of code built on constmem: whether a GPU is present, and
 // kernels' view of wall-clock time for spins that hold a stream.
 #pragma once
