@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -136,6 +137,29 @@ TEST_P(FrobulateCpu, SpecialValuesWithAndWithoutDenormalFlush) {
     SpecialCases<float>(GetParam(), flush);
     SpecialCases<double>(GetParam(), flush);
   }
+}
+
+template <class T>
+void LargeAlignedOutput(Isa isa) {
+  // Past the size from which the widest kernel writes with streaming stores, and in place.
+  const std::size_t n = (std::size_t{5} << 20) / sizeof(T) + 37;
+  T* buffer = static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64));
+  std::mt19937_64 rng(5);
+  std::vector<T> data(n), expected(n);
+  for (auto& v : data) v = static_cast<T>(static_cast<std::int64_t>(rng() % 20001) - 10000) / 8;
+  const std::vector<std::int32_t> table = {3, -7, 1000, 2147483647};
+  const std::vector<T> converted(table.begin(), table.end());
+  std::copy(data.begin(), data.end(), buffer);
+  ops::FrobulateCpuRange(buffer, buffer, 0, static_cast<std::int64_t>(n), converted.data(), 4, isa);
+  ops::FrobulateRange(data.data(), expected.data(), 0, static_cast<std::int64_t>(n), table.data(),
+                      4);
+  EXPECT_EQ(std::memcmp(buffer, expected.data(), n * sizeof(T)), 0) << cpu::IsaName(isa);
+  std::free(buffer);
+}
+
+TEST_P(FrobulateCpu, LargeAlignedOutputsInPlace) {
+  LargeAlignedOutput<float>(GetParam());
+  LargeAlignedOutput<double>(GetParam());
 }
 
 TEST_P(FrobulateCpu, OverflowToInfinityMatches) {
