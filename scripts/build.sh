@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Configures and builds the op library, C++ tests and benchmarks into build/.
+# Configures and builds the op library, C++ tests and benchmarks into build/ (incrementally: only
+# what changed is rebuilt).
 # CUDA code is compiled whenever nvcc exists (no GPU needed); CONSTMEM_CUDA_ARCHS overrides the
 # architectures (default: sm_75, 80, 86, 89, 90 and PTX).
 set -euo pipefail
@@ -18,4 +19,5 @@ fi
 # CONSTMEM_CMAKE_ARGS: extra -D options, split on spaces.
 read -r -a extra <<<"${CONSTMEM_CMAKE_ARGS:-}"
 cmake -S . -B "${CONSTMEM_BUILD_DIR:-build}" "${args[@]}" "${extra[@]}" >/dev/null
-cmake --build "${CONSTMEM_BUILD_DIR:-build}" -j "$(nproc)"
+# Arguments go to `cmake --build` (for example `--target _constmem_ops`).
+cmake --build "${CONSTMEM_BUILD_DIR:-build}" -j "$(nproc)" "$@"

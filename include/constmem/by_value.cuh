@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tables passed by value as a __grid_constant__ kernel parameter. The launch copies the parameter
 // into constant bank 0 of the launch itself, so there is no upload, no slot and no hazard: every
-// launch carries its own table. Costs nothing beyond the launch up to about 4 KiB on the H200.
+// launch carries its own table. Up to about 4 KiB it costs nothing beyond the launch.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -10,8 +10,9 @@ namespace constmem {
 // The __constant__ space a module may declare (CUDA Programming Guide, "Device Memory Space
 // Specifiers"); every bank of one translation unit shares it.
 constexpr std::size_t kConstantMemoryBytes = 64 * 1024;
-// Kernel parameters up to this size cost nothing beyond the launch on the H200 (anchors: 3.4-3.8 us
-// for 400 B and 4 KiB against 6.6-7.4 us for 32,000 B), so this is where by-value stops paying.
+// Kernel parameters up to this size cost nothing measurable beyond the launch, while much larger
+// ones add to every launch (docs/performance.md, launch cost), so this is where by-value stops
+// paying.
 constexpr std::size_t kDefaultByValueBytes = 4 * 1024;
 // Largest kernel parameter list with CUDA 12.1+ on Volta and newer; 4,096 bytes before that.
 constexpr std::size_t kMaxKernelParamBytes = 32764;

@@ -1,10 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """Frobulate: out[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1])."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Union
+
 import numpy as np
 import tensorflow as tf
 
 from constmem import _loader
+
+TensorLike = Union[tf.Tensor, np.ndarray, Sequence, float, int]
+Source = Literal["auto", "input", "host", "attr"]
 
 MAX_TABLE_SIZE = 16384
 """The longest table: one 64 KiB constant bank of int32 entries."""
@@ -12,12 +20,38 @@ MAX_TABLE_SIZE = 16384
 _SOURCES = ("auto", "input", "host", "attr")
 
 
-def _invalid(message):
+def _invalid(message: str) -> tf.errors.InvalidArgumentError:
     return tf.errors.InvalidArgumentError(None, None, message)
 
 
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _int32_table(table: tf.Tensor) -> tf.Tensor:
+    """An integer tensor table as int32: checked on the host when its values are known, else by
+    assertions that run with the graph. The forms then accept the same tables."""
+    if table.dtype == tf.int32:
+        return table
+    if not table.dtype.is_integer:
+        raise _invalid(f"table must be int32 (or integers that fit it); got {table.dtype.name}")
+    static = tf.get_static_value(table)
+    if static is not None:
+        if static.size and (static.min() < _INT32_MIN or static.max() > _INT32_MAX):
+            raise _invalid("table entries must fit int32")
+        return tf.constant(static.astype(np.int32))
+    checks = [tf.debugging.assert_less_equal(table, tf.cast(_INT32_MAX, table.dtype),
+                                             message="table entries must fit int32")]
+    if not table.dtype.is_unsigned:
+        checks.append(tf.debugging.assert_greater_equal(
+            table, tf.cast(_INT32_MIN, table.dtype), message="table entries must fit int32"))
+    with tf.control_dependencies(checks):
+        return tf.cast(table, tf.int32)
+
+
 @tf.autograph.experimental.do_not_convert
-def frobulate(data, table, *, source="auto", name=None):
+def frobulate(
+    data: TensorLike, table: TensorLike, *, source: Source = "auto", name: str | None = None
+) -> tf.Tensor:
     """Adds every entry of `table` to every element of `data`, in order.
 
     `out[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1])`, evaluated left to right in
@@ -28,7 +62,8 @@ def frobulate(data, table, *, source="auto", name=None):
 
     Args:
       data: float32 or float64 tensor of any shape, including 0-d and empty.
-      table: int32 vector of 1 to 16,384 entries (64 KiB): a tensor, or a Python/NumPy sequence.
+      table: vector of 1 to 16,384 integers that fit int32 (64 KiB as int32): a tensor, or a
+        Python/NumPy sequence. Every form takes any integer dtype and converts it to int32.
       source: how the table reaches the GPU kernel.
         "input": an ordinary input; on the GPU a table of more than 1,024 entries is copied
           device-to-device into constant memory, a smaller one is read where it is (for this
@@ -44,7 +79,7 @@ def frobulate(data, table, *, source="auto", name=None):
 
     Raises:
       tf.errors.InvalidArgumentError: a table of rank other than 1, of length 0 or above 16,384,
-        of a dtype other than int32; data of a dtype other than float32/float64 or with more
+        of a non-integer dtype or with entries outside int32; data of a dtype other than float32/float64 or with more
         elements than the kernel can address (2^62).
 
     The gradient with respect to `data` is the incoming gradient; `table` has none.
@@ -73,9 +108,7 @@ def frobulate(data, table, *, source="auto", name=None):
             if values.size > 0 and (values.min() < -(2**31) or values.max() >= 2**31):
                 raise _invalid("table entries must fit int32")
             return ops.constmem_frobulate_attr(data=data, table=[int(v) for v in values])
-        table = tf.convert_to_tensor(table, dtype_hint=tf.int32)
-        if table.dtype != tf.int32:
-            raise _invalid(f"table must be int32; got {table.dtype.name}")
+        table = _int32_table(tf.convert_to_tensor(table, dtype_hint=tf.int32))
         if source == "host":
             return ops.constmem_frobulate_host_table(data=data, table=table)
         return ops.constmem_frobulate(data=data, table=table)

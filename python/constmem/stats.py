@@ -4,7 +4,7 @@
 from constmem import _loader
 
 
-def upload_stats():
+def upload_stats() -> dict[str, int]:
     """Returns a dict of counter name to value (uploads by source, skips, staging checks)."""
     values, names = _loader.ops().constmem_upload_stats()
     return {n.decode(): int(v) for n, v in zip(names.numpy(), values.numpy(), strict=True)}

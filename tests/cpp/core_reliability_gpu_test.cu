@@ -101,7 +101,7 @@ TEST(Capture, ACapturingStreamIsRefusedAndLeavesNoState) {
   ASSERT_CUDA(cudaStreamEndCapture(s, &graph));
   cudaGraphDestroy(graph);
   EXPECT_EQ(reliability_bank().ClearQuarantine(0), 0) << "a refused Acquire leaves no state";
-  // The sequence that used to break every later pageable upload on the device.
+  // A capture that had recorded slot or staging events would break every later pageable upload.
   const auto other = Table(300, 2);
   EXPECT_EQ(RoundTrip(t, other), other);
   EXPECT_EQ(RoundTrip(s, table), table);

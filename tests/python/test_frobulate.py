@@ -197,8 +197,24 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
     check_next_call_is_right(device)
 
 
-def test_wrong_table_dtype_tensor_is_rejected():
-    assert_invalid(lambda: constmem.frobulate([1.0], tf.constant([1], tf.int64)), "int32", "int64")
+@pytest.mark.parametrize("source", ["input", "host"])
+def test_integer_tensor_tables_are_accepted_like_numpy_ones(device, source):
+    # tf.constant(np.arange(n)) is int64: every form takes it, as the attr form takes the array.
+    data = np.array([0.5, 1.5], np.float32)
+    with tf.device(device):
+        out = constmem.frobulate(data, tf.constant(np.arange(5)), source=source)
+        np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, np.arange(5)))
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.int64)])
+        def run(t):
+            return constmem.frobulate(data, t, source=source)
+
+        np.testing.assert_array_equal(run(tf.constant([2, 3], tf.int64)).numpy(), data + 5)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="fit int32"):
+            run(tf.constant([2**31], tf.int64))
+    assert_invalid(lambda: constmem.frobulate(data, tf.constant([2**31], tf.int64)), "fit int32")
+    assert_invalid(lambda: constmem.frobulate(data, tf.constant([1.0])), "int32", "float32")
+    check_next_call_is_right(device)
 
 
 def test_raw_op_rejects_bad_tables_in_the_kernel(device):

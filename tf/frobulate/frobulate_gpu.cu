@@ -80,7 +80,7 @@ __device__ __forceinline__ void AddToVector(V& v, T entry) {
 }
 
 // Every lane of a warp reads table[j] with the same j: a constant-cache broadcast. Indexing the
-// table by thread (the seed question's cdata[i]) serialises the warp, 57x slower on the H200.
+// table by thread (the seed question's cdata[i]) serialises the warp (docs/performance.md).
 // Tiles of kThreadsPerBlock x kVectorsPerThread vectors are read and written fully coalesced
 // (vector k of every thread is contiguous across the block) and visited grid-stride, so that
 // concurrent blocks stream through neighbouring memory; the elements after the last whole tile (and
