@@ -30,10 +30,15 @@ say() { echo "$*" | tee -a "$summary"; }
 
 # 2. Install without network into a temporary prefix: TensorFlow unpacked as pip would, the small
 #    wheels with pip.
-mkdir -p "$site"
-cat "$parts"/tensorflow.tar.xz.part* | xz -dc -T0 | tar -C "$site" -xf - || { say "TensorFlow unpack failed"; exit 2; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
-  "$small"/wheels/*.whl || { say "install failed"; exit 2; }
+#    A later run on the same machine reuses the prefix.
+installed=$site/.constmem-installed-$(cat "$small/tensorflow.tar.xz.sha256")
+if [ ! -f "$installed" ]; then
+  rm -rf "$site" && mkdir -p "$site"
+  cat "$parts"/tensorflow.tar.xz.part* | xz -dc -T0 | tar -C "$site" -xf - || { say "TensorFlow unpack failed"; exit 2; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
+    "$small"/wheels/*.whl || { say "install failed"; exit 2; }
+  touch "$installed"
+fi
 export PYTHONPATH=$site:$PWD/python
 export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so
 # TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest.
