@@ -8,6 +8,11 @@
 import pytest
 import tensorflow as tf
 
+# Tests that start processes of their own (SavedModels, the multi-device scripts) need GPU memory
+# too: this process takes only what it uses, instead of TensorFlow's default of nearly all.
+for gpu in tf.config.list_physical_devices("GPU"):
+    tf.config.experimental.set_memory_growth(gpu, True)
+
 GPUS = [f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))]
 
 

@@ -29,7 +29,7 @@ def test_stress_on_logical_cpus():
 
 @pytest.mark.gpu
 def test_stress_on_logical_gpus():
-    line = run_script("stress.py", "--executions", "50000")
+    line = run_script("stress.py", "--executions", "20000")
     assert "mismatching=0" in line and "memory_flat=True" in line
 
 
