@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Union
+from typing import Literal
 
 import numpy as np
 import tensorflow as tf
 
 from constmem import _loader
 
-TensorLike = Union[tf.Tensor, np.ndarray, Sequence, float, int]
+TensorLike = tf.Tensor | np.ndarray | Sequence | float | int
 Source = Literal["auto", "input", "host", "attr"]
 
 MAX_TABLE_SIZE = 16384
@@ -28,8 +28,10 @@ _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _int32_table(table: tf.Tensor) -> tf.Tensor:
-    """An integer tensor table as int32: checked on the host when its values are known, else by
-    assertions that run with the graph. The forms then accept the same tables."""
+    """An integer tensor table as int32, so that every form accepts the same tables.
+
+    Checked on the host when its values are known, else by assertions that run with the graph.
+    """
     if table.dtype == tf.int32:
         return table
     if not table.dtype.is_integer:
@@ -79,8 +81,8 @@ def frobulate(
 
     Raises:
       tf.errors.InvalidArgumentError: a table of rank other than 1, of length 0 or above 16,384,
-        of a non-integer dtype or with entries outside int32; data of a dtype other than float32/float64 or with more
-        elements than the kernel can address (2^62).
+        of a non-integer dtype or with entries outside int32; data of a dtype other than
+        float32/float64 or with more elements than the kernel can address (2^62).
 
     The gradient with respect to `data` is the incoming gradient; `table` has none.
 
