@@ -41,11 +41,17 @@ def _int32_table(table: tf.Tensor) -> tf.Tensor:
         if static.size and (static.min() < _INT32_MIN or static.max() > _INT32_MAX):
             raise _invalid("table entries must fit int32")
         return tf.constant(static.astype(np.int32))
-    checks = [tf.debugging.assert_less_equal(table, tf.cast(_INT32_MAX, table.dtype),
-                                             message="table entries must fit int32")]
+    checks = [
+        tf.debugging.assert_less_equal(
+            table, tf.cast(_INT32_MAX, table.dtype), message="table entries must fit int32"
+        )
+    ]
     if not table.dtype.is_unsigned:
-        checks.append(tf.debugging.assert_greater_equal(
-            table, tf.cast(_INT32_MIN, table.dtype), message="table entries must fit int32"))
+        checks.append(
+            tf.debugging.assert_greater_equal(
+                table, tf.cast(_INT32_MIN, table.dtype), message="table entries must fit int32"
+            )
+        )
     with tf.control_dependencies(checks):
         return tf.cast(table, tf.int32)
 
