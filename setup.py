@@ -52,6 +52,18 @@ class BuildOpLibrary(build_py):
         os.makedirs(target, exist_ok=True)
         for name in ("_constmem_ops.so", "_constmem_ops.json"):
             shutil.copy2(os.path.join(build_dir, name), target)
+        # The core's headers and CMake package config, for constmem.sysconfig and find_package.
+        subprocess.check_call(
+            [
+                "cmake",
+                "--install",
+                build_dir,
+                "--component",
+                "core",
+                "--prefix",
+                os.path.join(self.build_lib, "constmem"),
+            ]
+        )
 
 
 setup(cmdclass={"build_py": BuildOpLibrary})

@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Where constmem's C++ parts are, in the style of `tf.sysconfig`, for building code against it.
+
+    g++ $(python -c 'import constmem.sysconfig as s; print(" ".join(s.get_compile_flags()))') ...
+    cmake -Dconstmem_DIR=$(python -c 'import constmem.sysconfig as s; print(s.get_cmake_dir())')
+
+An installed package carries the core's headers and its CMake package config; a source checkout
+points at the repository's `include/`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from constmem import _loader
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def get_include() -> str:
+    """The directory that holds `constmem/*.hpp` and `constmem/*.cuh`."""
+    installed = os.path.join(_PACKAGE, "include")
+    if os.path.isdir(os.path.join(installed, "constmem")):
+        return installed
+    return os.path.normpath(os.path.join(_PACKAGE, "..", "..", "include"))
+
+
+def get_cmake_dir() -> str:
+    """The directory of `constmemConfig.cmake`, for `find_package(constmem CONFIG)`."""
+    path = os.path.join(_PACKAGE, "lib", "cmake", "constmem")
+    if not os.path.exists(os.path.join(path, "constmemConfig.cmake")):
+        raise FileNotFoundError(
+            f"no CMake package config at {path}: this constmem is a source checkout; run "
+            "`cmake --install build --component core --prefix PREFIX` and use "
+            "PREFIX/lib/cmake/constmem, or `pip install .`"
+        )
+    return path
+
+
+def get_lib() -> str:
+    """The directory of the op library (for `tf.load_op_library` or `TF_LoadLibrary`)."""
+    return os.path.dirname(_loader.library_path())
+
+
+def get_compile_flags() -> list[str]:
+    """Compiler flags for code that includes the core (header-only: no link flags needed)."""
+    return [f"-I{get_include()}", "-std=c++17"]
+
+
+def get_link_flags() -> list[str]:
+    """Linker flags for the core: none, it is header-only; CUDA code links CUDA's runtime."""
+    return []
