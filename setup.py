@@ -1,5 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Builds the op library with CMake before packaging (`pip install .`)."""
+"""Builds the op library with CMake before packaging (`pip install .`).
+
+The build happens in a temporary directory (or $CONSTMEM_BUILD_DIR) and writes nothing into the
+source tree; the wheel gets the op library, its build info, and the core's headers and CMake
+package config.
+"""
 
 import os
 import shutil
@@ -9,17 +14,30 @@ import tempfile
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+
+def find_nvcc():
+    found = shutil.which("nvcc")
+    if found is None and os.path.exists("/usr/local/cuda/bin/nvcc"):
+        found = "/usr/local/cuda/bin/nvcc"
+    return found
 
 
 class BuildOpLibrary(build_py):
     def run(self):
+        given = os.environ.get("CONSTMEM_BUILD_DIR")
+        if given:
+            self.build_into(given)
+        else:
+            with tempfile.TemporaryDirectory(prefix="constmem-build-") as build_dir:
+                self.build_into(build_dir)
+
+    def build_into(self, build_dir):
         root = os.path.dirname(os.path.abspath(__file__))
-        build_dir = os.environ.get("CONSTMEM_BUILD_DIR") or tempfile.mkdtemp(
-            prefix="constmem-build-"
-        )
-        nvcc = shutil.which("nvcc") or (
-            "/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None
-        )
+        nvcc = find_nvcc()
+        if nvcc is None:
+            print("constmem: no nvcc found: building CPU kernels only", file=sys.stderr)
         args = [
             "cmake",
             "-S",
@@ -29,6 +47,7 @@ class BuildOpLibrary(build_py):
             f"-DCONSTMEM_PYTHON={sys.executable}",
             "-DCONSTMEM_BUILD_TESTS=OFF",
             "-DCONSTMEM_BUILD_BENCH=OFF",
+            "-DCONSTMEM_COPY_TO_PACKAGE=OFF",
             f"-DCONSTMEM_WITH_GPU={'ON' if nvcc else 'OFF'}",
         ]
         if nvcc:
@@ -36,34 +55,26 @@ class BuildOpLibrary(build_py):
         if os.environ.get("CONSTMEM_CUDA_ARCHS"):
             args.append(f"-DCMAKE_CUDA_ARCHITECTURES={os.environ['CONSTMEM_CUDA_ARCHS']}")
         subprocess.check_call(args)
+        jobs = str(os.cpu_count() or 2)
         subprocess.check_call(
-            [
-                "cmake",
-                "--build",
-                build_dir,
-                "-j",
-                str(os.cpu_count() or 2),
-                "--target",
-                "_constmem_ops",
-            ]
+            ["cmake", "--build", build_dir, "-j", jobs, "--target", "_constmem_ops"]
         )
         super().run()
-        target = os.path.join(self.build_lib, "constmem", "_ops")
-        os.makedirs(target, exist_ok=True)
+        package = os.path.join(self.build_lib, "constmem")
+        os.makedirs(os.path.join(package, "_ops"), exist_ok=True)
         for name in ("_constmem_ops.so", "_constmem_ops.json"):
-            shutil.copy2(os.path.join(build_dir, name), target)
+            shutil.copy2(os.path.join(build_dir, name), os.path.join(package, "_ops"))
         # The core's headers and CMake package config, for constmem.sysconfig and find_package.
         subprocess.check_call(
-            [
-                "cmake",
-                "--install",
-                build_dir,
-                "--component",
-                "core",
-                "--prefix",
-                os.path.join(self.build_lib, "constmem"),
-            ]
+            ["cmake", "--install", build_dir, "--component", "core", "--prefix", package]
         )
 
 
-setup(cmdclass={"build_py": BuildOpLibrary})
+class PlatformDistribution(Distribution):
+    """The wheel holds a compiled library: tag it for this platform and Python, not as pure."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(cmdclass={"build_py": BuildOpLibrary}, distclass=PlatformDistribution)
