@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The test command: sets up, builds (including the GPU kernels when nvcc exists), then runs the
-# C++ tests (GPU tests skip without a GPU), the Python tests (on every device TF sees) and the
-# host code under AddressSanitizer and UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips
+# C++ tests (GPU tests skip without a GPU), the installed wheel, the Python tests (on every device
+# TF sees) and the host code under AddressSanitizer and UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips
 # that step). Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure)
+scripts/test-wheel.sh
 PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest tests/python -q "$@"
 if [ -z "${CONSTMEM_SKIP_SANITIZE:-}" ]; then
   scripts/sanitize.sh

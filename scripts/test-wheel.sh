@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The package as a user installs it: builds the wheel (against .venv's TensorFlow, GPU code for
+# one architecture to keep it quick), installs it into a fresh directory, runs an op from it, and
+# builds the out-of-tree consumer project with find_package through constmem.sysconfig.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+CONSTMEM_CUDA_ARCHS=${CONSTMEM_CUDA_ARCHS:-75-real} .venv/bin/python -m pip wheel -q . \
+  --no-build-isolation --no-deps -w "$work/wheel"
+wheel=$(ls "$work"/wheel/constmem-*.whl)
+case "$wheel" in *-none-any.whl) echo "test-wheel: $wheel is not tagged for a platform" >&2; exit 1 ;; esac
+.venv/bin/python -m pip install -q --no-deps --target "$work/site" "$wheel"
+cd "$work"  # away from the source tree, so that only the installed package can be imported
+PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" - <<'PY'
+import constmem, constmem.sysconfig as s
+assert constmem.__file__.startswith(s.get_include().rsplit("/constmem/", 1)[0])
+assert constmem.frobulate([1.0], [2, 3]).numpy().tolist() == [6.0]
+print("test-wheel: installed op ran; cmake dir", s.get_cmake_dir())
+PY
+cmake_dir=$(PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" -c \
+  'import constmem.sysconfig as s; print(s.get_cmake_dir())')
+PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/tests/consumer" -B "$work/consumer" \
+  -Dconstmem_DIR="$cmake_dir" >/dev/null
+cmake --build "$work/consumer" -j "$(nproc)" >/dev/null
+"$work/consumer/consumer_host"
+echo "test-wheel: OK (the wheel installs, its op runs, find_package finds its core)"

@@ -1,0 +1,56 @@
+"""constmem.keras: a layer trained in model.fit, saved as .keras and reloaded in a fresh process
+with the same outputs; a clear error with another Keras backend."""
+
+import numpy as np
+import pytest
+from reference import frobulate_reference
+from subprocesses import run_python
+
+keras = pytest.importorskip("keras")
+import constmem.keras  # noqa: E402
+
+TABLE = list(range(-20, 80))
+
+RELOAD = """
+import sys
+import numpy as np
+import keras
+import constmem.keras  # registers the layer for deserialisation
+
+model = keras.models.load_model(sys.argv[1])
+np.save(sys.argv[3], model.predict(np.load(sys.argv[2]), verbose=0))
+"""
+
+
+@pytest.mark.parametrize("source", ["attr", "host"])
+def test_fit_save_and_reload_in_a_fresh_process(source, tmp_path):
+    rng = np.random.default_rng(41)
+    x = (rng.standard_normal((64, 8)) * 4).astype(np.float32)
+    y = (rng.standard_normal((64, 8))).astype(np.float32)
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            constmem.keras.Frobulate(table=TABLE, source=source),
+            keras.layers.LayerNormalization(),  # trainable, elementwise: no matrix product needed
+        ]
+    )
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    before = model.layers[-1].get_weights()[0].copy()
+    history = model.fit(x, y, epochs=3, batch_size=16, verbose=0)
+    assert not np.array_equal(model.layers[-1].get_weights()[0], before), "the weights trained"
+    assert np.isfinite(history.history["loss"]).all()
+    frobulated = model.layers[0](x).numpy()
+    np.testing.assert_array_equal(frobulated, frobulate_reference(x, TABLE))
+
+    path = tmp_path / "model.keras"
+    model.save(path)
+    np.save(tmp_path / "x.npy", x)
+    run_python("-c", RELOAD, str(path), str(tmp_path / "x.npy"), str(tmp_path / "out.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), model.predict(x, verbose=0))
+
+
+def test_another_backend_gets_a_clear_error(monkeypatch):
+    # As under KERAS_BACKEND=jax: the layer refuses to be built, saying what to set.
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    with pytest.raises(RuntimeError, match=r"needs Keras's TensorFlow backend.*'jax'"):
+        constmem.keras.Frobulate(table=[1])
