@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The test command: sets up, builds (including the GPU kernels when nvcc exists), then runs the
 # C++ tests (GPU tests skip without a GPU), the installed wheel, the Python tests (on every device
-# TF sees) and the host code under AddressSanitizer and UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips
-# that step). Arguments go to pytest.
+# TF sees) and the host code under AddressSanitizer and UndefinedBehaviorSanitizer
+# (CONSTMEM_SKIP_SANITIZE=1 skips that step). Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
