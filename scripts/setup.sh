@@ -34,16 +34,18 @@ if [ -x .venv/bin/python ] &&
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 
-# Everything the project pins is in pyproject.toml: the runtime dependencies and the test and
-# lint extras, read without installing the project itself (that would build the op library).
+# Everything the project pins is in pyproject.toml: the runtime dependencies, the build needs and
+# the test and lint extras, read without installing the project itself (that would build the op
+# library).
 mapfile -t requirements < <(.venv/bin/python - <<'PY'
 import re
 text = open("pyproject.toml", encoding="utf-8").read()
 def array(name, section):
     block = re.search(rf"^\[{re.escape(section)}\]\n(.*?)(?=^\[|\Z)", text, re.S | re.M).group(1)
     return re.findall(r'"([^"]+)"', re.search(rf"^{name} = \[(.*?)\]", block, re.S | re.M).group(1))
-for item in array("dependencies", "project") + array("test", "project.optional-dependencies") \
-        + array("lint", "project.optional-dependencies"):
+items = array("dependencies", "project") + array("requires", "build-system") \
+    + array("test", "project.optional-dependencies") + array("lint", "project.optional-dependencies")
+for item in dict.fromkeys(items):  # the build needs are there for scripts/test-wheel.sh
     print(item)
 PY
 )
