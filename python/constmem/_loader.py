@@ -46,6 +46,16 @@ def _check_tensorflow_version(info: dict[str, Any], path: str) -> None:
         )
 
 
+def library_constant(name: str) -> int:
+    """An integer the op library exports as `long long name()`: its limits, defined once in C++."""
+    import ctypes
+
+    ops()  # loaded through TensorFlow first; ctypes then shares the same handle
+    function = getattr(ctypes.CDLL(library_path()), name)
+    function.restype = ctypes.c_longlong
+    return int(function())
+
+
 def ops():
     """The loaded op module (`tf.load_op_library`), loaded once per process."""
     global _ops

@@ -14,8 +14,8 @@ from constmem import _loader
 TensorLike = tf.Tensor | np.ndarray | Sequence | float | int
 Source = Literal["auto", "input", "host", "attr"]
 
-MAX_TABLE_SIZE = 16384
-"""The longest table: one 64 KiB constant bank of int32 entries."""
+MAX_TABLE_SIZE = _loader.library_constant("constmem_frobulate_max_table_size")
+"""The longest table: one 64 KiB constant bank of int32 entries (the op library's own limit)."""
 
 _SOURCES = ("auto", "input", "host", "attr")
 

@@ -361,3 +361,11 @@ def test_special_values_follow_the_numerics_contract(device, source, dtype, tabl
     assert out[~nan].tobytes() == expected[~nan].tobytes()
     if on_cpu:  # x86 quiets a NaN and keeps its payload and sign
         assert out[nan].tobytes() == expected[nan].tobytes()
+
+
+def test_the_table_limit_comes_from_the_op_library():
+    assert constmem.MAX_TABLE_SIZE == 16384  # 64 KiB of int32: kFrobulateMaxTableSize in C++
+    assert_invalid(
+        lambda: constmem.frobulate([1.0], np.ones(constmem.MAX_TABLE_SIZE + 1, np.int32)),
+        str(constmem.MAX_TABLE_SIZE),
+    )
