@@ -13,7 +13,7 @@ nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 mkdir -p "$out"
 flags=(-O3 -std=c++17 -arch="$arch" -Iinclude -Itf)
 objects=("$build/bench/CMakeFiles/kernel_bench.dir/kernel_bench.cu.o"
-  "$build/CMakeFiles/constmem_frobulate_cuda.dir/tf/adapter/adapter_gpu.cu.o")
+  "$build/CMakeFiles/constmem_ops_cuda.dir/tf/adapter/adapter_gpu.cu.o")
 for variant in "$@"; do
   name=${variant%%=*}
   read -r -a defines <<<"${variant#*=}"
