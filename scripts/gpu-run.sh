@@ -73,6 +73,7 @@ step stress python3 tests/gpu/stress.py --expect clean
 step stress_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/stress.py --expect clean --executions 300000
 step stress_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/stress.py --expect mismatches --executions 200000
 step mirrored python3 tests/gpu/mirrored.py
+step multi_worker python3 tests/gpu/multi_worker.py
 step demo python3 examples/demo.py --source all
 # TensorFlow's C API without Python, the Frobulate node pinned to the GPU (libtensorflow_cc is in
 # the wheel).

@@ -36,3 +36,9 @@ def test_stress_on_logical_gpus():
 @pytest.mark.gpu
 def test_two_streams_share_one_symbol_safely():
     assert "mismatching_calls=0" in run_script("logical_gpus.py", "--calls", "60")
+
+
+def test_multi_worker_training_matches_one_process():
+    # Two worker processes on 127.0.0.1 (MultiWorkerMirroredStrategy); CPU here, GPUs elsewhere.
+    line = run_script("multi_worker.py")
+    assert "weights_equal_across_workers=True" in line and "PASS" in line
