@@ -40,7 +40,7 @@ if [ ! -f "$installed" ]; then
   touch "$installed"
 fi
 export PYTHONPATH=$site:$PWD/python
-export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so
+export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so CONSTMEM_EXAMPLES_DIR=$small/bin
 # TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest.
 export LD_LIBRARY_PATH=$site/nvidia/cuda_runtime/lib:$small/cuda12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}

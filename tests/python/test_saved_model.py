@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """SavedModels that use the ops, loaded in a fresh process: the way they are deployed."""
 
+import os
+import subprocess
 import textwrap
 
 import numpy as np
 import pytest
 from reference import frobulate_reference
-from subprocesses import python_env, run_python
+from subprocesses import ROOT, python_env, run_python
 
 TABLE = np.arange(1, 101, dtype=np.int32)
 DATA = np.linspace(-3.0, 3.0, 33, dtype=np.float32)
@@ -116,3 +118,70 @@ def test_version_mismatch_is_a_clear_import_error(tmp_path):
     )
     assert result.returncode != 0
     assert "built against TensorFlow 2.0.0" in result.stderr
+
+
+SERVE = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tensorflow as tf
+    import constmem
+
+    big = np.arange(-700, 1300, dtype=np.int32)  # 2,000 entries: a constant bank on a GPU
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+        def serve(self, x):
+            host = constmem.frobulate(x, tf.constant([5, -6, 7]), source="host")
+            return {"y": constmem.frobulate(constmem.frobulate(host, [1, 2, 3]), big)}
+
+    model = Model()
+    tf.saved_model.save(model, sys.argv[1], signatures={"serving_default": model.serve})
+    x = np.load(sys.argv[2])
+    np.save(sys.argv[3], model.serve(tf.constant(x))["y"].numpy())
+    # The graph operations the signature feeds and fetches, as a C client looks them up.
+    from tensorflow.python.tools import saved_model_utils
+
+    signature = saved_model_utils.get_meta_graph_def(sys.argv[1], "serve").signature_def
+    serving = signature["serving_default"]
+    names = [serving.inputs["x"].name, serving.outputs["y"].name]
+    print(" ".join(name.split(":")[0] for name in names))
+    """
+)
+
+
+def test_served_through_the_c_api_alone_matches_python(tmp_path):
+    import constmem
+
+    # The built example: in the build directory, or where $CONSTMEM_EXAMPLES_DIR says (GPU bundle).
+    examples = os.environ.get("CONSTMEM_EXAMPLES_DIR") or os.path.join(
+        ROOT, os.environ.get("CONSTMEM_BUILD_DIR", "build")
+    )
+    program = os.path.join(examples, "c_api_saved_model")
+    if not os.path.exists(program):
+        pytest.skip("c_api_saved_model is not built (scripts/build.sh)")
+    data = np.random.default_rng(8).standard_normal(1031).astype(np.float32) * 100
+    np.save(tmp_path / "x.npy", data)
+    model = str(tmp_path / "model")
+    saved = run_python("-c", SERVE, model, str(tmp_path / "x.npy"), str(tmp_path / "python.npy"))
+    input_op, output_op = saved.stdout.split()[-2:]
+    data.tofile(tmp_path / "x.raw")
+    result = subprocess.run(
+        [
+            program,
+            constmem.library_path(),
+            model,
+            input_op,
+            output_op,
+            str(tmp_path / "x.raw"),
+            str(tmp_path / "c.raw"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=python_env(),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = np.fromfile(tmp_path / "c.raw", dtype=np.float32)
+    from_python = np.load(tmp_path / "python.npy")
+    assert served.tobytes() == from_python.tobytes()
