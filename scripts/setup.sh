@@ -21,14 +21,14 @@ fi
 
 python=${PYTHON:-python3}
 # TensorFlow 2.21.0 has wheels for CPython 3.10 to 3.13 only.
-if ! "$python" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))'; then
+supported() { "$1" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; }
+if ! supported "$python"; then
   echo "setup: $("$python" --version 2>&1) cannot install TensorFlow 2.21.0, which supports" \
     "Python 3.10 to 3.13; set PYTHON to one of those" >&2
   exit 1
 fi
 # A venv that cannot run, or that an unsupported Python made, is made again.
-if [ -x .venv/bin/python ] &&
-  ! .venv/bin/python -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; then
+if [ -x .venv/bin/python ] && ! supported .venv/bin/python; then
   echo "setup: .venv is broken or uses an unsupported Python; recreating it" >&2
   rm -rf .venv
 fi

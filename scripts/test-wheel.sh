@@ -13,14 +13,15 @@ wheel=$(ls "$work"/wheel/constmem-*.whl)
 case "$wheel" in *-none-any.whl) echo "test-wheel: $wheel is not tagged for a platform" >&2; exit 1 ;; esac
 .venv/bin/python -m pip install -q --no-deps --target "$work/site" "$wheel"
 cd "$work"  # away from the source tree, so that only the installed package can be imported
-PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" - <<'PY'
+# The op runs from the installed package; its last line is the CMake package directory.
+cmake_dir=$(PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" - <<'PY' | tail -1
 import constmem, constmem.sysconfig as s
 assert constmem.__file__.startswith(s.get_include().rsplit("/constmem/", 1)[0])
 assert constmem.frobulate([1.0], [2, 3]).numpy().tolist() == [6.0]
-print("test-wheel: installed op ran; cmake dir", s.get_cmake_dir())
+print(s.get_cmake_dir())
 PY
-cmake_dir=$(PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" -c \
-  'import constmem.sysconfig as s; print(s.get_cmake_dir())')
+)
+echo "test-wheel: the installed op ran; CMake package in $cmake_dir"
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/tests/consumer" -B "$work/consumer" \
   -Dconstmem_DIR="$cmake_dir" >/dev/null
 cmake --build "$work/consumer" -j "$(nproc)" >/dev/null

@@ -27,6 +27,14 @@ def _invalid(message: str) -> tf.errors.InvalidArgumentError:
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
+def _check_fits_int32(values: np.ndarray) -> None:
+    """Host values of a table: every form accepts the integers that fit int32, and only those."""
+    if values.dtype.kind not in "iu" and values.size > 0:
+        raise _invalid(f"table must be int32 (or integers that fit it); got {values.dtype}")
+    if values.size and (values.min() < _INT32_MIN or values.max() > _INT32_MAX):
+        raise _invalid("table entries must fit int32")
+
+
 def _int32_table(table: tf.Tensor) -> tf.Tensor:
     """An integer tensor table as int32, so that every form accepts the same tables.
 
@@ -38,8 +46,7 @@ def _int32_table(table: tf.Tensor) -> tf.Tensor:
         raise _invalid(f"table must be int32 (or integers that fit it); got {table.dtype.name}")
     static = tf.get_static_value(table)
     if static is not None:
-        if static.size and (static.min() < _INT32_MIN or static.max() > _INT32_MAX):
-            raise _invalid("table entries must fit int32")
+        _check_fits_int32(static)
         return tf.constant(static.astype(np.int32))
     checks = [
         tf.debugging.assert_less_equal(
@@ -109,12 +116,9 @@ def frobulate(
                 if table is None:
                     raise _invalid("source='attr' needs a table known when the graph is built")
             values = np.asarray(table)
-            if values.dtype.kind not in "iu" and values.size > 0:
-                raise _invalid(f"table must be int32; got {values.dtype}")
+            _check_fits_int32(values)
             if values.ndim != 1:
                 raise _invalid(f"table must be a vector (rank 1); got shape {values.shape}")
-            if values.size > 0 and (values.min() < -(2**31) or values.max() >= 2**31):
-                raise _invalid("table entries must fit int32")
             return ops.constmem_frobulate_attr(data=data, table=[int(v) for v in values])
         table = _int32_table(tf.convert_to_tensor(table, dtype_hint=tf.int32))
         if source == "host":

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "adapter/kernel_registration.h"
 #include "constmem/stats.hpp"
 #include "tensorflow/core/common_runtime/device/device_event_mgr.h"
 #include "tensorflow/core/framework/device_base.h"
@@ -94,14 +93,6 @@ absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c,
     return TooManyElements(name, c->DebugString(shape), max_elements);
   }
   return absl::OkStatus();
-}
-
-bool KernelsAlreadyRegistered(const char* op_name) {
-  if (tensorflow::GetRegisteredKernelsForOp(op_name).kernel_size() == 0) return false;
-  LOG(WARNING) << "constmem: kernels of " << op_name
-               << " are already registered by another copy of the op library in this process; "
-                  "this copy registers none and the first one serves every call";
-  return true;
 }
 
 ops::GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {
