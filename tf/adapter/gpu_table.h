@@ -6,6 +6,7 @@
 
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*, in every CUDA version
 
@@ -14,16 +15,9 @@ namespace ops {
 
 using GpuStream = CUstream_st*;
 
-// A table as a launcher receives it: where its values are and how they may be read.
+// A table as a launcher receives it (constmem/table.hpp).
 template <class T>
-struct GpuTableView {
-  const T* values = nullptr;
-  std::int64_t size = 0;
-  SourceKind source = SourceKind::kDevice;
-  // The same values are likely to come again (an attr): worth comparing against what a bank slot
-  // already holds, to skip the copy.
-  bool repeats = false;
-};
+using GpuTableView = TableView<T>;
 
 // True when CUDA knows `pointer` as page-locked host memory.
 bool IsPinnedHost(const void* pointer);

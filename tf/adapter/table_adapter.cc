@@ -32,9 +32,8 @@ absl::Status ToTfStatus(const Status& status) {
 
 absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size) {
   if (size < 1 || size > max_size) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must have 1 to ", max_size, " entries (",
-                                                   max_size * 4 / 1024,
-                                                   " KiB of constant memory); got ", size));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " must have 1 to ", max_size, " entries; got ", size));
   }
   return absl::OkStatus();
 }
@@ -164,6 +163,58 @@ void GpuTableArgument<T>::KeepAliveUntilStreamPasses(tensorflow::OpKernelContext
 }
 
 template class GpuTableArgument<std::int32_t>;
+template class GpuTableArgument<float>;
+template class GpuTableArgument<double>;
+
+absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,
+                                   const std::function<Status(ops::GpuStream)>& launch) {
+  const ops::GpuStream stream = ComputeStream(ctx);
+  if (stream == nullptr) {
+    return absl::FailedPreconditionError("constmem: TensorFlow gave no CUDA compute stream");
+  }
+  return ToTfStatus(launch(stream));
+}
+
+template <class T>
+absl::Status TableOperand<T>::Init(tensorflow::OpKernelConstruction* ctx, TableFrom from,
+                                   int input_index, const char* name, std::int64_t max_size) {
+  from_ = from;
+  input_index_ = input_index;
+  name_ = name;
+  max_size_ = max_size;
+  if (from != TableFrom::kAttr) return absl::OkStatus();
+  return ReadAttrTable(ctx, name, max_size, &attr_values_);
+}
+
+template <class T>
+absl::Status TableOperand<T>::HostValues(tensorflow::OpKernelContext* ctx, const T** values,
+                                         std::int64_t* size) const {
+  if (from_ == TableFrom::kAttr) {
+    *values = attr_values_.data();
+    *size = static_cast<std::int64_t>(attr_values_.size());
+    return absl::OkStatus();
+  }
+  const tensorflow::Tensor& input = ctx->input(input_index_);
+  TF_RETURN_IF_ERROR(ValidateTableShape(input.shape(), name_, max_size_));
+  *values = input.flat<T>().data();
+  *size = input.NumElements();
+  return absl::OkStatus();
+}
+
+template <class T>
+absl::Status TableOperand<T>::PrepareGpu(tensorflow::OpKernelContext* ctx,
+                                         const PlacementFn& placement,
+                                         GpuTableArgument<T>* argument) const {
+  if (from_ == TableFrom::kInput) {
+    return argument->PrepareInput(ctx, input_index_, name_, max_size_, placement);
+  }
+  return argument->PrepareHostValues(
+      attr_values_.data(), static_cast<std::int64_t>(attr_values_.size()), name_, max_size_);
+}
+
+template class TableOperand<std::int32_t>;
+template class TableOperand<float>;
+template class TableOperand<double>;
 
 }  // namespace tf_adapter
 }  // namespace constmem

@@ -1,24 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
-// The TensorFlow side of constmem: how a table reaches a GPU launcher from an op's input or attr,
-// with TensorFlow's allocator, stream and event manager. Every constmem op reuses it:
+// The TensorFlow side of constmem: how a table reaches a CPU kernel or a GPU launcher from an op's
+// input or attr, with TensorFlow's allocator, stream and event manager. An op's kernels hold a
+// TableOperand (one per table) and use it in a few lines:
 //
-//   GpuTableArgument<int32_t> table;
-//   OP_REQUIRES_OK(ctx, table.PrepareInput(ctx, /*input_index=*/1, "table", max_size, placement));
-//   OP_REQUIRES_OK(ctx, ToTfStatus(LaunchMyOp(ComputeStream(ctx), ..., table.view())));
-//   table.KeepAliveUntilStreamPasses(ctx);
+//   MyGpuKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+//     OP_REQUIRES_OK(ctx, taps_.Init(ctx, kFrom, /*input_index=*/1, "taps", kMaxTaps));
+//   }
+//   void Compute(OpKernelContext* ctx) override {
+//     GpuTableArgument<float> taps;
+//     OP_REQUIRES_OK(ctx, taps_.PrepareGpu(ctx, MyPlacement, &taps));
+//     ... allocate the output ...
+//     OP_REQUIRES_OK(ctx, LaunchOnComputeStream(ctx, [&](GpuStream stream) {
+//       return LaunchMyOp(stream, ..., taps.view());   // the op's .cu launcher
+//     }));
+//   }
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "adapter/gpu_table.h"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/types.h"
 
 namespace constmem {
 namespace tf_adapter {
@@ -87,6 +98,68 @@ class GpuTableArgument {
 };
 
 extern template class GpuTableArgument<std::int32_t>;
+extern template class GpuTableArgument<float>;
+extern template class GpuTableArgument<double>;
+
+// Runs an op's launcher on TensorFlow's CUDA stream for this op and maps its Status. Refuses a
+// null stream: that would be the legacy default stream, which synchronises with everything.
+absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,
+                                   const std::function<Status(ops::GpuStream)>& launch);
+
+// Where a kernel takes its table from: an input (in device memory, or in host memory when the
+// kernel is registered with HostMemory), or an attr fixed per node.
+enum class TableFrom { kInput, kAttr };
+
+// One table operand of an op. Attr tables are read and checked once, when the kernel is built:
+// list(int) for int32 tables, a `tensor` attr of the same dtype (float tables keep their precision,
+// which list(float) would not) otherwise.
+template <class T>
+class TableOperand {
+ public:
+  absl::Status Init(tensorflow::OpKernelConstruction* ctx, TableFrom from, int input_index,
+                    const char* name, std::int64_t max_size);
+
+  // The values on the host, for a CPU kernel: the attr's, or the input's (checked).
+  absl::Status HostValues(tensorflow::OpKernelContext* ctx, const T** values,
+                          std::int64_t* size) const;
+  // The table for a GPU launcher.
+  absl::Status PrepareGpu(tensorflow::OpKernelContext* ctx, const PlacementFn& placement,
+                          GpuTableArgument<T>* argument) const;
+
+ private:
+  TableFrom from_ = TableFrom::kInput;
+  int input_index_ = 0;
+  const char* name_ = "table";
+  std::int64_t max_size_ = 0;
+  std::vector<T> attr_values_;
+};
+
+extern template class TableOperand<std::int32_t>;
+extern template class TableOperand<float>;
+extern template class TableOperand<double>;
+
+// Reads an attr table of T (list(int) for int32, a rank-1 `tensor` of T otherwise) and checks its
+// length; `Context` is an OpKernelConstruction or a shape function's InferenceContext.
+template <class T, class Context>
+absl::Status ReadAttrTable(Context* ctx, const char* name, std::int64_t max_size,
+                           std::vector<T>* values) {
+  if constexpr (std::is_same<T, std::int32_t>::value) {
+    TF_RETURN_IF_ERROR(ctx->GetAttr(name, values));
+  } else {
+    tensorflow::Tensor tensor;
+    TF_RETURN_IF_ERROR(ctx->GetAttr(name, &tensor));
+    const tensorflow::DataType want = tensorflow::DataTypeToEnum<T>::value;
+    if (tensor.dtype() != want) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must be ", tensorflow::DataTypeString(want), " like the data; got ",
+                       tensorflow::DataTypeString(tensor.dtype())));
+    }
+    TF_RETURN_IF_ERROR(ValidateTableShape(tensor.shape(), name, max_size));
+    const auto flat = tensor.flat<T>();
+    values->assign(flat.data(), flat.data() + flat.size());
+  }
+  return ValidateTableSize(static_cast<std::int64_t>(values->size()), name, max_size);
+}
 
 }  // namespace tf_adapter
 }  // namespace constmem

@@ -23,14 +23,7 @@ using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
 using tensorflow::register_kernel::Name;
 
-enum class TableFrom { kInput, kAttr };
-
-// Reads the table attr once, at kernel construction; a bad attr fails the first run.
-absl::Status ReadTableAttr(OpKernelConstruction* ctx, std::vector<std::int32_t>* table) {
-  TF_RETURN_IF_ERROR(ctx->GetAttr("table", table));
-  return tf_adapter::ValidateTableSize(static_cast<std::int64_t>(table->size()), "table",
-                                       kFrobulateMaxTableSize);
-}
+using tf_adapter::TableFrom;
 
 // Allocates the output after checking data, reusing data's buffer when nothing else reads it (as
 // TensorFlow's elementwise ops do); returns false when the op already failed.
@@ -46,39 +39,28 @@ template <class T, TableFrom kFrom>
 class FrobulateCpuKernel : public OpKernel {
  public:
   explicit FrobulateCpuKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    if (kFrom == TableFrom::kAttr) {
-      std::vector<std::int32_t> table;
-      OP_REQUIRES_OK(ctx, ReadTableAttr(ctx, &table));
-      attr_table_.assign(table.begin(), table.end());
-    }
+    OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, "table", kFrobulateMaxTableSize));
   }
 
   void Compute(OpKernelContext* ctx) override {
-    // The kernel adds entries converted to T; an input table is converted once per call.
-    std::vector<T> input_table;
-    const std::vector<T>* table = &attr_table_;
-    if (kFrom == TableFrom::kInput) {
-      const Tensor& input = ctx->input(1);
-      OP_REQUIRES_OK(
-          ctx, tf_adapter::ValidateTableShape(input.shape(), "table", kFrobulateMaxTableSize));
-      const auto entries = input.flat<std::int32_t>();
-      input_table.assign(entries.data(), entries.data() + entries.size());
-      table = &input_table;
-    }
+    const std::int32_t* entries = nullptr;
+    std::int64_t table_size = 0;
+    OP_REQUIRES_OK(ctx, table_.HostValues(ctx, &entries, &table_size));
+    // The kernel adds entries converted to T: converted once per call (cheap next to the data).
+    const std::vector<T> table(entries, entries + table_size);
     Tensor* output = nullptr;
     if (!PrepareOutput(ctx, &output)) return;
     const T* data = ctx->input(0).flat<T>().data();
     T* out = output->flat<T>().data();
-    const std::int64_t table_size = static_cast<std::int64_t>(table->size());
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
     tensorflow::Shard(workers->NumThreads(), workers, output->NumElements(),
                       /*cost_per_unit=*/table_size + 2, [&](std::int64_t begin, std::int64_t end) {
-                        FrobulateCpuRange(data, out, begin, end, table->data(), table_size);
+                        FrobulateCpuRange(data, out, begin, end, table.data(), table_size);
                       });
   }
 
  private:
-  std::vector<T> attr_table_;
+  tf_adapter::TableOperand<std::int32_t> table_;
 };
 
 template <class T>
@@ -94,38 +76,27 @@ void RegisterFrobulateCpuKernels() {
 
 #if CONSTMEM_WITH_GPU
 
-Placement Placer(std::int64_t size, SourceKind source) { return FrobulatePlacement(size, source); }
-
 template <class T, TableFrom kFrom>
 class FrobulateGpuKernel : public OpKernel {
  public:
   explicit FrobulateGpuKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    if (kFrom == TableFrom::kAttr) OP_REQUIRES_OK(ctx, ReadTableAttr(ctx, &attr_table_));
+    OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, "table", kFrobulateMaxTableSize));
   }
 
   void Compute(OpKernelContext* ctx) override {
     tf_adapter::GpuTableArgument<std::int32_t> table;
-    if (kFrom == TableFrom::kInput) {
-      OP_REQUIRES_OK(ctx, table.PrepareInput(ctx, 1, "table", kFrobulateMaxTableSize, Placer));
-    } else {
-      OP_REQUIRES_OK(ctx, table.PrepareHostValues(attr_table_.data(),
-                                                  static_cast<std::int64_t>(attr_table_.size()),
-                                                  "table", kFrobulateMaxTableSize));
-    }
+    OP_REQUIRES_OK(ctx, table_.PrepareGpu(ctx, FrobulatePlacement, &table));
     Tensor* output = nullptr;
     if (!PrepareOutput(ctx, &output)) return;
-    const GpuStream stream = tf_adapter::ComputeStream(ctx);
-    // Null would be the legacy default stream, which synchronises with everything: never use it.
-    OP_REQUIRES(ctx, stream != nullptr,
-                absl::FailedPreconditionError("constmem: TensorFlow gave no CUDA compute stream"));
-    OP_REQUIRES_OK(ctx, tf_adapter::ToTfStatus(LaunchFrobulate<T>(
-                            stream, ctx->input(0).flat<T>().data(), output->flat<T>().data(),
-                            output->NumElements(), table.view())));
-    table.KeepAliveUntilStreamPasses(ctx);
+    OP_REQUIRES_OK(ctx, tf_adapter::LaunchOnComputeStream(ctx, [&](GpuStream stream) {
+                     return LaunchFrobulate<T>(stream, ctx->input(0).flat<T>().data(),
+                                               output->flat<T>().data(), output->NumElements(),
+                                               table.view());
+                   }));
   }
 
  private:
-  std::vector<std::int32_t> attr_table_;
+  tf_adapter::TableOperand<std::int32_t> table_;
 };
 
 template <class T>

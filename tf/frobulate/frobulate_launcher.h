@@ -14,10 +14,7 @@ namespace ops {
 
 using GpuTable = GpuTableView<std::int32_t>;
 
-struct FrobulateLaunchReport {
-  Placement placement = Placement::kConstantBank;
-  bool upload_skipped = false;
-};
+using FrobulateLaunchReport = LaunchReport;
 
 // Enqueues out = Frobulate(data, table) on `stream` and returns without waiting. Host tables are
 // read before it returns (by-value) or copied by the core (bank); a pinned host table must stay
@@ -31,7 +28,7 @@ Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t cou
 template <class T>
 Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std::int64_t count,
                                     const GpuTable& table, Placement placement,
-                                    bool* upload_skipped = nullptr);
+                                    LaunchReport* report = nullptr);
 
 // Where LaunchFrobulate puts a table of this size and source.
 Placement FrobulatePlacement(std::int64_t table_size, SourceKind source);

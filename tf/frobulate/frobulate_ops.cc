@@ -27,9 +27,7 @@ absl::Status FrobulateShapeWithTableInput(InferenceContext* c) {
 absl::Status FrobulateShapeWithTableAttr(InferenceContext* c) {
   TF_RETURN_IF_ERROR(tf_adapter::InferElementCount(c, 0, "data", kFrobulateMaxElements));
   std::vector<std::int32_t> table;
-  TF_RETURN_IF_ERROR(c->GetAttr("table", &table));
-  TF_RETURN_IF_ERROR(tf_adapter::ValidateTableSize(static_cast<std::int64_t>(table.size()), "table",
-                                                   kFrobulateMaxTableSize));
+  TF_RETURN_IF_ERROR(tf_adapter::ReadAttrTable(c, "table", kFrobulateMaxTableSize, &table));
   c->set_output(0, c->input(0));
   return absl::OkStatus();
 }

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU counterpart of elementwise.cuh: every element walks the whole table in order,
+//
+//   state = Op::Start(x, table[0]);  for j in 1..n-1: Op::Step(state, table[j]);  y =
+//   Op::Finish(state)
+//
+// vectorised and register-tiled: a tile of elements stays in vector registers while the table
+// streams past, each entry broadcast once and applied to every accumulator. Each element still gets
+// its steps one by one in table order, so the result is bitwise equal to the scalar definition;
+// the speed comes from independent accumulators hiding the latency, not from reordering.
+//
+// An op supplies the steps on GCC vector types (cpu::Vector) and how many accumulators to keep per
+// instruction set, indexed by cpu::Isa:
+//
+//   struct FrobulateCpuStep {
+//     template <class V> struct State { V sum; };
+//     static constexpr int kAccumulators[] = {8, 12, 24};   // portable, AVX2, AVX-512
+//     template <class V> static void Start(State<V>& s, const V& x, const V& first) { s.sum = x +
+//     first; } template <class V> static void Step(State<V>& s, const V& entry) { s.sum += entry; }
+//     template <class V> static void Finish(const State<V>& s, V& y) { y = s.sum; }
+//   };
+//
+//   ElementwiseTableCpu<FrobulateCpuStep>(data, out, begin, end, table, table_size, isa);
+//
+// Vectors pass by reference: a wide vector by value outside a function compiled for its
+// instruction set would change the calling convention.
+//
+// Host-only; no CUDA and no TensorFlow include.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "constmem/cpu_isa.hpp"
+
+#if CONSTMEM_CPU_X86
+#include <immintrin.h>
+#endif
+
+namespace constmem {
+namespace cpu {
+
+// a * b + c with one rounding, lane by lane, on any vector width: what a kernel needs to match a
+// GPU's fma bit for bit. Hardware FMA under AVX2 and AVX-512; std::fma (exact, slower where the
+// CPU has no FMA) otherwise.
+template <class V>
+inline V Fma(V a, V b, V c) {
+  V result;
+  for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(a[0])); ++i)
+    result[i] = std::fma(a[i], b[i], c[i]);
+  return result;
+}
+#if CONSTMEM_CPU_X86
+using Float8 = Vector<float, 32>::type;
+using Double4 = Vector<double, 32>::type;
+using Float16 = Vector<float, 64>::type;
+using Double8 = Vector<double, 64>::type;
+template <>
+CONSTMEM_TARGET_AVX2 inline Float8 Fma(Float8 a, Float8 b, Float8 c) {
+  return reinterpret_cast<Float8>(_mm256_fmadd_ps(
+      reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b), reinterpret_cast<__m256>(c)));
+}
+template <>
+CONSTMEM_TARGET_AVX2 inline Double4 Fma(Double4 a, Double4 b, Double4 c) {
+  return reinterpret_cast<Double4>(_mm256_fmadd_pd(
+      reinterpret_cast<__m256d>(a), reinterpret_cast<__m256d>(b), reinterpret_cast<__m256d>(c)));
+}
+template <>
+CONSTMEM_TARGET_AVX512 inline Float16 Fma(Float16 a, Float16 b, Float16 c) {
+  return reinterpret_cast<Float16>(_mm512_fmadd_ps(
+      reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+}
+template <>
+CONSTMEM_TARGET_AVX512 inline Double8 Fma(Double8 a, Double8 b, Double8 c) {
+  return reinterpret_cast<Double8>(_mm512_fmadd_pd(
+      reinterpret_cast<__m512d>(a), reinterpret_cast<__m512d>(b), reinterpret_cast<__m512d>(c)));
+}
+#endif
+
+namespace detail {
+
+// Ranges at least this large are written with streaming stores where the CPU has them.
+constexpr std::int64_t kStreamingBytes = std::int64_t{4} << 20;
+
+// Stores one vector. The streaming variant writes around the cache: the output of a large call
+// would only evict the input about to be read, and a plain store first reads the line it writes.
+struct PlainStore {
+  template <class V, class T>
+  static void Store(T* to, const V& value) {
+    std::memcpy(to, &value, sizeof(V));
+  }
+  static void Fence() {}
+};
+
+#if CONSTMEM_CPU_X86
+struct StreamingStore512 {
+  template <class V, class T>
+  CONSTMEM_TARGET_AVX512 static void Store(T* to, const V& value) {
+    if constexpr (sizeof(T) == 4) {
+      _mm512_stream_ps(reinterpret_cast<float*>(to), reinterpret_cast<const __m512&>(value));
+    } else {
+      _mm512_stream_pd(reinterpret_cast<double*>(to), reinterpret_cast<const __m512d&>(value));
+    }
+  }
+  static void Fence() { _mm_sfence(); }
+};
+#endif
+
+template <class Op, class T, int kBytes, int kAccumulators, class Storer = PlainStore>
+__attribute__((always_inline)) inline void ElementwiseTiles(const T* data, T* out,
+                                                            std::int64_t count, const T* table,
+                                                            std::int64_t table_size) {
+  using V = typename Vector<T, kBytes>::type;
+  using State = typename Op::template State<V>;
+  constexpr int kLanes = Vector<T, kBytes>::kLanes;
+  constexpr std::int64_t kTile = std::int64_t{kLanes} * kAccumulators;
+  auto tile = [&](const T* in, T* result, auto store) __attribute__((always_inline)) {
+    State state[kAccumulators];
+    const V first = V{} + table[0];
+#pragma GCC unroll 64
+    for (int k = 0; k < kAccumulators; ++k) {
+      V x;
+      std::memcpy(&x, in + k * kLanes, kBytes);
+      Op::Start(state[k], x, first);
+    }
+    for (std::int64_t j = 1; j < table_size; ++j) {
+      const V entry = V{} + table[j];
+#pragma GCC unroll 64
+      for (int k = 0; k < kAccumulators; ++k) Op::Step(state[k], entry);
+    }
+#pragma GCC unroll 64
+    for (int k = 0; k < kAccumulators; ++k) {
+      V y;
+      Op::Finish(state[k], y);
+      decltype(store)::Store(result + k * kLanes, y);
+    }
+  };
+  std::int64_t i = 0;
+  for (; i + kTile <= count; i += kTile) {
+    // The data two tiles ahead, requested now so that it is in cache when its turn comes.
+    for (int line = 0; line < kTile * static_cast<int>(sizeof(T)); line += 64) {
+      __builtin_prefetch(reinterpret_cast<const char*>(data + i + 2 * kTile) + line);
+    }
+    tile(data + i, out + i, Storer());
+  }
+  Storer::Fence();
+  if (i < count) {  // the rest, through a zero-padded tile of its own
+    T padded[kTile] = {};
+    const std::int64_t rest = count - i;
+    std::memcpy(padded, data + i, rest * sizeof(T));
+    tile(padded, padded, PlainStore());
+    std::memcpy(out + i, padded, rest * sizeof(T));
+  }
+}
+
+template <class Op, class T>
+void ElementwisePortable(const T* data, T* out, std::int64_t count, const T* table,
+                         std::int64_t size) {
+  ElementwiseTiles<Op, T, 16, Op::kAccumulators[0]>(data, out, count, table, size);
+}
+
+#if CONSTMEM_CPU_X86
+template <class Op, class T>
+CONSTMEM_TARGET_AVX2 void ElementwiseAvx2(const T* data, T* out, std::int64_t count, const T* table,
+                                          std::int64_t size) {
+  ElementwiseTiles<Op, T, 32, Op::kAccumulators[1]>(data, out, count, table, size);
+}
+
+template <class Op, class T>
+CONSTMEM_TARGET_AVX512 void ElementwiseAvx512(const T* data, T* out, std::int64_t count,
+                                              const T* table, std::int64_t size) {
+  // Streaming stores need 64-byte alignment and pay off once the output outgrows the caches.
+  const bool stream = reinterpret_cast<std::uintptr_t>(out) % 64 == 0 &&
+                      count * static_cast<std::int64_t>(sizeof(T)) >= kStreamingBytes;
+  if (stream) {
+    return ElementwiseTiles<Op, T, 64, Op::kAccumulators[2], StreamingStore512>(data, out, count,
+                                                                                table, size);
+  }
+  ElementwiseTiles<Op, T, 64, Op::kAccumulators[2]>(data, out, count, table, size);
+}
+#endif
+
+}  // namespace detail
+
+// out[i] for i in [begin, end) from a table already in T. `isa` must be supported
+// (IsaSupported); BestIsa() is the usual choice.
+template <class Op, class T>
+void ElementwiseTableCpu(const T* data, T* out, std::int64_t begin, std::int64_t end,
+                         const T* table, std::int64_t table_size, Isa isa) {
+  const std::int64_t count = end - begin;
+  if (count <= 0 || table_size < 1) return;
+  data += begin;
+  out += begin;
+  switch (isa) {
+#if CONSTMEM_CPU_X86
+    case Isa::kAvx512:
+      return detail::ElementwiseAvx512<Op>(data, out, count, table, table_size);
+    case Isa::kAvx2:
+      return detail::ElementwiseAvx2<Op>(data, out, count, table, table_size);
+#endif
+    default:
+      return detail::ElementwisePortable<Op>(data, out, count, table, table_size);
+  }
+}
+
+}  // namespace cpu
+}  // namespace constmem

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// One launch with a table, wherever the table should live. An op's launcher names its by-value
+// parameter type and its bank, and hands over a callable that launches its kernel with whichever
+// table reader it is given:
+//
+//   CONSTMEM_DEFINE_BANK(taps_bank, float, 1024, 4);
+//   using TapsByValue = constmem::ByValueTable<float, 1024>;
+//
+//   return constmem::LaunchWithTable<TapsByValue, taps_bank_reader>(
+//       stream, table, placement, taps_bank(), [&](int device, const auto& taps) {
+//         MyKernel<<<grid, block, 0, stream>>>(in, out, n, taps);
+//         return constmem::CudaStatus(cudaGetLastError(), "MyKernel launch");
+//       });
+//
+// The callable is instantiated once per reader type: the by-value table, the bank's reader and
+// GlobalTableReader<T>. A kernel reads all three with `taps[j]`.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "constmem/bank.cuh"
+#include "constmem/by_value.cuh"
+#include "constmem/cuda_support.cuh"
+#include "constmem/stats.hpp"
+#include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
+
+namespace constmem {
+
+// Room for a kernel's other parameters next to a by-value table, in the parameter-size check.
+constexpr std::size_t kOtherKernelParamBytes = 64;
+
+// Runs `launch(device, reader)` on `stream` with the table placed as `placement` says:
+//   kByValue       host table -> ByValue parameter (Entry converted to ByValue's element type);
+//   kConstantBank  any table  -> a lease of `bank`, uploaded on `stream`, released after launch;
+//   kGlobalMemory  device table read in place.
+// The stream's device is made current for the call. A placement the source cannot take (by value
+// from device memory, global memory from host memory) is an InvalidArgument.
+template <class ByValue, class BankReader, class Entry, class LaunchFn>
+Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Placement placement,
+                       Bank<Entry>& bank, LaunchFn&& launch, LaunchReport* report = nullptr) {
+  if (report != nullptr) *report = LaunchReport{placement, false};
+  if (table.values == nullptr || table.size < 1) {
+    return InvalidArgument("a table needs at least one entry; got " + std::to_string(table.size));
+  }
+  int device = 0;
+  CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+  ScopedDevice guard(device);
+  CONSTMEM_RETURN_IF_ERROR(guard.status());
+  const bool host = table.source != SourceKind::kDevice;
+  const auto count = static_cast<std::size_t>(table.size);
+
+  switch (placement) {
+    case Placement::kByValue: {
+      if (!host) break;
+      ByValue by_value;
+      CONSTMEM_RETURN_IF_ERROR(FillByValueTable(table.values, count, &by_value));
+      CONSTMEM_RETURN_IF_ERROR(
+          CheckKernelParamBytes(sizeof(by_value) + kOtherKernelParamBytes, device));
+      Count(Counter::kByValueLaunch);
+      return launch(device, static_cast<const ByValue&>(by_value));
+    }
+    case Placement::kConstantBank: {
+      const bool dedupe = table.repeats && host;
+      Lease<Entry> lease;
+      CONSTMEM_RETURN_IF_ERROR(
+          bank.Acquire(stream, count, dedupe ? table.values : nullptr, &lease));
+      CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, count, table.source));
+      if (report != nullptr) report->upload_skipped = lease.upload_skipped();
+      Count(Counter::kConstantBankLaunch);
+      // The lease's destructor releases it on an error path too: the slot's event then covers
+      // whatever did reach the stream.
+      CONSTMEM_RETURN_IF_ERROR(launch(device, BankReader{lease.offset()}));
+      return lease.Release();
+    }
+    case Placement::kGlobalMemory:
+      if (host) break;
+      Count(Counter::kGlobalMemoryLaunch);
+      return launch(device, GlobalTableReader<Entry>{table.values});
+  }
+  return InvalidArgument(std::string("a ") + (host ? "host" : "device") + " table of " +
+                         std::to_string(table.size) + " entries cannot be placed in " +
+                         PlacementName(placement));
+}
+
+// Blocks of `Kernel` with `threads` threads each that fit on the whole device at once: the grid of
+// a persistent kernel (one wave; a second, partial wave would leave SMs idle at its end). Asked
+// once per device and kernel:  ResidentBlocks<MyKernel<float, Reader>>(256, device).
+template <auto Kernel>
+int ResidentBlocks(int threads, int device) {
+  static std::array<std::atomic<int>, kMaxDevices> cached{};
+  const bool cacheable = device >= 0 && device < kMaxDevices;
+  int blocks = cacheable ? cached[device].load(std::memory_order_relaxed) : 0;
+  if (blocks == 0) {
+    int per_sm = 0, sms = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, 0) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      cudaGetLastError();
+      per_sm = 1;
+      sms = 1;
+    }
+    blocks = std::max(1, per_sm * sms);
+    if (cacheable) cached[device].store(blocks, std::memory_order_relaxed);
+  }
+  return blocks;
+}
+
+// A persistent grid for `wanted` blocks of work: no more blocks than fit at once, at least one.
+inline dim3 PersistentGrid(std::int64_t wanted, int resident) {
+  return dim3(
+      static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, resident))));
+}
+
+}  // namespace constmem

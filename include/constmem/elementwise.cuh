@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// A kernel for the most common table op: every element walks the whole table, in order,
+//
+//   state = Op::Start(x, table[0]);  for j in 1..n-1: Op::Step(state, table[j]);  y =
+//   Op::Finish(state)
+//
+// (a running sum, Horner's rule, a chain of lookups). Every lane of a warp reads table[j] with the
+// same j, which is what constant memory broadcasts. An op supplies the three steps and its tuning:
+//
+//   template <class T>
+//   struct PolyvalStep {
+//     struct State { T x, y; };
+//     static constexpr int kVectorsPerThread = 8;   // elements in flight per thread, in 16-byte
+//     vectors static constexpr int kTableUnroll = 8;
+//     __device__ static State Start(T x, T first) { return {x, first}; }
+//     __device__ static void Step(State& s, T entry) { s.y = fma(s.y, s.x, entry); }
+//     __device__ static T Finish(const State& s) { return s.y; }
+//   };
+//
+// and launches with LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, n, size, reader)
+// from the callable it gives LaunchWithTable (dispatch.cuh).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "constmem/cuda_support.cuh"
+#include "constmem/dispatch.cuh"
+
+namespace constmem {
+
+constexpr int kElementwiseThreads = 256;
+
+namespace detail {
+template <class T>
+struct Vector16;
+template <>
+struct Vector16<float> {
+  using type = float4;
+};
+template <>
+struct Vector16<double> {
+  using type = double2;
+};
+}  // namespace detail
+
+// Tiles of kElementwiseThreads x kVectorsPerThread vectors are read and written fully coalesced
+// (vector k of every thread is contiguous across the block) and visited grid-stride, so that
+// concurrent blocks stream through neighbouring memory; the elements after the last whole tile (and
+// all of them, for unaligned pointers) go one per thread. `out` may be `data` (frameworks forward
+// an input buffer nothing else reads): every element is read before the same thread writes it, so
+// the pointers carry no __restrict__.
+template <class Op, class T, class Table, bool kVectorized>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    ElementwiseTableKernel(const T* data, T* out, std::int64_t count, int table_size,
+                           const __grid_constant__ Table table) {
+  using V = typename detail::Vector16<T>::type;
+  using State = typename Op::State;
+  constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(T));
+  constexpr int kVectors = Op::kVectorsPerThread;
+  constexpr std::int64_t kTileVectors = static_cast<std::int64_t>(kElementwiseThreads) * kVectors;
+  constexpr std::int64_t kTileElements = kTileVectors * kLanes;
+  const std::int64_t tiles = kVectorized ? count / kTileElements : 0;
+  for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const std::int64_t first = tile * kTileVectors + threadIdx.x;
+    State state[kVectors * kLanes];
+    const T entry0 = static_cast<T>(table[0]);
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) {
+      const V v = reinterpret_cast<const V*>(data)[first + k * kElementwiseThreads];
+      const T* lanes = reinterpret_cast<const T*>(&v);
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) state[k * kLanes + l] = Op::Start(lanes[l], entry0);
+    }
+#pragma unroll Op::kTableUnroll
+    for (int j = 1; j < table_size; ++j) {
+      const T entry = static_cast<T>(table[j]);
+#pragma unroll
+      for (int e = 0; e < kVectors * kLanes; ++e) Op::Step(state[e], entry);
+    }
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) {
+      V v;
+      T* lanes = reinterpret_cast<T*>(&v);
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) lanes[l] = Op::Finish(state[k * kLanes + l]);
+      reinterpret_cast<V*>(out)[first + k * kElementwiseThreads] = v;
+    }
+  }
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i =
+           tiles * kTileElements + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += stride) {
+    State state = Op::Start(data[i], static_cast<T>(table[0]));
+    for (int j = 1; j < table_size; ++j) Op::Step(state, static_cast<T>(table[j]));
+    out[i] = Op::Finish(state);
+  }
+}
+
+// Enqueues the kernel on `stream` (whose device is `device`, current) with a persistent grid:
+// whole tiles when both pointers are 16-byte aligned, one element per thread otherwise.
+template <class Op, class T, class Table>
+Status LaunchElementwiseTable(int device, cudaStream_t stream, const T* data, T* out,
+                              std::int64_t count, int table_size, const Table& table) {
+  if (count <= 0) return Status::Ok();
+  constexpr int kLanes = static_cast<int>(sizeof(typename detail::Vector16<T>::type) / sizeof(T));
+  constexpr std::int64_t kTileElements =
+      static_cast<std::int64_t>(kElementwiseThreads) * Op::kVectorsPerThread * kLanes;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  // Whole tiles, or for small counts one element per thread.
+  const std::int64_t wanted = std::max(
+      aligned ? count / kTileElements : 0,
+      ((aligned ? count % kTileElements : count) + kElementwiseThreads - 1) / kElementwiseThreads);
+  if (aligned) {
+    constexpr auto kernel = ElementwiseTableKernel<Op, T, Table, true>;
+    const dim3 grid = PersistentGrid(wanted, ResidentBlocks<kernel>(kElementwiseThreads, device));
+    kernel<<<grid, kElementwiseThreads, 0, stream>>>(data, out, count, table_size, table);
+  } else {
+    constexpr auto kernel = ElementwiseTableKernel<Op, T, Table, false>;
+    const dim3 grid = PersistentGrid(wanted, ResidentBlocks<kernel>(kElementwiseThreads, device));
+    kernel<<<grid, kElementwiseThreads, 0, stream>>>(data, out, count, table_size, table);
+  }
+  return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "kernel launch");
+}
+
+}  // namespace constmem
