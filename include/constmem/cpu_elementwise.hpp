@@ -41,41 +41,31 @@
 namespace constmem {
 namespace cpu {
 
-// a * b + c with one rounding, lane by lane, on any vector width: what a kernel needs to match a
-// GPU's fma bit for bit. Hardware FMA under AVX2 and AVX-512; std::fma (exact, slower where the
-// CPU has no FMA) otherwise.
+// y = a * b + c with one rounding, lane by lane, on any vector width: what a kernel needs to match
+// a GPU's fma bit for bit. Hardware FMA under AVX2 and AVX-512; std::fma (exact, slower where the
+// CPU has no FMA) otherwise. Vectors pass by reference (see above); the kernels below are
+// flattened, so that this inlines into code compiled for the same instruction set.
 template <class V>
-inline V Fma(V a, V b, V c) {
-  V result;
+inline void Fma(V& y, const V& a, const V& b, const V& c) {
   for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(a[0])); ++i)
-    result[i] = std::fma(a[i], b[i], c[i]);
-  return result;
+    y[i] = std::fma(a[i], b[i], c[i]);
 }
 #if CONSTMEM_CPU_X86
+#define CONSTMEM_DETAIL_FMA(target, V, Native, intrinsic)                                       \
+  template <>                                                                                   \
+  target inline void Fma(V& y, const V& a, const V& b, const V& c) {                            \
+    y = reinterpret_cast<V>(intrinsic(reinterpret_cast<Native>(a), reinterpret_cast<Native>(b), \
+                                      reinterpret_cast<Native>(c)));                            \
+  }
 using Float8 = Vector<float, 32>::type;
 using Double4 = Vector<double, 32>::type;
 using Float16 = Vector<float, 64>::type;
 using Double8 = Vector<double, 64>::type;
-template <>
-CONSTMEM_TARGET_AVX2 inline Float8 Fma(Float8 a, Float8 b, Float8 c) {
-  return reinterpret_cast<Float8>(_mm256_fmadd_ps(
-      reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b), reinterpret_cast<__m256>(c)));
-}
-template <>
-CONSTMEM_TARGET_AVX2 inline Double4 Fma(Double4 a, Double4 b, Double4 c) {
-  return reinterpret_cast<Double4>(_mm256_fmadd_pd(
-      reinterpret_cast<__m256d>(a), reinterpret_cast<__m256d>(b), reinterpret_cast<__m256d>(c)));
-}
-template <>
-CONSTMEM_TARGET_AVX512 inline Float16 Fma(Float16 a, Float16 b, Float16 c) {
-  return reinterpret_cast<Float16>(_mm512_fmadd_ps(
-      reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
-}
-template <>
-CONSTMEM_TARGET_AVX512 inline Double8 Fma(Double8 a, Double8 b, Double8 c) {
-  return reinterpret_cast<Double8>(_mm512_fmadd_pd(
-      reinterpret_cast<__m512d>(a), reinterpret_cast<__m512d>(b), reinterpret_cast<__m512d>(c)));
-}
+CONSTMEM_DETAIL_FMA(CONSTMEM_TARGET_AVX2, Float8, __m256, _mm256_fmadd_ps)
+CONSTMEM_DETAIL_FMA(CONSTMEM_TARGET_AVX2, Double4, __m256d, _mm256_fmadd_pd)
+CONSTMEM_DETAIL_FMA(CONSTMEM_TARGET_AVX512, Float16, __m512, _mm512_fmadd_ps)
+CONSTMEM_DETAIL_FMA(CONSTMEM_TARGET_AVX512, Double8, __m512d, _mm512_fmadd_pd)
+#undef CONSTMEM_DETAIL_FMA
 #endif
 
 namespace detail {
@@ -155,21 +145,24 @@ __attribute__((always_inline)) inline void ElementwiseTiles(const T* data, T* ou
 }
 
 template <class Op, class T>
-void ElementwisePortable(const T* data, T* out, std::int64_t count, const T* table,
-                         std::int64_t size) {
+__attribute__((flatten)) void ElementwisePortable(const T* data, T* out, std::int64_t count,
+                                                  const T* table, std::int64_t size) {
   ElementwiseTiles<Op, T, 16, Op::kAccumulators[0]>(data, out, count, table, size);
 }
 
 #if CONSTMEM_CPU_X86
 template <class Op, class T>
-CONSTMEM_TARGET_AVX2 void ElementwiseAvx2(const T* data, T* out, std::int64_t count, const T* table,
-                                          std::int64_t size) {
+CONSTMEM_TARGET_AVX2
+    __attribute__((flatten)) void ElementwiseAvx2(const T* data, T* out, std::int64_t count,
+                                                  const T* table, std::int64_t size) {
   ElementwiseTiles<Op, T, 32, Op::kAccumulators[1]>(data, out, count, table, size);
 }
 
 template <class Op, class T>
-CONSTMEM_TARGET_AVX512 void ElementwiseAvx512(const T* data, T* out, std::int64_t count,
-                                              const T* table, std::int64_t size) {
+CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void ElementwiseAvx512(const T* data, T* out,
+                                                                       std::int64_t count,
+                                                                       const T* table,
+                                                                       std::int64_t size) {
   // Streaming stores need 64-byte alignment and pay off once the output outgrows the caches.
   const bool stream = reinterpret_cast<std::uintptr_t>(out) % 64 == 0 &&
                       count * static_cast<std::int64_t>(sizeof(T)) >= kStreamingBytes;

@@ -8,9 +8,18 @@ loads after `import constmem`, as with any custom-op package.
 from constmem import _loader
 from constmem._loader import build_info, library_path
 from constmem.frobulate import MAX_TABLE_SIZE, frobulate
+from constmem.polyval import polyval, polyval_max_coefficients
 from constmem.stats import upload_stats
 
 _loader.ops()
 
-__all__ = ["MAX_TABLE_SIZE", "build_info", "frobulate", "library_path", "upload_stats"]
+__all__ = [
+    "MAX_TABLE_SIZE",
+    "build_info",
+    "frobulate",
+    "library_path",
+    "polyval",
+    "polyval_max_coefficients",
+    "upload_stats",
+]
 __version__ = "0.1.0"

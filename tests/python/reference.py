@@ -62,3 +62,57 @@ def special_values(dtype):
         ],
         dtype=dtype,
     )
+
+
+def _round_to(exact, dtype):
+    """The value of `dtype` nearest to the rational `exact`, ties to even (IEEE rounding)."""
+    from fractions import Fraction
+
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype)
+    big = Fraction(float(info.max)) + Fraction(float(info.max)) / (2 ** (info.nmant + 2))
+    if abs(exact) >= big:  # beyond max by half an ulp or more: overflow
+        return dtype.type(np.inf if exact > 0 else -np.inf)
+    guess = dtype.type(float(exact)) if abs(exact) < Fraction(float(info.max)) else info.max
+    guess = dtype.type(np.copysign(guess, float(exact))) if exact != 0 else guess
+    candidates = [guess, np.nextafter(guess, dtype.type(np.inf)), np.nextafter(guess, -np.inf)]
+    candidates = [c for c in candidates if np.isfinite(c)]
+
+    def key(c):
+        bits = np.array([c]).view(np.uint32 if dtype == np.float32 else np.uint64)[0]
+        return (abs(Fraction(float(c)) - exact), int(bits) & 1)
+
+    return dtype.type(min(candidates, key=key))
+
+
+def fma_exact(a, b, c, dtype):
+    """fma(a, b, c) in `dtype` with one rounding, through exact rational arithmetic."""
+    from fractions import Fraction
+
+    a, b, c = (float(v) for v in (a, b, c))
+    if not all(np.isfinite(v) for v in (a, b, c)):
+        return dtype(a * b + c)  # the special cases: infinities and NaN need no exact product
+    return _round_to(Fraction(a) * Fraction(b) + Fraction(c), dtype)
+
+
+def polyval_fma_reference(coeffs, x):
+    """Horner's rule with one rounding per step, in x's dtype: y = fma(y, x, c), exactly."""
+    x = np.asarray(x)
+    coeffs = np.asarray(coeffs, dtype=x.dtype)
+    out = np.empty_like(x)
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    for i, value in enumerate(flat_x):
+        y = coeffs[0]
+        for c in coeffs[1:]:
+            y = fma_exact(y, value, c, x.dtype.type)
+        flat_out[i] = y
+    return out
+
+
+def polyval_error_bound(coeffs, x):
+    """A bound on |computed - exact| for Horner's rule in x's dtype (Higham, eq. 5.3, doubled)."""
+    x = np.asarray(x)
+    n = len(coeffs)
+    eps = np.finfo(x.dtype).eps
+    magnitude = np.polyval(np.abs(np.asarray(coeffs, np.float64)), np.abs(x.astype(np.float64)))
+    return 2 * (2 * n + 1) * eps * magnitude + np.finfo(x.dtype).tiny

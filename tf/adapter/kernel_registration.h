@@ -13,6 +13,9 @@
 //   });
 #pragma once
 
+#include <string>
+
+#include "adapter/table_adapter.h"
 #include "tensorflow/core/framework/kernel_def_builder.h"
 #include "tensorflow/core/framework/op_kernel.h"
 
@@ -35,6 +38,25 @@ void RegisterKernel(tensorflow::KernelDefBuilder& builder) {
 template <class Kernel>
 void RegisterKernel(tensorflow::KernelDefBuilder&& builder) {
   RegisterKernel<Kernel>(builder);
+}
+
+// The kernels of an op's three table forms on `device`, for data type T:
+//   <op>           table is an ordinary input            Kernel<T, TableFrom::kInput>
+//   <op>HostTable  the same, the table in host memory    Kernel<T, TableFrom::kInput>
+//   <op>Attr       table is an attr                      Kernel<T, TableFrom::kAttr>
+template <template <class, TableFrom> class Kernel, class T>
+void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
+  using tensorflow::register_kernel::Name;
+  RegisterKernel<Kernel<T, TableFrom::kInput>>(
+      Name(op.c_str()).Device(device).TypeConstraint<T>("T"));
+  const std::string host_table = op + "HostTable";
+  Name host_builder(host_table.c_str());
+  host_builder.Device(device).TypeConstraint<T>("T");
+  if (std::string(device) != tensorflow::DEVICE_CPU) host_builder.HostMemory(table_input);
+  RegisterKernel<Kernel<T, TableFrom::kInput>>(host_builder);
+  const std::string attr = op + "Attr";
+  RegisterKernel<Kernel<T, TableFrom::kAttr>>(
+      Name(attr.c_str()).Device(device).TypeConstraint<T>("T"));
 }
 
 }  // namespace tf_adapter

@@ -17,12 +17,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "adapter/gpu_table.h"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
@@ -49,6 +49,12 @@ absl::Status CheckElementCount(const tensorflow::TensorShape& shape, const char*
                                std::int64_t max_elements);
 absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c, int input_index,
                                const char* name, std::int64_t max_elements);
+
+// The output of an elementwise op: input `input_index`'s shape, its buffer reused when nothing else
+// reads it (as TensorFlow's own elementwise ops do), after checking its element count.
+absl::Status ForwardOrAllocateElementwiseOutput(tensorflow::OpKernelContext* ctx, int input_index,
+                                                const char* name, std::int64_t max_elements,
+                                                tensorflow::Tensor** output);
 
 // TensorFlow's CUDA stream for this op, as the raw handle our launchers take.
 ops::GpuStream ComputeStream(tensorflow::OpKernelContext* ctx);
@@ -110,9 +116,8 @@ absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,
 // kernel is registered with HostMemory), or an attr fixed per node.
 enum class TableFrom { kInput, kAttr };
 
-// One table operand of an op. Attr tables are read and checked once, when the kernel is built:
-// list(int) for int32 tables, a `tensor` attr of the same dtype (float tables keep their precision,
-// which list(float) would not) otherwise.
+// One table operand of an op. Attr tables are read and checked once, when the kernel is built
+// (ReadAttrTable).
 template <class T>
 class TableOperand {
  public:
@@ -138,25 +143,25 @@ extern template class TableOperand<std::int32_t>;
 extern template class TableOperand<float>;
 extern template class TableOperand<double>;
 
-// Reads an attr table of T (list(int) for int32, a rank-1 `tensor` of T otherwise) and checks its
-// length; `Context` is an OpKernelConstruction or a shape function's InferenceContext.
+// Reads an attr table of T and checks its length; `Context` is an OpKernelConstruction or a shape
+// function's InferenceContext. Every table attr is a list(int), the one attr type that keeps every
+// value exact and that eager execution passes (a `tensor` attr it does not): int32 tables hold the
+// values, float tables the IEEE-754 bit patterns of T (float32 in the low 32 bits).
 template <class T, class Context>
 absl::Status ReadAttrTable(Context* ctx, const char* name, std::int64_t max_size,
                            std::vector<T>* values) {
   if constexpr (std::is_same<T, std::int32_t>::value) {
     TF_RETURN_IF_ERROR(ctx->GetAttr(name, values));
   } else {
-    tensorflow::Tensor tensor;
-    TF_RETURN_IF_ERROR(ctx->GetAttr(name, &tensor));
-    const tensorflow::DataType want = tensorflow::DataTypeToEnum<T>::value;
-    if (tensor.dtype() != want) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " must be ", tensorflow::DataTypeString(want), " like the data; got ",
-                       tensorflow::DataTypeString(tensor.dtype())));
+    static_assert(std::is_floating_point<T>::value, "int32 or floating-point tables");
+    std::vector<std::int64_t> bits;
+    TF_RETURN_IF_ERROR(ctx->GetAttr(name, &bits));
+    values->resize(bits.size());
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+      const Bits pattern = static_cast<Bits>(bits[i]);
+      std::memcpy(&(*values)[i], &pattern, sizeof(T));
     }
-    TF_RETURN_IF_ERROR(ValidateTableShape(tensor.shape(), name, max_size));
-    const auto flat = tensor.flat<T>();
-    values->assign(flat.data(), flat.data() + flat.size());
   }
   return ValidateTableSize(static_cast<std::int64_t>(values->size()), name, max_size);
 }

@@ -25,14 +25,9 @@ using tensorflow::register_kernel::Name;
 
 using tf_adapter::TableFrom;
 
-// Allocates the output after checking data, reusing data's buffer when nothing else reads it (as
-// TensorFlow's elementwise ops do); returns false when the op already failed.
-bool PrepareOutput(OpKernelContext* ctx, Tensor** output) {
-  const Tensor& data = ctx->input(0);
-  absl::Status status = tf_adapter::CheckElementCount(data.shape(), "data", kFrobulateMaxElements);
-  if (status.ok()) status = ctx->forward_input_or_allocate_output({0}, 0, data.shape(), output);
-  if (!status.ok()) ctx->SetStatus(status);
-  return status.ok();
+absl::Status PrepareOutput(OpKernelContext* ctx, Tensor** output) {
+  return tf_adapter::ForwardOrAllocateElementwiseOutput(ctx, 0, "data", kFrobulateMaxElements,
+                                                        output);
 }
 
 template <class T, TableFrom kFrom>
@@ -49,7 +44,7 @@ class FrobulateCpuKernel : public OpKernel {
     // The kernel adds entries converted to T: converted once per call (cheap next to the data).
     const std::vector<T> table(entries, entries + table_size);
     Tensor* output = nullptr;
-    if (!PrepareOutput(ctx, &output)) return;
+    OP_REQUIRES_OK(ctx, PrepareOutput(ctx, &output));
     const T* data = ctx->input(0).flat<T>().data();
     T* out = output->flat<T>().data();
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
@@ -62,17 +57,6 @@ class FrobulateCpuKernel : public OpKernel {
  private:
   tf_adapter::TableOperand<std::int32_t> table_;
 };
-
-template <class T>
-void RegisterFrobulateCpuKernels() {
-  using tf_adapter::RegisterKernel;
-  RegisterKernel<FrobulateCpuKernel<T, TableFrom::kInput>>(
-      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"));
-  RegisterKernel<FrobulateCpuKernel<T, TableFrom::kInput>>(
-      Name("Constmem>FrobulateHostTable").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"));
-  RegisterKernel<FrobulateCpuKernel<T, TableFrom::kAttr>>(
-      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_CPU).TypeConstraint<T>("T"));
-}
 
 #if CONSTMEM_WITH_GPU
 
@@ -87,7 +71,7 @@ class FrobulateGpuKernel : public OpKernel {
     tf_adapter::GpuTableArgument<std::int32_t> table;
     OP_REQUIRES_OK(ctx, table_.PrepareGpu(ctx, FrobulatePlacement, &table));
     Tensor* output = nullptr;
-    if (!PrepareOutput(ctx, &output)) return;
+    OP_REQUIRES_OK(ctx, PrepareOutput(ctx, &output));
     OP_REQUIRES_OK(ctx, tf_adapter::LaunchOnComputeStream(ctx, [&](GpuStream stream) {
                      return LaunchFrobulate<T>(stream, ctx->input(0).flat<T>().data(),
                                                output->flat<T>().data(), output->NumElements(),
@@ -99,19 +83,6 @@ class FrobulateGpuKernel : public OpKernel {
   tf_adapter::TableOperand<std::int32_t> table_;
 };
 
-template <class T>
-void RegisterFrobulateGpuKernels() {
-  using tf_adapter::RegisterKernel;
-  RegisterKernel<FrobulateGpuKernel<T, TableFrom::kInput>>(
-      Name("Constmem>Frobulate").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"));
-  RegisterKernel<FrobulateGpuKernel<T, TableFrom::kInput>>(Name("Constmem>FrobulateHostTable")
-                                                               .Device(tensorflow::DEVICE_GPU)
-                                                               .TypeConstraint<T>("T")
-                                                               .HostMemory("table"));
-  RegisterKernel<FrobulateGpuKernel<T, TableFrom::kAttr>>(
-      Name("Constmem>FrobulateAttr").Device(tensorflow::DEVICE_GPU).TypeConstraint<T>("T"));
-}
-
 #endif  // CONSTMEM_WITH_GPU
 
 }  // namespace
@@ -119,10 +90,15 @@ void RegisterFrobulateGpuKernels() {
 }  // namespace constmem
 
 CONSTMEM_REGISTER_KERNELS("Constmem>Frobulate", {
-  constmem::ops::RegisterFrobulateCpuKernels<float>();
-  constmem::ops::RegisterFrobulateCpuKernels<double>();
+  using constmem::tf_adapter::RegisterTableFormKernels;
+  RegisterTableFormKernels<constmem::ops::FrobulateCpuKernel, float>(
+      "Constmem>Frobulate", tensorflow::DEVICE_CPU, "table");
+  RegisterTableFormKernels<constmem::ops::FrobulateCpuKernel, double>(
+      "Constmem>Frobulate", tensorflow::DEVICE_CPU, "table");
 #if CONSTMEM_WITH_GPU
-  constmem::ops::RegisterFrobulateGpuKernels<float>();
-  constmem::ops::RegisterFrobulateGpuKernels<double>();
+  RegisterTableFormKernels<constmem::ops::FrobulateGpuKernel, float>(
+      "Constmem>Frobulate", tensorflow::DEVICE_GPU, "table");
+  RegisterTableFormKernels<constmem::ops::FrobulateGpuKernel, double>(
+      "Constmem>Frobulate", tensorflow::DEVICE_GPU, "table");
 #endif
 });

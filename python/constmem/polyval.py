@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Polyval: y = polyval(coeffs, x) by Horner's rule, coefficients in constant memory."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from constmem import _loader
+from constmem._tables import (
+    Source,
+    TensorLike,
+    attr_bits,
+    attr_floats,
+    attr_values,
+    float_data,
+    float_table,
+    invalid,
+    resolve_source,
+)
+
+MAX_COEFFICIENTS = _loader.library_constant("constmem_polyval_max_coefficients")
+"""The most coefficients (degree + 1) Polyval takes (the op library's own limit)."""
+
+
+def polyval_max_coefficients() -> int:
+    """The most coefficients Polyval takes: MAX_COEFFICIENTS."""
+    return MAX_COEFFICIENTS
+
+
+@tf.autograph.experimental.do_not_convert
+def polyval(
+    coeffs: TensorLike, x: TensorLike, *, source: Source = "auto", name: str | None = None
+) -> tf.Tensor:
+    """Evaluates the polynomial `coeffs` (highest degree first, as `np.polyval`) at every `x`.
+
+    `y = coeffs[0]; y = fma(y, x, coeffs[j]) for j = 1 .. n-1`: Horner's rule with one rounding per
+    step (a fused multiply-add), on the CPU as on the GPU, so that the two agree bit for bit;
+    `np.polyval` and `tf.math.polyval` round twice per step and may differ in the last bits. On a
+    GPU the coefficients are read from `__constant__` memory (or a by-value kernel parameter) with
+    warp-uniform indices.
+
+    Args:
+      coeffs: vector of 1 to 4,096 coefficients, converted to x's dtype: a tensor, or a Python or
+        NumPy sequence.
+      x: float32 or float64 tensor of any shape, including 0-d and empty.
+      source: how the coefficients reach the GPU kernel.
+        "input": an ordinary input (up to 4 KiB read in place, more copied into constant memory).
+        "host": a host-memory input (up to 4 KiB by value, more staged through pinned memory).
+        "attr": fixed per graph node (exact bit patterns in an attr); uploaded at most once per
+          device and content.
+        "auto" (default): "attr" for Python or NumPy coefficients, "input" for a tensor.
+      name: optional op name.
+
+    Returns:
+      A tensor with the shape and dtype of `x`.
+
+    Raises:
+      tf.errors.InvalidArgumentError: coefficients of rank other than 1, none or more than 4,096;
+        x of a dtype other than float32/float64.
+
+    Gradients flow to `x` (the derivative polynomial, evaluated by the same op) and, for the
+    "input" and "host" forms, to `coeffs` (`sum(grad * x**k)`, computed with TensorFlow ops).
+
+    """
+    source = resolve_source(source, coeffs)
+    ops = _loader.ops()
+    with tf.name_scope(name or "Polyval"):
+        x = float_data(x, "x")
+        if source == "attr":
+            values = attr_values(coeffs, "coeffs")
+            if not 1 <= values.size <= MAX_COEFFICIENTS:
+                raise invalid(
+                    f"coeffs must have 1 to {MAX_COEFFICIENTS} entries; got {values.size}"
+                )
+            return ops.constmem_polyval_attr(x=x, coeffs=attr_bits(values, x.dtype))
+        coeffs = float_table(coeffs, x.dtype, "coeffs")
+        if source == "host":
+            return ops.constmem_polyval_host_table(x=x, coeffs=coeffs)
+        return ops.constmem_polyval(x=x, coeffs=coeffs)
+
+
+def _derivative(coeffs: tf.Tensor) -> tf.Tensor:
+    """Coefficients of the derivative, highest degree first; [0] for a constant."""
+    n = tf.shape(coeffs)[0]
+    powers = tf.cast(tf.range(n - 1, 0, -1), coeffs.dtype)
+    derivative = coeffs[:-1] * powers
+    return tf.cond(n > 1, lambda: derivative, lambda: tf.zeros([1], coeffs.dtype))
+
+
+def _coeffs_gradient(x: tf.Tensor, grad: tf.Tensor, n: tf.Tensor) -> tf.Tensor:
+    """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i))."""
+    exponents = tf.cast(tf.range(n - 1, -1, -1), x.dtype)
+    powers = tf.math.pow(tf.reshape(x, [-1, 1]), exponents)
+    return tf.linalg.matvec(powers, tf.reshape(grad, [-1]), transpose_a=True)
+
+
+def _grad_with_input(op, grad):
+    x, coeffs = op.inputs
+    grad_x = grad * polyval(_derivative(coeffs), x, source="input")
+    return [grad_x, _coeffs_gradient(x, grad, tf.shape(coeffs)[0])]
+
+
+tf.RegisterGradient("Constmem>Polyval")(_grad_with_input)
+tf.RegisterGradient("Constmem>PolyvalHostTable")(_grad_with_input)
+
+
+@tf.RegisterGradient("Constmem>PolyvalAttr")
+def _polyval_attr_grad(op, grad):
+    coeffs = attr_floats(op.get_attr("coeffs"), op.get_attr("T"))
+    derivative = np.polyder(coeffs) if coeffs.size > 1 else np.zeros(1, coeffs.dtype)
+    return grad * polyval(derivative.astype(coeffs.dtype), op.inputs[0], source="attr")

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Polyval's arithmetic, shared by the CPU kernel, the GPU kernel's tests and the benchmarks. Plain
+// C++: no TensorFlow and no CUDA include.
+//
+//   y = c[0];  for j in 1..n-1:  y = fma(y, x, c[j])        (Horner's rule, highest degree first)
+//
+// Each step rounds once (a fused multiply-add), on the CPU as on the GPU, so the two agree bit for
+// bit; np.polyval and tf.math.polyval round twice per step and may differ in the last bits.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace constmem {
+namespace ops {
+
+// The most coefficients (degree + 1) Polyval takes: a constant bank of 4,096 float64 entries is
+// half of the 64 KiB a CUDA module may declare, and no polynomial worth evaluating this way has
+// more.
+constexpr std::int64_t kPolyvalMaxCoefficients = 4096;
+constexpr std::int64_t kPolyvalMaxElements = std::int64_t{1} << 62;
+
+template <class T>
+inline T PolyvalElement(T x, const T* coeffs, std::int64_t count) {
+  T y = coeffs[0];
+  for (std::int64_t j = 1; j < count; ++j) y = std::fma(y, x, coeffs[j]);
+  return y;
+}
+
+}  // namespace ops
+}  // namespace constmem

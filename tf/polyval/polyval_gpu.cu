@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// Polyval's CUDA kernel and launcher: the core's elementwise table walk with Horner's rule. No
+// framework header reaches nvcc.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "constmem/constmem.cuh"
+#include "constmem/dispatch.cuh"
+#include "constmem/elementwise.cuh"
+#include "polyval/polyval_functor.h"
+#include "polyval/polyval_launcher.h"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+// Four slots per dtype: four streams evaluate polynomials of up to 1,024 coefficients at once; a
+// longer one takes a run of slots. 16 KiB + 32 KiB of the module's 64 KiB.
+constexpr std::size_t kSlotCoefficients = kPolyvalMaxCoefficients / 4;
+constexpr int kSlots = 4;
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
+
+CONSTMEM_DEFINE_BANK(polyval_bank_f32, float, constmem::ops::kSlotCoefficients,
+                     constmem::ops::kSlots);
+CONSTMEM_DEFINE_BANK(polyval_bank_f64, double, constmem::ops::kSlotCoefficients,
+                     constmem::ops::kSlots);
+
+namespace constmem {
+namespace ops {
+namespace {
+
+template <class T>
+struct PolyvalBank;
+template <>
+struct PolyvalBank<float> {
+  static Bank<float>& bank() { return polyval_bank_f32(); }
+  using Reader = polyval_bank_f32_reader;
+};
+template <>
+struct PolyvalBank<double> {
+  static Bank<double>& bank() { return polyval_bank_f64(); }
+  using Reader = polyval_bank_f64_reader;
+};
+
+// Host coefficients up to 4 KiB travel as a kernel parameter.
+template <class T>
+using PolyvalByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
+
+template <class T>
+struct PolyvalStep {
+  struct State {
+    T x;
+    T y;
+  };
+  // 32 floats or 16 doubles per thread: every coefficient read feeds that many independent FMAs.
+  static constexpr int kVectorsPerThread = 8;
+  static constexpr int kTableUnroll = 8;
+  __device__ __forceinline__ static State Start(T x, T first) { return {x, first}; }
+  __device__ __forceinline__ static void Step(State& state, T coeff) {
+    state.y = fma(state.y, state.x, coeff);
+  }
+  __device__ __forceinline__ static T Finish(const State& state) { return state.y; }
+};
+
+template <class T>
+StrategyLimits PolyvalLimits() {
+  StrategyLimits limits;
+  limits.constant_bank_bytes = kPolyvalMaxCoefficients * sizeof(T);
+  // One coefficient read feeds 32 FMAs: a warp-uniform read from L1 costs what a constant-cache
+  // read costs, so a small device table is read where it is rather than copied first (the same
+  // balance as Frobulate's; docs/performance.md).
+  limits.device_in_place_bytes = kDefaultByValueBytes;
+  return limits;
+}
+
+}  // namespace
+
+template <class T>
+Placement PolyvalPlacement(std::int64_t count, SourceKind source) {
+  return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source),
+                         PolyvalLimits<T>());
+}
+
+template <class T>
+Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
+                                  const TableView<T>& coeffs, Placement placement,
+                                  LaunchReport* report) {
+  if (report != nullptr) *report = LaunchReport{placement, false};
+  if (coeffs.values == nullptr || coeffs.size < 1 || coeffs.size > kPolyvalMaxCoefficients) {
+    return InvalidArgument("Polyval needs 1 to " + std::to_string(kPolyvalMaxCoefficients) +
+                           " coefficients; got " + std::to_string(coeffs.size));
+  }
+  if (count < 0 || count > kPolyvalMaxElements) {
+    return InvalidArgument("Polyval handles at most 2^62 elements; got " + std::to_string(count));
+  }
+  if (count == 0) return Status::Ok();
+  return LaunchWithTable<PolyvalByValue<T>, typename PolyvalBank<T>::Reader>(
+      stream, coeffs, placement, PolyvalBank<T>::bank(),
+      [&](int device, const auto& reader) {
+        return LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, count,
+                                                      static_cast<int>(coeffs.size), reader);
+      },
+      report);
+}
+
+template <class T>
+Status LaunchPolyval(GpuStream stream, const T* x, T* y, std::int64_t count,
+                     const TableView<T>& coeffs, LaunchReport* report) {
+  return LaunchPolyvalWithPlacement(stream, x, y, count, coeffs,
+                                    PolyvalPlacement<T>(coeffs.size, coeffs.source), report);
+}
+
+#define CONSTMEM_INSTANTIATE_POLYVAL(T)                                                        \
+  template Placement PolyvalPlacement<T>(std::int64_t, SourceKind);                            \
+  template Status LaunchPolyval<T>(GpuStream, const T*, T*, std::int64_t, const TableView<T>&, \
+                                   LaunchReport*);                                             \
+  template Status LaunchPolyvalWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,         \
+                                                const TableView<T>&, Placement, LaunchReport*);
+CONSTMEM_INSTANTIATE_POLYVAL(float)
+CONSTMEM_INSTANTIATE_POLYVAL(double)
+#undef CONSTMEM_INSTANTIATE_POLYVAL
+
+}  // namespace ops
+}  // namespace constmem

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plain C++ interface between Polyval's framework kernels (host compiler) and its CUDA code
+// (nvcc, no framework header). The stream is the framework's raw CUDA stream.
+#pragma once
+
+#include <cstdint>
+
+#include "adapter/gpu_table.h"
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
+
+namespace constmem {
+namespace ops {
+
+// Enqueues y = polyval(coeffs, x) on `stream` and returns without waiting; coefficients highest
+// degree first, 1 to kPolyvalMaxCoefficients of them.
+template <class T>
+Status LaunchPolyval(GpuStream stream, const T* x, T* y, std::int64_t count,
+                     const TableView<T>& coeffs, LaunchReport* report = nullptr);
+
+// The same with the placement chosen by the caller (benchmarks, tests of every placement).
+template <class T>
+Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
+                                  const TableView<T>& coeffs, Placement placement,
+                                  LaunchReport* report = nullptr);
+
+// Where LaunchPolyval puts `count` coefficients of T from `source`.
+template <class T>
+Placement PolyvalPlacement(std::int64_t count, SourceKind source);
+
+}  // namespace ops
+}  // namespace constmem
