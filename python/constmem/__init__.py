@@ -7,6 +7,7 @@ loads after `import constmem`, as with any custom-op package.
 
 from constmem import _loader
 from constmem._loader import build_info, library_path
+from constmem.fir_filter import fir_filter, fir_filter_max_taps
 from constmem.frobulate import MAX_TABLE_SIZE, frobulate
 from constmem.polyval import polyval, polyval_max_coefficients
 from constmem.stats import upload_stats
@@ -16,6 +17,8 @@ _loader.ops()
 __all__ = [
     "MAX_TABLE_SIZE",
     "build_info",
+    "fir_filter",
+    "fir_filter_max_taps",
     "frobulate",
     "library_path",
     "polyval",

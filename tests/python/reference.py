@@ -85,18 +85,35 @@ def _round_to(exact, dtype):
     return dtype.type(min(candidates, key=key))
 
 
-def fma_exact(a, b, c, dtype):
-    """fma(a, b, c) in `dtype` with one rounding, through exact rational arithmetic."""
+def _flushed(value, dtype):
+    """A subnormal value as zero of its sign, as a CPU with FTZ and DAZ set sees and makes it."""
+    if value != 0 and abs(value) < np.finfo(dtype).tiny:
+        return dtype(np.copysign(0.0, value))
+    return dtype(value)
+
+
+def fma_exact(a, b, c, dtype, flush=False):
+    """fma(a, b, c) in `dtype` with one rounding, through exact rational arithmetic. `flush`: as
+    under TensorFlow's CPU threads, subnormal operands read as zero and subnormal results are
+    written as zero."""
     from fractions import Fraction
 
+    if flush:
+        a, b, c = (_flushed(v, dtype) for v in (a, b, c))
     a, b, c = (float(v) for v in (a, b, c))
     if not all(np.isfinite(v) for v in (a, b, c)):
-        return dtype(a * b + c)  # the special cases: infinities and NaN need no exact product
-    return _round_to(Fraction(a) * Fraction(b) + Fraction(c), dtype)
+        # A finite product is exact inside an fma (it cannot overflow), so an infinite addend wins;
+        # an infinite factor makes the product infinite (or NaN times zero), added as usual.
+        if np.isfinite(a) and np.isfinite(b):
+            return dtype(c)
+        return dtype(a * b + c)
+    result = _round_to(Fraction(a) * Fraction(b) + Fraction(c), dtype)
+    return _flushed(result, dtype) if flush else result
 
 
-def polyval_fma_reference(coeffs, x):
-    """Horner's rule with one rounding per step, in x's dtype: y = fma(y, x, c), exactly."""
+def polyval_fma_reference(coeffs, x, flush=False):
+    """Horner's rule with one rounding per step, in x's dtype: y = fma(y, x, c), exactly
+    (`flush`: with the CPU's flush of subnormals, see fma_exact)."""
     x = np.asarray(x)
     coeffs = np.asarray(coeffs, dtype=x.dtype)
     out = np.empty_like(x)
@@ -104,8 +121,8 @@ def polyval_fma_reference(coeffs, x):
     for i, value in enumerate(flat_x):
         y = coeffs[0]
         for c in coeffs[1:]:
-            y = fma_exact(y, value, c, x.dtype.type)
-        flat_out[i] = y
+            y = fma_exact(y, value, c, x.dtype.type, flush)
+        flat_out[i] = _flushed(y, x.dtype.type) if flush else y
     return out
 
 
@@ -116,3 +133,40 @@ def polyval_error_bound(coeffs, x):
     eps = np.finfo(x.dtype).eps
     magnitude = np.polyval(np.abs(np.asarray(coeffs, np.float64)), np.abs(x.astype(np.float64)))
     return 2 * (2 * n + 1) * eps * magnitude + np.finfo(x.dtype).tiny
+
+
+def fir_fma_reference(x, taps, padding, flush=False):
+    """The filter by its definition, exactly: y = fma(xp[i + j], taps[j], y) from +0, in x's dtype
+    (`flush`: with the CPU's flush of subnormals, see fma_exact)."""
+    x = np.asarray(x)
+    taps = np.asarray(taps, dtype=x.dtype)
+    k, n = len(taps), x.shape[-1]
+    pad_left = (k - 1) // 2 if padding == "SAME" else 0
+    m = n if padding == "SAME" else max(n - k + 1, 0)
+    rows = x.reshape(int(np.prod(x.shape[:-1])), n)
+    out = np.zeros((rows.shape[0], m), x.dtype)
+    for r, row in enumerate(rows):
+        for i in range(m):
+            y = x.dtype.type(0)
+            for j, tap in enumerate(taps):
+                s = i + j - pad_left
+                y = fma_exact(row[s] if 0 <= s < n else 0.0, tap, y, x.dtype.type, flush)
+            out[r, i] = y
+    return out.reshape((*x.shape[:-1], m))
+
+
+def fir_float64(x, taps, padding):
+    """np.correlate row by row in float64, with TensorFlow's SAME padding."""
+    x = np.asarray(x, np.float64)
+    taps = np.asarray(taps, np.float64)
+    k, n = len(taps), x.shape[-1]
+    rows = x.reshape(int(np.prod(x.shape[:-1])), n)
+    if padding == "SAME":
+        pad_left = (k - 1) // 2
+        rows = np.pad(rows, [(0, 0), (pad_left, k - 1 - pad_left)])
+    m = rows.shape[1] - k + 1 if rows.shape[1] >= k else 0
+    out = np.zeros((rows.shape[0], m))
+    for r, row in enumerate(rows):
+        if m:
+            out[r] = np.correlate(row, taps, "valid")[:m]
+    return out.reshape((*x.shape[:-1], m))

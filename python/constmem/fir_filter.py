@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FirFilter: a 1-D FIR filter along the last axis, taps in constant memory."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import tensorflow as tf
+
+from constmem import _loader
+from constmem._tables import (
+    Source,
+    TensorLike,
+    attr_bits,
+    attr_floats,
+    attr_values,
+    float_data,
+    float_table,
+    invalid,
+    resolve_source,
+)
+
+MAX_TAPS = _loader.library_constant("constmem_fir_filter_max_taps")
+"""The most taps FirFilter takes (the op library's own limit)."""
+
+Padding = Literal["SAME", "VALID"]
+
+
+def fir_filter_max_taps() -> int:
+    """The most taps FirFilter takes: MAX_TAPS."""
+    return MAX_TAPS
+
+
+@tf.autograph.experimental.do_not_convert
+def fir_filter(
+    x: TensorLike,
+    taps: TensorLike,
+    *,
+    padding: Padding = "SAME",
+    source: Source = "auto",
+    name: str | None = None,
+) -> tf.Tensor:
+    """Filters every row of `x` (its last axis) with `taps`, as a correlation.
+
+    `y[..., i] = sum_j xp[..., i + j] * taps[j]`, what `tf.nn.conv1d` and `np.correlate` compute:
+    the taps are applied in order, one fused multiply-add each starting from +0, on the CPU as on
+    the GPU, so that the two agree bit for bit. `xp` is the row with zero padding: for "SAME",
+    `(k - 1) // 2` zeros before it and the rest after (TensorFlow's rule), as many outputs as
+    samples; for "VALID", none, `n - k + 1` outputs (none when the taps outnumber the samples).
+    On a GPU the taps are read from `__constant__` memory (or a by-value kernel parameter) with
+    warp-uniform indices while the samples are staged in shared memory.
+
+    Args:
+      x: float32 or float64 tensor of rank 1 or more; every leading dimension is a batch.
+      taps: vector of 1 to 2,048 taps, converted to x's dtype: a tensor, or a Python or NumPy
+        sequence.
+      padding: "SAME" or "VALID".
+      source: how the taps reach the GPU kernel: "input", "host", "attr" or "auto" ("attr" for
+        Python or NumPy taps, "input" for a tensor), as for `constmem.polyval`.
+      name: optional op name.
+
+    Returns:
+      A tensor of x's dtype and shape, the last dimension replaced by the number of outputs.
+
+    Raises:
+      tf.errors.InvalidArgumentError: taps of rank other than 1, none or more than 2,048; x of rank
+        0 or of a dtype other than float32/float64.
+      ValueError: an unknown padding or source.
+
+    Gradients flow to `x` (the same filter with the taps reversed, by the same op) and, for the
+    "input" and "host" forms, to `taps` (a correlation of the padded input with the incoming
+    gradient, computed with `tf.nn.conv1d`).
+
+    """
+    if padding not in ("SAME", "VALID"):
+        raise ValueError(f"padding must be 'SAME' or 'VALID'; got {padding!r}")
+    source = resolve_source(source, taps)
+    ops = _loader.ops()
+    with tf.name_scope(name or "FirFilter"):
+        x = float_data(x, "x")
+        if x.shape.rank == 0:
+            raise invalid("x must have rank 1 or more (the filter runs along the last axis)")
+        if source == "attr":
+            values = attr_values(taps, "taps")
+            if not 1 <= values.size <= MAX_TAPS:
+                raise invalid(f"taps must have 1 to {MAX_TAPS} entries; got {values.size}")
+            bits = attr_bits(values, x.dtype)
+            return ops.constmem_fir_filter_attr(x=x, taps=bits, padding=padding)
+        taps = float_table(taps, x.dtype, "taps")
+        if source == "host":
+            return ops.constmem_fir_filter_host_table(x=x, taps=taps, padding=padding)
+        return ops.constmem_fir_filter(x=x, taps=taps, padding=padding)
+
+
+def _pad_left(k: tf.Tensor, padding: str) -> tf.Tensor:
+    return (k - 1) // 2 if padding == "SAME" else tf.zeros_like(k)
+
+
+def _x_gradient(grad, x, taps, padding, source):
+    """dx[i] = sum_j g[i + pad_left - j] taps[j]: the taps reversed over the shifted gradient."""
+    n = tf.shape(x)[-1]
+    m = tf.shape(grad)[-1]
+    k = tf.shape(taps)[0] if tf.is_tensor(taps) else len(taps)
+    pad_left = _pad_left(k, padding)
+    rank = tf.rank(grad)
+    before = k - 1 - pad_left
+    after = n - m + pad_left
+    paddings = tf.concat(
+        [tf.zeros([rank - 1, 2], tf.int32), tf.reshape(tf.stack([before, after]), [1, 2])], 0
+    )
+    padded = tf.pad(grad, paddings)
+    reversed_taps = taps[::-1] if tf.is_tensor(taps) else np.ascontiguousarray(taps[::-1])
+    return fir_filter(padded, reversed_taps, padding="VALID", source=source)
+
+
+def _taps_gradient(grad, x, k, padding):
+    """dtaps[j] = sum of g[o] xp[o + j] over rows and outputs: one conv1d, rows as channels."""
+    n = tf.shape(x)[-1]
+    m = tf.shape(grad)[-1]
+    pad_left = _pad_left(k, padding)
+    pad_right = m + k - 1 - n - pad_left
+    rows_x = tf.reshape(x, [-1, n])
+    rows_g = tf.reshape(grad, [-1, m])
+    padded = tf.pad(rows_x, [[0, 0], [pad_left, pad_right]])
+    signal = tf.transpose(padded)[tf.newaxis]  # [1, n + k - 1, rows]
+    kernel = tf.transpose(rows_g)[:, :, tf.newaxis]  # [m, rows, 1]
+    return tf.reshape(tf.nn.conv1d(signal, kernel, stride=1, padding="VALID"), [k])
+
+
+def _grad_with_input(op, grad):
+    x, taps = op.inputs
+    padding = op.get_attr("padding").decode()
+    grad_x = _x_gradient(grad, x, taps, padding, "input")
+    return [grad_x, _taps_gradient(grad, x, tf.shape(taps)[0], padding)]
+
+
+tf.RegisterGradient("Constmem>FirFilter")(_grad_with_input)
+tf.RegisterGradient("Constmem>FirFilterHostTable")(_grad_with_input)
+
+
+@tf.RegisterGradient("Constmem>FirFilterAttr")
+def _fir_filter_attr_grad(op, grad):
+    taps = attr_floats(op.get_attr("taps"), op.get_attr("T"))
+    return _x_gradient(grad, op.inputs[0], taps, op.get_attr("padding").decode(), "attr")

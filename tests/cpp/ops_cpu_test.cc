@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+// Polyval's and FirFilter's CPU kernels against their scalar definitions (std::fma, one rounding
+// per step), for every instruction set this CPU supports: random sizes, ranges and tables, and
+// special values with and without the denormal flush. Bitwise equality is the contract.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "constmem/cpu_isa.hpp"
+#include "cpu_test_support.h"
+#include "fir_filter/fir_filter_cpu.h"
+#include "fir_filter/fir_filter_functor.h"
+#include "polyval/polyval_cpu.h"
+#include "polyval/polyval_functor.h"
+
+namespace constmem {
+namespace {
+
+using cpu::Isa;
+
+class OpsCpu : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu::IsaSupported(GetParam()))
+      GTEST_SKIP() << "this CPU lacks " << cpu::IsaName(GetParam());
+  }
+};
+
+template <class T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <class T>
+void ExpectPolyvalMatches(Isa isa, const std::vector<T>& x, const std::vector<T>& coeffs,
+                          std::int64_t begin, std::int64_t end) {
+  std::vector<T> y(x.size(), T(7)), expected(x.size(), T(7));
+  ops::PolyvalCpuRange(x.data(), y.data(), begin, end, coeffs.data(),
+                       static_cast<std::int64_t>(coeffs.size()), isa);
+  for (std::int64_t i = begin; i < end; ++i)
+    expected[i] =
+        ops::PolyvalElement(x[i], coeffs.data(), static_cast<std::int64_t>(coeffs.size()));
+  EXPECT_TRUE(SameBits(y, expected))
+      << cpu::IsaName(isa) << ": " << x.size() << " elements, [" << begin << ", " << end << "), "
+      << coeffs.size() << " coefficients";
+}
+
+template <class T>
+void PolyvalRandomCases(Isa isa) {
+  std::mt19937_64 rng(17 + static_cast<unsigned>(isa) + sizeof(T));
+  std::uniform_real_distribution<double> uniform(-1.5, 1.5);
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::int64_t size = std::uniform_int_distribution<std::int64_t>(0, 2000)(rng);
+    const std::int64_t begin = std::uniform_int_distribution<std::int64_t>(0, size)(rng);
+    const std::int64_t end = std::uniform_int_distribution<std::int64_t>(begin, size)(rng);
+    std::vector<T> x(size), coeffs(trial % 8 == 0 ? 4096 : 1 + rng() % 65);
+    for (auto& v : x) v = static_cast<T>(uniform(rng));
+    for (auto& v : coeffs) v = static_cast<T>(uniform(rng));
+    ExpectPolyvalMatches(isa, x, coeffs, begin, end);
+  }
+}
+
+TEST_P(OpsCpu, PolyvalRandomSizesRangesAndDegrees) {
+  PolyvalRandomCases<float>(GetParam());
+  PolyvalRandomCases<double>(GetParam());
+}
+
+template <class T>
+void PolyvalSpecialCases(Isa isa, bool flush) {
+  ScopedFlushDenormals mode(flush);
+  std::vector<T> x;
+  for (int repeat = 0; repeat < 40; ++repeat) {
+    const auto specials = SpecialValues<T>();
+    x.insert(x.end(), specials.begin(), specials.end());
+  }
+  for (const auto& coeffs : std::vector<std::vector<T>>{
+           {T(1)}, {T(0.5), T(-2), T(0), T(3)}, {std::numeric_limits<T>::max(), T(1), T(-1)}}) {
+    ExpectPolyvalMatches(isa, x, coeffs, 0, static_cast<std::int64_t>(x.size()));
+  }
+}
+
+TEST_P(OpsCpu, PolyvalSpecialValuesWithAndWithoutDenormalFlush) {
+  for (bool flush : {false, true}) {
+    PolyvalSpecialCases<float>(GetParam(), flush);
+    PolyvalSpecialCases<double>(GetParam(), flush);
+  }
+}
+
+template <class T>
+void ExpectFirMatches(Isa isa, const std::vector<T>& x, const ops::FirShape& shape,
+                      const std::vector<T>& taps, std::int64_t begin, std::int64_t end) {
+  const auto total = static_cast<std::size_t>(shape.rows * shape.outputs);
+  std::vector<T> y(total, T(7)), expected(total, T(7));
+  ops::FirFilterCpuRange(x.data(), y.data(), shape, taps.data(), begin, end, isa);
+  for (std::int64_t i = begin; i < end; ++i) {
+    const std::int64_t row = i / shape.outputs;
+    expected[i] =
+        ops::FirOutput(x.data() + row * shape.length, shape, taps.data(), i % shape.outputs);
+  }
+  EXPECT_TRUE(SameBits(y, expected))
+      << cpu::IsaName(isa) << ": " << shape.rows << " x " << shape.length << ", " << shape.taps
+      << " taps, [" << begin << ", " << end << ")";
+}
+
+template <class T>
+void FirRandomCases(Isa isa) {
+  std::mt19937_64 rng(29 + static_cast<unsigned>(isa) + sizeof(T));
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t rows = 1 + rng() % 4;
+    const std::int64_t length = trial % 10 == 0 ? 5000 + rng() % 300 : rng() % 400;
+    const std::int64_t taps = trial % 7 == 0 ? 2048 : 1 + rng() % 80;
+    const auto padding = trial % 2 ? ops::FirPadding::kSame : ops::FirPadding::kValid;
+    const ops::FirShape shape = ops::MakeFirShape(rows, length, taps, padding);
+    std::vector<T> x(rows * length), tap_values(taps);
+    for (auto& v : x) v = static_cast<T>(normal(rng));
+    for (auto& v : tap_values) v = static_cast<T>(normal(rng));
+    const std::int64_t total = rows * shape.outputs;
+    const std::int64_t begin = std::uniform_int_distribution<std::int64_t>(0, total)(rng);
+    const std::int64_t end = std::uniform_int_distribution<std::int64_t>(begin, total)(rng);
+    ExpectFirMatches(isa, x, shape, tap_values, begin, end);
+  }
+}
+
+TEST_P(OpsCpu, FirFilterRandomShapesPaddingsAndRanges) {
+  FirRandomCases<float>(GetParam());
+  FirRandomCases<double>(GetParam());
+}
+
+TEST_P(OpsCpu, FirFilterSpecialValuesWithAndWithoutDenormalFlush) {
+  for (bool flush : {false, true}) {
+    ScopedFlushDenormals mode(flush);
+    std::vector<float> x;
+    for (int repeat = 0; repeat < 30; ++repeat) {
+      const auto specials = SpecialValues<float>();
+      x.insert(x.end(), specials.begin(), specials.end());
+    }
+    const std::vector<float> taps = {0.5f, -2.0f, 0.0f, 3.0f, 1.0f};
+    const auto shape =
+        ops::MakeFirShape(1, static_cast<std::int64_t>(x.size()), 5, ops::FirPadding::kSame);
+    ExpectFirMatches(GetParam(), x, shape, taps, 0, shape.outputs);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryInstructionSet, OpsCpu,
+                         ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(cpu::IsaName(info.param)); });
+
+}  // namespace
+}  // namespace constmem

@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FirFilter through TensorFlow: every form and padding against an exact reference, np.correlate
+and tf.nn.conv1d, edge cases, gradients and errors, on the CPU and each GPU."""
+
+import constmem
+import numpy as np
+import pytest
+import tensorflow as tf
+from reference import fir_float64, fir_fma_reference, special_values
+
+SOURCES = ["input", "host", "attr"]
+DTYPES = [np.float32, np.float64]
+PADDINGS = ["SAME", "VALID"]
+
+
+def run_fir(device, x, taps, padding, source):
+    with tf.device(device):
+        table = taps if source == "attr" else tf.constant(taps)
+        return constmem.fir_filter(x, table, padding=padding, source=source).numpy()
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize(
+    "shape,k",
+    [((9,), 1), ((9,), 4), ((2, 37), 17), ((3, 2, 40), 8), ((5,), 9), ((2, 150), 63)],
+)
+def test_bitwise_equal_to_the_definition(device, source, dtype, padding, shape, k):
+    rng = np.random.default_rng(abs(hash((source, padding, shape, k))) % 2**32)
+    x = rng.standard_normal(shape).astype(dtype)
+    taps = rng.standard_normal(k).astype(dtype)
+    y = run_fir(device, x, taps, padding, source)
+    expected = fir_fma_reference(x, taps, padding)
+    assert y.shape == expected.shape and y.dtype == dtype
+    np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_random_shapes_close_to_numpy_correlate(device, dtype, padding):
+    rng = np.random.default_rng(21)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    for _ in range(10):
+        rank = int(rng.integers(1, 4))
+        shape = (*(int(d) for d in rng.integers(1, 6, size=rank - 1)), int(rng.integers(1, 5000)))
+        k = int(rng.integers(1, 130))
+        x = rng.standard_normal(shape).astype(dtype)
+        taps = (rng.standard_normal(k) / np.sqrt(k)).astype(dtype)
+        y = run_fir(device, x, taps, padding, SOURCES[int(rng.integers(0, 3))])
+        expected = fir_float64(x, taps, padding)
+        assert y.shape == expected.shape
+        np.testing.assert_allclose(y, expected, rtol=0, atol=tolerance * 10)
+
+
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("k", [3, 4, 17, 63])
+def test_close_to_tf_nn_conv1d_on_the_cpu(device, padding, k):
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((4, 1000)).astype(np.float32)
+    taps = rng.standard_normal(k).astype(np.float32)
+    with tf.device("/CPU:0"):
+        theirs = tf.nn.conv1d(x[:, :, None], taps[:, None, None], 1, padding)[:, :, 0].numpy()
+    ours = run_fir(device, x, taps, padding, "input")
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_edge_cases(device, source, padding):
+    rng = np.random.default_rng(2)
+    cases = [
+        ((3, 5), 9),  # taps longer than the signal
+        ((2, 8), 6),  # even tap count
+        ((0, 50), 7),  # empty batch
+        ((4, 0), 3),  # rows without samples
+        ((1,), 1),
+        ((2, 3, 4096 + 17), 16),  # a partial last tile
+    ]
+    for shape, k in cases:
+        x = rng.standard_normal(shape).astype(np.float32)
+        taps = rng.standard_normal(k).astype(np.float32)
+        y = run_fir(device, x, taps, padding, source)
+        if x.size * k <= 20000:
+            np.testing.assert_array_equal(y, fir_fma_reference(x, taps, padding))
+        else:
+            np.testing.assert_allclose(y, fir_float64(x, taps, padding), atol=1e-4)
+            with tf.device("/CPU:0"):
+                on_cpu = constmem.fir_filter(x, tf.constant(taps), padding=padding).numpy()
+            np.testing.assert_array_equal(y, on_cpu)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("count", [1, 1024, 1025, 2048])
+def test_tap_counts_across_placements(device, source, count):
+    # 512 / 1024 taps are the by-value limits of float64 / float32, 512 a bank slot, 2,048 the bank.
+    rng = np.random.default_rng(count)
+    for dtype in DTYPES:
+        x = rng.standard_normal((2, 3000)).astype(dtype)
+        taps = (rng.standard_normal(count) / np.sqrt(count)).astype(dtype)
+        run = tf.function(
+            lambda x_, t_, taps=taps: constmem.fir_filter(
+                x_, tf.get_static_value(taps) if source == "attr" else t_, source=source
+            )
+        )
+        if source == "attr":
+            y = run_fir(device, x, taps, "SAME", "attr")
+        else:
+            with tf.device(device):
+                y = run(tf.constant(x), tf.constant(taps)).numpy()
+        with tf.device("/CPU:0"):
+            on_cpu = constmem.fir_filter(x, tf.constant(taps)).numpy()
+        np.testing.assert_array_equal(y, on_cpu)
+        np.testing.assert_allclose(y, fir_float64(x, taps, "SAME"), atol=1e-4)
+
+
+@pytest.mark.parametrize("source", ["input", "host"])
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("k", [1, 4, 5])
+def test_gradients_with_respect_to_x_and_taps(device, source, padding, k):
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((2, 3, 11))
+    taps = rng.standard_normal(k)
+    with tf.device(device):
+        theoretical, numerical = tf.test.compute_gradient(
+            lambda x_, t_: constmem.fir_filter(x_, t_, padding=padding, source=source),
+            [tf.constant(x), tf.constant(taps)],
+            delta=1e-6,
+        )
+    for t, n in zip(theoretical, numerical, strict=True):
+        np.testing.assert_allclose(t, n, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_gradient_of_the_attr_form_flows_to_x(device, padding):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 12))
+    taps = rng.standard_normal(6)
+    with tf.device(device):
+        theoretical, numerical = tf.test.compute_gradient(
+            lambda x_: constmem.fir_filter(x_, taps, padding=padding, source="attr"),
+            [tf.constant(x)],
+            delta=1e-6,
+        )
+    np.testing.assert_allclose(theoretical[0], numerical[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_special_values_follow_the_numerics_contract(device, source, dtype):
+    # Bitwise the same on every device but NaN payloads and subnormals (read and written as zero
+    # on the CPU), as for every constmem op (docs/numerics.md).
+    x = np.tile(special_values(dtype), 20).reshape(4, -1)
+    taps = np.array([0.5, -2.0, 0.0, 3.0, 1.0], dtype)
+    y = run_fir(device, x, taps, "SAME", source)
+    on_cpu = device.startswith("/CPU")
+    expected = fir_fma_reference(x, taps, "SAME", flush=on_cpu)
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(y), nan)
+    assert y[~nan].tobytes() == expected[~nan].tobytes()
+
+
+def assert_invalid(call, match):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
+    with tf.device(device):
+
+        def call(taps, x=None):
+            x = np.ones((2, 5), np.float32) if x is None else x
+            return constmem.fir_filter(
+                x, taps if source == "attr" else tf.constant(taps), source=source
+            )
+
+        assert_invalid(lambda: call(np.zeros(0, np.float32)), "taps must")
+        assert_invalid(lambda: call(np.zeros((2, 2), np.float32)), "rank 1")
+        too_many = np.zeros(constmem.fir_filter_max_taps() + 1, np.float32)
+        assert_invalid(lambda: call(too_many), "2048")
+        assert_invalid(lambda: call(np.ones(2, np.float32), np.float32(3)), "rank 1 or more")
+        assert_invalid(lambda: call(np.ones(2, np.float32), np.ones(3, np.int32)), "float32")
+        np.testing.assert_array_equal(call(np.array([1.0], np.float32)).numpy(), np.ones((2, 5)))
+
+
+def test_raw_op_rejects_bad_input_in_the_kernel(device):
+    ops = constmem._loader.ops()
+    with tf.device(device):
+        assert_invalid(
+            lambda: ops.constmem_fir_filter(x=tf.ones([3]), taps=tf.ones([0]), padding="SAME"),
+            "taps",
+        )
+        assert_invalid(
+            lambda: ops.constmem_fir_filter(x=tf.constant(1.0), taps=tf.ones([2]), padding="SAME"),
+            "rank",
+        )
+
+
+def test_unknown_padding_is_a_value_error():
+    with pytest.raises(ValueError, match="padding"):
+        constmem.fir_filter([1.0, 2.0], [1.0], padding="FULL")
+
+
+def test_static_output_shape():
+    @tf.function(input_signature=[tf.TensorSpec([None, 100], tf.float32)])
+    def run(x):
+        valid = constmem.fir_filter(x, np.ones(17, np.float32), padding="VALID")
+        same = constmem.fir_filter(x, tf.ones([17]), padding="SAME")
+        assert valid.shape.as_list() == [None, 84], valid.shape
+        assert same.shape.as_list() == [None, 100], same.shape
+        return valid
+
+    run(tf.ones([2, 100]))

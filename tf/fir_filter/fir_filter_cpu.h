@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// FirFilter's CPU kernel: vectorised over consecutive outputs, one fused multiply-add per tap in
+// tap order, bitwise equal to FirOutput (fir_filter_functor.h). Plain C++.
+#pragma once
+
+#include <cstdint>
+
+#include "constmem/cpu_isa.hpp"
+#include "fir_filter/fir_filter_functor.h"
+
+namespace constmem {
+namespace ops {
+
+// Outputs [begin, end) of the rows-by-outputs result, flattened row-major: `x` holds
+// shape.rows x shape.length samples, `y` shape.rows x shape.outputs outputs. `isa` must be
+// supported (cpu::IsaSupported).
+template <class T>
+void FirFilterCpuRange(const T* x, T* y, const FirShape& shape, const T* taps, std::int64_t begin,
+                       std::int64_t end, cpu::Isa isa = cpu::BestIsa());
+
+extern template void FirFilterCpuRange<float>(const float*, float*, const FirShape&, const float*,
+                                              std::int64_t, std::int64_t, cpu::Isa);
+extern template void FirFilterCpuRange<double>(const double*, double*, const FirShape&,
+                                               const double*, std::int64_t, std::int64_t, cpu::Isa);
+
+}  // namespace ops
+}  // namespace constmem

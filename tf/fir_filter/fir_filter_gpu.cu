@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+// FirFilter's CUDA kernel and launcher. No framework header reaches nvcc.
+//
+// A block computes a tile of consecutive outputs of one row: it stages the tile's samples plus the
+// k-1 samples of halo in shared memory (zeros outside the row), then each thread computes
+// kOutputs consecutive outputs. The taps are read with warp-uniform indices (constant memory's
+// broadcast); each tap feeds kOutputs FMAs from a window of samples that slides through registers,
+// so shared memory delivers one sample per thread per tap, a quarter of what the FMAs consume.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "constmem/constmem.cuh"
+#include "constmem/dispatch.cuh"
+#include "fir_filter/fir_filter_functor.h"
+#include "fir_filter/fir_filter_launcher.h"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+// Four slots of 512 taps per dtype; a longer filter takes a run of slots. 8 + 16 KiB.
+constexpr std::size_t kSlotTaps = kFirMaxTaps / 4;
+constexpr int kSlots = 4;
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
+
+CONSTMEM_DEFINE_BANK(fir_taps_f32, float, constmem::ops::kSlotTaps, constmem::ops::kSlots);
+CONSTMEM_DEFINE_BANK(fir_taps_f64, double, constmem::ops::kSlotTaps, constmem::ops::kSlots);
+
+namespace constmem {
+namespace ops {
+namespace {
+
+template <class T>
+struct FirBank;
+template <>
+struct FirBank<float> {
+  static Bank<float>& bank() { return fir_taps_f32(); }
+  using Reader = fir_taps_f32_reader;
+};
+template <>
+struct FirBank<double> {
+  static Bank<double>& bank() { return fir_taps_f64(); }
+  using Reader = fir_taps_f64_reader;
+};
+
+template <class T>
+using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
+
+constexpr int kThreads = 256;
+
+// Per thread: 16 float or 8 double outputs in registers, a window of twice that many samples.
+template <class T>
+struct FirTuning {
+  static constexpr int kOutputs = 64 / static_cast<int>(sizeof(T));
+  static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
+  static constexpr int kTile = kThreads * kOutputs;
+};
+
+template <class T>
+struct Vector16;
+template <>
+struct Vector16<float> {
+  using type = float4;
+};
+template <>
+struct Vector16<double> {
+  using type = double2;
+};
+
+// Shared-memory index of sample e: one vector of padding after every kOutputs samples, so that
+// the 16-byte window loads of a quarter warp (threads kOutputs samples apart) hit distinct banks.
+template <class T>
+__device__ __forceinline__ int Padded(int e) {
+  using Tune = FirTuning<T>;
+  return e + (e / Tune::kOutputs) * Tune::kLanes;
+}
+
+// Samples staged per tile: the tile, the halo, and one window of slack that the last full chunk
+// of taps reads (as zeros) past the end.
+template <class T>
+__host__ __device__ constexpr int StagedSamples(int taps) {
+  return FirTuning<T>::kTile + taps - 1 + 2 * FirTuning<T>::kOutputs;
+}
+template <class T>
+constexpr std::size_t SharedBytes(int taps) {
+  const int staged = StagedSamples<T>(taps);
+  const int padded = staged + (staged / FirTuning<T>::kOutputs + 1) * FirTuning<T>::kLanes;
+  return static_cast<std::size_t>(padded) * sizeof(T);
+}
+// Every filter fits the shared memory a block gets without opting in to more.
+static_assert(SharedBytes<float>(kFirMaxTaps) <= 48 * 1024, "float tile too large");
+static_assert(SharedBytes<double>(kFirMaxTaps) <= 48 * 1024, "double tile too large");
+
+template <class T, class Taps>
+__global__ void __launch_bounds__(kThreads)
+    FirKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
+              int tap_count, int pad_left, const __grid_constant__ Taps taps) {
+  using Tune = FirTuning<T>;
+  using V = typename Vector16<T>::type;
+  constexpr int R = Tune::kOutputs;
+  constexpr int L = Tune::kLanes;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* staged = reinterpret_cast<T*>(shared_bytes);
+  const int staged_count = StagedSamples<T>(tap_count);
+  const std::int64_t tiles_per_row = (outputs + Tune::kTile - 1) / Tune::kTile;
+  const int base = static_cast<int>(threadIdx.x) * R;
+
+  for (std::int64_t tile = blockIdx.x; tile < rows * tiles_per_row; tile += gridDim.x) {
+    const std::int64_t row = tile / tiles_per_row;
+    const std::int64_t first_output = (tile % tiles_per_row) * Tune::kTile;
+    const T* row_x = x + row * length;
+    const std::int64_t first_sample = first_output - pad_left;
+    __syncthreads();  // the previous tile's readers are done with the staged samples
+#pragma unroll 4
+    for (int e = threadIdx.x; e < staged_count; e += kThreads) {
+      const std::int64_t s = first_sample + e;
+      staged[Padded<T>(e)] = s >= 0 && s < length ? row_x[s] : T(0);
+    }
+    __syncthreads();
+
+    T acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = T(0);
+    T window[2 * R];
+    auto load_half = [&](int half, int chunk) {
+      // Samples [base + chunk, base + chunk + R): one padded block (base and chunk are multiples
+      // of R), R / L vectors.
+      const T* block = staged + Padded<T>(base + chunk);
+#pragma unroll
+      for (int q = 0; q < R / L; ++q) {
+        const V v = reinterpret_cast<const V*>(block)[q];
+        const T* lanes = reinterpret_cast<const T*>(&v);
+#pragma unroll
+        for (int l = 0; l < L; ++l) window[half * R + q * L + l] = lanes[l];
+      }
+    };
+    load_half(0, 0);
+    int j0 = 0;
+    for (; j0 + R <= tap_count; j0 += R) {
+      load_half(1, j0 + R);
+#pragma unroll
+      for (int jj = 0; jj < R; ++jj) {
+        const T tap = taps[j0 + jj];
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] = fma(window[r + jj], tap, acc[r]);
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) window[r] = window[R + r];
+    }
+    if (j0 < tap_count) {
+      load_half(1, j0 + R);
+#pragma unroll
+      for (int jj = 0; jj < R; ++jj) {
+        if (j0 + jj < tap_count) {
+          const T tap = taps[j0 + jj];
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[r] = fma(window[r + jj], tap, acc[r]);
+        }
+      }
+    }
+
+    T* row_y = y + row * outputs + first_output + base;
+    const std::int64_t left = outputs - first_output - base;  // outputs of this row from `base`
+    const bool aligned = reinterpret_cast<std::uintptr_t>(row_y) % 16 == 0;
+    if (left >= R && aligned) {
+#pragma unroll
+      for (int q = 0; q < R / L; ++q) {
+        V v;
+        T* lanes = reinterpret_cast<T*>(&v);
+#pragma unroll
+        for (int l = 0; l < L; ++l) lanes[l] = acc[q * L + l];
+        reinterpret_cast<V*>(row_y)[q] = v;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (r < left) row_y[r] = acc[r];
+      }
+    }
+  }
+}
+
+template <class T>
+StrategyLimits FirLimits() {
+  StrategyLimits limits;
+  limits.constant_bank_bytes = kFirMaxTaps * sizeof(T);
+  return limits;
+}
+
+template <class T, class Taps>
+Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
+                    const Taps& taps) {
+  constexpr auto kernel = FirKernel<T, Taps>;
+  const std::size_t shared = SharedBytes<T>(static_cast<int>(shape.taps));
+  const std::int64_t tiles =
+      shape.rows * ((shape.outputs + FirTuning<T>::kTile - 1) / FirTuning<T>::kTile);
+  int per_sm = 0, sms = 0;
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared),
+      "cudaOccupancyMaxActiveBlocksPerMultiprocessor(FirKernel)");
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+      "cudaDeviceGetAttribute");
+  const dim3 grid = PersistentGrid(tiles, std::max(1, per_sm) * sms);
+  kernel<<<grid, kThreads, shared, stream>>>(x, y, shape.rows, shape.length, shape.outputs,
+                                             static_cast<int>(shape.taps),
+                                             static_cast<int>(shape.pad_left), taps);
+  return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "FirFilter launch");
+}
+
+}  // namespace
+
+template <class T>
+Placement FirFilterPlacement(std::int64_t count, SourceKind source) {
+  return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source),
+                         FirLimits<T>());
+}
+
+template <class T>
+Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const FirShape& shape,
+                                    const TableView<T>& taps, Placement placement,
+                                    LaunchReport* report) {
+  if (report != nullptr) *report = LaunchReport{placement, false};
+  if (taps.values == nullptr || taps.size < 1 || taps.size > kFirMaxTaps ||
+      taps.size != shape.taps) {
+    return InvalidArgument("FirFilter needs 1 to " + std::to_string(kFirMaxTaps) + " taps; got " +
+                           std::to_string(taps.size));
+  }
+  if (shape.rows < 0 || shape.length < 0 || shape.outputs < 0 ||
+      shape.rows * std::max(shape.length, shape.outputs) > kFirMaxElements) {
+    return InvalidArgument("FirFilter: invalid shape");
+  }
+  if (shape.rows == 0 || shape.outputs == 0) return Status::Ok();
+  return LaunchWithTable<FirByValue<T>, typename FirBank<T>::Reader>(
+      stream, taps, placement, FirBank<T>::bank(),
+      [&](int device, const auto& reader) {
+        return LaunchKernel(device, stream, x, y, shape, reader);
+      },
+      report);
+}
+
+template <class T>
+Status LaunchFirFilter(GpuStream stream, const T* x, T* y, const FirShape& shape,
+                       const TableView<T>& taps, LaunchReport* report) {
+  return LaunchFirFilterWithPlacement(stream, x, y, shape, taps,
+                                      FirFilterPlacement<T>(taps.size, taps.source), report);
+}
+
+#define CONSTMEM_INSTANTIATE_FIR(T)                                                         \
+  template Placement FirFilterPlacement<T>(std::int64_t, SourceKind);                       \
+  template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,              \
+                                     const TableView<T>&, LaunchReport*);                   \
+  template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&, \
+                                                  const TableView<T>&, Placement, LaunchReport*);
+CONSTMEM_INSTANTIATE_FIR(float)
+CONSTMEM_INSTANTIATE_FIR(double)
+#undef CONSTMEM_INSTANTIATE_FIR
+
+}  // namespace ops
+}  // namespace constmem
