@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The C++ GPU suite (no TensorFlow): core, reliability and Frobulate tests, compute-sanitizer
-# (memcheck, racecheck, synccheck, initcheck) over each, and the upload benchmark. Run on a machine
+# The C++ GPU suite (no TensorFlow): core, reliability and every op's launcher tests,
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over each, and the upload benchmark. Run on a machine
 # with an NVIDIA GPU.
 #   scripts/gpu-core.sh BIN_DIR RESULT_DIR
 # BIN_DIR holds the test and benchmark binaries (build/ layout also works).
@@ -12,6 +12,7 @@ mkdir -p "$results"
 find_bin() { find "$bin" -name "$1" -type f | head -1; }
 core=$(find_bin core_gpu_test)
 frob=$(find_bin frobulate_gpu_test)
+ops=$(find_bin ops_gpu_test)
 reliability=$(find_bin core_reliability_gpu_test)
 bench=$(find_bin upload_bench)
 summary="$results/core_summary.txt"
@@ -24,15 +25,17 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 run core_gpu_test "$core" --gtest_output=json:"$results/core_gpu_test.json"
 run core_reliability_gpu_test "$reliability" --gtest_output=json:"$results/core_reliability_gpu_test.json"
 run frobulate_gpu_test "$frob" --gtest_output=json:"$results/frobulate_gpu_test.json"
+run ops_gpu_test "$ops" --gtest_output=json:"$results/ops_gpu_test.json"
 if command -v compute-sanitizer >/dev/null; then
-  export CONSTMEM_STRESS_LAUNCHES=${CONSTMEM_SANITIZER_LAUNCHES:-2000}
+  export CONSTMEM_STRESS_LAUNCHES=${CONSTMEM_SANITIZER_LAUNCHES:-2000} CONSTMEM_SANITIZER_RUN=1
   for tool in memcheck racecheck synccheck initcheck; do
     run "sanitizer_${tool}_core" compute-sanitizer --tool "$tool" --error-exitcode 1 "$core"
     run "sanitizer_${tool}_reliability" compute-sanitizer --tool "$tool" --error-exitcode 1 "$reliability"
     run "sanitizer_${tool}_frobulate" compute-sanitizer --tool "$tool" --error-exitcode 1 "$frob" \
       --gtest_filter='FrobulateErrors.*:FrobulatePlacement.*:Cases/FrobulateGpu.BitwiseEqualToTheCpuKernel/1*'
+    run "sanitizer_${tool}_ops" compute-sanitizer --tool "$tool" --error-exitcode 1 "$ops"
   done
-  unset CONSTMEM_STRESS_LAUNCHES
+  unset CONSTMEM_STRESS_LAUNCHES CONSTMEM_SANITIZER_RUN
 fi
 run upload_bench "$bench" --json "$results/upload_bench.json"
 grep -A200 '^what' "$results/upload_bench.log" | head -80

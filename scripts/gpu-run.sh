@@ -64,7 +64,7 @@ step() {  # name, command...: runs, logs, records pass/fail counts
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
 step cpp_gpu_suite scripts/gpu-core.sh "$small/bin" "$results/cpp"
-step cpp_cpu_kernels "$small/bin/frobulate_cpu_test"
+step cpp_cpu_kernels bash -c "\"\$1/frobulate_cpu_test\" && \"\$1/ops_cpu_test\"" _ "$small/bin"
 step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python --junitxml="$results/tf_gpu_suite.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean

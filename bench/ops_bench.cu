@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernel-level figures for Polyval and FirFilter on the GPU, each against ceilings measured in the
+// same run:
+//   - memory: a 16-byte-vector copy of the same bytes the op reads and writes;
+//   - arithmetic: independent FMA chains (FFMA for float32);
+//   - Polyval at degree 16 (memory-bound) and 256 (FMA-bound) on 16 Mi float32 elements;
+//   - FirFilter with 17 and 63 taps on a [4096, 16384] float32 input, SAME;
+// each with its table by value, in a constant bank and in global memory, to show what the
+// placement buys.
+//   ops_bench [--json FILE]
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_util.cuh"
+#include "checks.cuh"
+#include "constmem/constmem.cuh"
+#include "fir_filter/fir_filter_launcher.h"
+#include "polyval/polyval_launcher.h"
+
+namespace {
+
+// 8 independent FMA chains per thread: the FMA pipes are the limit.
+__global__ void FmaCeilingKernel(float* out, float a, int iterations) {
+  float v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = static_cast<float>(threadIdx.x + k);
+#pragma unroll 8
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = fmaf(v[k], a, 0.5f);
+  }
+  float sum = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) sum += v[k];
+  if (sum == -1.2345f) out[0] = sum;
+}
+
+__global__ void CopyKernel(const float4* __restrict__ in, float4* __restrict__ out,
+                           std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = in[i];
+  }
+}
+
+struct Row {
+  std::string op, placement;
+  int table = 0;
+  double ms = 0, memory_fraction = 0, fma_fraction = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace constmem;
+  using namespace constmem::ops;
+  const char* json_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+  }
+  if (!HasGpuOrSayNone("ops_bench")) return 0;
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  // Ceilings.
+  const int blocks = sms * 16, threads = 512, iterations = 4096;
+  float* scratch = nullptr;
+  CHECK_CUDA(cudaMalloc(&scratch, 64));
+  const double fma_ms = MedianMs(stream, [&] {
+    FmaCeilingKernel<<<blocks, threads, 0, stream>>>(scratch, 0.999f, iterations);
+  });
+  const double fma_per_s = 8.0 * blocks * threads * iterations / (fma_ms * 1e-3);
+  const std::int64_t fir_rows = 4096, fir_length = 16384;
+  const std::int64_t elements = fir_rows * fir_length;  // the largest input: 256 MiB
+  float *in = nullptr, *out = nullptr;
+  CHECK_CUDA(cudaMalloc(&in, elements * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&out, elements * sizeof(float)));
+  FillRandomKernel<float><<<sms * 8, 256, 0, stream>>>(in, elements, 3u);
+  // Bytes per second of a copy of `n` floats (read n, write n).
+  auto copy_bytes_per_s = [&](std::int64_t n) {
+    const double ms = MedianMs(stream, [&] {
+      CopyKernel<<<sms * 8, 512, 0, stream>>>(reinterpret_cast<const float4*>(in),
+                                              reinterpret_cast<float4*>(out), n / 4);
+    });
+    return 2.0 * n * sizeof(float) / (ms * 1e-3);
+  };
+  const std::int64_t polyval_elements = std::int64_t{16} << 20;
+  const double polyval_copy = copy_bytes_per_s(polyval_elements);
+  const double fir_copy = copy_bytes_per_s(elements);
+  std::printf("device: %s, %d SMs; median of %d after warm-up (CUDA events)\n", prop.name, sms,
+              kRepetitions);
+  std::printf("ceiling FFMA: %.2f T FMA/s; copy: %.0f GB/s (16 Mi floats), %.0f GB/s (256 MiB)\n",
+              fma_per_s / 1e12, polyval_copy / 1e9, fir_copy / 1e9);
+  std::printf("%-10s %6s %14s %10s %10s %10s %10s\n", "op", "table", "placement", "ms", "GB/s",
+              "memory", "fma");
+
+  std::vector<Row> rows;
+  auto report = [&](const std::string& op, int table, Placement placement, double ms, double bytes,
+                    double fmas, double copy_ceiling) {
+    Row row{op, PlacementName(placement),           table,
+            ms, bytes / (ms * 1e-3) / copy_ceiling, fmas / (ms * 1e-3) / fma_per_s};
+    std::printf("%-10s %6d %14s %10.4f %10.0f %9.1f%% %9.1f%%\n", op.c_str(), table,
+                row.placement.c_str(), ms, bytes / (ms * 1e-3) / 1e9, 100 * row.memory_fraction,
+                100 * row.fma_fraction);
+    rows.push_back(row);
+  };
+  // Each table three ways: a host table by value, and a device copy in a constant bank or read in
+  // place from global memory.
+  auto placements = [&](const std::vector<float>& table, auto&& run) {
+    float* device_table = nullptr;
+    CHECK_CUDA(cudaMalloc(&device_table, table.size() * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(device_table, table.data(), table.size() * sizeof(float),
+                          cudaMemcpyHostToDevice));
+    const auto n = static_cast<std::int64_t>(table.size());
+    const TableView<float> host{table.data(), n, SourceKind::kPageableHost};
+    const TableView<float> device{device_table, n, SourceKind::kDevice};
+    if (n <= 1024) run(host, Placement::kByValue);
+    run(device, Placement::kConstantBank);
+    run(device, Placement::kGlobalMemory);
+    CHECK_CUDA(cudaFree(device_table));
+  };
+
+  for (int degree : {16, 256}) {
+    std::vector<float> coeffs(degree + 1);
+    for (int j = 0; j <= degree; ++j) coeffs[j] = 1.0f / static_cast<float>(j + 2);
+    placements(coeffs, [&](const TableView<float>& view, Placement placement) {
+      const double ms = MedianMs(stream, [&] {
+        CHECK_OK(
+            LaunchPolyvalWithPlacement<float>(stream, in, out, polyval_elements, view, placement));
+      });
+      report("polyval", degree, placement, ms, 2.0 * polyval_elements * sizeof(float),
+             static_cast<double>(polyval_elements) * degree, polyval_copy);
+    });
+  }
+  for (int taps : {17, 63}) {
+    std::vector<float> values(taps);
+    for (int j = 0; j < taps; ++j) values[j] = 1.0f / static_cast<float>(taps);
+    const FirShape shape = MakeFirShape(fir_rows, fir_length, taps, FirPadding::kSame);
+    placements(values, [&](const TableView<float>& view, Placement placement) {
+      const double ms = MedianMs(stream, [&] {
+        CHECK_OK(LaunchFirFilterWithPlacement<float>(stream, in, out, shape, view, placement));
+      });
+      report("fir_filter", taps, placement, ms, 2.0 * elements * sizeof(float),
+             static_cast<double>(elements) * taps, fir_copy);
+    });
+  }
+
+  if (json_path != nullptr) {
+    Json json;
+    json.Add("device", "\"" + std::string(prop.name) + "\"");
+    json.Add("fma_per_s", Num(fma_per_s));
+    json.Add("copy_bytes_per_s_16mi", Num(polyval_copy));
+    json.Add("copy_bytes_per_s_256mib", Num(fir_copy));
+    std::string list = "[";
+    for (const Row& row : rows) {
+      list += std::string(list.size() > 1 ? ",\n  " : "\n  ") + "{\"op\": \"" + row.op +
+              "\", \"table\": " + std::to_string(row.table) + ", \"placement\": \"" +
+              row.placement + "\", \"ms\": " + Num(row.ms) +
+              ", \"memory_fraction\": " + Num(row.memory_fraction) +
+              ", \"fma_fraction\": " + Num(row.fma_fraction) + "}";
+    }
+    json.Add("kernels", list + "]");
+    std::FILE* file = std::fopen(json_path, "w");
+    if (file == nullptr) return 1;
+    std::fprintf(file, "%s\n}\n", json.text.c_str());  // Json leaves the object open
+    std::fclose(file);
+  }
+  return 0;
+}

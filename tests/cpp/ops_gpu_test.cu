@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+// Polyval's and FirFilter's GPU launchers, driven without TensorFlow on a CUDA stream, against
+// their scalar definitions (std::fma on the host: the GPU's fma rounds the same way): bit for bit,
+// every table source and placement, aligned and misaligned data, partial tiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "constmem/constmem.cuh"
+#include "fir_filter/fir_filter_functor.h"
+#include "fir_filter/fir_filter_launcher.h"
+#include "polyval/polyval_functor.h"
+#include "polyval/polyval_launcher.h"
+#include "test_support.cuh"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::Stream;
+
+// Under compute-sanitizer every access is checked: smaller cases, the same shapes of code path.
+bool UnderSanitizer() { return std::getenv("CONSTMEM_SANITIZER_RUN") != nullptr; }
+
+template <class T>
+std::vector<T> Random(std::mt19937_64& rng, std::int64_t n, double scale) {
+  std::uniform_real_distribution<double> uniform(-scale, scale);
+  std::vector<T> values(n);
+  for (auto& v : values) v = static_cast<T>(uniform(rng));
+  return values;
+}
+
+template <class T>
+std::vector<T> Copy(const DeviceBuffer<T>& buffer, std::size_t offset, std::size_t n) {
+  const std::vector<T> all = buffer.Read();
+  return std::vector<T>(all.begin() + offset, all.begin() + offset + n);
+}
+
+// A table in each of the forms a launcher can get it: pageable host, pinned host, device.
+template <class T>
+struct Tables {
+  explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
+    cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
+    std::memcpy(pinned, values.data(), values.size() * sizeof(T));
+    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~Tables() { cudaFreeHost(pinned); }
+  TableView<T> View(SourceKind source) const {
+    const auto n = static_cast<std::int64_t>(host.size());
+    switch (source) {
+      case SourceKind::kPageableHost:
+        return {host.data(), n, source, /*repeats=*/true};
+      case SourceKind::kPinnedHost:
+        return {pinned, n, source};
+      default:
+        return {device.get(), n, source};
+    }
+  }
+  std::vector<T> host;
+  T* pinned = nullptr;
+  DeviceBuffer<T> device;
+};
+
+template <class T>
+void CheckPolyval(std::int64_t count, std::int64_t coeff_count, int misalign, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto x = Random<T>(rng, count, 1.5);
+  const Tables<T> coeffs(Random<T>(rng, coeff_count, 1.0));
+  std::vector<T> expected(count);
+  for (std::int64_t i = 0; i < count; ++i)
+    expected[i] = PolyvalElement(x[i], coeffs.host.data(), coeff_count);
+  Stream stream;
+  DeviceBuffer<T> in(count + 1), out(count + 1);
+  cudaMemcpy(in.get() + misalign, x.data(), count * sizeof(T), cudaMemcpyHostToDevice);
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    for (Placement placement :
+         {Placement::kByValue, Placement::kConstantBank, Placement::kGlobalMemory}) {
+      const bool host = source != SourceKind::kDevice;
+      if ((placement == Placement::kByValue) != host && placement != Placement::kConstantBank)
+        continue;  // by value needs a host table, global memory a device table
+      if (placement == Placement::kByValue && coeff_count * sizeof(T) > kDefaultByValueBytes)
+        continue;
+      cudaMemset(out.get(), 0xFF, (count + 1) * sizeof(T));
+      ASSERT_OK(LaunchPolyvalWithPlacement<T>(stream, in.get() + misalign, out.get() + misalign,
+                                              count, coeffs.View(source), placement));
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      const auto y = Copy(out, misalign, count);
+      ASSERT_EQ(std::memcmp(y.data(), expected.data(), count * sizeof(T)), 0)
+          << count << " elements, " << coeff_count << " coefficients, " << PlacementName(placement)
+          << ", misaligned by " << misalign;
+    }
+  }
+}
+
+TEST(PolyvalGpu, EveryPlacementBitwiseEqualToTheDefinition) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 1;
+  for (std::int64_t count : {1, 31, 4096, 8192 * 4 + 77, 1 << 20}) {
+    for (std::int64_t coeffs : {1, 2, 17, 257, 1024, 4096}) {
+      // The host reference's budget, smaller under the sanitizer.
+      if (count * coeffs > (std::int64_t{1} << (UnderSanitizer() ? 16 : 25))) continue;
+      for (int misalign : {0, 1}) {
+        CheckPolyval<float>(count, coeffs, misalign, seed++);
+        CheckPolyval<double>(count, std::min<std::int64_t>(coeffs, 512), misalign, seed++);
+      }
+    }
+  }
+}
+
+TEST(PolyvalGpu, RejectsBadCoefficientCounts) {
+  REQUIRE_GPU();
+  Stream stream;
+  DeviceBuffer<float> x(16);
+  std::vector<float> coeffs(kPolyvalMaxCoefficients + 1, 1.0f);
+  TableView<float> too_many{coeffs.data(), kPolyvalMaxCoefficients + 1, SourceKind::kPageableHost};
+  EXPECT_EQ(LaunchPolyval<float>(stream, x.get(), x.get(), 16, too_many).code(),
+            StatusCode::kInvalidArgument);
+  TableView<float> none{coeffs.data(), 0, SourceKind::kPageableHost};
+  EXPECT_EQ(LaunchPolyval<float>(stream, x.get(), x.get(), 16, none).code(),
+            StatusCode::kInvalidArgument);
+}
+
+template <class T>
+void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadding padding,
+              std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const FirShape shape = MakeFirShape(rows, length, taps, padding);
+  const auto x = Random<T>(rng, rows * length, 1.0);
+  const Tables<T> tap_values(Random<T>(rng, taps, 1.0));
+  const std::int64_t total = rows * shape.outputs;
+  std::vector<T> expected(total);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t i = 0; i < shape.outputs; ++i) {
+      expected[r * shape.outputs + i] =
+          FirOutput(x.data() + r * length, shape, tap_values.host.data(), i);
+    }
+  }
+  Stream stream;
+  DeviceBuffer<T> in(rows * length + 1), out(total + 1);
+  cudaMemcpy(in.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice);
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    cudaMemset(out.get(), 0xFF, (total + 1) * sizeof(T));
+    LaunchReport report;
+    ASSERT_OK(
+        LaunchFirFilter<T>(stream, in.get(), out.get(), shape, tap_values.View(source), &report));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const auto y = Copy(out, 0, total);
+    ASSERT_EQ(std::memcmp(y.data(), expected.data(), total * sizeof(T)), 0)
+        << rows << " x " << length << ", " << taps << " taps, "
+        << (padding == FirPadding::kSame ? "SAME" : "VALID") << ", "
+        << PlacementName(report.placement);
+    const T past = out.Read()[total];
+    EXPECT_TRUE(std::isnan(past)) << "wrote past the output";  // the 0xFF poison is a NaN
+  }
+}
+
+TEST(FirFilterGpu, EveryShapeAndSourceBitwiseEqualToTheDefinition) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 100;
+  for (std::int64_t taps : {1, 2, 16, 17, 63, 64, 513, 2048}) {
+    if (UnderSanitizer() && taps > 64) continue;
+    for (auto padding : {FirPadding::kSame, FirPadding::kValid}) {
+      CheckFir<float>(3, 5000, taps, padding, seed++);  // partial tiles, odd row starts
+      CheckFir<float>(2, 4096 * 2, taps, padding, seed++);
+      CheckFir<float>(4, 7, taps, padding, seed++);  // taps longer than the signal
+      CheckFir<double>(3, 2049, taps, padding, seed++);
+    }
+  }
+}
+
+TEST(FirFilterGpu, EmptyShapesLaunchNothing) {
+  REQUIRE_GPU();
+  Stream stream;
+  DeviceBuffer<float> buffer(4);
+  std::vector<float> taps(5, 1.0f);
+  const TableView<float> view{taps.data(), 5, SourceKind::kPageableHost};
+  for (const FirShape& shape :
+       {MakeFirShape(0, 100, 5, FirPadding::kSame), MakeFirShape(3, 0, 5, FirPadding::kSame),
+        MakeFirShape(3, 4, 5, FirPadding::kValid)}) {
+    EXPECT_OK(LaunchFirFilter<float>(stream, buffer.get(), buffer.get(), shape, view));
+  }
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
