@@ -45,30 +45,26 @@ struct Vector16<double> {
 };
 }  // namespace detail
 
-// Tiles of kElementwiseThreads x kVectorsPerThread vectors are read and written fully coalesced
-// (vector k of every thread is contiguous across the block) and visited grid-stride, so that
-// concurrent blocks stream through neighbouring memory; the elements after the last whole tile (and
-// all of them, for unaligned pointers) go one per thread. `out` may be `data` (frameworks forward
-// an input buffer nothing else reads): every element is read before the same thread writes it, so
-// the pointers carry no __restrict__.
-template <class Op, class T, class Table, bool kVectorized>
-__global__ void __launch_bounds__(kElementwiseThreads)
-    ElementwiseTableKernel(const T* data, T* out, std::int64_t count, int table_size,
-                           const __grid_constant__ Table table) {
+// Tiles of kElementwiseThreads x kVectors vectors, visited grid-stride from element `begin`: read
+// and written fully coalesced (vector k of every thread is contiguous across the block), so that
+// concurrent blocks stream through neighbouring memory. Returns the element after the last tile.
+template <class Op, int kVectors, class T, class Table>
+__device__ __forceinline__ std::int64_t ElementwiseTiles(const T* data, T* out, std::int64_t begin,
+                                                         std::int64_t tiles, int table_size,
+                                                         const Table& table) {
   using V = typename detail::Vector16<T>::type;
   using State = typename Op::State;
   constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(T));
-  constexpr int kVectors = Op::kVectorsPerThread;
   constexpr std::int64_t kTileVectors = static_cast<std::int64_t>(kElementwiseThreads) * kVectors;
-  constexpr std::int64_t kTileElements = kTileVectors * kLanes;
-  const std::int64_t tiles = kVectorized ? count / kTileElements : 0;
+  const V* in_vectors = reinterpret_cast<const V*>(data + begin);
+  V* out_vectors = reinterpret_cast<V*>(out + begin);
   for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const std::int64_t first = tile * kTileVectors + threadIdx.x;
     State state[kVectors * kLanes];
     const T entry0 = static_cast<T>(table[0]);
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
-      const V v = reinterpret_cast<const V*>(data)[first + k * kElementwiseThreads];
+      const V v = in_vectors[first + k * kElementwiseThreads];
       const T* lanes = reinterpret_cast<const T*>(&v);
 #pragma unroll
       for (int l = 0; l < kLanes; ++l) state[k * kLanes + l] = Op::Start(lanes[l], entry0);
@@ -85,14 +81,39 @@ __global__ void __launch_bounds__(kElementwiseThreads)
       T* lanes = reinterpret_cast<T*>(&v);
 #pragma unroll
       for (int l = 0; l < kLanes; ++l) lanes[l] = Op::Finish(state[k * kLanes + l]);
-      reinterpret_cast<V*>(out)[first + k * kElementwiseThreads] = v;
+      out_vectors[first + k * kElementwiseThreads] = v;
     }
   }
+  return begin + tiles * kTileVectors * kLanes;
+}
+
+// The elements go in three passes, so that no block idles while others finish: whole waves of
+// large tiles (gridDim.x tiles each), then what is left in tiles a quarter that size, then the
+// last elements (and all of them, for unaligned pointers) one per thread. `out` may be `data`
+// (frameworks forward an input buffer nothing else reads): every element is read before the same
+// thread writes it, so the pointers carry no __restrict__.
+template <class Op, class T, class Table, bool kVectorized>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    ElementwiseTableKernel(const T* data, T* out, std::int64_t count, int table_size,
+                           const __grid_constant__ Table table) {
+  constexpr int kLanes = static_cast<int>(sizeof(typename detail::Vector16<T>::type) / sizeof(T));
+  constexpr int kLarge = Op::kVectorsPerThread;
+  constexpr int kSmall = kLarge >= 4 ? kLarge / 4 : 1;
+  constexpr std::int64_t kLargeElements =
+      static_cast<std::int64_t>(kElementwiseThreads) * kLarge * kLanes;
+  constexpr std::int64_t kSmallElements =
+      static_cast<std::int64_t>(kElementwiseThreads) * kSmall * kLanes;
+  std::int64_t done = 0;
+  if (kVectorized) {
+    const std::int64_t large = count / kLargeElements / gridDim.x * gridDim.x;
+    done = ElementwiseTiles<Op, kLarge>(data, out, 0, large, table_size, table);
+    done = ElementwiseTiles<Op, kSmall>(data, out, done, (count - done) / kSmallElements,
+                                        table_size, table);
+  }
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i =
-           tiles * kTileElements + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (std::int64_t i = done + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += stride) {
-    State state = Op::Start(data[i], static_cast<T>(table[0]));
+    typename Op::State state = Op::Start(data[i], static_cast<T>(table[0]));
     for (int j = 1; j < table_size; ++j) Op::Step(state, static_cast<T>(table[j]));
     out[i] = Op::Finish(state);
   }

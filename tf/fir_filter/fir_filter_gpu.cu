@@ -5,7 +5,8 @@
 // k-1 samples of halo in shared memory (zeros outside the row), then each thread computes
 // kOutputs consecutive outputs. The taps are read with warp-uniform indices (constant memory's
 // broadcast); each tap feeds kOutputs FMAs from a window of samples that slides through registers,
-// so shared memory delivers one sample per thread per tap, a quarter of what the FMAs consume.
+// so shared memory delivers one sample per thread per tap, a fraction of what the FMAs consume.
+// The outputs go back through shared memory to leave in coalesced stores.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,10 +55,14 @@ using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
 constexpr int kThreads = 256;
 
-// Per thread: 16 float or 8 double outputs in registers, a window of twice that many samples.
+// Per thread: 64 bytes of outputs (16 float or 8 double) in registers and a window of twice that
+// many samples. The macro exists to compare shapes on a GPU.
+#ifndef CONSTMEM_FIR_OUTPUT_BYTES
+#define CONSTMEM_FIR_OUTPUT_BYTES 64
+#endif
 template <class T>
 struct FirTuning {
-  static constexpr int kOutputs = 64 / static_cast<int>(sizeof(T));
+  static constexpr int kOutputs = CONSTMEM_FIR_OUTPUT_BYTES / static_cast<int>(sizeof(T));
   static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
   static constexpr int kTile = kThreads * kOutputs;
 };
@@ -97,8 +102,11 @@ constexpr std::size_t SharedBytes(int taps) {
 static_assert(SharedBytes<float>(kFirMaxTaps) <= 48 * 1024, "float tile too large");
 static_assert(SharedBytes<double>(kFirMaxTaps) <= 48 * 1024, "double tile too large");
 
+#ifndef CONSTMEM_FIR_MIN_BLOCKS
+#define CONSTMEM_FIR_MIN_BLOCKS 4
+#endif
 template <class T, class Taps>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     FirKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
               int tap_count, int pad_left, const __grid_constant__ Taps taps) {
   using Tune = FirTuning<T>;
@@ -110,19 +118,81 @@ __global__ void __launch_bounds__(kThreads)
   const int staged_count = StagedSamples<T>(tap_count);
   const std::int64_t tiles_per_row = (outputs + Tune::kTile - 1) / Tune::kTile;
   const int base = static_cast<int>(threadIdx.x) * R;
+  // Rows start on 16-byte boundaries: the staging reads whole vectors.
+  const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
+  const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
 
-  for (std::int64_t tile = blockIdx.x; tile < rows * tiles_per_row; tile += gridDim.x) {
+  // With vector rows, each thread loads its share of the next tile's samples into registers while
+  // it computes the current tile, so that memory and arithmetic overlap (a tile's worth: the
+  // halo and the padding past a row's ends are read when the tile is staged).
+  constexpr int kPrefetch = Tune::kTile / L / kThreads;
+  const std::int64_t tile_count = rows * tiles_per_row;
+  V prefetched[kPrefetch];
+  // A tile's samples within its row, and the aligned vectors that hold them.
+  auto span_of = [&](std::int64_t tile, std::int64_t* first_sample, std::int64_t* lo,
+                     std::int64_t* hi) {
+    const std::int64_t first_output = (tile % tiles_per_row) * Tune::kTile;
+    *first_sample = first_output - pad_left;
+    *lo = *first_sample > 0 ? *first_sample : 0;
+    *hi = *first_sample + staged_count < length ? *first_sample + staged_count : length;
+  };
+  auto prefetch = [&](std::int64_t tile) {
+    std::int64_t first_sample, lo, hi;
+    span_of(tile, &first_sample, &lo, &hi);
+    const V* row_vectors = reinterpret_cast<const V*>(x + tile / tiles_per_row * length);
+    const std::int64_t first_vector = lo / L, end_vector = (hi + L - 1) / L;
+#pragma unroll
+    for (int q = 0; q < kPrefetch; ++q) {
+      const std::int64_t v = first_vector + q * kThreads + threadIdx.x;
+      if (v < end_vector) prefetched[q] = row_vectors[v];
+    }
+  };
+  if (vector_rows && blockIdx.x < tile_count) prefetch(blockIdx.x);
+
+  for (std::int64_t tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
     const std::int64_t row = tile / tiles_per_row;
     const std::int64_t first_output = (tile % tiles_per_row) * Tune::kTile;
     const T* row_x = x + row * length;
-    const std::int64_t first_sample = first_output - pad_left;
+    std::int64_t first_sample, lo, hi;
+    span_of(tile, &first_sample, &lo, &hi);
     __syncthreads();  // the previous tile's readers are done with the staged samples
+    if (vector_rows) {
+      // Vector v's lanes go to their places among the staged samples (zeros where the tile
+      // reaches past either end of the row are written below).
+      auto scatter = [&](std::int64_t v, const V& value) {
+        const T* lanes = reinterpret_cast<const T*>(&value);
+        const int e0 = static_cast<int>(v * L - first_sample);
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          if (e0 + l >= 0 && e0 + l < staged_count) staged[Padded<T>(e0 + l)] = lanes[l];
+        }
+      };
+      const std::int64_t first_vector = lo / L, end_vector = (hi + L - 1) / L;
+      const V* row_vectors = reinterpret_cast<const V*>(row_x);
+#pragma unroll
+      for (int q = 0; q < kPrefetch; ++q) {
+        const std::int64_t v = first_vector + q * kThreads + threadIdx.x;
+        if (v < end_vector) scatter(v, prefetched[q]);
+      }
+      for (std::int64_t v = first_vector + kPrefetch * kThreads + threadIdx.x; v < end_vector;
+           v += kThreads) {
+        scatter(v, row_vectors[v]);
+      }
+      const int zeros_before = static_cast<int>(lo - first_sample);
+      const int zeros_from = static_cast<int>(hi - first_sample);
+      for (int e = threadIdx.x; e < zeros_before; e += kThreads) staged[Padded<T>(e)] = T(0);
+      for (int e = zeros_from + threadIdx.x; e < staged_count; e += kThreads) {
+        staged[Padded<T>(e)] = T(0);
+      }
+    } else {
 #pragma unroll 4
-    for (int e = threadIdx.x; e < staged_count; e += kThreads) {
-      const std::int64_t s = first_sample + e;
-      staged[Padded<T>(e)] = s >= 0 && s < length ? row_x[s] : T(0);
+      for (int e = threadIdx.x; e < staged_count; e += kThreads) {
+        const std::int64_t s = first_sample + e;
+        staged[Padded<T>(e)] = s >= 0 && s < length ? row_x[s] : T(0);
+      }
     }
     __syncthreads();
+    if (vector_rows && tile + gridDim.x < tile_count) prefetch(tile + gridDim.x);
 
     T acc[R];
 #pragma unroll
@@ -153,35 +223,47 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int r = 0; r < R; ++r) window[r] = window[R + r];
     }
-    if (j0 < tap_count) {
+    if (j0 < tap_count) {  // the last taps, fewer than R: their samples are in the window
       load_half(1, j0 + R);
+      const int rest = tap_count - j0;
+      T rest_taps[R];
+#pragma unroll
+      for (int jj = 0; jj < R; ++jj) rest_taps[jj] = jj < rest ? taps[j0 + jj] : T(0);
 #pragma unroll
       for (int jj = 0; jj < R; ++jj) {
-        if (j0 + jj < tap_count) {
-          const T tap = taps[j0 + jj];
+        if (jj < rest) {
 #pragma unroll
-          for (int r = 0; r < R; ++r) acc[r] = fma(window[r + jj], tap, acc[r]);
+          for (int r = 0; r < R; ++r) acc[r] = fma(window[r + jj], rest_taps[jj], acc[r]);
         }
       }
     }
 
-    T* row_y = y + row * outputs + first_output + base;
-    const std::int64_t left = outputs - first_output - base;  // outputs of this row from `base`
-    const bool aligned = reinterpret_cast<std::uintptr_t>(row_y) % 16 == 0;
-    if (left >= R && aligned) {
+    // The outputs leave through shared memory, so that a warp's stores are contiguous: written
+    // straight from registers, each 16-byte store would land 64 bytes from its neighbour's and
+    // every sector would be written in halves.
+    __syncthreads();  // every thread is done reading the staged samples
 #pragma unroll
-      for (int q = 0; q < R / L; ++q) {
-        V v;
-        T* lanes = reinterpret_cast<T*>(&v);
+    for (int q = 0; q < R / L; ++q) {
+      V v;
+      T* lanes = reinterpret_cast<T*>(&v);
 #pragma unroll
-        for (int l = 0; l < L; ++l) lanes[l] = acc[q * L + l];
-        reinterpret_cast<V*>(row_y)[q] = v;
+      for (int l = 0; l < L; ++l) lanes[l] = acc[q * L + l];
+      reinterpret_cast<V*>(staged + Padded<T>(base))[q] = v;
+    }
+    __syncthreads();
+    T* tile_y = y + row * outputs + first_output;
+    const std::int64_t remaining = outputs - first_output;
+    const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
+    if (vector_output) {
+      const int vectors = tile_outputs / L;
+      for (int v = threadIdx.x; v < vectors; v += kThreads) {
+        reinterpret_cast<V*>(tile_y)[v] = *reinterpret_cast<const V*>(staged + Padded<T>(v * L));
+      }
+      for (int e = vectors * L + threadIdx.x; e < tile_outputs; e += kThreads) {
+        tile_y[e] = staged[Padded<T>(e)];
       }
     } else {
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (r < left) row_y[r] = acc[r];
-      }
+      for (int e = threadIdx.x; e < tile_outputs; e += kThreads) tile_y[e] = staged[Padded<T>(e)];
     }
   }
 }
