@@ -64,10 +64,12 @@ class BuildOpLibrary(build_py):
         os.makedirs(os.path.join(package, "_ops"), exist_ok=True)
         for name in ("_constmem_ops.so", "_constmem_ops.json"):
             shutil.copy2(os.path.join(build_dir, name), os.path.join(package, "_ops"))
-        # The core's headers and CMake package config, for constmem.sysconfig and find_package.
-        subprocess.check_call(
-            ["cmake", "--install", build_dir, "--component", "core", "--prefix", package]
-        )
+        # The core's headers, the TensorFlow adapter's sources and the CMake package config, for
+        # constmem.sysconfig and find_package.
+        for component in ("core", "tf_adapter"):
+            subprocess.check_call(
+                ["cmake", "--install", build_dir, "--component", component, "--prefix", package]
+            )
 
 
 class PlatformDistribution(Distribution):

@@ -75,6 +75,8 @@ step stress_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so"
 step mirrored python3 tests/gpu/mirrored.py
 step multi_worker python3 tests/gpu/multi_worker.py
 step demo python3 examples/demo.py --source all
+step custom_op env APPLY_GAIN_LIBRARY="$small/lib/_apply_gain.so" python3 -m pytest -q -p no:cacheprovider \
+  --rootdir examples/custom_op examples/custom_op
 # TensorFlow's C API without Python, the Frobulate node pinned to the GPU (libtensorflow_cc is in
 # the wheel).
 step c_api env LD_LIBRARY_PATH="$site/tensorflow:$LD_LIBRARY_PATH" "$small/bin/c_api_frobulate" \

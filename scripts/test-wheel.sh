@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The package as a user installs it: builds the wheel (against .venv's TensorFlow, GPU code for
-# one architecture to keep it quick), installs it into a fresh directory, runs an op from it, and
-# builds the out-of-tree consumer project with find_package through constmem.sysconfig.
+# one architecture to keep it quick), installs it into a fresh directory, runs an op from it,
+# builds the out-of-tree consumer project with find_package through constmem.sysconfig, and builds
+# and tests examples/custom_op, a TensorFlow op of its own, from the installed package alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -26,4 +27,10 @@ PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/tests/consumer" -B "$work/con
   -Dconstmem_DIR="$cmake_dir" >/dev/null
 cmake --build "$work/consumer" -j "$(nproc)" >/dev/null
 "$work/consumer/consumer_host"
-echo "test-wheel: OK (the wheel installs, its op runs, find_package finds its core)"
+PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work/custom_op" \
+  -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
+  -DCMAKE_CUDA_ARCHITECTURES="${CONSTMEM_CUDA_ARCHS:-75-real}" >/dev/null
+cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
+APPLY_GAIN_LIBRARY="$work/custom_op/_apply_gain.so" "$OLDPWD/.venv/bin/python" -m pytest -q \
+  -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"
+echo "test-wheel: OK (the wheel installs, its op runs, find_package finds its core, an op of one's own builds on it)"

@@ -1,5 +1,6 @@
 """Every Python and C++ snippet in the README and docs/ runs (Python) or compiles (C++, with nvcc
-where there is one). Shell blocks name commands that other tests run (the demo, the scripts)."""
+where there is one); an excerpt (a block whose first line is `// From PATH` or `# From PATH`) is
+found, line for line, in the file it names. Shell blocks name commands that other tests run."""
 
 import glob
 import os
@@ -13,13 +14,33 @@ from subprocesses import ROOT, run_python
 DOCS = [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 
 
-def snippets(language):
-    found = []
+EXCERPT = re.compile(r"^(?://|#) From (\S+)\n")
+
+
+def blocks(language):
+    """(doc, index, text) of every block of `language`."""
     for path in DOCS:
         text = open(path, encoding="utf-8").read()
         for i, block in enumerate(re.findall(rf"```{language}\n(.*?)```", text, re.S)):
-            found.append(pytest.param(block, id=f"{os.path.basename(path)}-{i}"))
-    return found
+            yield os.path.basename(path), i, block
+
+
+def snippets(language):
+    """Blocks to run or compile: everything but excerpts."""
+    return [
+        pytest.param(block, id=f"{doc}-{i}")
+        for doc, i, block in blocks(language)
+        if not EXCERPT.match(block)
+    ]
+
+
+def excerpts():
+    return [
+        pytest.param(block, id=f"{doc}-{language}-{i}")
+        for language in ("cpp", "python", "cmake")
+        for doc, i, block in blocks(language)
+        if EXCERPT.match(block)
+    ]
 
 
 def nvcc():
@@ -58,9 +79,18 @@ def test_cpp_snippet_compiles(code, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+@pytest.mark.parametrize("block", excerpts())
+def test_excerpt_is_in_its_source_file(block):
+    source_path = EXCERPT.match(block).group(1)
+    excerpt = block[EXCERPT.match(block).end() :].rstrip("\n")
+    source = open(os.path.join(ROOT, source_path), encoding="utf-8").read()
+    assert excerpt in source, f"the excerpt is no longer in {source_path}:\n{excerpt}"
+
+
 def test_every_snippet_is_covered():
     languages = set()
     for path in DOCS:
         languages |= set(re.findall(r"```(\w+)\n", open(path, encoding="utf-8").read()))
-    assert languages <= {"python", "cpp", "bash"}, languages
-    assert snippets("python") and snippets("cpp")
+    assert languages <= {"python", "cpp", "bash", "cmake"}, languages
+    assert snippets("python") and snippets("cpp") and excerpts()
+    assert all(EXCERPT.match(block) for _, _, block in blocks("cmake"))

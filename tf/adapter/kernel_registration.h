@@ -13,6 +13,7 @@
 //   });
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "adapter/table_adapter.h"
@@ -40,23 +41,27 @@ void RegisterKernel(tensorflow::KernelDefBuilder&& builder) {
   RegisterKernel<Kernel>(builder);
 }
 
-// The kernels of an op's three table forms on `device`, for data type T:
+// The kernels of an op's three table forms on `device`, for data type T (the op's `type_attr`, or
+// none when it is null):
 //   <op>           table is an ordinary input            Kernel<T, TableFrom::kInput>
 //   <op>HostTable  the same, the table in host memory    Kernel<T, TableFrom::kInput>
 //   <op>Attr       table is an attr                      Kernel<T, TableFrom::kAttr>
 template <template <class, TableFrom> class Kernel, class T>
-void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
-  using tensorflow::register_kernel::Name;
-  RegisterKernel<Kernel<T, TableFrom::kInput>>(
-      Name(op.c_str()).Device(device).TypeConstraint<T>("T"));
-  const std::string host_table = op + "HostTable";
-  Name host_builder(host_table.c_str());
-  host_builder.Device(device).TypeConstraint<T>("T");
-  if (std::string(device) != tensorflow::DEVICE_CPU) host_builder.HostMemory(table_input);
-  RegisterKernel<Kernel<T, TableFrom::kInput>>(host_builder);
-  const std::string attr = op + "Attr";
-  RegisterKernel<Kernel<T, TableFrom::kAttr>>(
-      Name(attr.c_str()).Device(device).TypeConstraint<T>("T"));
+void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input,
+                              const char* type_attr = "T") {
+  auto builder = [&](const std::string& name) {
+    tensorflow::KernelDefBuilder* def = new tensorflow::KernelDefBuilder(name.c_str());
+    def->Device(device);
+    if (type_attr != nullptr) def->TypeConstraint<T>(type_attr);
+    return def;
+  };
+  std::unique_ptr<tensorflow::KernelDefBuilder> input(builder(op));
+  RegisterKernel<Kernel<T, TableFrom::kInput>>(*input);
+  std::unique_ptr<tensorflow::KernelDefBuilder> host(builder(op + "HostTable"));
+  if (std::string(device) != tensorflow::DEVICE_CPU) host->HostMemory(table_input);
+  RegisterKernel<Kernel<T, TableFrom::kInput>>(*host);
+  std::unique_ptr<tensorflow::KernelDefBuilder> attr(builder(op + "Attr"));
+  RegisterKernel<Kernel<T, TableFrom::kAttr>>(*attr);
 }
 
 }  // namespace tf_adapter

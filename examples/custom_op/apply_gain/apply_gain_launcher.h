@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plain C++ interface between ApplyGain's TensorFlow kernels and its CUDA code.
+#pragma once
+
+#include <cstdint>
+
+#include "adapter/gpu_table.h"
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
+
+namespace example {
+
+// The longest gain table: one per row; beyond the constant bank it is read from global memory.
+constexpr std::int64_t kMaxGains = std::int64_t{1} << 24;
+
+// y[r, i] = x[r, i] * gains[r] for rows x row_length samples, enqueued on `stream`.
+constmem::Status LaunchApplyGain(constmem::ops::GpuStream stream, const float* x, float* y,
+                                 std::int64_t rows, std::int64_t row_length,
+                                 const constmem::TableView<float>& gains);
+
+constmem::Placement ApplyGainPlacement(std::int64_t count, constmem::SourceKind source);
+
+}  // namespace example
