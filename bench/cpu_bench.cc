@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU benchmark: the machine's ceilings and Frobulate's CPU kernel against them, in one run.
+// CPU benchmark: the machine's ceilings and the ops' CPU kernels against them, in one run.
 //
 //   fadd ceiling   a register-only loop of independent vector adds at the widest width the CPU
 //                  has, on every thread: the most table additions per second any kernel can do
+//   fma ceiling    the same with fused multiply-adds: the bound for Polyval and FirFilter
 //   copy ceiling   read + write of the same bytes as the kernel, on every thread: the bound for
 //                  short tables
 //   kernel         Frobulate's CPU kernel (each compiled instruction set), and the scalar
-//                  per-element loop it replaced as the baseline
+//                  per-element loop it replaced as the baseline; Polyval (degree 16 and 256) and
+//                  FirFilter (17 and 63 taps) against min(fma / FMAs per element, copy)
 //
 // Each case reports its figure against its own ceiling, min(fadd / entries, copy / 8 or 16 B) in
 // elements per second (measured again in every round; the median of the per-round shares), and
@@ -23,9 +25,12 @@
 #include <thread>
 #include <vector>
 
+#include "constmem/cpu_elementwise.hpp"
 #include "constmem/cpu_isa.hpp"
+#include "fir_filter/fir_filter_cpu.h"
 #include "frobulate/frobulate_cpu.h"
 #include "frobulate/frobulate_functor.h"
+#include "polyval/polyval_cpu.h"
 
 #if CONSTMEM_CPU_X86
 #include <xmmintrin.h>
@@ -88,6 +93,49 @@ float AddLoopPortable(std::int64_t n) { return AddLoop<16, 8>(n); }
 CONSTMEM_TARGET_AVX2 float AddLoopAvx2(std::int64_t n) { return AddLoop<32, 12>(n); }
 CONSTMEM_TARGET_AVX512 float AddLoopAvx512(std::int64_t n) { return AddLoop<64, 24>(n); }
 #endif
+
+// Independent fused multiply-adds, kAcc chains of vectors, nothing read from memory.
+template <int kBytes, int kAcc>
+__attribute__((always_inline)) inline float FmaLoop(std::int64_t iterations) {
+  using V = typename constmem::cpu::Vector<float, kBytes>::type;
+  V acc[kAcc];
+  for (int k = 0; k < kAcc; ++k) acc[k] = V{} + static_cast<float>(k);
+  const V scale = V{} + 0.999999f, step = V{} + 1e-7f;
+  for (std::int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 64
+    for (int k = 0; k < kAcc; ++k) constmem::cpu::Fma(acc[k], acc[k], scale, step);
+  }
+  float sum = 0;
+  for (int k = 0; k < kAcc; ++k) sum += acc[k][0];
+  return sum;
+}
+
+#if CONSTMEM_CPU_X86
+CONSTMEM_TARGET_AVX2 __attribute__((flatten)) float FmaLoopAvx2(std::int64_t n) {
+  return FmaLoop<32, 12>(n);
+}
+CONSTMEM_TARGET_AVX512 __attribute__((flatten)) float FmaLoopAvx512(std::int64_t n) {
+  return FmaLoop<64, 24>(n);
+}
+#endif
+
+// Float FMAs per second on every thread at the widest width with hardware FMA (none on a CPU
+// without AVX2: the portable kernels' std::fma is then a library call, and the figure is 0).
+double FmaCeiling(int threads, Isa isa, int repeats = 5) {
+  const std::int64_t iterations = 10'000'000;
+  float (*loop)(std::int64_t) = nullptr;
+  int lanes = 0;
+#if CONSTMEM_CPU_X86
+  if (isa == Isa::kAvx512) loop = FmaLoopAvx512, lanes = 16 * 24;
+  if (isa == Isa::kAvx2) loop = FmaLoopAvx2, lanes = 8 * 12;
+#endif
+  if (loop == nullptr) return 0;
+  std::vector<float> sink(threads);
+  const double seconds =
+      MedianTime(repeats, threads, [&](int t) { sink[t] = loop(iterations + t); });
+  if (sink[0] == 12345.f) std::printf(" ");
+  return static_cast<double>(lanes) * iterations * threads / seconds;
+}
 
 // Float adds per second on every thread at the widest width.
 double FaddCeiling(int threads, Isa isa, int repeats = 5) {
@@ -190,6 +238,56 @@ Case RunCase(const std::string& name, Isa isa, std::int64_t entries, std::int64_
   return result;
 }
 
+// An FMA-per-element kernel (Polyval, FirFilter) against min(FMA ceiling / FMAs per element,
+// copy ceiling / bytes per element), measured in each round next to the kernel.
+Case RunFmaCase(const std::string& name, std::int64_t entries, std::int64_t elements,
+                double fmas_per_element, int threads, int rounds,
+                const std::function<void(std::int64_t, std::int64_t)>& kernel) {
+  const std::int64_t share = (elements + threads - 1) / threads;
+  std::vector<double> times, shares;
+  for (int round = 0; round < rounds; ++round) {
+    const double fma = FmaCeiling(threads, constmem::cpu::BestIsa(), 1);
+    const double copy = CopyCeiling(threads, elements * sizeof(float), 1);
+    const double seconds = MedianTime(1, threads, [&](int t) {
+      const std::int64_t begin = std::min(elements, t * share);
+      kernel(begin, std::min(elements, begin + share));
+    });
+    const double ceiling = fma > 0 ? std::min(fma / fmas_per_element, copy / (2.0 * sizeof(float)))
+                                   : copy / (2.0 * sizeof(float));
+    times.push_back(seconds);
+    shares.push_back(elements / seconds / ceiling);
+  }
+  return Case{name, "float32", entries, elements, Median(times), Median(shares), 0};
+}
+
+// Polyval at degrees 16 and 256 and FirFilter with 17 and 63 taps, float32, every thread.
+void RunFmaOps(std::int64_t elements, int threads, int rounds, std::vector<Case>* cases) {
+  AlignedBuffer<float> x(elements), y(elements);
+  for (std::int64_t i = 0; i < elements; ++i)
+    x.data[i] = static_cast<float>((i % 2001) - 1000) / 1000;
+  for (int degree : {16, 256}) {
+    std::vector<float> coeffs(degree + 1);
+    for (int j = 0; j <= degree; ++j) coeffs[j] = 1.0f / static_cast<float>(j + 2);
+    const std::int64_t n = degree > 16 ? elements / 4 : elements;
+    cases->push_back(RunFmaCase("polyval", degree + 1, n, degree, threads, rounds,
+                                [&](std::int64_t begin, std::int64_t end) {
+                                  constmem::ops::PolyvalCpuRange(x.data, y.data, begin, end,
+                                                                 coeffs.data(), degree + 1);
+                                }));
+  }
+  const std::int64_t length = 16384;
+  for (int taps : {17, 63}) {
+    std::vector<float> values(taps, 1.0f / static_cast<float>(taps));
+    const auto shape = constmem::ops::MakeFirShape(elements / length, length, taps,
+                                                   constmem::ops::FirPadding::kSame);
+    cases->push_back(RunFmaCase("fir_filter", taps, shape.rows * length, taps, threads, rounds,
+                                [&](std::int64_t begin, std::int64_t end) {
+                                  constmem::ops::FirFilterCpuRange(x.data, y.data, shape,
+                                                                   values.data(), begin, end);
+                                }));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,6 +314,8 @@ int main(int argc, char** argv) {
   std::printf("fadd ceiling  %.1f G adds/s float32 (%.1f on one thread)\n", fadd / 1e9,
               fadd_one / 1e9);
   std::printf("copy ceiling  %.1f GB/s read + written\n", copy / 1e9);
+  const double fma = FmaCeiling(threads, best);
+  std::printf("fma ceiling   %.1f G FMAs/s float32\n", fma / 1e9);
 
   std::vector<Case> cases;
   // Long tables do 16,384 adds per element: fewer elements keep each run near a second.
@@ -230,6 +330,7 @@ int main(int argc, char** argv) {
     cases.push_back(RunCase<double>("float64", best, entries, elements_for(entries), threads,
                                     baseline, rounds));
   }
+  if (only_entries == 0) RunFmaOps(elements, threads, rounds, &cases);
   for (int isa = 0; isa < static_cast<int>(best); ++isa) {
     if (only_entries != 0 && only_entries != 100) break;
     if (!constmem::cpu::IsaSupported(static_cast<Isa>(isa))) continue;
@@ -253,8 +354,9 @@ int main(int argc, char** argv) {
     if (f == nullptr) return 1;
     std::fprintf(f,
                  "{\"threads\": %d, \"isa\": \"%s\", \"fadd_per_s\": %.4g, "
-                 "\"fadd_per_s_one_thread\": %.4g, \"copy_bytes_per_s\": %.4g, \"cases\": [\n",
-                 threads, constmem::cpu::IsaName(best), fadd, fadd_one, copy);
+                 "\"fadd_per_s_one_thread\": %.4g, \"fma_per_s\": %.4g, "
+                 "\"copy_bytes_per_s\": %.4g, \"cases\": [\n",
+                 threads, constmem::cpu::IsaName(best), fadd, fadd_one, fma, copy);
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const Case& c = cases[i];
       std::fprintf(f,

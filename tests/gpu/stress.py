@@ -88,6 +88,7 @@ def main():
         ]
 
     calls_per_thread = -(-args.executions // (ops * args.threads_per_device * len(logical)))
+    start = time.time()
     counts = {"checked": 0, "mismatching": 0}
     samples = []
     lock = threading.Lock()
@@ -115,10 +116,19 @@ def main():
                         counts["mismatching"] += bad
                         if call % max(1, calls_per_thread // 10) == 0:
                             samples.append((counts["checked"], rss_bytes(), gpu_memory()))
+                            # Progress, so that a run cut short shows its rate and memory then.
+                            elapsed = time.time() - start
+                            print(
+                                f"[stress] {counts['checked']} checked, "
+                                f"{counts['mismatching']} mismatching, "
+                                f"{counts['checked'] / max(elapsed, 1e-9):.0f}/s, "
+                                f"rss {samples[-1][1] / 2**20:.0f} MiB, "
+                                f"gpu {samples[-1][2] / 2**20:.0f} MiB",
+                                flush=True,
+                            )
         except Exception as error:  # reported below; a crash must not look like a pass
             errors.append(repr(error)[:500])
 
-    start = time.time()
     threads = [
         threading.Thread(target=worker, args=(d.name, 1000 * i + j))
         for i, d in enumerate(logical)
