@@ -59,7 +59,7 @@ def main():
                     lambda taps=taps: constmem.fir_filter(rows_t, taps).numpy()
                 ),
                 "np.correlate": median_seconds(
-                    lambda taps=taps, padded=padded: [np.correlate(r, taps, "valid") for r in padded]
+                    lambda t=taps, p=padded: [np.correlate(r, t, "valid") for r in p]
                 ),
                 "tf.nn.conv1d": median_seconds(lambda conv=conv: conv(rows_t).numpy()),
             }
@@ -73,8 +73,14 @@ def main():
         print(f"{case}: constmem {ours * 1e3:.2f} ms; {others}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"threads": tf.config.threading.get_intra_op_parallelism_threads(),
-                       "seconds": figures}, f, indent=1)
+            json.dump(
+                {
+                    "threads": tf.config.threading.get_intra_op_parallelism_threads(),
+                    "seconds": figures,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
 # The benchmark command: the CPU kernels against the CPU's ceilings and against NumPy and
 # TensorFlow's own ops; upload costs, host cost per launch, GPU kernel throughput against ceilings
 # measured in the same run (every op), the placement matrix, the seed's approach, Polyval and
-# FirFilter against tf.math.polyval, PyTorch (cuDNN) and CuPy, and TensorFlow-level figures. Writes JSON and a
-# PNG plot to ${CONSTMEM_BENCH_OUT:-results/bench}. Without a GPU it runs a CPU smoke of the TF
-# script only.
+# FirFilter against tf.math.polyval, PyTorch (cuDNN) and CuPy, and TensorFlow-level figures.
+# Writes JSON and a PNG plot to ${CONSTMEM_BENCH_OUT:-results/bench}. Without a GPU it runs a CPU
+# smoke of the TF script only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${CONSTMEM_BENCH_OUT:-results/bench}
