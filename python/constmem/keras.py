@@ -6,6 +6,8 @@ import constmem.keras
 
 model = keras.Sequential([keras.Input((8,)), constmem.keras.Frobulate(table=[1, 2, 3])])
 model.save("model.keras")          # reloads wherever `constmem.keras` has been imported
+
+Frobulate has a fixed table; Polyval and FirFilter train their coefficients and taps.
 """
 
 from __future__ import annotations
@@ -65,3 +67,113 @@ class Frobulate(keras.layers.Layer):
     def get_config(self) -> dict[str, Any]:
         """The layer's configuration, table included, for saving."""
         return {**super().get_config(), "table": list(self.table), "source": self.source}
+
+
+@keras.saving.register_keras_serializable(package="constmem")
+class Polyval(keras.layers.Layer):
+    """`constmem.polyval` with trainable coefficients: y = polyval(coefficients, x) elementwise.
+
+    Args:
+      degree: the polynomial's degree; the layer holds degree + 1 coefficients, highest degree
+        first, initialised to `initial` or to the identity polynomial (x).
+      initial: optional starting coefficients (length degree + 1).
+      **kwargs: passed to `keras.layers.Layer`.
+
+    The coefficients travel as an input on every call (so they can change with each step), and
+    gradients flow to both them and the input.
+
+    """
+
+    def __init__(
+        self, degree: int, initial: Sequence[float] | None = None, **kwargs: Any
+    ) -> None:
+        _require_tensorflow_backend()
+        super().__init__(**kwargs)
+        self.degree = int(degree)
+        if initial is None:
+            initial = [0.0] * (self.degree - 1) + [1.0, 0.0] if self.degree >= 1 else [0.0]
+        self.initial = [float(v) for v in initial]
+        if len(self.initial) != self.degree + 1:
+            raise ValueError(f"initial needs {self.degree + 1} coefficients; got {len(initial)}")
+
+    def build(self, input_shape):
+        """Creates the coefficients."""
+        self.coefficients = self.add_weight(
+            name="coefficients",
+            shape=(self.degree + 1,),
+            initializer=keras.initializers.Constant(self.initial),
+        )
+
+    def call(self, inputs):
+        """Evaluates the polynomial at every element of `inputs`."""
+        from constmem.polyval import polyval
+
+        return polyval(self.coefficients, inputs, source="input")
+
+    def compute_output_shape(self, input_shape):
+        """The input's shape."""
+        return input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        """The layer's configuration, for saving (the coefficients are weights)."""
+        return {**super().get_config(), "degree": self.degree, "initial": list(self.initial)}
+
+
+@keras.saving.register_keras_serializable(package="constmem")
+class FirFilter(keras.layers.Layer):
+    """`constmem.fir_filter` with trainable taps along the last axis.
+
+    Args:
+      taps: the number of taps; initialised to `initial` or to a unit impulse at the centre.
+      padding: "SAME" (as many outputs as samples) or "VALID".
+      initial: optional starting taps.
+      **kwargs: passed to `keras.layers.Layer`.
+
+    Gradients flow to the taps and to the input.
+
+    """
+
+    def __init__(
+        self,
+        taps: int,
+        padding: str = "SAME",
+        initial: Sequence[float] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _require_tensorflow_backend()
+        super().__init__(**kwargs)
+        self.taps = int(taps)
+        self.padding = padding
+        if initial is None:
+            initial = [0.0] * self.taps
+            initial[(self.taps - 1) // 2] = 1.0
+        self.initial = [float(v) for v in initial]
+        if len(self.initial) != self.taps:
+            raise ValueError(f"initial needs {self.taps} taps; got {len(initial)}")
+
+    def build(self, input_shape):
+        """Creates the taps."""
+        self.kernel = self.add_weight(
+            name="taps", shape=(self.taps,), initializer=keras.initializers.Constant(self.initial)
+        )
+
+    def call(self, inputs):
+        """Filters every row of `inputs` (its last axis)."""
+        from constmem.fir_filter import fir_filter
+
+        return fir_filter(inputs, self.kernel, padding=self.padding, source="input")
+
+    def compute_output_shape(self, input_shape):
+        """The input's shape, the last dimension as many outputs as the padding leaves."""
+        if self.padding == "SAME" or input_shape[-1] is None:
+            return input_shape
+        return (*input_shape[:-1], max(input_shape[-1] - self.taps + 1, 0))
+
+    def get_config(self) -> dict[str, Any]:
+        """The layer's configuration, for saving (the taps are weights)."""
+        return {
+            **super().get_config(),
+            "taps": self.taps,
+            "padding": self.padding,
+            "initial": list(self.initial),
+        }

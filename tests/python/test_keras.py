@@ -54,3 +54,35 @@ def test_another_backend_gets_a_clear_error(monkeypatch):
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
     with pytest.raises(RuntimeError, match=r"needs Keras's TensorFlow backend.*'jax'"):
         constmem.keras.Frobulate(table=[1])
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        lambda: constmem.keras.Polyval(degree=3),
+        lambda: constmem.keras.FirFilter(taps=5),
+        lambda: constmem.keras.FirFilter(taps=4, padding="VALID"),
+    ],
+    ids=["polyval", "fir_same", "fir_valid"],
+)
+def test_trainable_layers_fit_save_and_reload(layer, tmp_path):
+    # Their coefficients or taps are weights: fit moves them towards a target the op can express.
+    rng = np.random.default_rng(43)
+    x = rng.uniform(-1, 1, (64, 16)).astype(np.float32)
+    made = layer()
+    target_layer = layer()
+    target_layer.build(x.shape)
+    start = target_layer.get_weights()[0]
+    target_layer.set_weights([(start + rng.normal(0, 0.5, start.shape)).astype(np.float32)])
+    y = target_layer(x).numpy()
+    model = keras.Sequential([keras.Input((16,)), made])
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    first = model.evaluate(x, y, verbose=0)
+    model.fit(x, y, epochs=30, batch_size=16, verbose=0)
+    assert model.evaluate(x, y, verbose=0) < 0.5 * first, "training reduced the loss"
+
+    path = tmp_path / "model.keras"
+    model.save(path)
+    np.save(tmp_path / "x.npy", x)
+    run_python("-c", RELOAD, str(path), str(tmp_path / "x.npy"), str(tmp_path / "out.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), model.predict(x, verbose=0))
