@@ -84,9 +84,7 @@ class Polyval(keras.layers.Layer):
 
     """
 
-    def __init__(
-        self, degree: int, initial: Sequence[float] | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, degree: int, initial: Sequence[float] | None = None, **kwargs: Any) -> None:
         _require_tensorflow_backend()
         super().__init__(**kwargs)
         self.degree = int(degree)
