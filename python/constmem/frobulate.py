@@ -3,25 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
-
 import numpy as np
 import tensorflow as tf
 
 from constmem import _loader
-
-TensorLike = tf.Tensor | np.ndarray | Sequence | float | int
-Source = Literal["auto", "input", "host", "attr"]
+from constmem._tables import Source, TensorLike, attr_values, float_data, resolve_source
+from constmem._tables import invalid as _invalid
 
 MAX_TABLE_SIZE = _loader.library_constant("constmem_frobulate_max_table_size")
 """The longest table: one 64 KiB constant bank of int32 entries (the op library's own limit)."""
-
-_SOURCES = ("auto", "input", "host", "attr")
-
-
-def _invalid(message: str) -> tf.errors.InvalidArgumentError:
-    return tf.errors.InvalidArgumentError(None, None, message)
 
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -100,25 +90,13 @@ def frobulate(
     The gradient with respect to `data` is the incoming gradient; `table` has none.
 
     """
-    if source not in _SOURCES:
-        raise ValueError(f"source must be one of {_SOURCES}; got {source!r}")
+    source = resolve_source(source, table)
     ops = _loader.ops()
     with tf.name_scope(name or "Frobulate"):
-        data = tf.convert_to_tensor(data)
-        if data.dtype not in (tf.float32, tf.float64):
-            raise _invalid(f"data must be float32 or float64; got {data.dtype.name}")
-        constant_table = not tf.is_tensor(table)
-        if source == "auto":
-            source = "attr" if constant_table else "input"
+        data = float_data(data, "data")
         if source == "attr":
-            if not constant_table:
-                table = tf.get_static_value(table)
-                if table is None:
-                    raise _invalid("source='attr' needs a table known when the graph is built")
-            values = np.asarray(table)
+            values = attr_values(table, "table")
             _check_fits_int32(values)
-            if values.ndim != 1:
-                raise _invalid(f"table must be a vector (rank 1); got shape {values.shape}")
             return ops.constmem_frobulate_attr(data=data, table=[int(v) for v in values])
         table = _int32_table(tf.convert_to_tensor(table, dtype_hint=tf.int32))
         if source == "host":
