@@ -206,6 +206,18 @@ inline bool IsPinnedHostMemory(const void* pointer) {
 // Devices the core keeps state for; ordinals at or above it get an error, not undefined behaviour.
 constexpr int kMaxDevices = 64;
 
+// The 16-byte vector of T that one load or store moves: float4 or double2.
+template <class T>
+struct Vector16;
+template <>
+struct Vector16<float> {
+  using type = float4;
+};
+template <>
+struct Vector16<double> {
+  using type = double2;
+};
+
 inline Status CheckDeviceOrdinal(int device) {
   if (device < 0 || device >= kMaxDevices) {
     return Status(StatusCode::kFailedPrecondition, "device ordinal " + std::to_string(device) +

@@ -32,19 +32,6 @@ namespace constmem {
 
 constexpr int kElementwiseThreads = 256;
 
-namespace detail {
-template <class T>
-struct Vector16;
-template <>
-struct Vector16<float> {
-  using type = float4;
-};
-template <>
-struct Vector16<double> {
-  using type = double2;
-};
-}  // namespace detail
-
 // Tiles of kElementwiseThreads x kVectors vectors, visited grid-stride from element `begin`: read
 // and written fully coalesced (vector k of every thread is contiguous across the block), so that
 // concurrent blocks stream through neighbouring memory. Returns the element after the last tile.
@@ -52,7 +39,7 @@ template <class Op, int kVectors, class T, class Table>
 __device__ __forceinline__ std::int64_t ElementwiseTiles(const T* data, T* out, std::int64_t begin,
                                                          std::int64_t tiles, int table_size,
                                                          const Table& table) {
-  using V = typename detail::Vector16<T>::type;
+  using V = typename Vector16<T>::type;
   using State = typename Op::State;
   constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(T));
   constexpr std::int64_t kTileVectors = static_cast<std::int64_t>(kElementwiseThreads) * kVectors;
@@ -96,7 +83,7 @@ template <class Op, class T, class Table, bool kVectorized>
 __global__ void __launch_bounds__(kElementwiseThreads)
     ElementwiseTableKernel(const T* data, T* out, std::int64_t count, int table_size,
                            const __grid_constant__ Table table) {
-  constexpr int kLanes = static_cast<int>(sizeof(typename detail::Vector16<T>::type) / sizeof(T));
+  constexpr int kLanes = static_cast<int>(sizeof(typename Vector16<T>::type) / sizeof(T));
   constexpr int kLarge = Op::kVectorsPerThread;
   constexpr int kSmall = kLarge >= 4 ? kLarge / 4 : 1;
   constexpr std::int64_t kLargeElements =
@@ -125,7 +112,7 @@ template <class Op, class T, class Table>
 Status LaunchElementwiseTable(int device, cudaStream_t stream, const T* data, T* out,
                               std::int64_t count, int table_size, const Table& table) {
   if (count <= 0) return Status::Ok();
-  constexpr int kLanes = static_cast<int>(sizeof(typename detail::Vector16<T>::type) / sizeof(T));
+  constexpr int kLanes = static_cast<int>(sizeof(typename Vector16<T>::type) / sizeof(T));
   constexpr std::int64_t kTileElements =
       static_cast<std::int64_t>(kElementwiseThreads) * Op::kVectorsPerThread * kLanes;
   const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 &&

@@ -64,6 +64,14 @@ void RegisterTableFormKernels(const std::string& op, const char* device, const c
   RegisterKernel<Kernel<T, TableFrom::kAttr>>(*attr);
 }
 
+// The float32 and float64 kernels of an op's three table forms on `device` (type attr "T").
+template <template <class, TableFrom> class Kernel>
+void RegisterFloatTableFormKernels(const std::string& op, const char* device,
+                                   const char* table_input) {
+  RegisterTableFormKernels<Kernel, float>(op, device, table_input);
+  RegisterTableFormKernels<Kernel, double>(op, device, table_input);
+}
+
 }  // namespace tf_adapter
 }  // namespace constmem
 

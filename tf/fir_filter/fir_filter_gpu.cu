@@ -67,17 +67,6 @@ struct FirTuning {
   static constexpr int kTile = kThreads * kOutputs;
 };
 
-template <class T>
-struct Vector16;
-template <>
-struct Vector16<float> {
-  using type = float4;
-};
-template <>
-struct Vector16<double> {
-  using type = double2;
-};
-
 // Shared-memory index of sample e: one vector of padding after every kOutputs samples, so that
 // the 16-byte window loads of a quarter warp (threads kOutputs samples apart) hit distinct banks.
 template <class T>

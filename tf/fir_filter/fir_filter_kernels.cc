@@ -110,15 +110,11 @@ class FirFilterGpuKernel : public OpKernel {
 }  // namespace constmem
 
 CONSTMEM_REGISTER_KERNELS("Constmem>FirFilter", {
-  using constmem::tf_adapter::RegisterTableFormKernels;
-  RegisterTableFormKernels<constmem::ops::FirFilterCpuKernel, float>(
-      "Constmem>FirFilter", tensorflow::DEVICE_CPU, "taps");
-  RegisterTableFormKernels<constmem::ops::FirFilterCpuKernel, double>(
-      "Constmem>FirFilter", tensorflow::DEVICE_CPU, "taps");
+  using constmem::tf_adapter::RegisterFloatTableFormKernels;
+  RegisterFloatTableFormKernels<constmem::ops::FirFilterCpuKernel>("Constmem>FirFilter",
+                                                                   tensorflow::DEVICE_CPU, "taps");
 #if CONSTMEM_WITH_GPU
-  RegisterTableFormKernels<constmem::ops::FirFilterGpuKernel, float>(
-      "Constmem>FirFilter", tensorflow::DEVICE_GPU, "taps");
-  RegisterTableFormKernels<constmem::ops::FirFilterGpuKernel, double>(
-      "Constmem>FirFilter", tensorflow::DEVICE_GPU, "taps");
+  RegisterFloatTableFormKernels<constmem::ops::FirFilterGpuKernel>("Constmem>FirFilter",
+                                                                   tensorflow::DEVICE_GPU, "taps");
 #endif
 });

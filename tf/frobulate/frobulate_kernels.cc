@@ -90,15 +90,11 @@ class FrobulateGpuKernel : public OpKernel {
 }  // namespace constmem
 
 CONSTMEM_REGISTER_KERNELS("Constmem>Frobulate", {
-  using constmem::tf_adapter::RegisterTableFormKernels;
-  RegisterTableFormKernels<constmem::ops::FrobulateCpuKernel, float>(
-      "Constmem>Frobulate", tensorflow::DEVICE_CPU, "table");
-  RegisterTableFormKernels<constmem::ops::FrobulateCpuKernel, double>(
-      "Constmem>Frobulate", tensorflow::DEVICE_CPU, "table");
+  using constmem::tf_adapter::RegisterFloatTableFormKernels;
+  RegisterFloatTableFormKernels<constmem::ops::FrobulateCpuKernel>("Constmem>Frobulate",
+                                                                   tensorflow::DEVICE_CPU, "table");
 #if CONSTMEM_WITH_GPU
-  RegisterTableFormKernels<constmem::ops::FrobulateGpuKernel, float>(
-      "Constmem>Frobulate", tensorflow::DEVICE_GPU, "table");
-  RegisterTableFormKernels<constmem::ops::FrobulateGpuKernel, double>(
-      "Constmem>Frobulate", tensorflow::DEVICE_GPU, "table");
+  RegisterFloatTableFormKernels<constmem::ops::FrobulateGpuKernel>("Constmem>Frobulate",
+                                                                   tensorflow::DEVICE_GPU, "table");
 #endif
 });

@@ -83,15 +83,11 @@ class PolyvalGpuKernel : public OpKernel {
 }  // namespace constmem
 
 CONSTMEM_REGISTER_KERNELS("Constmem>Polyval", {
-  using constmem::tf_adapter::RegisterTableFormKernels;
-  RegisterTableFormKernels<constmem::ops::PolyvalCpuKernel, float>(
-      "Constmem>Polyval", tensorflow::DEVICE_CPU, "coeffs");
-  RegisterTableFormKernels<constmem::ops::PolyvalCpuKernel, double>(
-      "Constmem>Polyval", tensorflow::DEVICE_CPU, "coeffs");
+  using constmem::tf_adapter::RegisterFloatTableFormKernels;
+  RegisterFloatTableFormKernels<constmem::ops::PolyvalCpuKernel>("Constmem>Polyval",
+                                                                 tensorflow::DEVICE_CPU, "coeffs");
 #if CONSTMEM_WITH_GPU
-  RegisterTableFormKernels<constmem::ops::PolyvalGpuKernel, float>(
-      "Constmem>Polyval", tensorflow::DEVICE_GPU, "coeffs");
-  RegisterTableFormKernels<constmem::ops::PolyvalGpuKernel, double>(
-      "Constmem>Polyval", tensorflow::DEVICE_GPU, "coeffs");
+  RegisterFloatTableFormKernels<constmem::ops::PolyvalGpuKernel>("Constmem>Polyval",
+                                                                 tensorflow::DEVICE_GPU, "coeffs");
 #endif
 });
