@@ -69,8 +69,8 @@ def fir_filter(
       ValueError: an unknown padding or source.
 
     Gradients flow to `x` (the same filter with the taps reversed, by the same op) and, for the
-    "input" and "host" forms, to `taps` (a correlation of the padded input with the incoming
-    gradient, computed with `tf.nn.conv1d`).
+    "input" and "host" forms, to `taps` (the padded input correlated with the incoming gradient,
+    one tap at a time with TensorFlow's elementwise ops).
 
     """
     if padding not in ("SAME", "VALID"):
@@ -115,17 +115,22 @@ def _x_gradient(grad, x, taps, padding, source):
 
 
 def _taps_gradient(grad, x, k, padding):
-    """dtaps[j] = sum of g[o] xp[o + j] over rows and outputs: one conv1d, rows as channels."""
+    """dtaps[j] = sum of g[o] xp[o + j] over rows and outputs, one tap at a time.
+
+    Elementwise products and reductions only (no cuDNN convolution), so the gradient runs wherever
+    the op does.
+    """
     n = tf.shape(x)[-1]
     m = tf.shape(grad)[-1]
     pad_left = _pad_left(k, padding)
     pad_right = m + k - 1 - n - pad_left
-    rows_x = tf.reshape(x, [-1, n])
+    padded = tf.pad(tf.reshape(x, [-1, n]), [[0, 0], [pad_left, pad_right]])
     rows_g = tf.reshape(grad, [-1, m])
-    padded = tf.pad(rows_x, [[0, 0], [pad_left, pad_right]])
-    signal = tf.transpose(padded)[tf.newaxis]  # [1, n + k - 1, rows]
-    kernel = tf.transpose(rows_g)[:, :, tf.newaxis]  # [m, rows, 1]
-    return tf.reshape(tf.nn.conv1d(signal, kernel, stride=1, padding="VALID"), [k])
+    return tf.map_fn(
+        lambda j: tf.reduce_sum(rows_g * padded[:, j : j + m]),
+        tf.range(k),
+        fn_output_signature=x.dtype,
+    )
 
 
 def _grad_with_input(op, grad):

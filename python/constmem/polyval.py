@@ -92,7 +92,8 @@ def _coeffs_gradient(x: tf.Tensor, grad: tf.Tensor, n: tf.Tensor) -> tf.Tensor:
     """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i))."""
     exponents = tf.cast(tf.range(n - 1, -1, -1), x.dtype)
     powers = tf.math.pow(tf.reshape(x, [-1, 1]), exponents)
-    return tf.linalg.matvec(powers, tf.reshape(grad, [-1]), transpose_a=True)
+    # Elementwise and a reduction: no cuBLAS call, so the gradient runs wherever the op does.
+    return tf.reduce_sum(powers * tf.reshape(grad, [-1, 1]), axis=0)
 
 
 def _grad_with_input(op, grad):
