@@ -7,6 +7,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from reference import frobulate_reference
 from subprocesses import ROOT, python_env, run_python
 
@@ -166,6 +167,12 @@ def test_served_through_the_c_api_alone_matches_python(tmp_path):
     saved = run_python("-c", SERVE, model, str(tmp_path / "x.npy"), str(tmp_path / "python.npy"))
     input_op, output_op = saved.stdout.split()[-2:]
     data.tofile(tmp_path / "x.raw")
+    # The program links TensorFlow's C library, which lives in the installed TensorFlow package: a
+    # build directory sets an rpath to it, a relocated binary (the GPU bundle) needs the path.
+    env = python_env()
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        p for p in [tf.sysconfig.get_lib(), env.get("LD_LIBRARY_PATH", "")] if p
+    )
     result = subprocess.run(
         [
             program,
@@ -179,7 +186,7 @@ def test_served_through_the_c_api_alone_matches_python(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
-        env=python_env(),
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     served = np.fromfile(tmp_path / "c.raw", dtype=np.float32)

@@ -11,8 +11,9 @@
 
 namespace example {
 
-// The longest gain table: one per row; beyond the constant bank it is read from global memory.
-constexpr std::int64_t kMaxGains = std::int64_t{1} << 24;
+// The most rows (one gain each): what the constant bank holds. A device table up to this size
+// could also be read from global memory, but a host table has nowhere else to go.
+constexpr std::int64_t kMaxGains = 4 * 1024;
 
 // y[r, i] = x[r, i] * gains[r] for rows x row_length samples, enqueued on `stream`.
 constmem::Status LaunchApplyGain(constmem::ops::GpuStream stream, const float* x, float* y,
