@@ -42,7 +42,9 @@ constexpr std::size_t kOtherKernelParamBytes = 64;
 //   kConstantBank  any table  -> a lease of `bank`, uploaded on `stream`, released after launch;
 //   kGlobalMemory  device table read in place.
 // The stream's device is made current for the call. A placement the source cannot take (by value
-// from device memory, global memory from host memory) is an InvalidArgument.
+// from device memory, global memory from host memory) is an InvalidArgument: ChoosePlacement
+// picks global memory for anything larger than the bank, so an op caps its host tables at its
+// bank's capacity.
 template <class ByValue, class BankReader, class Entry, class LaunchFn>
 Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Placement placement,
                        Bank<Entry>& bank, LaunchFn&& launch, LaunchReport* report = nullptr) {
