@@ -10,14 +10,25 @@
 # (CUDA_LIBRARY names an existing static library of CUDA code, adapter_gpu.cu included, instead of
 # CUDA_SOURCES.)
 #
-# makes _my_ops.so with the TensorFlow adapter (tf/adapter: TableOperand, GpuTableArgument,
-# kernel registration) compiled in, TensorFlow's flags from CONSTMEM_PYTHON's TensorFlow, its
+# makes _my_ops.so with the TensorFlow adapter (constmem::tf_adapter: TableOperand,
+# GpuTableArgument, kernel registration) compiled in, TensorFlow's flags from CONSTMEM_PYTHON's TensorFlow, its
 # headers as system headers, and, when CUDA is enabled, the CUDA code with a static CUDA runtime
 # whose symbols are hidden (so that they never bind to the libcudart TensorFlow loaded). Without
 # CUDA_SOURCES, or with CONSTMEM_WITH_GPU off, the library has CPU kernels only.
 include_guard(GLOBAL)
 
 set(CONSTMEM_PYTHON "" CACHE FILEPATH "Python with TensorFlow, for TensorFlow's compile and link flags")
+
+# constmem::tf_adapter: the adapter's headers and sources, compiled into whatever links it (they
+# need that target's TensorFlow flags), and the core.
+if(NOT TARGET constmem::tf_adapter)
+  file(GLOB _constmem_adapter_sources ${CONSTMEM_TF_ADAPTER_DIR}/adapter/*.cc)
+  add_library(constmem::tf_adapter INTERFACE IMPORTED GLOBAL)
+  set_target_properties(constmem::tf_adapter PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES ${CONSTMEM_TF_ADAPTER_DIR}
+    INTERFACE_SOURCES "${_constmem_adapter_sources}"
+    INTERFACE_LINK_LIBRARIES constmem::core)
+endif()
 
 # TensorFlow's compile and link flags, from the Python that has it: sets TF_INCLUDE_DIRS,
 # TF_COMPILE_FLAGS (without the -I), TF_LINK_FLAGS and CONSTMEM_TF_VERSION in the caller's scope.
@@ -53,13 +64,12 @@ function(constmem_add_tf_op_library target)
   if(NOT DEFINED TF_INCLUDE_DIRS)
     constmem_find_tensorflow()
   endif()
-  file(GLOB adapter_sources ${CONSTMEM_TF_ADAPTER_DIR}/adapter/*.cc)
-  add_library(${target} SHARED ${ARG_SOURCES} ${adapter_sources})
+  add_library(${target} SHARED ${ARG_SOURCES})
   set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME ${target})
-  target_include_directories(${target} PRIVATE ${CONSTMEM_TF_ADAPTER_DIR} ${ARG_INCLUDE_DIRS})
+  target_include_directories(${target} PRIVATE ${ARG_INCLUDE_DIRS})
   target_include_directories(${target} SYSTEM PRIVATE ${TF_INCLUDE_DIRS})
   target_compile_options(${target} PRIVATE ${TF_COMPILE_FLAGS})
-  target_link_libraries(${target} PRIVATE constmem::core ${TF_LINK_FLAGS})
+  target_link_libraries(${target} PRIVATE constmem::tf_adapter ${TF_LINK_FLAGS})
   get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
   set(cuda_library ${ARG_CUDA_LIBRARY})
   if(NOT cuda_library AND ARG_CUDA_SOURCES AND "CUDA" IN_LIST languages

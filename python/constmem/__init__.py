@@ -25,4 +25,5 @@ __all__ = [
     "polyval_max_coefficients",
     "upload_stats",
 ]
-__version__ = "0.1.0"
+__version__: str = build_info().get("constmem", "unknown")
+"""pyproject.toml's version, as the op library was built with it."""

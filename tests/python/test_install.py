@@ -67,3 +67,15 @@ def test_sysconfig_points_at_the_headers():
     else:
         with pytest.raises(FileNotFoundError, match="source checkout"):
             constmem.sysconfig.get_cmake_dir()
+
+
+def test_one_version_number_everywhere():
+    # pyproject.toml's version is the wheel's; CMake reads it, the op library records it and the
+    # package reports it from there.
+    import re
+
+    import constmem
+
+    pyproject = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    assert constmem.__version__ == version == constmem.build_info()["constmem"]
