@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "constmem/cpu_elementwise.hpp"
@@ -109,6 +111,159 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512(const T* x, T* y, co
                                                             std::int64_t end) {
   FirRange<T, 64, 12>(x, y, shape, taps, begin, end);
 }
+
+// Sixteen float rows at once, transposed: each vector holds one sample position of the 16 rows,
+// so the sample vector a tap needs is one aligned load (no cache-line split) and every tap still
+// reaches every output in order. The samples go through a transposed, zero-padded copy per chunk
+// of outputs, the results through a transposed store.
+constexpr int kGroupRows = 16;
+constexpr int kGroupAccumulators = 12;
+constexpr std::int64_t kGroupChunk = 16 * kGroupAccumulators * 2;  // outputs per chunk
+
+// GCC 12 warns that the AVX-512 intrinsics' own undefined-register helpers may be used
+// uninitialised once they are inlined here; they are not (each is fully overwritten).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// A 16 x 16 block of floats transposed in registers (unpack within 128-bit lanes, then shuffle
+// the lanes): from 16 rows of 16 positions to 16 positions of 16 rows, or back. Rows are read
+// from `in` with stride `in_stride` and written to `out` with stride `out_stride` (in floats).
+CONSTMEM_TARGET_AVX512 inline void Transpose16x16(const float* in, std::int64_t in_stride,
+                                                  float* out, std::int64_t out_stride) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(in + i * in_stride);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + i * out_stride, r[i]);
+}
+
+// Its scratch: float storage on 64-byte boundaries (vectors of 16 floats are not kept in a
+// std::vector: its code is compiled without AVX-512 and would pass them by value).
+struct AlignedFloats {
+  float* data = nullptr;
+  std::size_t capacity = 0;
+  ~AlignedFloats() { std::free(data); }
+  float* Reserve(std::size_t n) {
+    if (n > capacity) {
+      std::free(data);
+      capacity = (n + 15) / 16 * 16;
+      data = static_cast<float*>(std::aligned_alloc(64, capacity * sizeof(float)));
+    }
+    return data;
+  }
+};
+
+CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float* x, float* y,
+                                                                    const FirShape& shape,
+                                                                    const float* taps,
+                                                                    std::int64_t first_row,
+                                                                    AlignedFloats& scratch) {
+  using V = cpu::Vector<float, 64>::type;
+  const std::int64_t k = shape.taps;
+  for (std::int64_t begin = 0; begin < shape.outputs; begin += kGroupChunk) {
+    const std::int64_t count = std::min(kGroupChunk, shape.outputs - begin);
+    const std::int64_t tiles = (count + kGroupAccumulators - 1) / kGroupAccumulators;
+    const std::int64_t span = tiles * kGroupAccumulators + k - 1;
+    float* transposed =
+        scratch.Reserve(static_cast<std::size_t>((span + tiles * kGroupAccumulators) * kGroupRows));
+    float* results = transposed + span * kGroupRows;  // outputs by position, 16 rows each
+    std::memset(transposed, 0, span * kGroupRows * sizeof(float));
+    const std::int64_t start = begin - shape.pad_left;
+    const std::int64_t from = std::max<std::int64_t>(start, 0);
+    const std::int64_t to = std::min(start + span, shape.length);
+    const float* rows = x + first_row * shape.length;
+    std::int64_t s = from;
+    for (; s + 16 <= to; s += 16) {
+      Transpose16x16(rows + s, shape.length, transposed + (s - start) * kGroupRows, kGroupRows);
+    }
+    for (int r = 0; r < kGroupRows; ++r) {
+      for (std::int64_t q = s; q < to; ++q) {
+        transposed[(q - start) * kGroupRows + r] = rows[r * shape.length + q];
+      }
+    }
+    // The next chunk's samples (16 rows, 64 bytes a line), requested a share per tile while this
+    // chunk computes: sixteen row streams are more than the hardware prefetchers follow.
+    const std::int64_t next = start + kGroupChunk;
+    const std::int64_t lines_per_row = (span + 15) / 16;
+    const std::int64_t lines_per_tile = (kGroupRows * lines_per_row + tiles - 1) / tiles;
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      for (std::int64_t l = t * lines_per_tile; l < (t + 1) * lines_per_tile; ++l) {
+        const std::int64_t row = l / lines_per_row, at = next + (l % lines_per_row) * 16;
+        if (row < kGroupRows && at >= 0 && at < shape.length) {
+          __builtin_prefetch(rows + row * shape.length + at);
+        }
+      }
+      const float* in = transposed + t * kGroupAccumulators * kGroupRows;
+      V acc[kGroupAccumulators] = {};
+      for (std::int64_t j = 0; j < k; ++j) {
+        const V tap = V{} + taps[j];
+        const float* samples = in + j * kGroupRows;
+        // Opaque to the compiler: otherwise it keeps the sliding window of samples in registers
+        // and shifts it with a register move per FMA, and on this port layout a 512-bit move
+        // takes an FMA's slot. A load folded into each FMA costs no FMA slot.
+        asm("" : "+r"(samples));
+#pragma GCC unroll 16
+        for (int a = 0; a < kGroupAccumulators; ++a) {
+          V sample;
+          std::memcpy(&sample, samples + a * kGroupRows, sizeof(V));
+          cpu::Fma(acc[a], sample, tap, acc[a]);
+        }
+      }
+      for (int a = 0; a < kGroupAccumulators; ++a) {
+        std::memcpy(results + (t * kGroupAccumulators + a) * kGroupRows, &acc[a], sizeof(V));
+      }
+    }
+    // Back to rows: whole blocks of 16 outputs transposed, the rest one by one.
+    float* out_rows = y + first_row * shape.outputs + begin;
+    std::int64_t o = 0;
+    for (; o + 16 <= count; o += 16) {
+      Transpose16x16(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+    }
+    for (int r = 0; r < kGroupRows; ++r) {
+      for (std::int64_t q = o; q < count; ++q) {
+        out_rows[r * shape.outputs + q] = results[q * kGroupRows + r];
+      }
+    }
+  }
+}
+
+// The outputs [begin, end): whole groups of 16 rows transposed, the rest row by row.
+CONSTMEM_TARGET_AVX512 void Avx512Grouped(const float* x, float* y, const FirShape& shape,
+                                          const float* taps, std::int64_t begin, std::int64_t end) {
+  const std::int64_t m = shape.outputs;
+  const std::int64_t first_full_row = (begin + m - 1) / m;
+  const std::int64_t end_full_row = end / m;
+  const std::int64_t groups = std::max<std::int64_t>(0, end_full_row - first_full_row) / kGroupRows;
+  if (groups == 0) return Avx512(x, y, shape, taps, begin, end);
+  const std::int64_t grouped_begin = first_full_row * m;
+  const std::int64_t grouped_end = (first_full_row + groups * kGroupRows) * m;
+  Avx512(x, y, shape, taps, begin, grouped_begin);
+  AlignedFloats scratch;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    Avx512RowGroup(x, y, shape, taps, first_full_row + g * kGroupRows, scratch);
+  }
+  Avx512(x, y, shape, taps, grouped_end, end);
+}
+
+#pragma GCC diagnostic pop
 #endif
 
 }  // namespace
@@ -120,6 +275,9 @@ void FirFilterCpuRange(const T* x, T* y, const FirShape& shape, const T* taps, s
   switch (isa) {
 #if CONSTMEM_CPU_X86
     case cpu::Isa::kAvx512:
+      if constexpr (std::is_same<T, float>::value) {
+        return Avx512Grouped(x, y, shape, taps, begin, end);
+      }
       return Avx512(x, y, shape, taps, begin, end);
     case cpu::Isa::kAvx2:
       return Avx2(x, y, shape, taps, begin, end);
