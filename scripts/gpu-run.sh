@@ -65,7 +65,12 @@ step() {  # name, command...: runs, logs, records pass/fail counts
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
 step cpp_gpu_suite scripts/gpu-core.sh "$small/bin" "$results/cpp"
 step cpp_cpu_kernels bash -c "\"\$1/frobulate_cpu_test\" && \"\$1/ops_cpu_test\"" _ "$small/bin"
-step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python --junitxml="$results/tf_gpu_suite.xml"
+# The suite in two steps, each well inside a 10-minute call: the multi-device tests start GPU
+# processes of their own.
+step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python \
+  --ignore=tests/python/test_multi_device.py --junitxml="$results/tf_gpu_suite.xml"
+step tf_multi_device python3 -m pytest -q -p no:cacheprovider tests/python/test_multi_device.py \
+  --junitxml="$results/tf_multi_device.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
