@@ -118,7 +118,8 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512(const T* x, T* y, co
 // of outputs, the results through a transposed store.
 constexpr int kGroupRows = 16;
 constexpr int kGroupAccumulators = 12;
-constexpr std::int64_t kGroupChunk = 16 * kGroupAccumulators * 2;  // outputs per chunk
+// Outputs per chunk: the chunk's transposed samples and results stay in L1.
+constexpr std::int64_t kGroupChunk = 16 * kGroupAccumulators;
 
 // GCC 12 warns that the AVX-512 intrinsics' own undefined-register helpers may be used
 // uninitialised once they are inlined here; they are not (each is fully overwritten).
@@ -128,6 +129,7 @@ constexpr std::int64_t kGroupChunk = 16 * kGroupAccumulators * 2;  // outputs pe
 // A 16 x 16 block of floats transposed in registers (unpack within 128-bit lanes, then shuffle
 // the lanes): from 16 rows of 16 positions to 16 positions of 16 rows, or back. Rows are read
 // from `in` with stride `in_stride` and written to `out` with stride `out_stride` (in floats).
+template <bool kStream = false>
 CONSTMEM_TARGET_AVX512 inline void Transpose16x16(const float* in, std::int64_t in_stride,
                                                   float* out, std::int64_t out_stride) {
   __m512 r[16], t[16];
@@ -152,7 +154,13 @@ CONSTMEM_TARGET_AVX512 inline void Transpose16x16(const float* in, std::int64_t 
     r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
   }
-  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + i * out_stride, r[i]);
+  for (int i = 0; i < 16; ++i) {
+    if constexpr (kStream) {
+      _mm512_stream_ps(out + i * out_stride, r[i]);  // 64-byte aligned: checked by the caller
+    } else {
+      _mm512_storeu_ps(out + i * out_stride, r[i]);
+    }
+  }
 }
 
 // Its scratch: float storage on 64-byte boundaries (vectors of 16 floats are not kept in a
@@ -234,8 +242,16 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
     // Back to rows: whole blocks of 16 outputs transposed, the rest one by one.
     float* out_rows = y + first_row * shape.outputs + begin;
     std::int64_t o = 0;
+    // Streaming stores write the outputs around the cache (no read of the lines first) where
+    // every row of the block starts on a 64-byte boundary.
+    const bool stream =
+        reinterpret_cast<std::uintptr_t>(out_rows) % 64 == 0 && shape.outputs % 16 == 0;
     for (; o + 16 <= count; o += 16) {
-      Transpose16x16(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+      if (stream) {
+        Transpose16x16<true>(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+      } else {
+        Transpose16x16(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+      }
     }
     for (int r = 0; r < kGroupRows; ++r) {
       for (std::int64_t q = o; q < count; ++q) {
@@ -260,6 +276,7 @@ CONSTMEM_TARGET_AVX512 void Avx512Grouped(const float* x, float* y, const FirSha
   for (std::int64_t g = 0; g < groups; ++g) {
     Avx512RowGroup(x, y, shape, taps, first_full_row + g * kGroupRows, scratch);
   }
+  _mm_sfence();  // the streaming stores are visible before the op returns
   Avx512(x, y, shape, taps, grouped_end, end);
 }
 
