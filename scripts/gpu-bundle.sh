@@ -22,7 +22,7 @@ CONSTMEM_BUILD_DIR=build-gpu CONSTMEM_CUDA_ARCHS="${CONSTMEM_CUDA_ARCHS:-90-real
 cp build-gpu/_constmem_ops.so build-gpu/_constmem_ops.json build-gpu/_constmem_ops_unsafe.so "$out/small/lib/"
 cp build-gpu/tests/cpp/core_gpu_test build-gpu/tests/cpp/core_reliability_gpu_test \
   build-gpu/tests/cpp/frobulate_gpu_test build-gpu/tests/cpp/frobulate_cpu_test \
-  build-gpu/tests/cpp/ops_gpu_test build-gpu/tests/cpp/ops_cpu_test build-gpu/c_api_frobulate \
+  build-gpu/tests/cpp/ops_gpu_test build-gpu/tests/cpp/ops_cpu_test build-gpu/c_api_frobulate build-gpu/cc_saved_model \
   build-gpu/c_api_saved_model "$out/small/bin/"
 find build-gpu/bench -maxdepth 1 -type f -perm -u+x -exec cp {} "$out/small/bin/" \;
 # The out-of-tree example op, built from an installed constmem as a user would build it.

@@ -151,16 +151,18 @@ SERVE = textwrap.dedent(
 )
 
 
-def test_served_through_the_c_api_alone_matches_python(tmp_path):
+@pytest.mark.parametrize("client", ["c_api_saved_model", "cc_saved_model"])
+def test_served_without_python_matches_python(client, tmp_path):
+    """TensorFlow's C API, and its C++ API (libtensorflow_cc from the wheel), serve the model."""
     import constmem
 
     # The built example: in the build directory, or where $CONSTMEM_EXAMPLES_DIR says (GPU bundle).
     examples = os.environ.get("CONSTMEM_EXAMPLES_DIR") or os.path.join(
         ROOT, os.environ.get("CONSTMEM_BUILD_DIR", "build")
     )
-    program = os.path.join(examples, "c_api_saved_model")
+    program = os.path.join(examples, client)
     if not os.path.exists(program):
-        pytest.skip("c_api_saved_model is not built (scripts/build.sh)")
+        pytest.skip(f"{client} is not built (scripts/build.sh)")
     data = np.random.default_rng(8).standard_normal(1031).astype(np.float32) * 100
     np.save(tmp_path / "x.npy", data)
     model = str(tmp_path / "model")
