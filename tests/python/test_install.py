@@ -79,3 +79,23 @@ def test_one_version_number_everywhere():
     pyproject = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
     version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
     assert constmem.__version__ == version == constmem.build_info()["constmem"]
+
+
+OPS = [("Frobulate", "table"), ("Polyval", "coeffs"), ("FirFilter", "taps")]
+
+
+@pytest.mark.parametrize("op,table", OPS)
+def test_every_op_registers_its_three_forms_per_device_and_dtype(op, table):
+    # CPU kernels always; GPU kernels when the library has them, the host form's table in host
+    # memory.
+    import constmem
+    from tensorflow.python.framework import kernels
+
+    devices = ["CPU", "GPU"] if constmem.build_info()["gpu_kernels"] else ["CPU"]
+    for form in ("", "HostTable", "Attr"):
+        registered = kernels.get_registered_kernels_for_op(f"Constmem>{op}{form}").kernel
+        found = {(k.device_type, k.constraint[0].allowed_values.list.type[0]) for k in registered}
+        assert found == {(d, t) for d in devices for t in (1, 2)}, (form, found)  # float, double
+        for kernel in registered:
+            expected = [table] if form == "HostTable" and kernel.device_type == "GPU" else []
+            assert list(kernel.host_memory_arg) == expected, (form, kernel.device_type)

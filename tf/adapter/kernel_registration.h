@@ -86,3 +86,22 @@ void RegisterFloatTableFormKernels(const std::string& op, const char* device,
     __VA_ARGS__;                                                                     \
     return true;                                                                     \
   }()
+
+// A float op's whole registration: float32 and float64 kernels of its three table forms
+// (RegisterFloatTableFormKernels), the CPU kernel template `cpu` always, the GPU kernel template
+// `gpu` in builds with GPU kernels (elsewhere `gpu` is never named, so it need not exist):
+//   CONSTMEM_REGISTER_FLOAT_TABLE_OP("Constmem>Polyval", "coeffs", constmem::ops::PolyvalCpuKernel,
+//                                    constmem::ops::PolyvalGpuKernel);
+#if CONSTMEM_WITH_GPU
+#define CONSTMEM_DETAIL_REGISTER_GPU_FORMS(op_name, table_input, gpu)                           \
+  ::constmem::tf_adapter::RegisterFloatTableFormKernels<gpu>(op_name, ::tensorflow::DEVICE_GPU, \
+                                                             table_input)
+#else
+#define CONSTMEM_DETAIL_REGISTER_GPU_FORMS(op_name, table_input, gpu) (void)0
+#endif
+#define CONSTMEM_REGISTER_FLOAT_TABLE_OP(op_name, table_input, cpu, gpu)                          \
+  CONSTMEM_REGISTER_KERNELS(op_name, {                                                            \
+    ::constmem::tf_adapter::RegisterFloatTableFormKernels<cpu>(op_name, ::tensorflow::DEVICE_CPU, \
+                                                               table_input);                      \
+    CONSTMEM_DETAIL_REGISTER_GPU_FORMS(op_name, table_input, gpu);                                \
+  })

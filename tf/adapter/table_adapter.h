@@ -127,6 +127,8 @@ class TableOperand {
   // The values on the host, for a CPU kernel: the attr's, or the input's (checked).
   absl::Status HostValues(tensorflow::OpKernelContext* ctx, const T** values,
                           std::int64_t* size) const;
+  // An attr table's values (empty for an input), for kernels that precompute from them once.
+  const std::vector<T>& attr_values() const { return attr_values_; }
   // The table for a GPU launcher.
   absl::Status PrepareGpu(tensorflow::OpKernelContext* ctx, const PlacementFn& placement,
                           GpuTableArgument<T>* argument) const;

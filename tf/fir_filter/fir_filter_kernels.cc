@@ -109,12 +109,5 @@ class FirFilterGpuKernel : public OpKernel {
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_REGISTER_KERNELS("Constmem>FirFilter", {
-  using constmem::tf_adapter::RegisterFloatTableFormKernels;
-  RegisterFloatTableFormKernels<constmem::ops::FirFilterCpuKernel>("Constmem>FirFilter",
-                                                                   tensorflow::DEVICE_CPU, "taps");
-#if CONSTMEM_WITH_GPU
-  RegisterFloatTableFormKernels<constmem::ops::FirFilterGpuKernel>("Constmem>FirFilter",
-                                                                   tensorflow::DEVICE_GPU, "taps");
-#endif
-});
+CONSTMEM_REGISTER_FLOAT_TABLE_OP("Constmem>FirFilter", "taps", constmem::ops::FirFilterCpuKernel,
+                                 constmem::ops::FirFilterGpuKernel);

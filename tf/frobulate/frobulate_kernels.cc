@@ -35,27 +35,35 @@ class FrobulateCpuKernel : public OpKernel {
  public:
   explicit FrobulateCpuKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, "table", kFrobulateMaxTableSize));
+    // The kernel adds entries converted to T: an attr table is converted once, here.
+    attr_table_.assign(table_.attr_values().begin(), table_.attr_values().end());
   }
 
   void Compute(OpKernelContext* ctx) override {
-    const std::int32_t* entries = nullptr;
-    std::int64_t table_size = 0;
-    OP_REQUIRES_OK(ctx, table_.HostValues(ctx, &entries, &table_size));
-    // The kernel adds entries converted to T: converted once per call (cheap next to the data).
-    const std::vector<T> table(entries, entries + table_size);
+    std::vector<T> input_table;
+    const std::vector<T>* table = &attr_table_;
+    if (kFrom == TableFrom::kInput) {
+      const std::int32_t* entries = nullptr;
+      std::int64_t size = 0;
+      OP_REQUIRES_OK(ctx, table_.HostValues(ctx, &entries, &size));
+      input_table.assign(entries, entries + size);
+      table = &input_table;
+    }
     Tensor* output = nullptr;
     OP_REQUIRES_OK(ctx, PrepareOutput(ctx, &output));
     const T* data = ctx->input(0).flat<T>().data();
     T* out = output->flat<T>().data();
+    const std::int64_t table_size = static_cast<std::int64_t>(table->size());
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
     tensorflow::Shard(workers->NumThreads(), workers, output->NumElements(),
                       /*cost_per_unit=*/table_size + 2, [&](std::int64_t begin, std::int64_t end) {
-                        FrobulateCpuRange(data, out, begin, end, table.data(), table_size);
+                        FrobulateCpuRange(data, out, begin, end, table->data(), table_size);
                       });
   }
 
  private:
   tf_adapter::TableOperand<std::int32_t> table_;
+  std::vector<T> attr_table_;
 };
 
 #if CONSTMEM_WITH_GPU
@@ -89,12 +97,5 @@ class FrobulateGpuKernel : public OpKernel {
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_REGISTER_KERNELS("Constmem>Frobulate", {
-  using constmem::tf_adapter::RegisterFloatTableFormKernels;
-  RegisterFloatTableFormKernels<constmem::ops::FrobulateCpuKernel>("Constmem>Frobulate",
-                                                                   tensorflow::DEVICE_CPU, "table");
-#if CONSTMEM_WITH_GPU
-  RegisterFloatTableFormKernels<constmem::ops::FrobulateGpuKernel>("Constmem>Frobulate",
-                                                                   tensorflow::DEVICE_GPU, "table");
-#endif
-});
+CONSTMEM_REGISTER_FLOAT_TABLE_OP("Constmem>Frobulate", "table", constmem::ops::FrobulateCpuKernel,
+                                 constmem::ops::FrobulateGpuKernel);

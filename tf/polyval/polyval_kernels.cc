@@ -82,12 +82,5 @@ class PolyvalGpuKernel : public OpKernel {
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_REGISTER_KERNELS("Constmem>Polyval", {
-  using constmem::tf_adapter::RegisterFloatTableFormKernels;
-  RegisterFloatTableFormKernels<constmem::ops::PolyvalCpuKernel>("Constmem>Polyval",
-                                                                 tensorflow::DEVICE_CPU, "coeffs");
-#if CONSTMEM_WITH_GPU
-  RegisterFloatTableFormKernels<constmem::ops::PolyvalGpuKernel>("Constmem>Polyval",
-                                                                 tensorflow::DEVICE_GPU, "coeffs");
-#endif
-});
+CONSTMEM_REGISTER_FLOAT_TABLE_OP("Constmem>Polyval", "coeffs", constmem::ops::PolyvalCpuKernel,
+                                 constmem::ops::PolyvalGpuKernel);
