@@ -17,6 +17,7 @@ mkdir -p "$out/small/bin" "$out/small/lib" "$out/small/wheels" "$out/small/cuda1
 
 # 1. Build the op libraries and C++ GPU programs with sm_90 code (plus PTX for newer GPUs).
 scripts/setup.sh
+keras_version=$(.venv/bin/python -c 'import keras; print(keras.__version__)')
 CONSTMEM_BUILD_DIR=build-gpu CONSTMEM_CUDA_ARCHS="${CONSTMEM_CUDA_ARCHS:-90-real;90-virtual}" \
   CONSTMEM_CMAKE_ARGS="-DCONSTMEM_BUILD_UNSAFE_VARIANT=ON" scripts/build.sh
 cp build-gpu/_constmem_ops.so build-gpu/_constmem_ops.json build-gpu/_constmem_ops_unsafe.so "$out/small/lib/"
@@ -36,14 +37,14 @@ PATH="$PATH:/usr/local/cuda/bin" cmake -S examples/custom_op -B build-gpu/custom
 cmake --build build-gpu/custom_op -j "$(nproc)" >/dev/null
 cp build-gpu/custom_op/_apply_gain.so "$out/small/lib/"
 
-# 2. Wheels for CPython 3.12 on manylinux x86_64: TensorFlow, the pieces a GPU host without it
-#    may lack, and the real CUDA 12 runtime.
+# 2. Wheels for CPython 3.12 on manylinux x86_64: TensorFlow, Keras (the version tested here), the
+#    pieces a GPU host without them may lack, and the real CUDA 12 runtime.
 platform=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
   --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 .venv/bin/python -m pip download -q --no-deps "${platform[@]}" -d "$out/download" \
   "tensorflow==$tf_version" nvidia-cuda-runtime-cu12==12.5.82 astunparse gast google_pasta termcolor \
   "protobuf>=6.31.1,<8" "ml_dtypes>=0.5.1,<1" "numpy>=1.26,<2.4" "flatbuffers>=25.9.23" absl-py \
-  opt_einsum wrapt typing_extensions packaging six
+  opt_einsum wrapt typing_extensions packaging six "keras==$keras_version" namex optree
 for wheel in "$out"/download/*.whl; do
   case "$(basename "$wheel")" in
     tensorflow-*) ;;

@@ -79,6 +79,8 @@ step stress_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/stress.
 step stress_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/stress.py --expect mismatches --executions 200000
 step mirrored python3 tests/gpu/mirrored.py
 step multi_worker python3 tests/gpu/multi_worker.py
+# One worker process per GPU (a machine with two GPUs).
+step multi_worker_per_gpu python3 tests/gpu/multi_worker.py --gpu-per-worker
 step demo python3 examples/demo.py --source all
 step custom_op env APPLY_GAIN_LIBRARY="$small/lib/_apply_gain.so" python3 -m pytest -q -p no:cacheprovider \
   --rootdir examples/custom_op examples/custom_op

@@ -23,7 +23,6 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::GlobalTimerNs;
-using testing::HasGpu;
 using testing::SpinFor;
 using testing::Stream;
 

@@ -11,6 +11,7 @@
 
 #include "constmem/constmem.cuh"
 #include "constmem/testing/gpu_testing.cuh"
+#include "test_support.cuh"
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
 
@@ -18,7 +19,6 @@ namespace constmem {
 namespace ops {
 namespace {
 
-using testing::HasGpu;
 
 template <class T>
 std::vector<T> RandomData(std::mt19937_64& rng, std::int64_t n) {
@@ -91,7 +91,7 @@ using Case = std::tuple<std::int64_t, std::int64_t, SourceKind>;
 class FrobulateGpu : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FrobulateGpu, BitwiseEqualToTheCpuKernel) {
-  if (!HasGpu()) GTEST_SKIP() << "no CUDA GPU here";
+  REQUIRE_GPU();
   const auto [count, table_size, source] = GetParam();
   const std::uint64_t seed = count * 131 + table_size * 7 + static_cast<int>(source);
   for (int misalign : {0, 1}) {
@@ -135,7 +135,7 @@ TEST(FrobulatePlacement, FollowsTheStrategy) {
 }
 
 TEST(FrobulateErrors, BadTablesAreInvalidArgumentAndTheNextCallWorks) {
-  if (!HasGpu()) GTEST_SKIP() << "no CUDA GPU here";
+  REQUIRE_GPU();
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   float* data = nullptr;
@@ -154,7 +154,7 @@ TEST(FrobulateErrors, BadTablesAreInvalidArgumentAndTheNextCallWorks) {
 }
 
 TEST(FrobulateErrors, AFailedLaunchReleasesItsSlotAndTheNextCallWorks) {
-  if (!HasGpu()) GTEST_SKIP() << "no CUDA GPU here";
+  REQUIRE_GPU();
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   float* data = nullptr;

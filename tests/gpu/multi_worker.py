@@ -1,8 +1,10 @@
 """MultiWorkerMirroredStrategy over two worker processes on this machine (127.0.0.1 only): a
-training step through Frobulate with a different table per op, its weights compared with the
-same step run by one process. One device per worker (its GPU when it has one, else its CPU).
+training step through Frobulate, Polyval and FirFilter with a different table per op, its weights
+compared with the same step run by one process on the CPU. Each worker uses the devices it sees
+(every GPU, else its CPU); with --gpu-per-worker worker i sees only GPU i.
 
-    python tests/gpu/multi_worker.py            # starts both workers, checks, prints RESULT
+    python tests/gpu/multi_worker.py                   # starts both workers, checks, prints RESULT
+    python tests/gpu/multi_worker.py --gpu-per-worker  # on a machine with two GPUs
 """
 
 import json
@@ -14,6 +16,8 @@ import sys
 import numpy as np
 
 TABLES = ([3, -1, 4], list(range(-50, 51)), [2, -2] * 750)  # 1,500 entries: a constant bank
+COEFFS = [0.25, -0.5, 1.0, 0.125]
+TAPS = [0.5, -0.25, 0.125, 1.0, 0.0625]
 STEPS = 3
 
 
@@ -40,7 +44,8 @@ def train(strategy, tf, constmem):
     def step(xb, yb):
         def replica(xr, yr):
             with tf.GradientTape() as tape:
-                h = xr * w
+                h = constmem.polyval(COEFFS, xr * w)
+                h = constmem.fir_filter(h, TAPS, padding="SAME")
                 for table in TABLES:
                     h = constmem.frobulate(h, table)
                 loss = tf.reduce_sum((h - yr) ** 2) / 16.0
@@ -69,6 +74,8 @@ def worker(index, cluster, out):
     )
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     np.save(out, train(strategy, tf, constmem))
+    with open(out + ".devices", "w") as f:  # where this worker's replicas ran
+        f.write(",".join(d.split("/")[-1] for d in strategy.extended.worker_devices))
 
 
 def single(out):
@@ -88,11 +95,12 @@ def main():
     work = tempfile.mkdtemp()
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    gpu_per_worker = "--gpu-per-worker" in sys.argv[1:]
     me = os.path.abspath(__file__)
     procs = [
         subprocess.Popen(
             [sys.executable, me, "--worker", str(i), json.dumps(cluster), f"{work}/w{i}.npy"],
-            env=env,
+            env=dict(env, CUDA_VISIBLE_DEVICES=str(i)) if gpu_per_worker else env,
         )
         for i in range(2)
     ]
@@ -108,9 +116,10 @@ def main():
     # strategy divides by 2, so the step equals the single-process one.
     diff = float(max(np.max(np.abs(w0 - one)), np.max(np.abs(w1 - one))))
     same = np.array_equal(w0, w1)
+    devices = ["+".join(open(f"{work}/w{i}.npy.devices").read().split(",")) for i in range(2)]
     ok = same and diff < 1e-5  # the same sums, reduced in another order
     print(
-        f"RESULT multi_worker workers=2 weights_equal_across_workers={same} "
+        f"RESULT multi_worker workers=2 devices={'|'.join(devices)} weights_equal_across_workers={same} "
         f"max_abs_diff_vs_single={diff:.2e} {'PASS' if ok else 'FAIL'}"
     )
     return 0 if ok else 1
