@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reusable pinned staging for uploads from pageable host memory. A buffer is handed out again only
 // after the copy that read it has executed, which is learned from an event with cudaEventQuery:
-// the host never waits. When every buffer is still in flight the pool grows, up to a bound.
+// the host never waits. When every buffer is still in flight the pool grows, up to a bound; what a
+// burst pinned is given back once it has stayed idle.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,9 +10,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "constmem/cuda_support.cuh"
@@ -25,11 +30,13 @@ class PinnedStagingPool {
   // Past this many buffers an upload does not pin more memory: it copies from the pageable source
   // directly, which the driver stages itself (the host may wait for that one copy).
   static constexpr std::size_t kMaxBuffers = 16;
+  // Idle buffers kept for the next uploads however long they wait; more than this are freed once
+  // they have been idle for idle_release().
+  static constexpr std::size_t kKeptIdleBuffers = 2;
 
   PinnedStagingPool() = default;
   PinnedStagingPool(const PinnedStagingPool&) = delete;
   PinnedStagingPool& operator=(const PinnedStagingPool&) = delete;
-  // Buffers and events live until process exit: freeing pinned memory would synchronise the device.
 
   // Copies `bytes` from pageable `source` into a pinned buffer and enqueues the copy from there to
   // device address `destination` on `stream`, whose device must be current.
@@ -51,6 +58,7 @@ class PinnedStagingPool {
         "cudaMemcpyAsync from pinned staging");
     if (!copied.ok()) {
       std::lock_guard<std::mutex> lock(mutex_);
+      buffer->idle_since = std::chrono::steady_clock::now();
       free_.push_back(buffer);  // nothing was enqueued that reads it
       return copied;
     }
@@ -69,20 +77,90 @@ class PinnedStagingPool {
     return buffers_.size();
   }
 
+  // Frees every buffer no copy is known to be reading now (uploads pin new ones as they need them),
+  // without waiting: for a process that has finished its uploads from pageable memory.
+  void ReleaseIdleBuffers() {
+    Owned released;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+        if (cudaEventQuery((*it)->copied) != cudaSuccess) {
+          ++it;
+          continue;
+        }
+        free_.push_back(*it);
+        it = in_flight_.erase(it);
+      }
+      for (Buffer* idle : free_) released.push_back(TakeOwnership(idle));
+      free_.clear();
+    }
+    FreeElsewhere(std::move(released));
+  }
+
+  std::chrono::steady_clock::duration idle_release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return idle_release_;
+  }
+  void set_idle_release(std::chrono::steady_clock::duration idle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_release_ = idle;
+  }
+
  private:
   struct Buffer {
     void* host = nullptr;
     std::size_t bytes = 0;
     cudaEvent_t copied = nullptr;  // recorded after the copy that reads the buffer
+    std::chrono::steady_clock::time_point idle_since;
   };
+  using Owned = std::vector<std::unique_ptr<Buffer>>;
+
+  // cudaFreeHost may wait for the whole device, so the buffers are freed on a thread of their
+  // own: the stream that noticed them idle never waits.
+  static void FreeElsewhere(Owned buffers) {
+    if (buffers.empty()) return;
+    Count(Counter::kStagingBufferFreed, static_cast<std::int64_t>(buffers.size()));
+    std::thread([owned = std::move(buffers)] {
+      for (const auto& buffer : owned) {
+        cudaEventDestroy(buffer->copied);
+        cudaFreeHost(buffer->host);
+      }
+    }).detach();
+  }
+
+  // Under the lock: takes out of the pool the free buffers past kKeptIdleBuffers (the least
+  // recently used first) that have been idle for idle_release_.
+  Owned TakeLongIdle(std::chrono::steady_clock::time_point now) {
+    Owned released;
+    while (free_.size() > kKeptIdleBuffers) {
+      const auto oldest = std::min_element(
+          free_.begin(), free_.end(),
+          [](const Buffer* a, const Buffer* b) { return a->idle_since < b->idle_since; });
+      if (now - (*oldest)->idle_since < idle_release_) break;
+      released.push_back(TakeOwnership(*oldest));
+      free_.erase(oldest);
+    }
+    return released;
+  }
+
+  std::unique_ptr<Buffer> TakeOwnership(Buffer* buffer) {
+    const auto owner = std::find_if(buffers_.begin(), buffers_.end(),
+                                    [&](const auto& b) { return b.get() == buffer; });
+    std::unique_ptr<Buffer> owned = std::move(*owner);
+    buffers_.erase(owner);
+    return owned;
+  }
 
   // Every in-flight buffer is polled (cudaEventQuery, never a wait), not only the oldest: copies
   // on different streams finish in any order, and one slow stream must not make the others pin
   // new memory. Sets *out to nullptr when the pool is full and nothing is free.
   Status Reserve(std::size_t bytes, Buffer** out) {
     *out = nullptr;
+    Owned long_idle;
+    bool full = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      const auto now = std::chrono::steady_clock::now();
       for (auto it = in_flight_.begin(); it != in_flight_.end();) {
         const cudaError_t query = cudaEventQuery((*it)->copied);
         if (query == cudaErrorNotReady) {
@@ -90,19 +168,29 @@ class PinnedStagingPool {
           continue;
         }
         if (query != cudaSuccess) return CudaStatus(query, "cudaEventQuery(staging)");
+        (*it)->idle_since = now;
         free_.push_back(*it);
         it = in_flight_.erase(it);
       }
-      for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if ((*it)->bytes >= bytes) {
-          *out = *it;
-          free_.erase(it);
-          return Status::Ok();
+      // The most recently used buffer that fits: the others age towards release.
+      Buffer* fit = nullptr;
+      for (Buffer* buffer : free_) {
+        if (buffer->bytes >= bytes && (fit == nullptr || buffer->idle_since > fit->idle_since)) {
+          fit = buffer;
         }
       }
-      if (buffers_.size() + allocating_ >= kMaxBuffers) return Status::Ok();
-      ++allocating_;
+      if (fit != nullptr) free_.erase(std::find(free_.begin(), free_.end(), fit));
+      long_idle = TakeLongIdle(now);
+      if (fit != nullptr) {
+        *out = fit;
+      } else if (buffers_.size() + allocating_ < kMaxBuffers) {
+        ++allocating_;
+      } else {
+        full = true;
+      }
     }
+    FreeElsewhere(std::move(long_idle));
+    if (*out != nullptr || full) return Status::Ok();
     // Pinning memory takes milliseconds: never under the lock other streams need.
     auto buffer = std::make_unique<Buffer>();
     buffer->bytes = std::max(bytes, kMinBufferBytes);
@@ -128,6 +216,7 @@ class PinnedStagingPool {
   std::vector<Buffer*> in_flight_;                // copies enqueued, not yet known to have run
   std::vector<Buffer*> free_;                     // a buffer here is reserved by nobody
   std::size_t allocating_ = 0;
+  std::chrono::steady_clock::duration idle_release_ = std::chrono::seconds(10);
 };
 
 // One pool per device, created on first use and kept for the life of the process.

@@ -25,6 +25,7 @@ enum class Counter : int {
   kStagingReleasedEarly,
   kSlotQuarantined,
   kStagingPageableFallback,
+  kStagingBufferFreed,
   kCount,
 };
 
@@ -36,7 +37,7 @@ inline const char* CounterName(Counter counter) {
       "global_memory_launch",      "staging_pinned_verified",
       "staging_not_pinned",        "staging_released_after_copy",
       "staging_released_early",    "slot_quarantined",
-      "staging_pageable_fallback",
+      "staging_pageable_fallback", "staging_buffer_freed",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Counter::kCount),
                 "one name per counter");

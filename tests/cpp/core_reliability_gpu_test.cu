@@ -309,6 +309,49 @@ TEST(Staging, ASlowStreamDoesNotMakeOthersPinMore) {
   cudaStreamSynchronize(t);
 }
 
+TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
+  REQUIRE_GPU();
+  Stream s, t;
+  PinnedStagingPool* pool = nullptr;
+  ASSERT_OK(StagingPoolFor(0, &pool));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  pool->ReleaseIdleBuffers();
+  const auto idle_release = pool->idle_release();
+  // A burst: every upload's buffer still in flight behind a long kernel, so each pins its own.
+  constexpr std::size_t kBurst = 6;
+  Spin<<<1, 1, 0, t>>>(200'000'000);
+  const auto burst = Table(256, 30);
+  for (std::size_t i = 0; i < kBurst; ++i) {
+    Lease<std::int32_t> lease;
+    ASSERT_OK(reliability_bank().Acquire(t, 256, nullptr, &lease));
+    ASSERT_OK(lease.UploadFromPageableHost(burst.data(), 256));
+    ASSERT_OK(lease.Release());
+  }
+  EXPECT_GE(pool->buffer_count(), kBurst);
+  ASSERT_CUDA(cudaStreamSynchronize(t));
+  const auto recent = Table(256, 31);
+  EXPECT_EQ(RoundTrip(s, recent), recent);
+  EXPECT_GE(pool->buffer_count(), kBurst) << "buffers idle for less than idle_release() are kept";
+
+  const std::int64_t freed = CounterValue(Counter::kStagingBufferFreed);
+  pool->set_idle_release(std::chrono::milliseconds(0));
+  const auto later = Table(256, 32);
+  EXPECT_EQ(RoundTrip(s, later), later);
+  pool->set_idle_release(idle_release);
+  EXPECT_LE(pool->buffer_count(), PinnedStagingPool::kKeptIdleBuffers + 1);
+  EXPECT_GE(CounterValue(Counter::kStagingBufferFreed) - freed,
+            static_cast<std::int64_t>(kBurst - PinnedStagingPool::kKeptIdleBuffers - 1));
+
+  // Freeing never waits for the device, not even for a kernel still running on another stream.
+  Spin<<<1, 1, 0, t>>>(300'000'000);
+  const auto start = std::chrono::steady_clock::now();
+  pool->ReleaseIdleBuffers();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+  EXPECT_EQ(pool->buffer_count(), 0u);
+  ASSERT_CUDA(cudaStreamSynchronize(t));
+  EXPECT_EQ(RoundTrip(s, burst), burst);  // and uploads pin again as they need
+}
+
 TEST(Devices, TheDriverReportsEachStreamsDevice) {
   REQUIRE_GPU();
   int devices = 0;

@@ -11,14 +11,13 @@
 
 #include "constmem/constmem.cuh"
 #include "constmem/testing/gpu_testing.cuh"
-#include "test_support.cuh"
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
+#include "test_support.cuh"
 
 namespace constmem {
 namespace ops {
 namespace {
-
 
 template <class T>
 std::vector<T> RandomData(std::mt19937_64& rng, std::int64_t n) {

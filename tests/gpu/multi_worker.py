@@ -119,7 +119,8 @@ def main():
     devices = ["+".join(open(f"{work}/w{i}.npy.devices").read().split(",")) for i in range(2)]
     ok = same and diff < 1e-5  # the same sums, reduced in another order
     print(
-        f"RESULT multi_worker workers=2 devices={'|'.join(devices)} weights_equal_across_workers={same} "
+        f"RESULT multi_worker workers=2 devices={'|'.join(devices)} "
+        f"weights_equal_across_workers={same} "
         f"max_abs_diff_vs_single={diff:.2e} {'PASS' if ok else 'FAIL'}"
     )
     return 0 if ok else 1
