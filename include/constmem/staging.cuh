@@ -27,8 +27,9 @@ namespace constmem {
 class PinnedStagingPool {
  public:
   static constexpr std::size_t kMinBufferBytes = 64 * 1024;
-  // Past this many buffers an upload does not pin more memory: it copies from the pageable source
-  // directly, which the driver stages itself (the host may wait for that one copy).
+  // Past this many buffers, or while buffers are being freed, an upload does not pin more memory:
+  // it copies from the pageable source directly, which the driver stages itself (the host may
+  // wait for that one copy).
   static constexpr std::size_t kMaxBuffers = 16;
   // Idle buffers kept for the next uploads however long they wait; more than this are freed once
   // they have been idle for idle_release().
@@ -97,6 +98,9 @@ class PinnedStagingPool {
     FreeElsewhere(std::move(released));
   }
 
+  // Threads still freeing buffers (see FreeElsewhere).
+  int frees_pending() const { return frees_pending_.load(std::memory_order_acquire); }
+
   std::chrono::steady_clock::duration idle_release() {
     std::lock_guard<std::mutex> lock(mutex_);
     return idle_release_;
@@ -115,16 +119,21 @@ class PinnedStagingPool {
   };
   using Owned = std::vector<std::unique_ptr<Buffer>>;
 
-  // cudaFreeHost may wait for the whole device, so the buffers are freed on a thread of their
-  // own: the stream that noticed them idle never waits.
-  static void FreeElsewhere(Owned buffers) {
+  // cudaFreeHost waits until the device has run everything enqueued before it, and meanwhile
+  // cudaHostAlloc waits in every thread (measured on an H200 with driver 580). So buffers are freed
+  // on a thread of their own, and while a free is pending Reserve pins nothing new: the upload
+  // copies from pageable memory instead. The stream that noticed the buffers idle never waits.
+  void FreeElsewhere(Owned buffers) {
     if (buffers.empty()) return;
-    Count(Counter::kStagingBufferFreed, static_cast<std::int64_t>(buffers.size()));
-    std::thread([owned = std::move(buffers)] {
+    frees_pending_.fetch_add(1, std::memory_order_acq_rel);
+    std::thread([this, owned = std::move(buffers)] {
       for (const auto& buffer : owned) {
         cudaEventDestroy(buffer->copied);
         cudaFreeHost(buffer->host);
+        Count(Counter::kStagingBufferFreed);
       }
+      frees_pending_.fetch_sub(1,
+                               std::memory_order_acq_rel);  // the pool lives as long as the process
     }).detach();
   }
 
@@ -183,7 +192,7 @@ class PinnedStagingPool {
       long_idle = TakeLongIdle(now);
       if (fit != nullptr) {
         *out = fit;
-      } else if (buffers_.size() + allocating_ < kMaxBuffers) {
+      } else if (buffers_.size() + allocating_ < kMaxBuffers && frees_pending() == 0) {
         ++allocating_;
       } else {
         full = true;
@@ -216,6 +225,7 @@ class PinnedStagingPool {
   std::vector<Buffer*> in_flight_;                // copies enqueued, not yet known to have run
   std::vector<Buffer*> free_;                     // a buffer here is reserved by nobody
   std::size_t allocating_ = 0;
+  std::atomic<int> frees_pending_{0};
   std::chrono::steady_clock::duration idle_release_ = std::chrono::seconds(10);
 };
 

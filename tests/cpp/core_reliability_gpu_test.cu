@@ -309,6 +309,14 @@ TEST(Staging, ASlowStreamDoesNotMakeOthersPinMore) {
   cudaStreamSynchronize(t);
 }
 
+// Frees run on a thread of their own; this waits (bounded) until they are done.
+void WaitForFrees(PinnedStagingPool* pool) {
+  for (int i = 0; i < 100 && pool->frees_pending() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(pool->frees_pending(), 0) << "a free still pending after 5 s";
+}
+
 TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   REQUIRE_GPU();
   Stream s, t;
@@ -316,40 +324,56 @@ TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   ASSERT_OK(StagingPoolFor(0, &pool));
   ASSERT_CUDA(cudaDeviceSynchronize());
   pool->ReleaseIdleBuffers();
+  WaitForFrees(pool);
+  const std::size_t retired = pool->buffer_count();  // buffers whose event failed in a fault test
   const auto idle_release = pool->idle_release();
   // A burst: every upload's buffer still in flight behind a long kernel, so each pins its own.
   constexpr std::size_t kBurst = 6;
   Spin<<<1, 1, 0, t>>>(200'000'000);
-  const auto burst = Table(256, 30);
   for (std::size_t i = 0; i < kBurst; ++i) {
+    const auto table = Table(256, 40 + static_cast<int>(i));  // distinct: no upload is skipped
     Lease<std::int32_t> lease;
     ASSERT_OK(reliability_bank().Acquire(t, 256, nullptr, &lease));
-    ASSERT_OK(lease.UploadFromPageableHost(burst.data(), 256));
+    ASSERT_OK(lease.UploadFromPageableHost(table.data(), 256));
     ASSERT_OK(lease.Release());
   }
-  EXPECT_GE(pool->buffer_count(), kBurst);
+  EXPECT_EQ(pool->buffer_count(), retired + kBurst);
   ASSERT_CUDA(cudaStreamSynchronize(t));
   const auto recent = Table(256, 31);
   EXPECT_EQ(RoundTrip(s, recent), recent);
-  EXPECT_GE(pool->buffer_count(), kBurst) << "buffers idle for less than idle_release() are kept";
+  EXPECT_EQ(pool->buffer_count(), retired + kBurst)
+      << "buffers idle for less than idle_release() are kept";
 
   const std::int64_t freed = CounterValue(Counter::kStagingBufferFreed);
   pool->set_idle_release(std::chrono::milliseconds(0));
   const auto later = Table(256, 32);
   EXPECT_EQ(RoundTrip(s, later), later);
   pool->set_idle_release(idle_release);
-  EXPECT_LE(pool->buffer_count(), PinnedStagingPool::kKeptIdleBuffers + 1);
-  EXPECT_GE(CounterValue(Counter::kStagingBufferFreed) - freed,
+  EXPECT_EQ(pool->buffer_count(), retired + PinnedStagingPool::kKeptIdleBuffers + 1);
+  WaitForFrees(pool);
+  EXPECT_EQ(CounterValue(Counter::kStagingBufferFreed) - freed,
             static_cast<std::int64_t>(kBurst - PinnedStagingPool::kKeptIdleBuffers - 1));
 
-  // Freeing never waits for the device, not even for a kernel still running on another stream.
+  // cudaFreeHost waits for the device, here for a kernel still running on another stream: neither
+  // the caller of ReleaseIdleBuffers nor an upload that needs a buffer meanwhile waits with it.
   Spin<<<1, 1, 0, t>>>(300'000'000);
   const auto start = std::chrono::steady_clock::now();
   pool->ReleaseIdleBuffers();
+  EXPECT_EQ(pool->buffer_count(), retired);
+  const std::int64_t fallbacks = CounterValue(Counter::kStagingPageableFallback);
+  const auto meanwhile = Table(256, 33);
+  Lease<std::int32_t> lease;
+  ASSERT_OK(reliability_bank().Acquire(s, 256, nullptr, &lease));
+  ASSERT_OK(lease.UploadFromPageableHost(meanwhile.data(), 256));
+  ASSERT_OK(lease.Release());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
-  EXPECT_EQ(pool->buffer_count(), 0u);
+  EXPECT_EQ(CounterValue(Counter::kStagingPageableFallback) - fallbacks, 1)
+      << "no buffer is pinned while a free is pending";
   ASSERT_CUDA(cudaStreamSynchronize(t));
-  EXPECT_EQ(RoundTrip(s, burst), burst);  // and uploads pin again as they need
+  WaitForFrees(pool);
+  const auto again = Table(256, 34);
+  EXPECT_EQ(RoundTrip(s, again), again);  // and uploads pin again as they need
+  EXPECT_EQ(pool->buffer_count(), retired + 1);
 }
 
 TEST(Devices, TheDriverReportsEachStreamsDevice) {

@@ -127,9 +127,10 @@ TEST(PolyvalGpu, RejectsBadCoefficientCounts) {
             StatusCode::kInvalidArgument);
 }
 
+// `offset` elements before x and y: rows that do not start on a 16-byte boundary.
 template <class T>
 void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadding padding,
-              std::uint64_t seed) {
+              std::uint64_t seed, int offset = 0) {
   std::mt19937_64 rng(seed);
   const FirShape shape = MakeFirShape(rows, length, taps, padding);
   const auto x = Random<T>(rng, rows * length, 1.0);
@@ -143,35 +144,42 @@ void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadd
     }
   }
   Stream stream;
-  DeviceBuffer<T> in(rows * length + 1), out(total + 1);
-  cudaMemcpy(in.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice);
+  DeviceBuffer<T> in(rows * length + 1 + offset), out(total + 1 + offset);
+  cudaMemcpy(in.get() + offset, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice);
   for (SourceKind source :
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
-    cudaMemset(out.get(), 0xFF, (total + 1) * sizeof(T));
+    cudaMemset(out.get(), 0xFF, (total + 1 + offset) * sizeof(T));
     LaunchReport report;
-    ASSERT_OK(
-        LaunchFirFilter<T>(stream, in.get(), out.get(), shape, tap_values.View(source), &report));
+    ASSERT_OK(LaunchFirFilter<T>(stream, in.get() + offset, out.get() + offset, shape,
+                                 tap_values.View(source), &report));
     ASSERT_CUDA(cudaStreamSynchronize(stream));
-    const auto y = Copy(out, 0, total);
+    const auto y = Copy(out, offset, total);
     ASSERT_EQ(std::memcmp(y.data(), expected.data(), total * sizeof(T)), 0)
         << rows << " x " << length << ", " << taps << " taps, "
-        << (padding == FirPadding::kSame ? "SAME" : "VALID") << ", "
+        << (padding == FirPadding::kSame ? "SAME" : "VALID") << ", offset " << offset << ", "
         << PlacementName(report.placement);
-    const T past = out.Read()[total];
-    EXPECT_TRUE(std::isnan(past)) << "wrote past the output";  // the 0xFF poison is a NaN
+    const auto poisoned = out.Read();
+    // The 0xFF poison is a NaN.
+    EXPECT_TRUE(std::isnan(poisoned[total + offset])) << "wrote past the output";
+    if (offset > 0) EXPECT_TRUE(std::isnan(poisoned[0])) << "wrote before the output";
   }
 }
 
 TEST(FirFilterGpu, EveryShapeAndSourceBitwiseEqualToTheDefinition) {
   REQUIRE_GPU();
   std::uint64_t seed = 100;
-  for (std::int64_t taps : {1, 2, 16, 17, 63, 64, 513, 2048}) {
+  // SAME pads (k - 1) / 2 zeros in front: 1, 2, 3 and 5 taps between them start a tile's
+  // samples at each offset within a vector.
+  for (std::int64_t taps : {1, 2, 3, 5, 8, 16, 17, 63, 64, 513, 2048}) {
     if (UnderSanitizer() && taps > 64) continue;
     for (auto padding : {FirPadding::kSame, FirPadding::kValid}) {
-      CheckFir<float>(3, 5000, taps, padding, seed++);  // partial tiles, odd row starts
+      CheckFir<float>(3, 5000, taps, padding, seed++);  // partial tiles, rows of whole vectors
       CheckFir<float>(2, 4096 * 2, taps, padding, seed++);
-      CheckFir<float>(4, 7, taps, padding, seed++);  // taps longer than the signal
+      CheckFir<float>(3, 4099, taps, padding, seed++);     // rows that start anywhere
+      CheckFir<float>(2, 4100, taps, padding, seed++, 1);  // whole vectors, misaligned
+      CheckFir<float>(4, 7, taps, padding, seed++);        // taps longer than the signal
       CheckFir<double>(3, 2049, taps, padding, seed++);
+      CheckFir<double>(3, 2050, taps, padding, seed++);
     }
   }
 }
