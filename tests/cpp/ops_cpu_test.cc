@@ -145,6 +145,16 @@ TEST_P(OpsCpu, FirFilterSpecialValuesWithAndWithoutDenormalFlush) {
     const auto shape =
         ops::MakeFirShape(1, static_cast<std::int64_t>(x.size()), 5, ops::FirPadding::kSame);
     ExpectFirMatches(GetParam(), x, shape, taps, 0, shape.outputs);
+    // 17 rows (a group of 16 and one more) and 19 taps with zeros of both signs: the kernels
+    // that take several taps at a time.
+    std::vector<float> rows;
+    for (int row = 0; row < 17; ++row) rows.insert(rows.end(), x.begin() + row, x.end() - 17 + row);
+    const std::vector<float> long_taps = {0.5f,  -0.0f, 2.0f,  0.0f,  -3.0f, 1.0f,  0.25f,
+                                          -1.0f, 4.0f,  -0.0f, 0.75f, 1.5f,  -2.0f, 0.0f,
+                                          8.0f,  -0.5f, 1.0f,  -1.0f, 0.125f};
+    const auto long_shape =
+        ops::MakeFirShape(17, static_cast<std::int64_t>(x.size()) - 17, 19, ops::FirPadding::kSame);
+    ExpectFirMatches(GetParam(), rows, long_shape, long_taps, 0, 17 * long_shape.outputs);
   }
 }
 

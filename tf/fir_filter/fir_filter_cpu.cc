@@ -118,6 +118,10 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512(const T* x, T* y, co
 // of outputs, the results through a transposed store.
 constexpr int kGroupRows = 16;
 constexpr int kGroupAccumulators = 12;
+#ifndef CONSTMEM_FIR_GROUP_TAPS
+#define CONSTMEM_FIR_GROUP_TAPS 8
+#endif
+constexpr int kGroupTaps = CONSTMEM_FIR_GROUP_TAPS;
 // Outputs per chunk: the chunk's transposed samples and results stay in L1.
 constexpr std::int64_t kGroupChunk = 16 * kGroupAccumulators;
 
@@ -193,14 +197,22 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
     float* transposed =
         scratch.Reserve(static_cast<std::size_t>((span + tiles * kGroupAccumulators) * kGroupRows));
     float* results = transposed + span * kGroupRows;  // outputs by position, 16 rows each
-    std::memset(transposed, 0, span * kGroupRows * sizeof(float));
     const std::int64_t start = begin - shape.pad_left;
     const std::int64_t from = std::max<std::int64_t>(start, 0);
     const std::int64_t to = std::min(start + span, shape.length);
+    // Zeros only where the chunk reaches past either end of the rows.
+    std::memset(transposed, 0, (from - start) * kGroupRows * sizeof(float));
+    std::memset(transposed + (to - start) * kGroupRows, 0,
+                (start + span - to) * kGroupRows * sizeof(float));
     const float* rows = x + first_row * shape.length;
     std::int64_t s = from;
     for (; s + 16 <= to; s += 16) {
       Transpose16x16(rows + s, shape.length, transposed + (s - start) * kGroupRows, kGroupRows);
+    }
+    if (s < to && to - from >= 16) {  // the last positions: a block that overlaps the one before
+      Transpose16x16(rows + to - 16, shape.length, transposed + (to - 16 - start) * kGroupRows,
+                     kGroupRows);
+      s = to;
     }
     for (int r = 0; r < kGroupRows; ++r) {
       for (std::int64_t q = s; q < to; ++q) {
@@ -212,16 +224,46 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
     const std::int64_t next = start + kGroupChunk;
     const std::int64_t lines_per_row = (span + 15) / 16;
     const std::int64_t lines_per_tile = (kGroupRows * lines_per_row + tiles - 1) / tiles;
+    std::int64_t prefetch_row = 0, prefetch_line = 0;  // a cursor: no division per line
     for (std::int64_t t = 0; t < tiles; ++t) {
-      for (std::int64_t l = t * lines_per_tile; l < (t + 1) * lines_per_tile; ++l) {
-        const std::int64_t row = l / lines_per_row, at = next + (l % lines_per_row) * 16;
-        if (row < kGroupRows && at >= 0 && at < shape.length) {
-          __builtin_prefetch(rows + row * shape.length + at);
+      for (std::int64_t l = 0; l < lines_per_tile && prefetch_row < kGroupRows; ++l) {
+        const std::int64_t at = next + prefetch_line * 16;
+        if (at >= 0 && at < shape.length)
+          __builtin_prefetch(rows + prefetch_row * shape.length + at);
+        if (++prefetch_line == lines_per_row) {
+          prefetch_line = 0;
+          ++prefetch_row;
         }
       }
       const float* in = transposed + t * kGroupAccumulators * kGroupRows;
       V acc[kGroupAccumulators] = {};
-      for (std::int64_t j = 0; j < k; ++j) {
+      // kGroupTaps taps at a time: their samples are loaded once into registers and each feeds
+      // up to kGroupTaps FMAs, so loads stay well below the FMAs (two of each per cycle).
+      std::int64_t j = 0;
+      for (; j + kGroupTaps <= k; j += kGroupTaps) {
+        const float* samples = in + j * kGroupRows;
+        asm("" : "+r"(samples));  // fresh loads, not register moves from the last block's window
+        V window[kGroupAccumulators + kGroupTaps - 1];
+#pragma GCC unroll 32
+        for (int i = 0; i < kGroupAccumulators + kGroupTaps - 1; ++i) {
+          std::memcpy(&window[i], samples + i * kGroupRows, sizeof(V));
+        }
+#pragma GCC unroll 16
+        for (int jj = 0; jj < kGroupTaps; ++jj) {
+          // A broadcast from memory is a load; `V{} + tap` would add and shuffle on FMA ports.
+          const V tap = reinterpret_cast<V>(_mm512_set1_ps(taps[j + jj]));
+#pragma GCC unroll 16
+          for (int a = 0; a < kGroupAccumulators; ++a)
+            cpu::Fma(acc[a], window[a + jj], tap, acc[a]);
+          asm("" : : "v"(tap));
+        }
+        // The window and each tap stay live to here: otherwise GCC lets an FMA overwrite a sample
+        // or the tap at its last use and moves the sum back to its accumulator, a 512-bit
+        // register move (an FMA port's slot) per few FMAs.
+#pragma GCC unroll 32
+        for (int i = 0; i < kGroupAccumulators + kGroupTaps - 1; ++i) asm("" : : "v"(window[i]));
+      }
+      for (; j < k; ++j) {
         const V tap = V{} + taps[j];
         const float* samples = in + j * kGroupRows;
         // Opaque to the compiler: otherwise it keeps the sliding window of samples in registers
