@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "constmem/cpu_isa.hpp"
 
@@ -45,6 +46,18 @@ namespace cpu {
 // a GPU's fma bit for bit. Hardware FMA under AVX2 and AVX-512; std::fma (exact, slower where the
 // CPU has no FMA) otherwise. Vectors pass by reference (see above); the kernels below are
 // flattened, so that this inlines into code compiled for the same instruction set.
+// Every lane set to `*value`, bit for bit (`V{} + *value` would turn -0 into +0) and, on x86, as
+// one broadcast load rather than an add and a shuffle on the ports the arithmetic needs.
+template <class V, class T, std::size_t... kLane>
+__attribute__((always_inline)) inline void BroadcastLanes(V& v, T value,
+                                                          std::index_sequence<kLane...>) {
+  v = V{((void)kLane, value)...};
+}
+template <class V, class T>
+__attribute__((always_inline)) inline void Broadcast(V& v, const T* value) {
+  BroadcastLanes(v, *value, std::make_index_sequence<sizeof(V) / sizeof(T)>{});
+}
+
 template <class V>
 inline void Fma(V& y, const V& a, const V& b, const V& c) {
   for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(a[0])); ++i)
@@ -66,6 +79,18 @@ CONSTMEM_DETAIL_FMA(CONSTMEM_TARGET_AVX2, Double4, __m256d, _mm256_fmadd_pd)
 CONSTMEM_DETAIL_FMA(CONSTMEM_TARGET_AVX512, Float16, __m512, _mm512_fmadd_ps)
 CONSTMEM_DETAIL_FMA(CONSTMEM_TARGET_AVX512, Double8, __m512d, _mm512_fmadd_pd)
 #undef CONSTMEM_DETAIL_FMA
+// GCC builds the generic broadcast lane by lane (masked loads) in these functions.
+#define CONSTMEM_DETAIL_BROADCAST(target, V, T, intrinsic) \
+  template <>                                              \
+  target inline void Broadcast(V& v, const T* value) {     \
+    const auto native = intrinsic(*value);                 \
+    std::memcpy(&v, &native, sizeof(V));                   \
+  }
+CONSTMEM_DETAIL_BROADCAST(CONSTMEM_TARGET_AVX2, Float8, float, _mm256_set1_ps)
+CONSTMEM_DETAIL_BROADCAST(CONSTMEM_TARGET_AVX2, Double4, double, _mm256_set1_pd)
+CONSTMEM_DETAIL_BROADCAST(CONSTMEM_TARGET_AVX512, Float16, float, _mm512_set1_ps)
+CONSTMEM_DETAIL_BROADCAST(CONSTMEM_TARGET_AVX512, Double8, double, _mm512_set1_pd)
+#undef CONSTMEM_DETAIL_BROADCAST
 #endif
 
 namespace detail {
@@ -107,7 +132,8 @@ __attribute__((always_inline)) inline void ElementwiseTiles(const T* data, T* ou
   constexpr std::int64_t kTile = std::int64_t{kLanes} * kAccumulators;
   auto tile = [&](const T* in, T* result, auto store) __attribute__((always_inline)) {
     State state[kAccumulators];
-    const V first = V{} + table[0];
+    V first;
+    Broadcast(first, table);
 #pragma GCC unroll 64
     for (int k = 0; k < kAccumulators; ++k) {
       V x;
@@ -115,7 +141,8 @@ __attribute__((always_inline)) inline void ElementwiseTiles(const T* data, T* ou
       Op::Start(state[k], x, first);
     }
     for (std::int64_t j = 1; j < table_size; ++j) {
-      const V entry = V{} + table[j];
+      V entry;
+      Broadcast(entry, table + j);
 #pragma GCC unroll 64
       for (int k = 0; k < kAccumulators; ++k) Op::Step(state[k], entry);
     }

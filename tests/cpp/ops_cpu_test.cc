@@ -78,8 +78,12 @@ void PolyvalSpecialCases(Isa isa, bool flush) {
     const auto specials = SpecialValues<T>();
     x.insert(x.end(), specials.begin(), specials.end());
   }
-  for (const auto& coeffs : std::vector<std::vector<T>>{
-           {T(1)}, {T(0.5), T(-2), T(0), T(3)}, {std::numeric_limits<T>::max(), T(1), T(-1)}}) {
+  for (const auto& coeffs :
+       std::vector<std::vector<T>>{{T(1)},
+                                   {T(0.5), T(-2), T(0), T(3)},
+                                   {std::numeric_limits<T>::max(), T(1), T(-1)},
+                                   {T(-0.0)},  // y = coeffs[0]: a negative zero stays one
+                                   {T(-0.0), T(-0.0), T(2), T(-0.0)}}) {
     ExpectPolyvalMatches(isa, x, coeffs, 0, static_cast<std::int64_t>(x.size()));
   }
 }

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Independent references for the tests: NumPy, evaluated the way the op's formula says."""
 
+import math
+
 import numpy as np
 
 
@@ -107,7 +109,15 @@ def fma_exact(a, b, c, dtype, flush=False):
         if np.isfinite(a) and np.isfinite(b):
             return dtype(c)
         return dtype(a * b + c)
-    result = _round_to(Fraction(a) * Fraction(b) + Fraction(c), dtype)
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        # Fractions have no signed zero. IEEE 754: a sum of two zeros is -0 only when both are
+        # -0; an exact cancellation of nonzero values is +0 (rounding to nearest).
+        product_negative = math.copysign(1.0, a) * math.copysign(1.0, b) < 0
+        both_zero = (a == 0 or b == 0) and c == 0
+        negative = both_zero and product_negative and math.copysign(1.0, c) < 0
+        return dtype(-0.0 if negative else 0.0)
+    result = _round_to(exact, dtype)
     return _flushed(result, dtype) if flush else result
 
 

@@ -32,7 +32,8 @@ __attribute__((always_inline)) inline void FirTiles(const T* samples, T* out, st
     const T* in = samples + t * kTile;
     V acc[kAccumulators] = {};
     for (std::int64_t j = 0; j < tap_count; ++j) {
-      const V tap = V{} + taps[j];
+      V tap;
+      cpu::Broadcast(tap, taps + j);
 #pragma GCC unroll 32
       for (int a = 0; a < kAccumulators; ++a) {
         V sample;
@@ -250,8 +251,8 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
         }
 #pragma GCC unroll 16
         for (int jj = 0; jj < kGroupTaps; ++jj) {
-          // A broadcast from memory is a load; `V{} + tap` would add and shuffle on FMA ports.
-          const V tap = reinterpret_cast<V>(_mm512_set1_ps(taps[j + jj]));
+          V tap;
+          cpu::Broadcast(tap, taps + j + jj);
 #pragma GCC unroll 16
           for (int a = 0; a < kGroupAccumulators; ++a)
             cpu::Fma(acc[a], window[a + jj], tap, acc[a]);
@@ -264,7 +265,8 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
         for (int i = 0; i < kGroupAccumulators + kGroupTaps - 1; ++i) asm("" : : "v"(window[i]));
       }
       for (; j < k; ++j) {
-        const V tap = V{} + taps[j];
+        V tap;
+        cpu::Broadcast(tap, taps + j);
         const float* samples = in + j * kGroupRows;
         // Opaque to the compiler: otherwise it keeps the sliding window of samples in registers
         // and shifts it with a register move per FMA, and on this port layout a 512-bit move
