@@ -9,13 +9,19 @@ missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v g++ >/dev/null || missing+=(g++)
 [ -e /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
-if [ ${#missing[@]} -gt 0 ]; then
+# Headers the XLA lowering needs beyond TensorFlow's wheel; without them it is not built.
+optional=()
+[ -e /usr/include/highwayhash/arch_specific.h ] || optional+=(libhighwayhash-dev)
+[ -e /usr/include/farmhash.h ] || optional+=(libfarmhash-dev)
+if [ $((${#missing[@]} + ${#optional[@]})) -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "setup: installing ${missing[*]} with apt-get" >&2
-    apt-get update -qq && apt-get install -y -qq "${missing[@]}"
-  else
-    echo "setup: please install: ${missing[*]}" >&2
+    echo "setup: installing ${missing[*]} ${optional[*]} with apt-get" >&2
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" "${optional[@]}"
+  elif [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: please install: ${missing[*]} (and for the XLA lowering: ${optional[*]})" >&2
     exit 1
+  else
+    echo "setup: without ${optional[*]} the ops have no XLA lowering" >&2
   fi
 fi
 

@@ -82,6 +82,11 @@ def polyval(
 
 def _derivative(coeffs: tf.Tensor) -> tf.Tensor:
     """Coefficients of the derivative, highest degree first; [0] for a constant."""
+    if coeffs.shape[0] is not None:  # static sizes, which XLA needs (jit_compile=True)
+        n = coeffs.shape[0]
+        if n == 1:
+            return tf.zeros([1], coeffs.dtype)
+        return coeffs[:-1] * tf.constant(np.arange(n - 1, 0, -1), coeffs.dtype)
     n = tf.shape(coeffs)[0]
     powers = tf.cast(tf.range(n - 1, 0, -1), coeffs.dtype)
     derivative = coeffs[:-1] * powers

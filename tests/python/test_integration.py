@@ -1,5 +1,7 @@
 """The ops where models run besides eager Python: TF1 graphs and Session.run, tf.data pipelines,
-and XLA (which cannot compile them: the error must say so clearly)."""
+and XLA (tf.function(jit_compile=True)), whose results must equal the uncompiled ones bitwise."""
+
+import functools
 
 import constmem
 import numpy as np
@@ -54,18 +56,103 @@ def test_tf_data_map_with_many_tables():
     assert seen == 40
 
 
-@pytest.mark.parametrize("source", SOURCES)
-def test_xla_says_clearly_that_it_cannot_compile_the_op(source):
-    table = [1, 2] if source == "attr" else tf.constant([1, 2])
+XLA = constmem.build_info().get("xla_lowering", False)
+needs_xla = pytest.mark.skipif(not XLA, reason="op library built without the XLA lowering")
 
+
+def xla_cases(rng, dtype):
+    """Each op as a function of (source, table, x), and a table for it."""
+
+    def table_arg(source, table, table_dtype):
+        return table if source == "attr" else tf.constant(table, table_dtype)
+
+    return {
+        "frobulate": (
+            lambda s, t, x: constmem.frobulate(x, table_arg(s, t, tf.int32), source=s),
+            rng.integers(-1000, 1000, size=300, dtype=np.int32),
+        ),
+        "polyval": (
+            lambda s, t, x: constmem.polyval(table_arg(s, t, dtype), x, source=s),
+            rng.standard_normal(17).astype(dtype),
+        ),
+        "fir_same": (
+            lambda s, t, x: constmem.fir_filter(
+                x, table_arg(s, t, dtype), padding="SAME", source=s
+            ),
+            rng.standard_normal(63).astype(dtype),
+        ),
+        "fir_valid": (
+            lambda s, t, x: constmem.fir_filter(
+                x, table_arg(s, t, dtype), padding="VALID", source=s
+            ),
+            rng.standard_normal(20).astype(dtype),
+        ),
+    }
+
+
+@needs_xla
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_xla_compiles_every_op_to_the_same_bits(device, source, dtype):
+    rng = np.random.default_rng(33)
+    x = tf.constant(rng.standard_normal((3, 257)).astype(dtype))
+    for name, (op, table) in xla_cases(rng, dtype).items():
+        with tf.device(device):
+            expected = op(source, table, x).numpy()
+            compiled = tf.function(
+                tf.autograph.experimental.do_not_convert(functools.partial(op, source, table)),
+                jit_compile=True,
+            )
+            got = compiled(x).numpy()
+            hlo = compiled.experimental_get_compiler_ir(x)(stage="hlo")
+        assert 'custom_call_target="constmem_' in hlo, name
+        assert got.shape == expected.shape and got.tobytes() == expected.tobytes(), name
+
+
+@needs_xla
+def test_xla_gradients_equal_the_uncompiled_ones(device):
+    rng = np.random.default_rng(34)
+    x = tf.constant(rng.standard_normal((4, 50)))
+    coeffs = tf.constant(rng.standard_normal(5))
+    taps = tf.constant(rng.standard_normal(7))
+
+    def loss(x, coeffs, taps):
+        y = constmem.fir_filter(constmem.polyval(coeffs, x), taps, padding="SAME")
+        return tf.reduce_sum(constmem.frobulate(y, [1, -2, 3]) ** 2)
+
+    def grads(x, coeffs, taps):
+        with tf.GradientTape() as tape:
+            tape.watch([x, coeffs, taps])
+            value = loss(x, coeffs, taps)
+        return tape.gradient(value, [x, coeffs, taps])
+
+    with tf.device(device):
+        expected = [g.numpy() for g in tf.function(grads)(x, coeffs, taps)]
+        got = [g.numpy() for g in tf.function(grads, jit_compile=True)(x, coeffs, taps)]
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-12)  # XLA may fuse the surrounding ops
+
+
+@needs_xla
+def test_xla_refuses_a_bad_table_with_invalid_argument():
+    # A table of unknown size when traced: the check is the lowering's, when XLA compiles.
+    @tf.function(
+        jit_compile=True,
+        input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.float32)],
+    )
+    def run(x, coeffs):
+        return constmem.polyval(coeffs, x, source="input")
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="coeffs must have 1 to 4096"):
+        run(tf.constant([1.0]), tf.zeros([5000]))
+    np.testing.assert_array_equal(run(tf.constant([2.0]), tf.constant([1.0, 1.0])), [3.0])
+
+
+@pytest.mark.skipif(XLA, reason="this op library has the XLA lowering")
+def test_without_the_lowering_xla_says_clearly_that_it_cannot_compile_the_op():
     @tf.function(jit_compile=True)
     def run(x):
-        return constmem.frobulate(x, table, source=source)
+        return constmem.frobulate(x, [1, 2])
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="Constmem>Frobulate"):
         run(tf.constant([1.0, 2.0]))
-    # Outside XLA the same function body works, and the process carries on.
-    np.testing.assert_array_equal(
-        tf.function(lambda x: constmem.frobulate(x, table, source=source))(tf.constant([1.0])),
-        [4.0],
-    )

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "adapter/xla/xla_lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "tensorflow/compiler/tf2xla/xla_op_registry.h"
+#include "tensorflow/core/platform/logging.h"
+#include "xla/hlo/builder/xla_builder.h"
+#include "xla/shape_util.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#define CONSTMEM_XLA_X86 1
+#endif
+
+namespace constmem {
+namespace tf_adapter {
+namespace {
+
+namespace ffi = ::xla::ffi;
+
+struct Form {
+  const XlaLowering* lowering;
+  TableFrom from;
+};
+
+// tf2xla takes a plain function as a kernel factory: it finds its lowering by the node's op.
+std::map<std::string, Form>& Forms() {
+  static auto* forms = new std::map<std::string, Form>();
+  return *forms;
+}
+std::mutex& FormsMutex() {
+  static auto* mutex = new std::mutex();
+  return *mutex;
+}
+
+class TableCallKernel : public tensorflow::XlaOpKernel {
+ public:
+  TableCallKernel(tensorflow::OpKernelConstruction* ctx, const Form& form)
+      : XlaOpKernel(ctx), lowering_(*form.lowering), from_(form.from) {
+    if (from_ != TableFrom::kAttr) return;
+    const char* attr = lowering_.table_attr;
+    if (lowering_.int32_table) {
+      OP_REQUIRES_OK(ctx, ReadAttrTable(ctx, attr, lowering_.max_table, &ints_));
+      return;
+    }
+    tensorflow::DataType dtype;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype));
+    if (dtype == tensorflow::DT_FLOAT) {
+      OP_REQUIRES_OK(ctx, ReadAttrTable(ctx, attr, lowering_.max_table, &floats_));
+    } else {
+      OP_REQUIRES_OK(ctx, ReadAttrTable(ctx, attr, lowering_.max_table, &doubles_));
+    }
+  }
+
+  void Compile(tensorflow::XlaOpKernelContext* ctx) override {
+    xla::XlaBuilder* builder = ctx->builder();
+    xla::XlaOp table;
+    std::int64_t size = 0;
+    if (from_ == TableFrom::kAttr) {
+      if (lowering_.int32_table) {
+        table = xla::ConstantR1<std::int32_t>(builder, ints_);
+        size = static_cast<std::int64_t>(ints_.size());
+      } else if (ctx->input_type(0) == tensorflow::DT_FLOAT) {
+        table = xla::ConstantR1<float>(builder, floats_);
+        size = static_cast<std::int64_t>(floats_.size());
+      } else {
+        table = xla::ConstantR1<double>(builder, doubles_);
+        size = static_cast<std::int64_t>(doubles_.size());
+      }
+    } else {
+      const absl::StatusOr<xla::Shape> shape = ctx->InputXlaShape(1);
+      OP_REQUIRES_OK(ctx, shape.status());
+      OP_REQUIRES(ctx, shape->dimensions().size() == 1,
+                  absl::InvalidArgumentError(std::string(lowering_.table_attr) +
+                                             " must be a vector, got shape " + shape->ToString()));
+      size = shape->dimensions(0);
+      table = ctx->Input(1);
+    }
+    OP_REQUIRES(ctx, size >= 1 && size <= lowering_.max_table,
+                absl::InvalidArgumentError(std::string(lowering_.table_attr) + " must have 1 to " +
+                                           std::to_string(lowering_.max_table) + " entries, got " +
+                                           std::to_string(size)));
+    std::vector<std::int64_t> dims;
+    std::string attributes;
+    OP_REQUIRES_OK(ctx, lowering_.describe(ctx, size, &dims, &attributes));
+    // A custom call takes static shapes. Dimensions XLA marks dynamic (their size known only when
+    // the program runs) are passed at their bound and marked again on the result, where each
+    // element depends on its own position only; a dynamic table or row is refused.
+    const absl::StatusOr<xla::Shape> data_shape = ctx->InputXlaShape(0);
+    OP_REQUIRES_OK(ctx, data_shape.status());
+    xla::XlaOp data = ctx->Input(0);
+    std::vector<std::int64_t> dynamic;
+    const auto rank = static_cast<std::int64_t>(data_shape->dimensions().size());
+    for (std::int64_t d = 0; d < rank; ++d) {
+      if (!data_shape->is_dynamic_dimension(d)) continue;
+      OP_REQUIRES(
+          ctx, !(lowering_.rows_along_last_axis && d + 1 == rank),
+          absl::UnimplementedError(lowering_.op + " under XLA needs rows of static length"));
+      dynamic.push_back(d);
+      data = xla::RemoveDynamicDimension(data, d);
+    }
+    if (from_ != TableFrom::kAttr) {
+      const absl::StatusOr<xla::Shape> table_shape = ctx->InputXlaShape(1);
+      OP_REQUIRES_OK(ctx, table_shape.status());
+      OP_REQUIRES(
+          ctx, table_shape->is_static(),
+          absl::UnimplementedError(lowering_.op + " under XLA needs a table of static size"));
+    }
+    const xla::Shape result = xla::ShapeUtil::MakeShape(ctx->input_xla_type(0), dims);
+    xla::XlaOp output = xla::CustomCall(
+        builder, lowering_.target, {data, table}, result, attributes,
+        /*has_side_effect=*/false,
+        /*output_operand_aliasing=*/{}, /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
+        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+    for (std::int64_t d : dynamic) {
+      output = xla::SetDimensionSize(output, xla::GetDimensionSize(ctx->Input(0), d), d);
+    }
+    ctx->SetOutput(0, output);
+  }
+
+ private:
+  const XlaLowering& lowering_;
+  TableFrom from_;
+  std::vector<std::int32_t> ints_;
+  std::vector<float> floats_;
+  std::vector<double> doubles_;
+};
+
+tensorflow::OpKernel* MakeTableCallKernel(tensorflow::OpKernelConstruction* ctx) {
+  Form form;
+  {
+    std::lock_guard<std::mutex> lock(FormsMutex());
+    form = Forms().at(ctx->def().op());
+  }
+  return new TableCallKernel(ctx, form);
+}
+
+void RegisterHandler(const XlaLowering& lowering, const char* platform, XLA_FFI_Handler* handler) {
+  if (handler == nullptr) return;
+  XLA_FFI_Error* error =
+      ffi::Ffi::RegisterStaticHandler(XLA_FFI_GetApi(), lowering.target, platform, handler);
+  if (error != nullptr) {
+    LOG(WARNING) << "constmem: XLA did not take the handler " << lowering.target << " for "
+                 << platform;
+  }
+}
+
+}  // namespace
+
+bool RegisterXlaLowering(const XlaLowering& lowering) {
+  const std::vector<std::string> registered = tensorflow::XlaOpRegistry::GetAllRegisteredOps();
+  if (std::find(registered.begin(), registered.end(), lowering.op) != registered.end()) {
+    LOG(WARNING) << "constmem: the XLA lowering of " << lowering.op
+                 << " is registered by another copy of the op library; this copy adds none";
+    return false;
+  }
+  const XlaLowering* kept = new XlaLowering(lowering);  // the kernels refer to it for good
+  for (const auto& [suffix, from] : {std::pair<const char*, TableFrom>{"", TableFrom::kInput},
+                                     {"HostTable", TableFrom::kInput},
+                                     {"Attr", TableFrom::kAttr}}) {
+    const std::string name = kept->op + suffix;
+    {
+      std::lock_guard<std::mutex> lock(FormsMutex());
+      Forms()[name] = Form{kept, from};
+    }
+    new tensorflow::XlaOpRegistrar(
+        tensorflow::XlaOpRegistrationBuilder::Name(name).Build(MakeTableCallKernel));
+  }
+  RegisterHandler(*kept, "Host", kept->host_handler);
+  RegisterHandler(*kept, "CUDA", kept->cuda_handler);
+  return true;
+}
+
+std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx) {
+  const absl::StatusOr<xla::Shape> shape = ctx->InputXlaShape(0);
+  if (!shape.ok()) return {};
+  return std::vector<std::int64_t>(shape->dimensions().begin(), shape->dimensions().end());
+}
+
+ffi::Error FfiError(const Status& status) {
+  if (status.ok()) return ffi::Error::Success();
+  const ffi::ErrorCode code = status.code() == StatusCode::kInvalidArgument
+                                  ? ffi::ErrorCode::kInvalidArgument
+                                  : ffi::ErrorCode::kInternal;
+  return ffi::Error(code, status.ToString());
+}
+
+ScopedFlushDenormals::ScopedFlushDenormals() {
+#if CONSTMEM_XLA_X86
+  saved_ = _mm_getcsr();
+  _mm_setcsr(saved_ | 0x8040);  // FTZ (bit 15) and DAZ (bit 6)
+#endif
+}
+
+ScopedFlushDenormals::~ScopedFlushDenormals() {
+#if CONSTMEM_XLA_X86
+  _mm_setcsr(saved_);
+#endif
+}
+
+}  // namespace tf_adapter
+}  // namespace constmem

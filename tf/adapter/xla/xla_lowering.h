@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// XLA lowering for constmem ops, so that they compile under tf.function(jit_compile=True).
+//
+// An op becomes a typed-FFI custom call into the op's own CPU and GPU code: the kernels that run
+// without XLA run with it, so that a compiled graph computes the same bits as an uncompiled one.
+// (HLO has no fused multiply-add: a lowering to HLO arithmetic could not promise that.) Each op
+// registers
+//   - one tf2xla kernel for its three table forms: the table is the custom call's second operand,
+//     an input's buffer or the attr's values as a constant;
+//   - FFI handlers for the platforms "Host" (the CPU kernel) and "CUDA" (the GPU launcher on
+//     XLA's stream, the table read from device memory).
+// Built when the headers tf2xla needs beyond TensorFlow's wheel are found (highwayhash and
+// farmhash; on Debian, libhighwayhash-dev and libfarmhash-dev).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "adapter/table_adapter.h"
+#include "constmem/status.hpp"
+#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace constmem {
+namespace tf_adapter {
+
+// What one op's lowering needs to know.
+struct XlaLowering {
+  std::string op;            // the op's base name, "Constmem>Polyval"
+  std::string target;        // the FFI handlers' name, "constmem_polyval"
+  const char* table_attr;    // the attr form's table attr
+  std::int64_t max_table;    // table sizes allowed: 1 to max_table
+  bool int32_table = false;  // Frobulate's table is int32; the others' are of the data's type
+  bool rows_along_last_axis =
+      false;  // the last axis is a row (FirFilter), not independent elements
+  // The result's dimensions from the data's (and the table's size), and the custom call's
+  // attributes as an MLIR dictionary ("{}" for none); an error for shapes the op refuses.
+  std::function<absl::Status(tensorflow::XlaOpKernelContext* ctx, std::int64_t table_size,
+                             std::vector<std::int64_t>* dims, std::string* attributes)>
+      describe;
+  XLA_FFI_Handler* host_handler = nullptr;
+  XLA_FFI_Handler* cuda_handler = nullptr;  // null in builds without GPU kernels
+};
+
+// Registers the tf2xla kernels of the op's three forms and its FFI handlers, unless another copy
+// of the op library in this process has (see kernel_registration.h). Returns whether it did.
+bool RegisterXlaLowering(const XlaLowering& lowering);
+
+// A Status as an FFI error (kInternal for anything a launcher reports).
+xla::ffi::Error FfiError(const Status& status);
+
+// Calls fn(T{}) with T the C++ type of a float32 or float64 buffer.
+template <class Fn>
+xla::ffi::Error ForFloatType(xla::ffi::DataType type, Fn&& fn) {
+  switch (type) {
+    case xla::ffi::DataType::F32:
+      return fn(float{});
+    case xla::ffi::DataType::F64:
+      return fn(double{});
+    default:
+      return xla::ffi::Error(xla::ffi::ErrorCode::kInvalidArgument, "float32 or float64 data");
+  }
+}
+
+// The custom call's result dimensions: the data's.
+std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx);
+
+// TensorFlow's CPU threads flush subnormals to zero (FTZ and DAZ); XLA's need not. CPU handlers
+// run under this so that they compute what the op's CPU kernel computes.
+class ScopedFlushDenormals {
+ public:
+  ScopedFlushDenormals();
+  ~ScopedFlushDenormals();
+  ScopedFlushDenormals(const ScopedFlushDenormals&) = delete;
+  ScopedFlushDenormals& operator=(const ScopedFlushDenormals&) = delete;
+
+ private:
+  unsigned saved_ = 0;
+};
+
+}  // namespace tf_adapter
+}  // namespace constmem
+
+// Registers `lowering` (an XlaLowering) when the library loads.
+#define CONSTMEM_REGISTER_XLA_LOWERING(name, lowering)     \
+  [[maybe_unused]] static const bool constmem_xla_##name = \
+      ::constmem::tf_adapter::RegisterXlaLowering(lowering)
