@@ -3,7 +3,10 @@
 
 - FirFilter (17 and 63 taps, [4096, 16384] float32, SAME) against torch.nn.functional.conv1d
   (cuDNN) and cupyx.scipy.ndimage.correlate1d;
-- Polyval (degree 16, 16 Mi float32) against tf.math.polyval.
+- Polyval (degree 16, 16 Mi float32) against tf.math.polyval (eager, in a tf.function, and
+  compiled by XLA);
+- each constmem op in a tf.function and the same compiled by XLA (jit_compile=True), where the
+  op library has the XLA lowering.
 
 Each library runs in a process of its own (`--library`), since TensorFlow, PyTorch and CuPy each
 bring their own CUDA libraries; `--library all` runs the three and prints the ratios.
@@ -113,19 +116,35 @@ def measure_constmem():
             times.append((time.perf_counter() - start) * 1e3)
         return statistics.median(times)
 
+    xla = constmem.build_info().get("xla_lowering", False)
+
+    def graph_and_xla(name, fn, *args):
+        """`fn` in a tf.function, and compiled by XLA: name_graph, name_xla."""
+        graph = tf.function(fn)
+        figures[f"{name}_graph"] = median_ms(lambda: graph(*args))
+        if xla:
+            compiled = tf.function(fn, jit_compile=True)
+            figures[f"{name}_xla"] = median_ms(lambda: compiled(*args))
+
     figures = {}
     with tf.device("/GPU:0"):
         x = tf.random.normal([ROWS, LENGTH])
         for k in TAPS:
             taps = taps_for(k)
             figures[f"fir_filter_{k}"] = median_ms(lambda taps=taps: constmem.fir_filter(x, taps))
+            graph_and_xla(f"fir_filter_{k}", lambda v, taps=taps: constmem.fir_filter(v, taps), x)
         data = tf.random.uniform([POLYVAL_ELEMENTS], -1, 1)
         coeffs = (1 / np.arange(2, DEGREE + 3)).astype(np.float32)
         constants = [tf.constant(c) for c in coeffs]
         figures["polyval_16"] = median_ms(lambda: constmem.polyval(coeffs, data))
+        graph_and_xla("polyval_16", lambda d: constmem.polyval(coeffs, d), data)
         figures["tf.math.polyval_16"] = median_ms(lambda: tf.math.polyval(constants, data))
         polyval_graph = tf.function(lambda d: tf.math.polyval(constants, d))
         figures["tf.math.polyval_16_tf_function"] = median_ms(lambda: polyval_graph(data))
+        polyval_xla = tf.function(lambda d: tf.math.polyval(constants, d), jit_compile=True)
+        figures["tf.math.polyval_16_xla"] = median_ms(lambda: polyval_xla(data))
+        table = np.arange(-50, 50, dtype=np.int32)
+        graph_and_xla("frobulate_100", lambda d: constmem.frobulate(d, table), data)
     return {"library": f"constmem with tensorflow {tf.__version__}", "ms": figures}
 
 
@@ -163,8 +182,19 @@ def run_all(json_path):
                 + ", ".join(f"{lib} {ms:.3f} ms" for lib, ms in others.items())
                 + f": {others[best] / ours[key]:.2f}x the faster"
             )
+    for name in ("fir_filter_17", "fir_filter_63", "polyval_16", "frobulate_100"):
+        if f"{name}_xla" in ours:
+            ratios[f"{name}_xla_over_graph"] = ours[f"{name}_xla"] / ours[f"{name}_graph"]
+            print(
+                f"{name}: in a tf.function {ours[f'{name}_graph']:.3f} ms, compiled by XLA "
+                f"{ours[f'{name}_xla']:.3f} ms"
+            )
     if "polyval_16" in ours:
-        for variant in ("tf.math.polyval_16", "tf.math.polyval_16_tf_function"):
+        for variant in (
+            "tf.math.polyval_16",
+            "tf.math.polyval_16_tf_function",
+            "tf.math.polyval_16_xla",
+        ):
             ratios[variant] = ours[variant] / ours["polyval_16"]
             print(
                 f"Polyval degree 16: constmem {ours['polyval_16']:.3f} ms, {variant} "
