@@ -75,7 +75,8 @@ step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
 step stress python3 tests/gpu/stress.py --expect clean
-step stress_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/stress.py --expect clean --executions 300000
+step stress_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/stress.py --expect clean \
+  --executions "${CONSTMEM_PRIVATE_EXECUTIONS:-1000000}"
 step stress_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/stress.py --expect mismatches --executions 200000
 step mirrored python3 tests/gpu/mirrored.py
 step multi_worker python3 tests/gpu/multi_worker.py
@@ -89,6 +90,8 @@ step custom_op env APPLY_GAIN_LIBRARY="$small/lib/_apply_gain.so" python3 -m pyt
 step c_api env LD_LIBRARY_PATH="$site/tensorflow:$LD_LIBRARY_PATH" "$small/bin/c_api_frobulate" \
   "$small/lib/_constmem_ops.so" /device:GPU:0
 step tf_libraries python3 scripts/probe_tf_cuda_libraries.py
+# constmem against tf.math.polyval, torch and cupyx, and each op with and without XLA.
+step reference_bench python3 bench/ops_reference_bench.py --json "$results/ops_reference_bench.json"
 if [ -n "${CONSTMEM_GPU_BENCH:-}" ]; then
   step tf_op_profile python3 bench/tf_op_profile.py
   step tf_table_argument python3 bench/tf_table_argument.py
