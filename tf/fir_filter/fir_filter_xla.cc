@@ -63,17 +63,14 @@ XLA_FFI_DEFINE_HANDLER(kFirFilterCuda, FirFilterCuda,
 #endif
 
 tf_adapter::XlaLowering FirFilterLowering() {
-  tf_adapter::XlaLowering lowering;
-  lowering.op = "Constmem>FirFilter";
-  lowering.target = "constmem_fir_filter";
-  lowering.table_attr = "taps";
-  lowering.max_table = kFirMaxTaps;
+  tf_adapter::XlaLowering lowering =
+      tf_adapter::MakeXlaLowering("Constmem>FirFilter", "constmem_fir_filter", "taps", kFirMaxTaps,
+                                  kFirFilterHost, CONSTMEM_XLA_CUDA_HANDLER(kFirFilterCuda));
   lowering.rows_along_last_axis = true;
   lowering.describe = [](tensorflow::XlaOpKernelContext* ctx, std::int64_t taps,
                          std::vector<std::int64_t>* dims, std::string* attributes) {
     std::string padding;
     TF_RETURN_IF_ERROR(tensorflow::GetNodeAttr(ctx->op_kernel().def(), "padding", &padding));
-    *dims = tf_adapter::DataDims(ctx);
     if (dims->empty()) {
       return absl::InvalidArgumentError(
           "x must have rank 1 or more (the filter runs along the last axis); got a scalar");
@@ -85,10 +82,6 @@ tf_adapter::XlaLowering FirFilterLowering() {
     *attributes = same ? "{same = 1 : i64}" : "{same = 0 : i64}";
     return absl::OkStatus();
   };
-  lowering.host_handler = kFirFilterHost;
-#if CONSTMEM_WITH_GPU
-  lowering.cuda_handler = kFirFilterCuda;
-#endif
   return lowering;
 }
 

@@ -52,22 +52,10 @@ XLA_FFI_DEFINE_HANDLER(kFrobulateCuda, FrobulateCuda,
 #endif
 
 tf_adapter::XlaLowering FrobulateLowering() {
-  tf_adapter::XlaLowering lowering;
-  lowering.op = "Constmem>Frobulate";
-  lowering.target = "constmem_frobulate";
-  lowering.table_attr = "table";
-  lowering.max_table = kFrobulateMaxTableSize;
+  tf_adapter::XlaLowering lowering = tf_adapter::MakeXlaLowering(
+      "Constmem>Frobulate", "constmem_frobulate", "table", kFrobulateMaxTableSize, kFrobulateHost,
+      CONSTMEM_XLA_CUDA_HANDLER(kFrobulateCuda));
   lowering.int32_table = true;
-  lowering.describe = [](tensorflow::XlaOpKernelContext* ctx, std::int64_t,
-                         std::vector<std::int64_t>* dims, std::string* attributes) {
-    *dims = tf_adapter::DataDims(ctx);
-    *attributes = "{}";
-    return absl::OkStatus();
-  };
-  lowering.host_handler = kFrobulateHost;
-#if CONSTMEM_WITH_GPU
-  lowering.cuda_handler = kFrobulateCuda;
-#endif
   return lowering;
 }
 

@@ -48,21 +48,9 @@ XLA_FFI_DEFINE_HANDLER(kPolyvalCuda, PolyvalCuda,
 #endif
 
 tf_adapter::XlaLowering PolyvalLowering() {
-  tf_adapter::XlaLowering lowering;
-  lowering.op = "Constmem>Polyval";
-  lowering.target = "constmem_polyval";
-  lowering.table_attr = "coeffs";
-  lowering.max_table = kPolyvalMaxCoefficients;
-  lowering.describe = [](tensorflow::XlaOpKernelContext* ctx, std::int64_t,
-                         std::vector<std::int64_t>* dims, std::string* attributes) {
-    *dims = tf_adapter::DataDims(ctx);
-    *attributes = "{}";
-    return absl::OkStatus();
-  };
-  lowering.host_handler = kPolyvalHost;
-#if CONSTMEM_WITH_GPU
-  lowering.cuda_handler = kPolyvalCuda;
-#endif
+  tf_adapter::XlaLowering lowering = tf_adapter::MakeXlaLowering(
+      "Constmem>Polyval", "constmem_polyval", "coeffs", kPolyvalMaxCoefficients, kPolyvalHost,
+      CONSTMEM_XLA_CUDA_HANDLER(kPolyvalCuda));
   return lowering;
 }
 

@@ -85,9 +85,9 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
                 absl::InvalidArgumentError(std::string(lowering_.table_attr) + " must have 1 to " +
                                            std::to_string(lowering_.max_table) + " entries, got " +
                                            std::to_string(size)));
-    std::vector<std::int64_t> dims;
-    std::string attributes;
-    OP_REQUIRES_OK(ctx, lowering_.describe(ctx, size, &dims, &attributes));
+    std::vector<std::int64_t> dims = DataDims(ctx);
+    std::string attributes = "{}";
+    if (lowering_.describe) OP_REQUIRES_OK(ctx, lowering_.describe(ctx, size, &dims, &attributes));
     // A custom call takes static shapes. Dimensions XLA marks dynamic (their size known only when
     // the program runs) are passed at their bound and marked again on the result, where each
     // element depends on its own position only; a dynamic table or row is refused.
@@ -151,6 +151,19 @@ void RegisterHandler(const XlaLowering& lowering, const char* platform, XLA_FFI_
 }
 
 }  // namespace
+
+XlaLowering MakeXlaLowering(std::string op, std::string target, const char* table_attr,
+                            std::int64_t max_table, XLA_FFI_Handler* host_handler,
+                            XLA_FFI_Handler* cuda_handler) {
+  XlaLowering lowering;
+  lowering.op = std::move(op);
+  lowering.target = std::move(target);
+  lowering.table_attr = table_attr;
+  lowering.max_table = max_table;
+  lowering.host_handler = host_handler;
+  lowering.cuda_handler = cuda_handler;
+  return lowering;
+}
 
 bool RegisterXlaLowering(const XlaLowering& lowering) {
   const std::vector<std::string> registered = tensorflow::XlaOpRegistry::GetAllRegisteredOps();

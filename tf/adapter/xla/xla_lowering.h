@@ -36,13 +36,19 @@ struct XlaLowering {
   bool rows_along_last_axis =
       false;  // the last axis is a row (FirFilter), not independent elements
   // The result's dimensions from the data's (and the table's size), and the custom call's
-  // attributes as an MLIR dictionary ("{}" for none); an error for shapes the op refuses.
+  // attributes as an MLIR dictionary ("{}" for none); an error for shapes the op refuses. Unset:
+  // the data's dimensions and no attributes, as for an elementwise op.
   std::function<absl::Status(tensorflow::XlaOpKernelContext* ctx, std::int64_t table_size,
                              std::vector<std::int64_t>* dims, std::string* attributes)>
       describe;
   XLA_FFI_Handler* host_handler = nullptr;
   XLA_FFI_Handler* cuda_handler = nullptr;  // null in builds without GPU kernels
 };
+
+// An elementwise op's lowering (describe unset); other fields are set on the result.
+XlaLowering MakeXlaLowering(std::string op, std::string target, const char* table_attr,
+                            std::int64_t max_table, XLA_FFI_Handler* host_handler,
+                            XLA_FFI_Handler* cuda_handler);
 
 // Registers the tf2xla kernels of the op's three forms and its FFI handlers, unless another copy
 // of the op library in this process has (see kernel_registration.h). Returns whether it did.
@@ -82,6 +88,13 @@ class ScopedFlushDenormals {
 
 }  // namespace tf_adapter
 }  // namespace constmem
+
+// A CUDA handler where the library has GPU kernels, none elsewhere (the name need not exist).
+#if CONSTMEM_WITH_GPU
+#define CONSTMEM_XLA_CUDA_HANDLER(handler) handler
+#else
+#define CONSTMEM_XLA_CUDA_HANDLER(handler) nullptr
+#endif
 
 // Registers `lowering` (an XlaLowering) when the library loads.
 #define CONSTMEM_REGISTER_XLA_LOWERING(name, lowering)     \
