@@ -366,7 +366,9 @@ TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   ASSERT_OK(reliability_bank().Acquire(s, 256, nullptr, &lease));
   ASSERT_OK(lease.UploadFromPageableHost(meanwhile.data(), 256));
   ASSERT_OK(lease.Release());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+  if (!testing::UnderSanitizer()) {  // there the copy on s waits for t's kernel
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+  }
   EXPECT_EQ(CounterValue(Counter::kStagingPageableFallback) - fallbacks, 1)
       << "no buffer is pinned while a free is pending";
   ASSERT_CUDA(cudaStreamSynchronize(t));

@@ -24,9 +24,9 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::Stream;
+using testing::UnderSanitizer;
 
 // Under compute-sanitizer every access is checked: smaller cases, the same shapes of code path.
-bool UnderSanitizer() { return std::getenv("CONSTMEM_SANITIZER_RUN") != nullptr; }
 
 template <class T>
 std::vector<T> Random(std::mt19937_64& rng, std::int64_t n, double scale) {

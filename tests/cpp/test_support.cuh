@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <vector>
 
 #include "constmem/status.hpp"
@@ -28,6 +29,10 @@
 
 namespace constmem {
 namespace testing {
+
+// Set by scripts/gpu-core.sh around the compute-sanitizer runs, which shrink sizes and serialise
+// work across streams (so a test cannot count on one stream overtaking another there).
+inline bool UnderSanitizer() { return std::getenv("CONSTMEM_SANITIZER_RUN") != nullptr; }
 
 class Stream {
  public:
