@@ -41,14 +41,18 @@ if [ ! -f "$installed" ]; then
 fi
 export PYTHONPATH=$site:$PWD/python
 export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so CONSTMEM_EXAMPLES_DIR=$small/bin
-# TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest.
-export LD_LIBRARY_PATH=$site/nvidia/cuda_runtime/lib:$small/cuda12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest,
+# except a real cuDNN 9 where the host's Python has one (XLA initialises cuDNN when it compiles
+# for the GPU, and Keras compiles model.fit with XLA there).
+cudnn=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH=${cudnn:+$cudnn:}$site/nvidia/cuda_runtime/lib:$small/cuda12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 
 say "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 say "commit:  $(cat "$small/COMMIT")"
 say "gpu:     $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 say "gpus:    $(nvidia-smi -L | wc -l)"
+say "cudnn:   ${cudnn:-stand-in (XLA on the GPU and Keras model.fit need a real one)}"
 tf_line=$(python3 -c 'import tensorflow as tf; print(tf.__version__, "GPUs:", len(tf.config.list_physical_devices("GPU")), tf.sysconfig.get_build_info().get("cuda_version"))' 2>"$results/tf_import.log" | tail -1)
 say "tf:      $tf_line"
 case "$tf_line" in *"GPUs: 0"*|"") say "TensorFlow did not register a GPU; see tf_import.log"; exit 3 ;; esac
