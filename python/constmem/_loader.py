@@ -16,11 +16,18 @@ _ops = None
 
 
 def library_path() -> str:
-    """Where the op library is: $CONSTMEM_OPS_LIBRARY, else beside this package."""
+    """Where the op library is: $CONSTMEM_OPS_LIBRARY, else beside this package.
+
+    An installed package has it in `_ops/`; a source tree in `_dev/`, where its builds copy it.
+    """
     override = os.environ.get("CONSTMEM_OPS_LIBRARY")
     if override:
         return override
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ops", _LIBRARY_NAME)
+    package = os.path.dirname(os.path.abspath(__file__))
+    development = os.path.join(package, "_dev", _LIBRARY_NAME)
+    if os.path.exists(development):
+        return development
+    return os.path.join(package, "_ops", _LIBRARY_NAME)
 
 
 def build_info() -> dict[str, Any]:
