@@ -156,3 +156,24 @@ def test_without_the_lowering_xla_says_clearly_that_it_cannot_compile_the_op():
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="Constmem>Frobulate"):
         run(tf.constant([1.0, 2.0]))
+
+
+@needs_xla
+def test_xla_takes_dynamic_dimensions_and_refuses_a_dynamic_row():
+    v = tf.constant(np.linspace(-1, 1, 21).astype(np.float32))
+
+    @tf.function(jit_compile=True)
+    def elementwise(v):
+        kept = tf.boolean_mask(v, v > 0)  # a size XLA knows only when the program runs
+        return constmem.polyval([2.0, -1.0, 0.5], kept)
+
+    expected = constmem.polyval([2.0, -1.0, 0.5], tf.boolean_mask(v, v > 0)).numpy()
+    got = elementwise(v).numpy()
+    assert got.shape == expected.shape == (10,) and got.tobytes() == expected.tobytes()
+
+    @tf.function(jit_compile=True)
+    def filtered(v):
+        return constmem.fir_filter(tf.reshape(tf.boolean_mask(v, v > 0), [1, -1]), [1.0, 2.0])
+
+    with pytest.raises(tf.errors.UnimplementedError, match="rows of static length"):
+        filtered(v)
