@@ -120,7 +120,7 @@ class PinnedStagingPool {
   using Owned = std::vector<std::unique_ptr<Buffer>>;
 
   // cudaFreeHost waits until the device has run everything enqueued before it, and meanwhile
-  // cudaHostAlloc waits in every thread (measured on an H200 with driver 580). So buffers are freed
+  // cudaHostAlloc waits in every thread (docs/design.md). So buffers are freed
   // on a thread of their own, and while a free is pending Reserve pins nothing new: the upload
   // copies from pageable memory instead. The stream that noticed the buffers idle never waits.
   void FreeElsewhere(Owned buffers) {
