@@ -8,35 +8,11 @@
 #include <limits>
 #include <vector>
 
-#include "constmem/cpu_isa.hpp"
-
-#if CONSTMEM_CPU_X86
-#include <xmmintrin.h>
-#endif
+#include "constmem/cpu_float_mode.hpp"
 
 namespace constmem {
 
-// Sets (or clears) flush-to-zero and denormals-are-zero for the scope, as TensorFlow's CPU thread
-// pool sets them.
-class ScopedFlushDenormals {
- public:
-  explicit ScopedFlushDenormals(bool flush) {
-#if CONSTMEM_CPU_X86
-    saved_ = _mm_getcsr();
-    _mm_setcsr(flush ? (saved_ | 0x8040) : (saved_ & ~0x8040u));
-#else
-    (void)flush;
-#endif
-  }
-  ~ScopedFlushDenormals() {
-#if CONSTMEM_CPU_X86
-    _mm_setcsr(saved_);
-#endif
-  }
-
- private:
-  unsigned saved_ = 0;
-};
+using cpu::ScopedFlushDenormals;
 
 template <class T>
 std::vector<T> SpecialValues() {

@@ -26,7 +26,8 @@ FirShape ShapeOf(const ffi::AnyBuffer& x, std::int64_t taps, std::int64_t same) 
 
 ffi::Error FirFilterHost(ffi::AnyBuffer x, ffi::AnyBuffer taps, ffi::Result<ffi::AnyBuffer> y,
                          std::int64_t same) {
-  tf_adapter::ScopedFlushDenormals flush;
+  // What the op computes on TensorFlow's CPU threads (FTZ and DAZ), whichever thread XLA uses.
+  cpu::ScopedFlushDenormals flush;
   return tf_adapter::ForFloatType(x.element_type(), [&](auto zero) {
     using T = decltype(zero);
     const FirShape shape = ShapeOf(x, static_cast<std::int64_t>(taps.element_count()), same);

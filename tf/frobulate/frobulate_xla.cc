@@ -17,7 +17,8 @@ namespace ffi = ::xla::ffi;
 
 ffi::Error FrobulateHost(ffi::AnyBuffer data, ffi::Buffer<ffi::S32> table,
                          ffi::Result<ffi::AnyBuffer> out) {
-  tf_adapter::ScopedFlushDenormals flush;
+  // What the op computes on TensorFlow's CPU threads (FTZ and DAZ), whichever thread XLA uses.
+  cpu::ScopedFlushDenormals flush;
   return tf_adapter::ForFloatType(data.element_type(), [&](auto zero) {
     using T = decltype(zero);
     const std::vector<T> entries(table.typed_data(), table.typed_data() + table.element_count());

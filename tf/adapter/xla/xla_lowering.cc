@@ -12,11 +12,6 @@
 #include "xla/hlo/builder/xla_builder.h"
 #include "xla/shape_util.h"
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <xmmintrin.h>
-#define CONSTMEM_XLA_X86 1
-#endif
-
 namespace constmem {
 namespace tf_adapter {
 namespace {
@@ -201,19 +196,6 @@ ffi::Error FfiError(const Status& status) {
                                   ? ffi::ErrorCode::kInvalidArgument
                                   : ffi::ErrorCode::kInternal;
   return ffi::Error(code, status.ToString());
-}
-
-ScopedFlushDenormals::ScopedFlushDenormals() {
-#if CONSTMEM_XLA_X86
-  saved_ = _mm_getcsr();
-  _mm_setcsr(saved_ | 0x8040);  // FTZ (bit 15) and DAZ (bit 6)
-#endif
-}
-
-ScopedFlushDenormals::~ScopedFlushDenormals() {
-#if CONSTMEM_XLA_X86
-  _mm_setcsr(saved_);
-#endif
 }
 
 }  // namespace tf_adapter

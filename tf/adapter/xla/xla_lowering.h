@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "adapter/table_adapter.h"
+#include "constmem/cpu_float_mode.hpp"
 #include "constmem/status.hpp"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "xla/ffi/api/ffi.h"
@@ -72,19 +73,6 @@ xla::ffi::Error ForFloatType(xla::ffi::DataType type, Fn&& fn) {
 
 // The custom call's result dimensions: the data's.
 std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx);
-
-// TensorFlow's CPU threads flush subnormals to zero (FTZ and DAZ); XLA's need not. CPU handlers
-// run under this so that they compute what the op's CPU kernel computes.
-class ScopedFlushDenormals {
- public:
-  ScopedFlushDenormals();
-  ~ScopedFlushDenormals();
-  ScopedFlushDenormals(const ScopedFlushDenormals&) = delete;
-  ScopedFlushDenormals& operator=(const ScopedFlushDenormals&) = delete;
-
- private:
-  unsigned saved_ = 0;
-};
 
 }  // namespace tf_adapter
 }  // namespace constmem
