@@ -9,22 +9,11 @@ after a warm-up, all on TensorFlow's CPU device; prints each time and the speed-
 
 import argparse
 import json
-import statistics
-import time
 
 import constmem
 import numpy as np
 import tensorflow as tf
-
-
-def median_seconds(fn, repetitions=5):
-    fn()
-    times = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import median_seconds
 
 
 def main():

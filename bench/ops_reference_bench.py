@@ -22,7 +22,6 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
 
@@ -104,17 +103,12 @@ def measure_cupy():
 def measure_constmem():
     import constmem
     import tensorflow as tf
+    from timing import median_seconds
 
     def median_ms(fn):
-        fn()
-        tf.test.experimental.sync_devices()
-        times = []
-        for _ in range(REPETITIONS):
-            start = time.perf_counter()
-            fn()
-            tf.test.experimental.sync_devices()
-            times.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(times)
+        """Per call, with a device sync so that the kernel has run."""
+        synced = lambda: (fn(), tf.test.experimental.sync_devices())  # noqa: E731
+        return 1e3 * median_seconds(synced, REPETITIONS)
 
     xla = constmem.build_info().get("xla_lowering", False)
 

@@ -33,19 +33,10 @@ import time
 import constmem
 import numpy as np
 import tensorflow as tf
+from timing import median_seconds
 
 SOURCES = ("input", "host", "attr")
 ROUNDS = 11  # per_call: rounds in which the ops take turns
-
-
-def median_seconds(fn, repetitions=5):
-    fn()  # warm-up: tracing, kernel load, first upload
-    times = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def steps(table):
