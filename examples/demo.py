@@ -94,35 +94,40 @@ def timed(fn, x, iterations):
 
 def run_polyval_and_fir(device, data, iterations):
     """Polyval (degree 16) and FirFilter (17 taps, SAME) on the same data; returns failures."""
-    failures = 0
     coeffs = (1.0 / np.arange(2, 19)).astype(np.float32)  # degree 16
     taps = np.hanning(19)[1:-1].astype(np.float32)  # 17 taps
     rows = data.reshape(-1, 16384) if data.size % 16384 == 0 else data.reshape(1, -1)
+
+    def report(label, reference, error, tolerance, op, x):
+        ok = error <= tolerance
+        seconds = timed(op, x, iterations)
+        print(
+            f"  {label:<20} check vs {reference}: {'OK' if ok else 'FAILED'} "
+            f"(max error {error:.1e})   time per call: {seconds * 1e3:7.3f} ms   "
+            f"effective: {2 * data.nbytes / seconds / 1e9:7.1f} GB/s"
+        )
+        return int(not ok)
+
     with tf.device(device):
         x = tf.constant(data)
         y = constmem.polyval(coeffs, x).numpy()
         exact = np.polyval(coeffs.astype(np.float64), data.astype(np.float64))
         error = float(np.max(np.abs(y - exact) / np.maximum(np.abs(exact), 1.0)))  # relative
-        ok = error <= 1e-5
-        seconds = timed(lambda v: constmem.polyval(coeffs, v), x, iterations)
-        failures += not ok
-        print(
-            f"  polyval degree 16    check vs np.polyval: {'OK' if ok else 'FAILED'} "
-            f"(max error {error:.1e})   time per call: {seconds * 1e3:7.3f} ms   "
-            f"effective: {2 * data.nbytes / seconds / 1e9:7.1f} GB/s"
+        failures = report(
+            "polyval degree 16", "np.polyval", error, 1e-5, lambda v: constmem.polyval(coeffs, v), x
         )
         signal = tf.constant(rows)
         y = constmem.fir_filter(signal, taps).numpy()
         padded = np.pad(rows[:4].astype(np.float64), [(0, 0), (8, 8)])
         expected = np.array([np.correlate(r, taps.astype(np.float64), "valid") for r in padded])
         error = float(np.max(np.abs(y[:4] - expected)))
-        ok = error <= 1e-4
-        seconds = timed(lambda v: constmem.fir_filter(v, taps), signal, iterations)
-        failures += not ok
-        print(
-            f"  fir_filter 17 taps   check vs np.correlate: {'OK' if ok else 'FAILED'} "
-            f"(max error {error:.1e})   time per call: {seconds * 1e3:7.3f} ms   "
-            f"effective: {2 * data.nbytes / seconds / 1e9:7.1f} GB/s"
+        failures += report(
+            "fir_filter 17 taps",
+            "np.correlate",
+            error,
+            1e-4,
+            lambda v: constmem.fir_filter(v, taps),
+            signal,
         )
     return failures
 
