@@ -2,11 +2,11 @@
 // FirFilter's CUDA kernel and launcher. No framework header reaches nvcc.
 //
 // A block computes a tile of consecutive outputs of one row: it stages the tile's samples plus the
-// k-1 samples of halo in shared memory (zeros outside the row), then each thread computes
-// kOutputs consecutive outputs. The taps are read with warp-uniform indices (constant memory's
-// broadcast); each tap feeds kOutputs FMAs from a window of samples that slides through registers,
-// so shared memory delivers one sample per thread per tap, a fraction of what the FMAs consume.
-// The outputs go back through shared memory to leave in coalesced stores.
+// k-1 samples of halo in shared memory as whole 16-byte vectors (zeros outside the row), then each
+// thread computes kOutputs consecutive outputs. The taps are read with warp-uniform indices
+// (constant memory's broadcast); each tap feeds kOutputs FMAs from two windows of samples held in
+// registers, so shared memory delivers one sample per thread per tap, a fraction of what the FMAs
+// consume. The outputs go back through shared memory to leave in coalesced stores.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -75,11 +75,13 @@ __device__ __forceinline__ int Padded(int e) {
   return e + (e / Tune::kOutputs) * Tune::kLanes;
 }
 
-// Samples staged per tile: the tile, the halo, and one window of slack that the last full chunk
-// of taps reads (as zeros) past the end.
+// Samples staged per tile, from the vector boundary at or before the tile's first sample: up to
+// L - 1 samples of alignment, the tile, the halo, and two windows of slack that the last chunk of
+// taps reads (as zeros) past the end; a whole number of vectors.
 template <class T>
 __host__ __device__ constexpr int StagedSamples(int taps) {
-  return FirTuning<T>::kTile + taps - 1 + 2 * FirTuning<T>::kOutputs;
+  constexpr int L = FirTuning<T>::kLanes;
+  return (FirTuning<T>::kTile + taps + L - 1 + 2 * FirTuning<T>::kOutputs + L - 1) / L * L;
 }
 template <class T>
 constexpr std::size_t SharedBytes(int taps) {
@@ -91,8 +93,10 @@ constexpr std::size_t SharedBytes(int taps) {
 static_assert(SharedBytes<float>(kFirMaxTaps) <= 48 * 1024, "float tile too large");
 static_assert(SharedBytes<double>(kFirMaxTaps) <= 48 * 1024, "double tile too large");
 
+// Three blocks a multiprocessor leave 85 registers a thread: the next tile's samples wait in
+// registers during the tap loop without spilling (at four, they spill).
 #ifndef CONSTMEM_FIR_MIN_BLOCKS
-#define CONSTMEM_FIR_MIN_BLOCKS 4
+#define CONSTMEM_FIR_MIN_BLOCKS 3
 #endif
 template <class T, class Taps>
 __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
@@ -104,76 +108,87 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
   constexpr int L = Tune::kLanes;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* staged = reinterpret_cast<T*>(shared_bytes);
+  // Staged sample e is row sample first_output - pad_left - shift + e: staging starts on a vector
+  // boundary, and output i's taps meet staged samples i + shift .. i + shift + tap_count - 1.
+  const int shift = (L - pad_left % L) % L;
+  const int shifted_taps = tap_count + shift;
   const int staged_count = StagedSamples<T>(tap_count);
-  const std::int64_t tiles_per_row = (outputs + Tune::kTile - 1) / Tune::kTile;
   const int base = static_cast<int>(threadIdx.x) * R;
-  // Rows start on 16-byte boundaries: the staging reads whole vectors.
+  // Rows start on 16-byte boundaries: the staging reads and writes whole vectors.
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
   const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
 
-  // With vector rows, each thread loads its share of the next tile's samples into registers while
-  // it computes the current tile, so that memory and arithmetic overlap (a tile's worth: the
-  // halo and the padding past a row's ends are read when the tile is staged).
-  constexpr int kPrefetch = Tune::kTile / L / kThreads;
-  const std::int64_t tile_count = rows * tiles_per_row;
-  V prefetched[kPrefetch];
-  // A tile's samples within its row, and the aligned vectors that hold them.
-  auto span_of = [&](std::int64_t tile, std::int64_t* first_sample, std::int64_t* lo,
-                     std::int64_t* hi) {
-    const std::int64_t first_output = (tile % tiles_per_row) * Tune::kTile;
-    *first_sample = first_output - pad_left;
-    *lo = *first_sample > 0 ? *first_sample : 0;
-    *hi = *first_sample + staged_count < length ? *first_sample + staged_count : length;
-  };
-  auto prefetch = [&](std::int64_t tile) {
-    std::int64_t first_sample, lo, hi;
-    span_of(tile, &first_sample, &lo, &hi);
-    const V* row_vectors = reinterpret_cast<const V*>(x + tile / tiles_per_row * length);
-    const std::int64_t first_vector = lo / L, end_vector = (hi + L - 1) / L;
-#pragma unroll
-    for (int q = 0; q < kPrefetch; ++q) {
-      const std::int64_t v = first_vector + q * kThreads + threadIdx.x;
-      if (v < end_vector) prefetched[q] = row_vectors[v];
+  // Tiles are walked as (row, column) pairs, stepping without a 64-bit division per tile.
+  const std::int64_t tiles_per_row = (outputs + Tune::kTile - 1) / Tune::kTile;
+  const std::int64_t row_step = gridDim.x / tiles_per_row;
+  const std::int64_t column_step = gridDim.x % tiles_per_row;
+  auto advance = [&](std::int64_t* row, std::int64_t* column) {
+    *row += row_step;
+    *column += column_step;
+    if (*column >= tiles_per_row) {
+      *column -= tiles_per_row;
+      ++*row;
     }
   };
-  if (vector_rows && blockIdx.x < tile_count) prefetch(blockIdx.x);
+  // Row vector holding staged sample L * k of the tile in `column` (negative before the row).
+  const std::int64_t row_vectors_count = length / L;
+  const std::int64_t lead_vectors = (pad_left + shift) / L;
+  auto first_vector = [&](std::int64_t column) {
+    return column * (Tune::kTile / L) - lead_vectors;
+  };
+  const int staged_vectors = staged_count / L;
+  auto fetch = [&](const V* row_vectors, std::int64_t v) {
+    return v >= 0 && v < row_vectors_count ? row_vectors[v] : V{};
+  };
+  // Staged vector k lives at vector k + k / (R / L): one vector of padding after every R samples,
+  // so that the 16-byte window loads of a quarter warp (threads R samples apart) hit distinct
+  // banks.
+  V* staged_vector = reinterpret_cast<V*>(shared_bytes);
+  auto padded_vector = [](int k) { return k + k / (R / L); };
 
-  for (std::int64_t tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
-    const std::int64_t row = tile / tiles_per_row;
-    const std::int64_t first_output = (tile % tiles_per_row) * Tune::kTile;
+  // With vector rows, each thread loads its share of the next tile's samples into registers while
+  // it computes the current tile, so that memory and arithmetic overlap (a long halo's remainder
+  // is read when the tile is staged).
+  constexpr int kPrefetch = Tune::kTile / L / kThreads;
+  V prefetched[kPrefetch];
+  unsigned prefetched_outside = 0;  // bit q: vector q lies outside the row, staged as zeros
+  auto prefetch = [&](std::int64_t row, std::int64_t column) {
+    const V* row_vectors = reinterpret_cast<const V*>(x + row * length);
+    const std::int64_t v0 = first_vector(column);
+    prefetched_outside = 0;
+#pragma unroll
+    for (int q = 0; q < kPrefetch; ++q) {
+      const std::int64_t v = v0 + q * kThreads + static_cast<int>(threadIdx.x);
+      if (v >= 0 && v < row_vectors_count) {
+        prefetched[q] = row_vectors[v];
+      } else {
+        prefetched_outside |= 1u << q;
+      }
+    }
+  };
+  std::int64_t row = blockIdx.x / tiles_per_row, column = blockIdx.x % tiles_per_row;
+  if (vector_rows && row < rows) prefetch(row, column);
+
+  for (; row < rows; advance(&row, &column)) {
+    const std::int64_t first_output = column * Tune::kTile;
     const T* row_x = x + row * length;
-    std::int64_t first_sample, lo, hi;
-    span_of(tile, &first_sample, &lo, &hi);
     __syncthreads();  // the previous tile's readers are done with the staged samples
     if (vector_rows) {
-      // Vector v's lanes go to their places among the staged samples (zeros where the tile
-      // reaches past either end of the row are written below).
-      auto scatter = [&](std::int64_t v, const V& value) {
-        const T* lanes = reinterpret_cast<const T*>(&value);
-        const int e0 = static_cast<int>(v * L - first_sample);
-#pragma unroll
-        for (int l = 0; l < L; ++l) {
-          if (e0 + l >= 0 && e0 + l < staged_count) staged[Padded<T>(e0 + l)] = lanes[l];
-        }
-      };
-      const std::int64_t first_vector = lo / L, end_vector = (hi + L - 1) / L;
-      const V* row_vectors = reinterpret_cast<const V*>(row_x);
 #pragma unroll
       for (int q = 0; q < kPrefetch; ++q) {
-        const std::int64_t v = first_vector + q * kThreads + threadIdx.x;
-        if (v < end_vector) scatter(v, prefetched[q]);
+        const int k = q * kThreads + static_cast<int>(threadIdx.x);
+        if (k < staged_vectors) {
+          staged_vector[padded_vector(k)] = prefetched_outside & (1u << q) ? V{} : prefetched[q];
+        }
       }
-      for (std::int64_t v = first_vector + kPrefetch * kThreads + threadIdx.x; v < end_vector;
-           v += kThreads) {
-        scatter(v, row_vectors[v]);
-      }
-      const int zeros_before = static_cast<int>(lo - first_sample);
-      const int zeros_from = static_cast<int>(hi - first_sample);
-      for (int e = threadIdx.x; e < zeros_before; e += kThreads) staged[Padded<T>(e)] = T(0);
-      for (int e = zeros_from + threadIdx.x; e < staged_count; e += kThreads) {
-        staged[Padded<T>(e)] = T(0);
+      const V* row_vectors = reinterpret_cast<const V*>(row_x);
+      const std::int64_t v0 = first_vector(column);
+      for (int k = kPrefetch * kThreads + static_cast<int>(threadIdx.x); k < staged_vectors;
+           k += kThreads) {
+        staged_vector[padded_vector(k)] = fetch(row_vectors, v0 + k);
       }
     } else {
+      const std::int64_t first_sample = first_output - pad_left - shift;
 #pragma unroll 4
       for (int e = threadIdx.x; e < staged_count; e += kThreads) {
         const std::int64_t s = first_sample + e;
@@ -181,50 +196,59 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       }
     }
     __syncthreads();
-    if (vector_rows && tile + gridDim.x < tile_count) prefetch(tile + gridDim.x);
+    if (vector_rows) {
+      std::int64_t next_row = row, next_column = column;
+      advance(&next_row, &next_column);
+      if (next_row < rows) prefetch(next_row, next_column);
+    }
 
+    // Chunks of R shifted taps, c .. c + R - 1, each meeting the samples of two windows: `lo`
+    // (staged samples base + c ..) and `hi` (the next R). The windows trade places from one chunk
+    // to the next, so no sample moves between registers.
     T acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = T(0);
-    T window[2 * R];
-    auto load_half = [&](int half, int chunk) {
-      // Samples [base + chunk, base + chunk + R): one padded block (base and chunk are multiples
-      // of R), R / L vectors.
-      const T* block = staged + Padded<T>(base + chunk);
+    T window_a[R], window_b[R];
+    auto load = [&](T(&window)[R], int c) {
+      const V* block = reinterpret_cast<const V*>(staged + Padded<T>(base + c));
 #pragma unroll
       for (int q = 0; q < R / L; ++q) {
-        const V v = reinterpret_cast<const V*>(block)[q];
+        const V v = block[q];
         const T* lanes = reinterpret_cast<const T*>(&v);
 #pragma unroll
-        for (int l = 0; l < L; ++l) window[half * R + q * L + l] = lanes[l];
+        for (int l = 0; l < L; ++l) window[q * L + l] = lanes[l];
       }
     };
-    load_half(0, 0);
-    int j0 = 0;
-    for (; j0 + R <= tap_count; j0 += R) {
-      load_half(1, j0 + R);
+    auto chunk = [&](const T(&lo)[R], const T(&hi)[R], int c) {
+      if (c >= shift && c + R <= shifted_taps) {
 #pragma unroll
-      for (int jj = 0; jj < R; ++jj) {
-        const T tap = taps[j0 + jj];
+        for (int jj = 0; jj < R; ++jj) {
+          const T tap = taps[c - shift + jj];
 #pragma unroll
-        for (int r = 0; r < R; ++r) acc[r] = fma(window[r + jj], tap, acc[r]);
-      }
+          for (int r = 0; r < R; ++r)
+            acc[r] = fma(r + jj < R ? lo[r + jj] : hi[r + jj - R], tap, acc[r]);
+        }
+      } else {  // the first or the last chunk: only the shifted taps in [shift, shifted_taps)
 #pragma unroll
-      for (int r = 0; r < R; ++r) window[r] = window[R + r];
-    }
-    if (j0 < tap_count) {  // the last taps, fewer than R: their samples are in the window
-      load_half(1, j0 + R);
-      const int rest = tap_count - j0;
-      T rest_taps[R];
+        for (int jj = 0; jj < R; ++jj) {
+          const int j = c + jj - shift;
+          if (j >= 0 && j < tap_count) {
+            const T tap = taps[j];
 #pragma unroll
-      for (int jj = 0; jj < R; ++jj) rest_taps[jj] = jj < rest ? taps[j0 + jj] : T(0);
-#pragma unroll
-      for (int jj = 0; jj < R; ++jj) {
-        if (jj < rest) {
-#pragma unroll
-          for (int r = 0; r < R; ++r) acc[r] = fma(window[r + jj], rest_taps[jj], acc[r]);
+            for (int r = 0; r < R; ++r) {
+              acc[r] = fma(r + jj < R ? lo[r + jj] : hi[r + jj - R], tap, acc[r]);
+            }
+          }
         }
       }
+    };
+    load(window_a, 0);
+    for (int c = 0; c < shifted_taps; c += 2 * R) {
+      load(window_b, c + R);
+      chunk(window_a, window_b, c);
+      if (c + R >= shifted_taps) break;
+      load(window_a, c + 2 * R);
+      chunk(window_b, window_a, c + R);
     }
 
     // The outputs leave through shared memory, so that a warp's stores are contiguous: written
