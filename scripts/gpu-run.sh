@@ -42,9 +42,12 @@ fi
 export PYTHONPATH=$site:$PWD/python
 export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so CONSTMEM_EXAMPLES_DIR=$small/bin
 # TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest,
-# except a real cuDNN 9 where the host's Python has one (XLA initialises cuDNN when it compiles
-# for the GPU, and Keras compiles model.fit with XLA there).
-cudnn=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
+# except a real cuDNN 9 where the host has one (XLA initialises cuDNN when it compiles for the GPU,
+# and Keras compiles model.fit with XLA there): the host Python's own first (PyTorch's, which the
+# reference benchmark needs in its exact version), looked up without the prefix on the path; else
+# the system's.
+cudnn=$(PYTHONPATH='' python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null ||
+  ldconfig -p | awk '/libcudnn\.so\.9 /{print $NF; exit}' | xargs -r dirname)
 export LD_LIBRARY_PATH=${cudnn:+$cudnn:}$site/nvidia/cuda_runtime/lib:$small/cuda12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 
@@ -64,6 +67,8 @@ step() {  # name, command...: runs, logs, records pass/fail counts
   # CONSTMEM_GPU_STEPS="a b" runs only the named steps (all by default).
   if [ -n "${CONSTMEM_GPU_STEPS:-}" ] && [[ " $CONSTMEM_GPU_STEPS " != *" $1 "* ]]; then return; fi
   run_step "$results" "$summary" "$1" '(passed|failed|error)[^/]* in [0-9.]+s|^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|^RESULT|^check vs NumPy|^time per call|^effective|faster$|^C API|us per call$' "${@:2}" || failed=1
+  # Each failing test by name, so that the summary alone says what failed.
+  grep -E '^(FAILED|ERROR) ' "$results/$1.log" 2>/dev/null | sed 's/^/    /' | tee -a "$summary"
 }
 
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.

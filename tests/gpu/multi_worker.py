@@ -94,7 +94,9 @@ def main():
 
     work = tempfile.mkdtemp()
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    # Workers that share a GPU (or a process that already holds one) must not each reserve all
+    # of its memory up front.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_FORCE_GPU_ALLOW_GROWTH="true")
     gpu_per_worker = "--gpu-per-worker" in sys.argv[1:]
     me = os.path.abspath(__file__)
     procs = [
