@@ -43,11 +43,28 @@ export PYTHONPATH=$site:$PWD/python
 export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so CONSTMEM_EXAMPLES_DIR=$small/bin
 # TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest,
 # except a real cuDNN 9 where the host has one (XLA initialises cuDNN when it compiles for the GPU,
-# and Keras compiles model.fit with XLA there): the host Python's own first (PyTorch's, which the
-# reference benchmark needs in its exact version), looked up without the prefix on the path; else
-# the system's.
-cudnn=$(PYTHONPATH='' python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null ||
-  ldconfig -p | awk '/libcudnn\.so\.9 /{print $NF; exit}' | xargs -r dirname)
+# and Keras compiles model.fit with XLA there). PyTorch's own comes first (the reference benchmark
+# runs PyTorch in the same environment, and it refuses any other version), then the host Python's
+# `nvidia.cudnn`, both looked up without the prefix on the path; else the system's.
+host_cudnn() {
+  PYTHONPATH='' python3 - <<'PY' 2>/dev/null
+import glob, os
+try:
+    import torch
+    candidates = [os.path.join(os.path.dirname(torch.__file__), os.pardir, "nvidia", "cudnn", "lib")]
+except ImportError:
+    candidates = []
+try:
+    import nvidia.cudnn
+    candidates += [os.path.join(p, "lib") for p in nvidia.cudnn.__path__]
+except ImportError:
+    pass
+found = [os.path.realpath(c) for c in candidates if glob.glob(os.path.join(c, "libcudnn.so.9*"))]
+print(found[0] if found else "")
+PY
+}
+cudnn=$(host_cudnn)
+[ -n "$cudnn" ] || cudnn=$(ldconfig -p | awk '/libcudnn\.so\.9 /{print $NF; exit}' | xargs -r dirname)
 export LD_LIBRARY_PATH=${cudnn:+$cudnn:}$site/nvidia/cuda_runtime/lib:$small/cuda12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 
