@@ -91,10 +91,16 @@ step() {  # name, command...: runs, logs, records pass/fail counts
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
 step cpp_gpu_suite scripts/gpu-core.sh "$small/bin" "$results/cpp"
 step cpp_cpu_kernels bash -c "\"\$1/frobulate_cpu_test\" && \"\$1/ops_cpu_test\"" _ "$small/bin"
-# The suite in two steps, each well inside a 10-minute call: the multi-device tests start GPU
-# processes of their own.
-step tf_gpu_suite python3 -m pytest -q -p no:cacheprovider tests/python \
-  --ignore=tests/python/test_multi_device.py --junitxml="$results/tf_gpu_suite.xml"
+# The suite in three steps, each well inside a 10-minute call on two GPUs (every op test runs on
+# every GPU): the ops' own tests, the rest, and the multi-device tests, which start GPU processes
+# of their own.
+op_tests=(tests/python/test_fir_filter.py tests/python/test_frobulate.py tests/python/test_polyval.py
+  tests/python/test_gpu.py)
+step tf_gpu_ops python3 -m pytest -q -p no:cacheprovider "${op_tests[@]}" \
+  --junitxml="$results/tf_gpu_ops.xml"
+step tf_gpu_integration python3 -m pytest -q -p no:cacheprovider tests/python \
+  --ignore=tests/python/test_multi_device.py "${op_tests[@]/#/--ignore=}" \
+  --junitxml="$results/tf_gpu_integration.xml"
 step tf_multi_device python3 -m pytest -q -p no:cacheprovider tests/python/test_multi_device.py \
   --junitxml="$results/tf_multi_device.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
