@@ -221,16 +221,34 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
       }
     }
     // The next chunk's samples (16 rows, 64 bytes a line), requested a share per tile while this
-    // chunk computes: sixteen row streams are more than the hardware prefetchers follow.
+    // chunk computes: sixteen row streams are more than the hardware prefetchers follow. They go
+    // to L2 (prefetcht2), not L1, which this chunk's transposed samples and results fill.
     const std::int64_t next = start + kGroupChunk;
     const std::int64_t lines_per_row = (span + 15) / 16;
     const std::int64_t lines_per_tile = (kGroupRows * lines_per_row + tiles - 1) / tiles;
     std::int64_t prefetch_row = 0, prefetch_line = 0;  // a cursor: no division per line
+    // Back to rows: each block of 16 outputs transposed as soon as its tiles are done, so that the
+    // stores stream out while later tiles compute; the rest one by one at the end.
+    float* out_rows = y + first_row * shape.outputs + begin;
+    std::int64_t o = 0;
+    // Streaming stores write the outputs around the cache (no read of the lines first) where
+    // every row of the block starts on a 64-byte boundary.
+    const bool stream =
+        reinterpret_cast<std::uintptr_t>(out_rows) % 64 == 0 && shape.outputs % 16 == 0;
+    auto store_blocks = [&](std::int64_t done) {
+      for (; o + 16 <= done; o += 16) {
+        if (stream) {
+          Transpose16x16<true>(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+        } else {
+          Transpose16x16(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+        }
+      }
+    };
     for (std::int64_t t = 0; t < tiles; ++t) {
       for (std::int64_t l = 0; l < lines_per_tile && prefetch_row < kGroupRows; ++l) {
         const std::int64_t at = next + prefetch_line * 16;
         if (at >= 0 && at < shape.length)
-          __builtin_prefetch(rows + prefetch_row * shape.length + at);
+          __builtin_prefetch(rows + prefetch_row * shape.length + at, 0, 1);
         if (++prefetch_line == lines_per_row) {
           prefetch_line = 0;
           ++prefetch_row;
@@ -282,20 +300,7 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
       for (int a = 0; a < kGroupAccumulators; ++a) {
         std::memcpy(results + (t * kGroupAccumulators + a) * kGroupRows, &acc[a], sizeof(V));
       }
-    }
-    // Back to rows: whole blocks of 16 outputs transposed, the rest one by one.
-    float* out_rows = y + first_row * shape.outputs + begin;
-    std::int64_t o = 0;
-    // Streaming stores write the outputs around the cache (no read of the lines first) where
-    // every row of the block starts on a 64-byte boundary.
-    const bool stream =
-        reinterpret_cast<std::uintptr_t>(out_rows) % 64 == 0 && shape.outputs % 16 == 0;
-    for (; o + 16 <= count; o += 16) {
-      if (stream) {
-        Transpose16x16<true>(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
-      } else {
-        Transpose16x16(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
-      }
+      store_blocks(std::min(count, (t + 1) * kGroupAccumulators));
     }
     for (int r = 0; r < kGroupRows; ++r) {
       for (std::int64_t q = o; q < count; ++q) {
