@@ -26,9 +26,7 @@ FirShape ShapeOf(const ffi::AnyBuffer& x, std::int64_t taps, std::int64_t same) 
 
 ffi::Error FirFilterHost(ffi::AnyBuffer x, ffi::AnyBuffer taps, ffi::Result<ffi::AnyBuffer> y,
                          std::int64_t same) {
-  // What the op computes on TensorFlow's CPU threads (FTZ and DAZ), whichever thread XLA uses.
-  cpu::ScopedFlushDenormals flush;
-  return tf_adapter::ForFloatType(x.element_type(), [&](auto zero) {
+  return tf_adapter::ForFloatTypeOnHost(x.element_type(), [&](auto zero) {
     using T = decltype(zero);
     const FirShape shape = ShapeOf(x, static_cast<std::int64_t>(taps.element_count()), same);
     FirFilterCpuRange(x.typed_data<T>(), y->typed_data<T>(), shape, taps.typed_data<T>(), 0,

@@ -17,9 +17,7 @@ namespace ffi = ::xla::ffi;
 
 ffi::Error FrobulateHost(ffi::AnyBuffer data, ffi::Buffer<ffi::S32> table,
                          ffi::Result<ffi::AnyBuffer> out) {
-  // What the op computes on TensorFlow's CPU threads (FTZ and DAZ), whichever thread XLA uses.
-  cpu::ScopedFlushDenormals flush;
-  return tf_adapter::ForFloatType(data.element_type(), [&](auto zero) {
+  return tf_adapter::ForFloatTypeOnHost(data.element_type(), [&](auto zero) {
     using T = decltype(zero);
     const std::vector<T> entries(table.typed_data(), table.typed_data() + table.element_count());
     FrobulateCpuRange(data.typed_data<T>(), out->typed_data<T>(), 0,

@@ -14,9 +14,7 @@ namespace {
 namespace ffi = ::xla::ffi;
 
 ffi::Error PolyvalHost(ffi::AnyBuffer x, ffi::AnyBuffer coeffs, ffi::Result<ffi::AnyBuffer> y) {
-  // What the op computes on TensorFlow's CPU threads (FTZ and DAZ), whichever thread XLA uses.
-  cpu::ScopedFlushDenormals flush;
-  return tf_adapter::ForFloatType(x.element_type(), [&](auto zero) {
+  return tf_adapter::ForFloatTypeOnHost(x.element_type(), [&](auto zero) {
     using T = decltype(zero);
     PolyvalCpuRange(x.typed_data<T>(), y->typed_data<T>(), 0,
                     static_cast<std::int64_t>(x.element_count()), coeffs.typed_data<T>(),

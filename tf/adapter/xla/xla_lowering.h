@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapter/table_adapter.h"
@@ -69,6 +70,14 @@ xla::ffi::Error ForFloatType(xla::ffi::DataType type, Fn&& fn) {
     default:
       return xla::ffi::Error(xla::ffi::ErrorCode::kInvalidArgument, "float32 or float64 data");
   }
+}
+
+// ForFloatType for a Host handler: fn runs with denormals flushed (FTZ and DAZ), as the op's CPU
+// kernel does on TensorFlow's CPU threads, whichever thread XLA runs it on.
+template <class Fn>
+xla::ffi::Error ForFloatTypeOnHost(xla::ffi::DataType type, Fn&& fn) {
+  cpu::ScopedFlushDenormals flush;
+  return ForFloatType(type, std::forward<Fn>(fn));
 }
 
 // The custom call's result dimensions: the data's.
