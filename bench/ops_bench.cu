@@ -38,39 +38,41 @@ __global__ void FmaCeilingKernel(float* out, float a, int iterations) {
   if (sum == -1.2345f) out[0] = sum;
 }
 
-// FirFilter's tap loop with no memory traffic: 16 outputs a thread from two windows of samples in
-// registers, taps read with warp-uniform indices from a by-value table, three blocks a
-// multiprocessor as FirFilter's kernel. What this reaches is the most FirFilter can, once the
-// taps outnumber what the memory traffic hides.
+// FirFilter's tap loop with no memory traffic: 32 outputs a thread from a ring of five segments of
+// eight samples in registers, taps read at constant indices from a by-value table, two blocks a
+// multiprocessor as FirFilter's kernel; a segment is refilled by arithmetic where FirFilter loads
+// it from shared memory. What this reaches is the most FirFilter can, once the taps outnumber
+// what the memory traffic hides.
 struct TapLoopTaps {
-  float values[64];
+  float values[40];
 };
-constexpr int kTapLoopOutputs = 16;
-__global__ void __launch_bounds__(256, 3)
-    TapLoopCeilingKernel(float* out, int chunks, const __grid_constant__ TapLoopTaps taps) {
-  constexpr int R = kTapLoopOutputs;
-  float acc[R], lo[R], hi[R];
+constexpr int kTapLoopOutputs = 32, kTapLoopChunk = 8, kTapLoopSegments = 5;
+constexpr int kTapLoopFmasPerTurn = kTapLoopOutputs * kTapLoopChunk * kTapLoopSegments;
+__global__ void __launch_bounds__(256, 2)
+    TapLoopCeilingKernel(float* out, int turns, const __grid_constant__ TapLoopTaps taps) {
+  constexpr int R = kTapLoopOutputs, K = kTapLoopChunk, S = kTapLoopSegments;
+  float acc[R], ring[S][K];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    acc[r] = 0;
-    lo[r] = static_cast<float>(threadIdx.x + r);
-    hi[r] = static_cast<float>(r);
+  for (int r = 0; r < R; ++r) acc[r] = 0;
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) ring[s][k] = static_cast<float>(threadIdx.x + s * K + k);
   }
-  for (int c = 0; c < chunks; ++c) {
-    const int first_tap = (c & 3) * R;
+  for (int turn = 0; turn < turns; ++turn) {
 #pragma unroll
-    for (int jj = 0; jj < R; ++jj) {
-      const float tap = taps.values[first_tap + jj];
+    for (int s = 0; s < S; ++s) {
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        acc[r] = fmaf(r + jj < R ? lo[r + jj] : hi[r + jj - R], tap, acc[r]);
+      for (int jj = 0; jj < K; ++jj) {
+        const float tap = taps.values[s * K + jj];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int o = r + jj;
+          acc[r] = fmaf(ring[(s + o / K) % S][o % K], tap, acc[r]);
+        }
       }
-    }
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float next = hi[r] + 1.0f;
-      lo[r] = hi[r];
-      hi[r] = next;
+      for (int k = 0; k < K; ++k) ring[s][k] += 1.0f;
     }
   }
   float sum = 0;
@@ -119,14 +121,14 @@ int main(int argc, char** argv) {
   });
   const double fma_per_s = 8.0 * blocks * threads * iterations / (fma_ms * 1e-3);
   TapLoopTaps tap_loop_taps;
-  for (int j = 0; j < 64; ++j) tap_loop_taps.values[j] = 1.0f / static_cast<float>(j + 1);
-  const int tap_loop_blocks = sms * 3, tap_loop_chunks = 1024;
+  for (int j = 0; j < 40; ++j) tap_loop_taps.values[j] = 1.0f / static_cast<float>(j + 1);
+  const int tap_loop_blocks = sms * 2, tap_loop_turns = 512;
   const double tap_loop_ms = MedianMs(stream, [&] {
-    TapLoopCeilingKernel<<<tap_loop_blocks, 256, 0, stream>>>(scratch, tap_loop_chunks,
+    TapLoopCeilingKernel<<<tap_loop_blocks, 256, 0, stream>>>(scratch, tap_loop_turns,
                                                               tap_loop_taps);
   });
-  const double tap_loop_fma_per_s = static_cast<double>(kTapLoopOutputs) * kTapLoopOutputs *
-                                    tap_loop_chunks * tap_loop_blocks * 256 / (tap_loop_ms * 1e-3);
+  const double tap_loop_fma_per_s = static_cast<double>(kTapLoopFmasPerTurn) * tap_loop_turns *
+                                    tap_loop_blocks * 256 / (tap_loop_ms * 1e-3);
   const std::int64_t fir_rows = 4096, fir_length = 16384;
   const std::int64_t elements = fir_rows * fir_length;  // the largest input: 256 MiB
   float *in = nullptr, *out = nullptr;

@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // FirFilter's CUDA kernel and launcher. No framework header reaches nvcc.
 //
-// A block computes a tile of consecutive outputs of one row: it stages the tile's samples plus the
-// k-1 samples of halo in shared memory as whole 16-byte vectors (zeros outside the row), then each
-// thread computes kOutputs consecutive outputs. The taps are read with warp-uniform indices
-// (constant memory's broadcast); each tap feeds kOutputs FMAs from two windows of samples held in
-// registers, so shared memory delivers one sample per thread per tap, a fraction of what the FMAs
-// consume. The outputs go back through shared memory to leave in coalesced stores.
+// A block computes tiles of consecutive outputs of one row. A tile's samples plus the k-1 of halo
+// are staged in shared memory as whole 16-byte vectors (zeros outside the row) by asynchronous
+// copies, issued while the block computes the previous tile from the other of two buffers. Each
+// thread computes kOutputs consecutive outputs from a ring of samples in registers: each tap,
+// read with a warp-uniform index (constant memory's broadcast), feeds kOutputs FMAs, and shared
+// memory delivers one sample per thread per tap, a fraction of what the FMAs consume. Up to 64
+// taps by value run fully unrolled code in which every tap index is a constant. The outputs go
+// back through shared memory to leave in coalesced stores.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "constmem/constmem.cuh"
 #include "constmem/dispatch.cuh"
@@ -55,66 +60,116 @@ using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
 constexpr int kThreads = 256;
 
-// Per thread: 64 bytes of outputs (16 float or 8 double) in registers and a window of twice that
-// many samples. The macro exists to compare shapes on a GPU.
+// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers; the taps are
+// applied in chunks of 32 bytes' worth (8 float or 4 double). Against 64 bytes of outputs at four
+// blocks a multiprocessor, or chunks of 64 bytes, this shape was the fastest on an H200
+// (docs/performance.md). The macros exist to compare shapes on a GPU.
 #ifndef CONSTMEM_FIR_OUTPUT_BYTES
-#define CONSTMEM_FIR_OUTPUT_BYTES 64
+#define CONSTMEM_FIR_OUTPUT_BYTES 128
+#endif
+#ifndef CONSTMEM_FIR_CHUNK_BYTES
+#define CONSTMEM_FIR_CHUNK_BYTES 32
 #endif
 template <class T>
 struct FirTuning {
   static constexpr int kOutputs = CONSTMEM_FIR_OUTPUT_BYTES / static_cast<int>(sizeof(T));
+  static constexpr int kChunk = CONSTMEM_FIR_CHUNK_BYTES / static_cast<int>(sizeof(T));
   static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
   static constexpr int kTile = kThreads * kOutputs;
+  static_assert(kOutputs % kChunk == 0 && kChunk % kLanes == 0, "chunks of whole vectors");
 };
 
-// Shared-memory index of sample e: one vector of padding after every kOutputs samples, so that
-// the 16-byte window loads of a quarter warp (threads kOutputs samples apart) hit distinct banks.
-template <class T>
-__device__ __forceinline__ int Padded(int e) {
-  using Tune = FirTuning<T>;
-  return e + (e / Tune::kOutputs) * Tune::kLanes;
+// A thread's samples form a ring of segments of kChunk samples, one more than its outputs span,
+// and one more again when the row's samples start inside a vector (shift > 0).
+template <class T, int kShift>
+__host__ __device__ constexpr int RingSegments() {
+  return FirTuning<T>::kOutputs / FirTuning<T>::kChunk + 1 + (kShift > 0 ? 1 : 0);
 }
 
-// Samples staged per tile, from the vector boundary at or before the tile's first sample: up to
-// L - 1 samples of alignment, the tile, the halo, and two windows of slack that the last chunk of
-// taps reads (as zeros) past the end; a whole number of vectors.
+// Samples staged per tile, from the vector boundary at or before the tile's first sample: what
+// the last thread's ring reads past its outputs, whole vectors.
 template <class T>
 __host__ __device__ constexpr int StagedSamples(int taps) {
-  constexpr int L = FirTuning<T>::kLanes;
-  return (FirTuning<T>::kTile + taps + L - 1 + 2 * FirTuning<T>::kOutputs + L - 1) / L * L;
+  using Tune = FirTuning<T>;
+  constexpr int kRing = (Tune::kOutputs / Tune::kChunk + 2) * Tune::kChunk;
+  return (Tune::kTile - Tune::kOutputs + taps + kRing + Tune::kLanes - 1) / Tune::kLanes *
+         Tune::kLanes;
+}
+
+// Shared-memory index of staged sample e: one vector of padding after every kOutputs samples, so
+// that the 16-byte loads of a quarter warp (threads kOutputs samples apart) hit distinct banks.
+template <class T>
+__host__ __device__ constexpr int Padded(int e) {
+  return e + e / FirTuning<T>::kOutputs * FirTuning<T>::kLanes;
 }
 template <class T>
-constexpr std::size_t SharedBytes(int taps) {
-  const int staged = StagedSamples<T>(taps);
-  const int padded = staged + (staged / FirTuning<T>::kOutputs + 1) * FirTuning<T>::kLanes;
-  return static_cast<std::size_t>(padded) * sizeof(T);
+__host__ __device__ constexpr int BufferElements(int taps) {
+  return Padded<T>(StagedSamples<T>(taps)) + FirTuning<T>::kLanes;
 }
-// Every filter fits the shared memory a block gets without opting in to more.
-static_assert(SharedBytes<float>(kFirMaxTaps) <= 48 * 1024, "float tile too large");
-static_assert(SharedBytes<double>(kFirMaxTaps) <= 48 * 1024, "double tile too large");
+// Two buffers: a tile's samples arrive in one while the previous tile is computed from the other.
+template <class T>
+constexpr std::size_t SharedBytes(int taps) {
+  return 2 * static_cast<std::size_t>(BufferElements<T>(taps)) * sizeof(T);
+}
+// Two blocks a multiprocessor at every tap count (228 KiB, 1 KiB reserved a block).
+static_assert(SharedBytes<float>(kFirMaxTaps) <= 113 * 1024, "two blocks a multiprocessor");
+static_assert(SharedBytes<double>(kFirMaxTaps) <= 113 * 1024, "two blocks a multiprocessor");
 
-// Three blocks a multiprocessor leave 85 registers a thread: the next tile's samples wait in
-// registers during the tap loop without spilling (at four, they spill).
-#ifndef CONSTMEM_FIR_MIN_BLOCKS
-#define CONSTMEM_FIR_MIN_BLOCKS 3
+// Asynchronous copies from global to shared memory (cp.async, sm_80 and newer): the staging of the
+// next tile costs one instruction a vector and no registers while the current tile is computed.
+// A copy from outside the row reads nothing and writes zeros. Older GPUs copy synchronously.
+template <class Chunk>
+__device__ __forceinline__ void CopyAsync(Chunk* shared, const Chunk* global, bool inside) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int kBytes = sizeof(Chunk);
+  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  const int source_bytes = inside ? kBytes : 0;
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(global),
+                 "r"(source_bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(destination), "l"(global),
+                 "n"(kBytes), "r"(source_bytes)
+                 : "memory");
+  }
+#else
+  *shared = inside ? *global : Chunk{};
 #endif
-template <class T, class Taps>
+}
+__device__ __forceinline__ void CopyAsyncCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void CopyAsyncWaitAll() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+#ifndef CONSTMEM_FIR_MIN_BLOCKS
+#define CONSTMEM_FIR_MIN_BLOCKS 2
+#endif
+// kShift: how far a tile's first sample lies past the vector boundary its staging starts from
+// (the row's samples are staged as whole vectors, so SAME padding of an odd count shifts them).
+// kUnrolledTaps > 0: at most that many taps, applied by fully unrolled code.
+template <class T, class Taps, int kShift, int kUnrolledTaps>
 __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     FirKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
               int tap_count, int pad_left, const __grid_constant__ Taps taps) {
   using Tune = FirTuning<T>;
   using V = typename Vector16<T>::type;
   constexpr int R = Tune::kOutputs;
+  constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
+  constexpr int S = RingSegments<T, kShift>();
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  T* staged = reinterpret_cast<T*>(shared_bytes);
-  // Staged sample e is row sample first_output - pad_left - shift + e: staging starts on a vector
-  // boundary, and output i's taps meet staged samples i + shift .. i + shift + tap_count - 1.
-  const int shift = (L - pad_left % L) % L;
-  const int shifted_taps = tap_count + shift;
   const int staged_count = StagedSamples<T>(tap_count);
-  const int base = static_cast<int>(threadIdx.x) * R;
-  // Rows start on 16-byte boundaries: the staging reads and writes whole vectors.
+  const int buffer_elements = BufferElements<T>(tap_count);
+  T* const buffers = reinterpret_cast<T*>(shared_bytes);
+  const unsigned thread = threadIdx.x;
+  // Rows start on 16-byte boundaries: the staging copies whole vectors.
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
   const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
 
@@ -130,130 +185,151 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       ++*row;
     }
   };
-  // Row vector holding staged sample L * k of the tile in `column` (negative before the row).
-  const std::int64_t row_vectors_count = length / L;
-  const std::int64_t lead_vectors = (pad_left + shift) / L;
-  auto first_vector = [&](std::int64_t column) {
-    return column * (Tune::kTile / L) - lead_vectors;
-  };
-  const int staged_vectors = staged_count / L;
-  auto fetch = [&](const V* row_vectors, std::int64_t v) {
-    return v >= 0 && v < row_vectors_count ? row_vectors[v] : V{};
-  };
-  // Staged vector k lives at vector k + k / (R / L): one vector of padding after every R samples,
-  // so that the 16-byte window loads of a quarter warp (threads R samples apart) hit distinct
-  // banks.
-  V* staged_vector = reinterpret_cast<V*>(shared_bytes);
-  auto padded_vector = [](int k) { return k + k / (R / L); };
 
-  // With vector rows, each thread loads its share of the next tile's samples into registers while
-  // it computes the current tile, so that memory and arithmetic overlap (a long halo's remainder
-  // is read when the tile is staged).
-  constexpr int kPrefetch = Tune::kTile / L / kThreads;
-  V prefetched[kPrefetch];
-  unsigned prefetched_outside = 0;  // bit q: vector q lies outside the row, staged as zeros
-  auto prefetch = [&](std::int64_t row, std::int64_t column) {
-    const V* row_vectors = reinterpret_cast<const V*>(x + row * length);
-    const std::int64_t v0 = first_vector(column);
-    prefetched_outside = 0;
-#pragma unroll
-    for (int q = 0; q < kPrefetch; ++q) {
-      const std::int64_t v = v0 + q * kThreads + static_cast<int>(threadIdx.x);
-      if (v >= 0 && v < row_vectors_count) {
-        prefetched[q] = row_vectors[v];
-      } else {
-        prefetched_outside |= 1u << q;
-      }
-    }
-  };
-  std::int64_t row = blockIdx.x / tiles_per_row, column = blockIdx.x % tiles_per_row;
-  if (vector_rows && row < rows) prefetch(row, column);
-
-  for (; row < rows; advance(&row, &column)) {
-    const std::int64_t first_output = column * Tune::kTile;
+  // Staged sample e of a tile is row sample column * kTile - pad_left - kShift + e.
+  auto stage = [&](T* buffer, std::int64_t row, std::int64_t column) {
     const T* row_x = x + row * length;
-    __syncthreads();  // the previous tile's readers are done with the staged samples
+    const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
     if (vector_rows) {
+      const V* row_vectors = reinterpret_cast<const V*>(row_x);
+      const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
+      const int staged_vectors = staged_count / L;
+      // Staged vectors [inside_begin, inside_begin + inside_count) lie inside the row; a copy
+      // from outside reads nothing and is pointed at the row's start.
+      auto clamp = [&](std::int64_t k) {
+        return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
+      };
+      const int inside_begin = clamp(-first);
+      const unsigned inside_count = clamp(length / L - first) - inside_begin;
+      const V* from = row_vectors + (first + thread);
+      V* to = reinterpret_cast<V*>(buffer) + thread + thread / (R / L);
+      const unsigned k0 = thread - inside_begin;
+      constexpr int kTileVectorsPerThread = Tune::kTile / L / kThreads;
+      // Vector k = thread + i * kThreads sits at k + k / (R / L). Away from the tensor's first
+      // and last row every address read from lies inside the tensor, so a copy from outside the
+      // row may keep its own.
+      const std::int64_t first_in_tensor = row * (length / L) + first;
+      if (first_in_tensor >= 0 && first_in_tensor + staged_vectors <= rows * (length / L)) {
 #pragma unroll
-      for (int q = 0; q < kPrefetch; ++q) {
-        const int k = q * kThreads + static_cast<int>(threadIdx.x);
-        if (k < staged_vectors) {
-          staged_vector[padded_vector(k)] = prefetched_outside & (1u << q) ? V{} : prefetched[q];
+        for (int i = 0; i < kTileVectorsPerThread; ++i) {
+          CopyAsync(to + i * (kThreads + kThreads / (R / L)), from + i * kThreads,
+                    k0 + i * kThreads < inside_count);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kTileVectorsPerThread; ++i) {
+          const bool inside = k0 + i * kThreads < inside_count;
+          CopyAsync(to + i * (kThreads + kThreads / (R / L)),
+                    inside ? from + i * kThreads : row_vectors, inside);
         }
       }
-      const V* row_vectors = reinterpret_cast<const V*>(row_x);
-      const std::int64_t v0 = first_vector(column);
-      for (int k = kPrefetch * kThreads + static_cast<int>(threadIdx.x); k < staged_vectors;
-           k += kThreads) {
-        staged_vector[padded_vector(k)] = fetch(row_vectors, v0 + k);
+      for (int k = kTileVectorsPerThread * kThreads + thread; k < staged_vectors; k += kThreads) {
+        const bool inside = static_cast<unsigned>(k - inside_begin) < inside_count;
+        CopyAsync(reinterpret_cast<V*>(buffer) + k + k / (R / L),
+                  inside ? row_vectors + (first + k) : row_vectors, inside);
       }
     } else {
-      const std::int64_t first_sample = first_output - pad_left - shift;
-#pragma unroll 4
-      for (int e = threadIdx.x; e < staged_count; e += kThreads) {
+      for (int e = thread; e < staged_count; e += kThreads) {
         const std::int64_t s = first_sample + e;
-        staged[Padded<T>(e)] = s >= 0 && s < length ? row_x[s] : T(0);
+        const bool inside = s >= 0 && s < length;
+        CopyAsync(buffer + Padded<T>(e), inside ? row_x + s : row_x, inside);
       }
     }
+  };
+
+  std::int64_t row = blockIdx.x / tiles_per_row, column = blockIdx.x % tiles_per_row;
+  if (row < rows) stage(buffers, row, column);
+  CopyAsyncCommit();
+  for (int current = 0; row < rows; advance(&row, &column), current ^= 1) {
+    T* const staged = buffers + current * buffer_elements;
+    CopyAsyncWaitAll();
+    // This tile's samples are visible to all; every thread is done with the other buffer.
     __syncthreads();
-    if (vector_rows) {
+    {
       std::int64_t next_row = row, next_column = column;
       advance(&next_row, &next_column);
-      if (next_row < rows) prefetch(next_row, next_column);
+      if (next_row < rows) stage(buffers + (current ^ 1) * buffer_elements, next_row, next_column);
+      CopyAsyncCommit();
     }
 
-    // Chunks of R shifted taps, c .. c + R - 1, each meeting the samples of two windows: `lo`
-    // (staged samples base + c ..) and `hi` (the next R). The windows trade places from one chunk
-    // to the next, so no sample moves between registers.
+    // This thread's outputs start at staged sample `first` (thread * R); output r meets samples
+    // first + kShift + r + j for taps j. Registers hold a ring of S segments of K samples: the
+    // chunk of taps c .. c + K - 1 reads segments c / K .. c / K + S - 1 (mod S), then refills
+    // segment c / K with the samples S * K further on, which a later chunk needs.
+    T* const thread_samples = staged + thread * (R + L);  // staged sample `first`, padded
+    auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
+      const V* from = reinterpret_cast<const V*>(thread_samples + offset + offset / R * L);
+#pragma unroll
+      for (int q = 0; q < K / L; ++q) {
+        const V v = from[q];
+        const T* lanes = reinterpret_cast<const T*>(&v);
+#pragma unroll
+        for (int l = 0; l < L; ++l) segment[q * L + l] = lanes[l];
+      }
+    };
     T acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = T(0);
-    T window_a[R], window_b[R];
-    auto load = [&](T(&window)[R], int c) {
-      const V* block = reinterpret_cast<const V*>(staged + Padded<T>(base + c));
+    T ring[S][K];
 #pragma unroll
-      for (int q = 0; q < R / L; ++q) {
-        const V v = block[q];
-        const T* lanes = reinterpret_cast<const T*>(&v);
+    for (int s = 0; s < S; ++s) load(ring[s], s * K);
+    int c = 0;
+    const int last_full_chunk = tap_count - K;
+    if constexpr (kUnrolledTaps > 0) {
+      // Every tap index a constant: a by-value tap is an operand of the FMA instruction itself.
 #pragma unroll
-        for (int l = 0; l < L; ++l) window[q * L + l] = lanes[l];
-      }
-    };
-    auto chunk = [&](const T(&lo)[R], const T(&hi)[R], int c) {
-      if (c >= shift && c + R <= shifted_taps) {
+      for (int chunk = 0; chunk < kUnrolledTaps / K; ++chunk) {
+        if (chunk * K > last_full_chunk) break;
 #pragma unroll
-        for (int jj = 0; jj < R; ++jj) {
-          const T tap = taps[c - shift + jj];
+        for (int jj = 0; jj < K; ++jj) {
+          const T tap = taps[chunk * K + jj];
 #pragma unroll
-          for (int r = 0; r < R; ++r)
-            acc[r] = fma(r + jj < R ? lo[r + jj] : hi[r + jj - R], tap, acc[r]);
+          for (int r = 0; r < R; ++r) {
+            const int o = r + jj + kShift;
+            acc[r] = fma(ring[(chunk + o / K) % S][o % K], tap, acc[r]);
+          }
         }
-      } else {  // the first or the last chunk: only the shifted taps in [shift, shifted_taps)
+        load(ring[chunk % S], chunk * K + S * K);
+        c = chunk * K + K;
+      }
+    }
+    // A whole turn of the ring per iteration, so that every segment index is a constant.
+    while (c <= last_full_chunk) {
 #pragma unroll
-        for (int jj = 0; jj < R; ++jj) {
-          const int j = c + jj - shift;
-          if (j >= 0 && j < tap_count) {
-            const T tap = taps[j];
+      for (int s = 0; s < S; ++s) {
+        if (c <= last_full_chunk) {
+#pragma unroll
+          for (int jj = 0; jj < K; ++jj) {
+            const T tap = taps[c + jj];
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-              acc[r] = fma(r + jj < R ? lo[r + jj] : hi[r + jj - R], tap, acc[r]);
+              const int o = r + jj + kShift;
+              acc[r] = fma(ring[(s + o / K) % S][o % K], tap, acc[r]);
             }
+          }
+          load(ring[s], c + S * K);
+          c += K;
+        }
+      }
+    }
+    if (c < tap_count) {  // fewer than K taps left: a fresh ring from c, each tap guarded
+#pragma unroll
+      for (int s = 0; s < S; ++s) load(ring[s], c + s * K);
+#pragma unroll
+      for (int jj = 0; jj < K - 1; ++jj) {
+        if (c + jj < tap_count) {
+          const T tap = taps[c + jj];
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const int o = r + jj + kShift;
+            acc[r] = fma(ring[o / K][o % K], tap, acc[r]);
           }
         }
       }
-    };
-    load(window_a, 0);
-    for (int c = 0; c < shifted_taps; c += 2 * R) {
-      load(window_b, c + R);
-      chunk(window_a, window_b, c);
-      if (c + R >= shifted_taps) break;
-      load(window_a, c + 2 * R);
-      chunk(window_b, window_a, c + R);
     }
 
     // The outputs leave through shared memory, so that a warp's stores are contiguous: written
-    // straight from registers, each 16-byte store would land 64 bytes from its neighbour's and
-    // every sector would be written in halves.
+    // straight from registers, each 16-byte store would land 128 bytes from its neighbour's.
     __syncthreads();  // every thread is done reading the staged samples
 #pragma unroll
     for (int q = 0; q < R / L; ++q) {
@@ -261,22 +337,28 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       T* lanes = reinterpret_cast<T*>(&v);
 #pragma unroll
       for (int l = 0; l < L; ++l) lanes[l] = acc[q * L + l];
-      reinterpret_cast<V*>(staged + Padded<T>(base))[q] = v;
+      reinterpret_cast<V*>(thread_samples)[q] = v;
     }
     __syncthreads();
+    const std::int64_t first_output = column * Tune::kTile;
     T* tile_y = y + row * outputs + first_output;
     const std::int64_t remaining = outputs - first_output;
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     if (vector_output) {
       const int vectors = tile_outputs / L;
-      for (int v = threadIdx.x; v < vectors; v += kThreads) {
-        reinterpret_cast<V*>(tile_y)[v] = *reinterpret_cast<const V*>(staged + Padded<T>(v * L));
+      constexpr int kTileVectorsPerThread = Tune::kTile / L / kThreads;
+#pragma unroll
+      for (int i = 0; i < kTileVectorsPerThread; ++i) {
+        const int v = static_cast<int>(i * kThreads + thread);
+        if (v < vectors) {
+          reinterpret_cast<V*>(tile_y)[v] = reinterpret_cast<const V*>(staged)[v + v / (R / L)];
+        }
       }
-      for (int e = vectors * L + threadIdx.x; e < tile_outputs; e += kThreads) {
+      for (int e = vectors * L + thread; e < tile_outputs; e += kThreads) {
         tile_y[e] = staged[Padded<T>(e)];
       }
     } else {
-      for (int e = threadIdx.x; e < tile_outputs; e += kThreads) tile_y[e] = staged[Padded<T>(e)];
+      for (int e = thread; e < tile_outputs; e += kThreads) tile_y[e] = staged[Padded<T>(e)];
     }
   }
 }
@@ -288,10 +370,20 @@ StrategyLimits FirLimits() {
   return limits;
 }
 
-template <class T, class Taps>
-Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
-                    const Taps& taps) {
-  constexpr auto kernel = FirKernel<T, Taps>;
+template <class T, class Taps, int kShift, int kUnrolledTaps>
+Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
+                     const Taps& taps) {
+  constexpr auto kernel = FirKernel<T, Taps, kShift, kUnrolledTaps>;
+  // Long filters need more than the 48 KiB of shared memory a block gets without asking; asked
+  // once a device.
+  static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
+  if (!shared_memory_raised[device].load(std::memory_order_relaxed)) {
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(SharedBytes<T>(kFirMaxTaps))),
+        "cudaFuncSetAttribute(FirKernel)");
+    shared_memory_raised[device].store(true, std::memory_order_relaxed);
+  }
   const std::size_t shared = SharedBytes<T>(static_cast<int>(shape.taps));
   const std::int64_t tiles =
       shape.rows * ((shape.outputs + FirTuning<T>::kTile - 1) / FirTuning<T>::kTile);
@@ -307,6 +399,49 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Fir
                                              static_cast<int>(shape.taps),
                                              static_cast<int>(shape.pad_left), taps);
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "FirFilter launch");
+}
+
+// Filters of at most this many by-value taps run fully unrolled code.
+#ifndef CONSTMEM_FIR_UNROLLED_TAPS
+#define CONSTMEM_FIR_UNROLLED_TAPS 64
+#endif
+template <class T>
+struct IsByValue : std::false_type {};
+template <class T, std::size_t N>
+struct IsByValue<ByValueTable<T, N>> : std::true_type {};
+
+template <class T, class Taps, int kShift>
+Status LaunchUnrolledOrNot(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
+                           const Taps& taps) {
+  constexpr int kUnrolled = CONSTMEM_FIR_UNROLLED_TAPS;
+  if constexpr (IsByValue<Taps>::value && kUnrolled > 0) {
+    if (shape.taps <= kUnrolled) {
+      return LaunchShifted<T, Taps, kShift, kUnrolled>(device, stream, x, y, shape, taps);
+    }
+  }
+  return LaunchShifted<T, Taps, kShift, 0>(device, stream, x, y, shape, taps);
+}
+
+// One kernel for each offset of a tile's first sample within a vector.
+template <class T, class Taps>
+Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
+                    const Taps& taps) {
+  constexpr int L = FirTuning<T>::kLanes;
+  switch ((L - shape.pad_left % L) % L) {
+    case 0:
+      return LaunchUnrolledOrNot<T, Taps, 0>(device, stream, x, y, shape, taps);
+    case 1:
+      return LaunchUnrolledOrNot<T, Taps, 1>(device, stream, x, y, shape, taps);
+    case 2:
+      if constexpr (L > 2)
+        return LaunchUnrolledOrNot<T, Taps, 2>(device, stream, x, y, shape, taps);
+      break;
+    case 3:
+      if constexpr (L > 3)
+        return LaunchUnrolledOrNot<T, Taps, 3>(device, stream, x, y, shape, taps);
+      break;
+  }
+  return Status(StatusCode::kInternal, "FirFilter: no kernel for this padding");
 }
 
 }  // namespace
