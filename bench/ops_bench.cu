@@ -5,7 +5,7 @@
 //     the same bytes the op reads and writes, and a 16-byte-vector copy (the harder ceiling);
 //   - arithmetic: independent FMA chains (FFMA for float32), and FirFilter's tap loop on its own;
 //   - Polyval at degree 16 (memory-bound) and 256 (FMA-bound) on 16 Mi float32 elements;
-//   - FirFilter with 17 and 63 taps on a [4096, 16384] float32 input, SAME;
+//   - FirFilter with 17, 63 and 513 taps on a [4096, 16384] float32 input, SAME;
 // each with its table by value, in a constant bank and in global memory, to show what the
 // placement buys.
 //   ops_bench [--json FILE]
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
              static_cast<double>(polyval_elements) * degree, polyval_elementwise, polyval_copy);
     });
   }
-  for (int taps : {17, 63}) {
+  for (int taps : {17, 63, 513}) {
     std::vector<float> values(taps);
     for (int j = 0; j < taps; ++j) values[j] = 1.0f / static_cast<float>(taps);
     const FirShape shape = MakeFirShape(fir_rows, fir_length, taps, FirPadding::kSame);
