@@ -387,10 +387,14 @@ Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const Fi
   const std::size_t shared = SharedBytes<T>(static_cast<int>(shape.taps));
   const std::int64_t tiles =
       shape.rows * ((shape.outputs + FirTuning<T>::kTile - 1) / FirTuning<T>::kTile);
-  // Two blocks a multiprocessor at every tap count (the static_asserts on SharedBytes), so the
-  // longest filter's shared memory gives every launch's grid.
-  const dim3 grid =
-      PersistentGrid(tiles, ResidentBlocks<kernel>(kThreads, device, SharedBytes<T>(kFirMaxTaps)));
+  int per_sm = 0, sms = 0;
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared),
+      "cudaOccupancyMaxActiveBlocksPerMultiprocessor(FirKernel)");
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+      "cudaDeviceGetAttribute");
+  const dim3 grid = PersistentGrid(tiles, std::max(1, per_sm) * sms);
   kernel<<<grid, kThreads, shared, stream>>>(x, y, shape.rows, shape.length, shape.outputs,
                                              static_cast<int>(shape.taps),
                                              static_cast<int>(shape.pad_left), taps);
