@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // FirFilter's CUDA kernel and launcher. No framework header reaches nvcc.
 //
-// A block computes tiles of consecutive outputs of one row. A tile's samples plus the k-1 of halo
-// are staged in shared memory as whole 16-byte vectors (zeros outside the row) by asynchronous
-// copies, issued while the block computes the previous tile from the other of two buffers. Each
-// thread computes kOutputs consecutive outputs from a ring of samples in registers: each tap,
-// read with a warp-uniform index (constant memory's broadcast), feeds kOutputs FMAs, and shared
-// memory delivers one sample per thread per tap, a fraction of what the FMAs consume. Up to 64
-// taps by value run fully unrolled code in which every tap index is a constant. The outputs go
-// back through shared memory to leave in coalesced stores.
+// A team of threads (a warp for up to 64 taps by value, else the block) computes tiles of
+// consecutive outputs of one row. A tile's samples plus the k-1 of halo are staged in shared memory
+// as whole 16-byte vectors (zeros outside the row) by asynchronous copies, issued while the team
+// computes the previous tile from the other of two buffers. Each thread computes kOutputs
+// consecutive outputs from a ring of samples in registers: each tap, read with a warp-uniform index
+// (constant memory's broadcast), feeds kOutputs FMAs, and shared memory delivers one sample per
+// thread per tap, a fraction of what the FMAs consume. Up to 64 taps by value run fully unrolled
+// code in which every tap index is a constant. The outputs go back through shared memory to leave
+// in coalesced stores.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -70,14 +71,26 @@ constexpr int kThreads = 256;
 #ifndef CONSTMEM_FIR_CHUNK_BYTES
 #define CONSTMEM_FIR_CHUNK_BYTES 32
 #endif
-template <class T>
+// kTeam: the threads that share a tile, a warp or the block. A warp synchronizes itself alone, so
+// its warps never wait for each other; a block's tile carries less halo, which long filters need.
+template <class T, int kTeam = kThreads>
 struct FirTuning {
   static constexpr int kOutputs = CONSTMEM_FIR_OUTPUT_BYTES / static_cast<int>(sizeof(T));
   static constexpr int kChunk = CONSTMEM_FIR_CHUNK_BYTES / static_cast<int>(sizeof(T));
   static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
-  static constexpr int kTile = kThreads * kOutputs;
+  static constexpr int kTile = kTeam * kOutputs;
+  static constexpr int kTeamsPerBlock = kThreads / kTeam;
   static_assert(kOutputs % kChunk == 0 && kChunk % kLanes == 0, "chunks of whole vectors");
+  static_assert(kTeam == 32 || kTeam == kThreads, "a team is a warp or the block");
 };
+template <int kTeam>
+__device__ __forceinline__ void TeamSync() {
+  if constexpr (kTeam == 32) {
+    __syncwarp();
+  } else {
+    __syncthreads();
+  }
+}
 
 // A thread's samples form a ring of segments of kChunk samples, one more than its outputs span,
 // and one more again when the row's samples start inside a vector (shift > 0).
@@ -88,9 +101,9 @@ __host__ __device__ constexpr int RingSegments() {
 
 // Samples staged per tile, from the vector boundary at or before the tile's first sample: what
 // the last thread's ring reads past its outputs, whole vectors.
-template <class T>
+template <class T, int kTeam>
 __host__ __device__ constexpr int StagedSamples(int taps) {
-  using Tune = FirTuning<T>;
+  using Tune = FirTuning<T, kTeam>;
   constexpr int kRing = (Tune::kOutputs / Tune::kChunk + 2) * Tune::kChunk;
   return (Tune::kTile - Tune::kOutputs + taps + kRing + Tune::kLanes - 1) / Tune::kLanes *
          Tune::kLanes;
@@ -102,18 +115,33 @@ template <class T>
 __host__ __device__ constexpr int Padded(int e) {
   return e + e / FirTuning<T>::kOutputs * FirTuning<T>::kLanes;
 }
-template <class T>
+template <class T, int kTeam>
 __host__ __device__ constexpr int BufferElements(int taps) {
-  return Padded<T>(StagedSamples<T>(taps)) + FirTuning<T>::kLanes;
+  return Padded<T>(StagedSamples<T, kTeam>(taps)) + FirTuning<T>::kLanes;
 }
-// Two buffers: a tile's samples arrive in one while the previous tile is computed from the other.
-template <class T>
+// Two buffers a team: a tile's samples arrive in one while the previous tile is computed from the
+// other.
+template <class T, int kTeam>
 constexpr std::size_t SharedBytes(int taps) {
-  return 2 * static_cast<std::size_t>(BufferElements<T>(taps)) * sizeof(T);
+  return FirTuning<T, kTeam>::kTeamsPerBlock * 2 *
+         static_cast<std::size_t>(BufferElements<T, kTeam>(taps)) * sizeof(T);
+}
+
+// Filters of up to this many taps by value run fully unrolled code, in warp teams; every other
+// filter runs a loop over the taps, in block teams.
+#ifndef CONSTMEM_FIR_UNROLLED_TAPS
+#define CONSTMEM_FIR_UNROLLED_TAPS 64
+#endif
+constexpr int kMaxUnrolledTaps = CONSTMEM_FIR_UNROLLED_TAPS;
+template <int kTeam>
+constexpr int TeamMaxTaps() {
+  return kTeam == kThreads ? static_cast<int>(kFirMaxTaps) : kMaxUnrolledTaps;
 }
 // Two blocks a multiprocessor at every tap count (228 KiB, 1 KiB reserved a block).
-static_assert(SharedBytes<float>(kFirMaxTaps) <= 113 * 1024, "two blocks a multiprocessor");
-static_assert(SharedBytes<double>(kFirMaxTaps) <= 113 * 1024, "two blocks a multiprocessor");
+static_assert(SharedBytes<float, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<double, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<float, 32>(kMaxUnrolledTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<double, 32>(kMaxUnrolledTaps) <= 113 * 1024, "two blocks an SM");
 
 // Asynchronous copies from global to shared memory (cp.async, sm_80 and newer): the staging of the
 // next tile costs one instruction a vector and no registers while the current tile is computed.
@@ -154,29 +182,31 @@ __device__ __forceinline__ void CopyAsyncWaitAll() {
 // kShift: how far a tile's first sample lies past the vector boundary its staging starts from
 // (the row's samples are staged as whole vectors, so SAME padding of an odd count shifts them).
 // kUnrolledTaps > 0: at most that many taps, applied by fully unrolled code.
-template <class T, class Taps, int kShift, int kUnrolledTaps>
+template <class T, class Taps, int kShift, int kUnrolledTaps, int kTeam>
 __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     FirKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
               int tap_count, int pad_left, const __grid_constant__ Taps taps) {
-  using Tune = FirTuning<T>;
+  using Tune = FirTuning<T, kTeam>;
   using V = typename Vector16<T>::type;
   constexpr int R = Tune::kOutputs;
   constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
   constexpr int S = RingSegments<T, kShift>();
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  const int staged_count = StagedSamples<T>(tap_count);
-  const int buffer_elements = BufferElements<T>(tap_count);
-  T* const buffers = reinterpret_cast<T*>(shared_bytes);
-  const unsigned thread = threadIdx.x;
+  const int staged_count = StagedSamples<T, kTeam>(tap_count);
+  const int buffer_elements = BufferElements<T, kTeam>(tap_count);
+  const unsigned team_in_block = kTeam == kThreads ? 0 : threadIdx.x / kTeam;
+  T* const buffers = reinterpret_cast<T*>(shared_bytes) + team_in_block * 2 * buffer_elements;
+  const unsigned thread = kTeam == kThreads ? threadIdx.x : threadIdx.x % kTeam;  // in the team
   // Rows start on 16-byte boundaries: the staging copies whole vectors.
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
   const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
 
   // Tiles are walked as (row, column) pairs, stepping without a 64-bit division per tile.
   const std::int64_t tiles_per_row = (outputs + Tune::kTile - 1) / Tune::kTile;
-  const std::int64_t row_step = gridDim.x / tiles_per_row;
-  const std::int64_t column_step = gridDim.x % tiles_per_row;
+  const std::int64_t teams = static_cast<std::int64_t>(gridDim.x) * Tune::kTeamsPerBlock;
+  const std::int64_t row_step = teams / tiles_per_row;
+  const std::int64_t column_step = teams % tiles_per_row;
   auto advance = [&](std::int64_t* row, std::int64_t* column) {
     *row += row_step;
     *column += column_step;
@@ -194,6 +224,11 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       const V* row_vectors = reinterpret_cast<const V*>(row_x);
       const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
       const int staged_vectors = staged_count / L;
+      V* const staged_vectors_at = reinterpret_cast<V*>(buffer);
+      constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
+      // Vector k = thread + i * kTeam sits at k + k / (R / L).
+      const V* from = row_vectors + (first + thread);
+      V* to = staged_vectors_at + thread + thread / (R / L);
       // Staged vectors [inside_begin, inside_begin + inside_count) lie inside the row; a copy
       // from outside reads nothing and is pointed at the row's start.
       auto clamp = [&](std::int64_t k) {
@@ -201,35 +236,31 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       };
       const int inside_begin = clamp(-first);
       const unsigned inside_count = clamp(length / L - first) - inside_begin;
-      const V* from = row_vectors + (first + thread);
-      V* to = reinterpret_cast<V*>(buffer) + thread + thread / (R / L);
       const unsigned k0 = thread - inside_begin;
-      constexpr int kTileVectorsPerThread = Tune::kTile / L / kThreads;
-      // Vector k = thread + i * kThreads sits at k + k / (R / L). Away from the tensor's first
-      // and last row every address read from lies inside the tensor, so a copy from outside the
-      // row may keep its own.
+      // Away from the tensor's first and last row every address read from lies inside the
+      // tensor, so a copy from outside the row may keep its own.
       const std::int64_t first_in_tensor = row * (length / L) + first;
       if (first_in_tensor >= 0 && first_in_tensor + staged_vectors <= rows * (length / L)) {
 #pragma unroll
         for (int i = 0; i < kTileVectorsPerThread; ++i) {
-          CopyAsync(to + i * (kThreads + kThreads / (R / L)), from + i * kThreads,
-                    k0 + i * kThreads < inside_count);
+          CopyAsync(to + i * (kTeam + kTeam / (R / L)), from + i * kTeam,
+                    k0 + i * kTeam < inside_count);
         }
       } else {
 #pragma unroll
         for (int i = 0; i < kTileVectorsPerThread; ++i) {
-          const bool inside = k0 + i * kThreads < inside_count;
-          CopyAsync(to + i * (kThreads + kThreads / (R / L)),
-                    inside ? from + i * kThreads : row_vectors, inside);
+          const bool inside = k0 + i * kTeam < inside_count;
+          CopyAsync(to + i * (kTeam + kTeam / (R / L)), inside ? from + i * kTeam : row_vectors,
+                    inside);
         }
       }
-      for (int k = kTileVectorsPerThread * kThreads + thread; k < staged_vectors; k += kThreads) {
+      for (int k = kTileVectorsPerThread * kTeam + thread; k < staged_vectors; k += kTeam) {
         const bool inside = static_cast<unsigned>(k - inside_begin) < inside_count;
-        CopyAsync(reinterpret_cast<V*>(buffer) + k + k / (R / L),
+        CopyAsync(staged_vectors_at + k + k / (R / L),
                   inside ? row_vectors + (first + k) : row_vectors, inside);
       }
     } else {
-      for (int e = thread; e < staged_count; e += kThreads) {
+      for (int e = thread; e < staged_count; e += kTeam) {
         const std::int64_t s = first_sample + e;
         const bool inside = s >= 0 && s < length;
         CopyAsync(buffer + Padded<T>(e), inside ? row_x + s : row_x, inside);
@@ -237,14 +268,16 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     }
   };
 
-  std::int64_t row = blockIdx.x / tiles_per_row, column = blockIdx.x % tiles_per_row;
+  const std::int64_t team =
+      static_cast<std::int64_t>(blockIdx.x) * Tune::kTeamsPerBlock + team_in_block;
+  std::int64_t row = team / tiles_per_row, column = team % tiles_per_row;
   if (row < rows) stage(buffers, row, column);
   CopyAsyncCommit();
   for (int current = 0; row < rows; advance(&row, &column), current ^= 1) {
     T* const staged = buffers + current * buffer_elements;
     CopyAsyncWaitAll();
-    // This tile's samples are visible to all; every thread is done with the other buffer.
-    __syncthreads();
+    // This tile's samples are visible to the team; every thread is done with the other buffer.
+    TeamSync<kTeam>();
     {
       std::int64_t next_row = row, next_column = column;
       advance(&next_row, &next_column);
@@ -330,7 +363,7 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
 
     // The outputs leave through shared memory, so that a warp's stores are contiguous: written
     // straight from registers, each 16-byte store would land 128 bytes from its neighbour's.
-    __syncthreads();  // every thread is done reading the staged samples
+    TeamSync<kTeam>();  // every thread is done reading the staged samples
 #pragma unroll
     for (int q = 0; q < R / L; ++q) {
       V v;
@@ -339,26 +372,26 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       for (int l = 0; l < L; ++l) lanes[l] = acc[q * L + l];
       reinterpret_cast<V*>(thread_samples)[q] = v;
     }
-    __syncthreads();
+    TeamSync<kTeam>();
     const std::int64_t first_output = column * Tune::kTile;
     T* tile_y = y + row * outputs + first_output;
     const std::int64_t remaining = outputs - first_output;
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     if (vector_output) {
       const int vectors = tile_outputs / L;
-      constexpr int kTileVectorsPerThread = Tune::kTile / L / kThreads;
+      constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
 #pragma unroll
       for (int i = 0; i < kTileVectorsPerThread; ++i) {
-        const int v = static_cast<int>(i * kThreads + thread);
+        const int v = static_cast<int>(i * kTeam + thread);
         if (v < vectors) {
           reinterpret_cast<V*>(tile_y)[v] = reinterpret_cast<const V*>(staged)[v + v / (R / L)];
         }
       }
-      for (int e = vectors * L + thread; e < tile_outputs; e += kThreads) {
+      for (int e = vectors * L + thread; e < tile_outputs; e += kTeam) {
         tile_y[e] = staged[Padded<T>(e)];
       }
     } else {
-      for (int e = thread; e < tile_outputs; e += kThreads) tile_y[e] = staged[Padded<T>(e)];
+      for (int e = thread; e < tile_outputs; e += kTeam) tile_y[e] = staged[Padded<T>(e)];
     }
   }
 }
@@ -370,23 +403,23 @@ StrategyLimits FirLimits() {
   return limits;
 }
 
-template <class T, class Taps, int kShift, int kUnrolledTaps>
+template <class T, class Taps, int kShift, int kUnrolledTaps, int kTeam>
 Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                      const Taps& taps) {
-  constexpr auto kernel = FirKernel<T, Taps, kShift, kUnrolledTaps>;
+  using Tune = FirTuning<T, kTeam>;
+  constexpr auto kernel = FirKernel<T, Taps, kShift, kUnrolledTaps, kTeam>;
   // Long filters need more than the 48 KiB of shared memory a block gets without asking; asked
   // once a device.
   static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
   if (!shared_memory_raised[device].load(std::memory_order_relaxed)) {
     CONSTMEM_RETURN_IF_CUDA_ERROR(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(SharedBytes<T>(kFirMaxTaps))),
+                             static_cast<int>(SharedBytes<T, kTeam>(TeamMaxTaps<kTeam>()))),
         "cudaFuncSetAttribute(FirKernel)");
     shared_memory_raised[device].store(true, std::memory_order_relaxed);
   }
-  const std::size_t shared = SharedBytes<T>(static_cast<int>(shape.taps));
-  const std::int64_t tiles =
-      shape.rows * ((shape.outputs + FirTuning<T>::kTile - 1) / FirTuning<T>::kTile);
+  const std::size_t shared = SharedBytes<T, kTeam>(static_cast<int>(shape.taps));
+  const std::int64_t tiles = shape.rows * ((shape.outputs + Tune::kTile - 1) / Tune::kTile);
   int per_sm = 0, sms = 0;
   CONSTMEM_RETURN_IF_CUDA_ERROR(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared),
@@ -394,17 +427,14 @@ Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const Fi
   CONSTMEM_RETURN_IF_CUDA_ERROR(
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
       "cudaDeviceGetAttribute");
-  const dim3 grid = PersistentGrid(tiles, std::max(1, per_sm) * sms);
+  const dim3 grid = PersistentGrid((tiles + Tune::kTeamsPerBlock - 1) / Tune::kTeamsPerBlock,
+                                   std::max(1, per_sm) * sms);
   kernel<<<grid, kThreads, shared, stream>>>(x, y, shape.rows, shape.length, shape.outputs,
                                              static_cast<int>(shape.taps),
                                              static_cast<int>(shape.pad_left), taps);
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "FirFilter launch");
 }
 
-// Filters of at most this many by-value taps run fully unrolled code.
-#ifndef CONSTMEM_FIR_UNROLLED_TAPS
-#define CONSTMEM_FIR_UNROLLED_TAPS 64
-#endif
 template <class T>
 struct IsByValue : std::false_type {};
 template <class T, std::size_t N>
@@ -413,13 +443,13 @@ struct IsByValue<ByValueTable<T, N>> : std::true_type {};
 template <class T, class Taps, int kShift>
 Status LaunchUnrolledOrNot(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                            const Taps& taps) {
-  constexpr int kUnrolled = CONSTMEM_FIR_UNROLLED_TAPS;
+  constexpr int kUnrolled = kMaxUnrolledTaps;
   if constexpr (IsByValue<Taps>::value && kUnrolled > 0) {
     if (shape.taps <= kUnrolled) {
-      return LaunchShifted<T, Taps, kShift, kUnrolled>(device, stream, x, y, shape, taps);
+      return LaunchShifted<T, Taps, kShift, kUnrolled, 32>(device, stream, x, y, shape, taps);
     }
   }
-  return LaunchShifted<T, Taps, kShift, 0>(device, stream, x, y, shape, taps);
+  return LaunchShifted<T, Taps, kShift, 0, kThreads>(device, stream, x, y, shape, taps);
 }
 
 // One kernel for each offset of a tile's first sample within a vector.
