@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -95,15 +96,17 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
 
 // Blocks of `Kernel` with `threads` threads each that fit on the whole device at once: the grid of
 // a persistent kernel (one wave; a second, partial wave would leave SMs idle at its end). Asked
-// once per device and kernel:  ResidentBlocks<MyKernel<float, Reader>>(256, device).
+// once per device and kernel:  ResidentBlocks<MyKernel<float, Reader>>(256, device). A kernel with
+// dynamic shared memory passes the most it ever launches with, the same on every call.
 template <auto Kernel>
-int ResidentBlocks(int threads, int device) {
+int ResidentBlocks(int threads, int device, std::size_t dynamic_shared_bytes = 0) {
   static std::array<std::atomic<int>, kMaxDevices> cached{};
   const bool cacheable = device >= 0 && device < kMaxDevices;
   int blocks = cacheable ? cached[device].load(std::memory_order_relaxed) : 0;
   if (blocks == 0) {
     int per_sm = 0, sms = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, 0) != cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads,
+                                                      dynamic_shared_bytes) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
       cudaGetLastError();
       per_sm = 1;

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // FirFilter's CUDA kernel and launcher. No framework header reaches nvcc.
 //
-// A team of threads (a warp for up to 64 taps by value, else the block) computes tiles of
-// consecutive outputs of one row. A tile's samples plus the k-1 of halo are staged in shared memory
+// A team of threads (a warp for up to 64 taps, else the block) computes tiles of consecutive
+// outputs of one row. A tile's samples plus the k-1 of halo are staged in shared memory
 // as whole 16-byte vectors (zeros outside the row) by asynchronous copies, issued while the team
 // computes the previous tile from the other of two buffers. Each thread computes kOutputs
 // consecutive outputs from a ring of samples in registers: each tap, read with a warp-uniform index
 // (constant memory's broadcast), feeds kOutputs FMAs, and shared memory delivers one sample per
-// thread per tap, a fraction of what the FMAs consume. Up to 64 taps by value run fully unrolled
-// code in which every tap index is a constant. The outputs go back through shared memory to leave
-// in coalesced stores.
+// thread per tap, a fraction of what the FMAs consume. The outputs go back through shared memory
+// to leave in coalesced stores.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -127,21 +126,18 @@ constexpr std::size_t SharedBytes(int taps) {
          static_cast<std::size_t>(BufferElements<T, kTeam>(taps)) * sizeof(T);
 }
 
-// Filters of up to this many taps by value run fully unrolled code, in warp teams; every other
-// filter runs a loop over the taps, in block teams.
-#ifndef CONSTMEM_FIR_UNROLLED_TAPS
-#define CONSTMEM_FIR_UNROLLED_TAPS 64
-#endif
-constexpr int kMaxUnrolledTaps = CONSTMEM_FIR_UNROLLED_TAPS;
+// Filters of up to this many taps run in warp teams; longer ones in block teams, whose tiles carry
+// less halo.
+constexpr int kMaxWarpTeamTaps = 64;
 template <int kTeam>
 constexpr int TeamMaxTaps() {
-  return kTeam == kThreads ? static_cast<int>(kFirMaxTaps) : kMaxUnrolledTaps;
+  return kTeam == kThreads ? static_cast<int>(kFirMaxTaps) : kMaxWarpTeamTaps;
 }
 // Two blocks a multiprocessor at every tap count (228 KiB, 1 KiB reserved a block).
 static_assert(SharedBytes<float, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<double, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
-static_assert(SharedBytes<float, 32>(kMaxUnrolledTaps) <= 113 * 1024, "two blocks an SM");
-static_assert(SharedBytes<double, 32>(kMaxUnrolledTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<float, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<double, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
 
 // Asynchronous copies from global to shared memory (cp.async, sm_80 and newer): the staging of the
 // next tile costs one instruction a vector and no registers while the current tile is computed.
@@ -181,8 +177,7 @@ __device__ __forceinline__ void CopyAsyncWaitAll() {
 #endif
 // kShift: how far a tile's first sample lies past the vector boundary its staging starts from
 // (the row's samples are staged as whole vectors, so SAME padding of an odd count shifts them).
-// kUnrolledTaps > 0: at most that many taps, applied by fully unrolled code.
-template <class T, class Taps, int kShift, int kUnrolledTaps, int kTeam>
+template <class T, class Taps, int kShift, int kTeam>
 __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     FirKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
               int tap_count, int pad_left, const __grid_constant__ Taps taps) {
@@ -308,24 +303,6 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     for (int s = 0; s < S; ++s) load(ring[s], s * K);
     int c = 0;
     const int last_full_chunk = tap_count - K;
-    if constexpr (kUnrolledTaps > 0) {
-      // Every tap index a constant: a by-value tap is an operand of the FMA instruction itself.
-#pragma unroll
-      for (int chunk = 0; chunk < kUnrolledTaps / K; ++chunk) {
-        if (chunk * K > last_full_chunk) break;
-#pragma unroll
-        for (int jj = 0; jj < K; ++jj) {
-          const T tap = taps[chunk * K + jj];
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            const int o = r + jj + kShift;
-            acc[r] = fma(ring[(chunk + o / K) % S][o % K], tap, acc[r]);
-          }
-        }
-        load(ring[chunk % S], chunk * K + S * K);
-        c = chunk * K + K;
-      }
-    }
     // A whole turn of the ring per iteration, so that every segment index is a constant.
     while (c <= last_full_chunk) {
 #pragma unroll
@@ -403,11 +380,11 @@ StrategyLimits FirLimits() {
   return limits;
 }
 
-template <class T, class Taps, int kShift, int kUnrolledTaps, int kTeam>
+template <class T, class Taps, int kShift, int kTeam>
 Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                      const Taps& taps) {
   using Tune = FirTuning<T, kTeam>;
-  constexpr auto kernel = FirKernel<T, Taps, kShift, kUnrolledTaps, kTeam>;
+  constexpr auto kernel = FirKernel<T, Taps, kShift, kTeam>;
   // Long filters need more than the 48 KiB of shared memory a block gets without asking; asked
   // once a device.
   static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
@@ -420,36 +397,24 @@ Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const Fi
   }
   const std::size_t shared = SharedBytes<T, kTeam>(static_cast<int>(shape.taps));
   const std::int64_t tiles = shape.rows * ((shape.outputs + Tune::kTile - 1) / Tune::kTile);
-  int per_sm = 0, sms = 0;
-  CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared),
-      "cudaOccupancyMaxActiveBlocksPerMultiprocessor(FirKernel)");
-  CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-      "cudaDeviceGetAttribute");
-  const dim3 grid = PersistentGrid((tiles + Tune::kTeamsPerBlock - 1) / Tune::kTeamsPerBlock,
-                                   std::max(1, per_sm) * sms);
+  // Two blocks a multiprocessor at every tap count (the static_asserts on SharedBytes), so the
+  // longest filter's shared memory gives every launch's grid.
+  const dim3 grid = PersistentGrid(
+      (tiles + Tune::kTeamsPerBlock - 1) / Tune::kTeamsPerBlock,
+      ResidentBlocks<kernel>(kThreads, device, SharedBytes<T, kTeam>(TeamMaxTaps<kTeam>())));
   kernel<<<grid, kThreads, shared, stream>>>(x, y, shape.rows, shape.length, shape.outputs,
                                              static_cast<int>(shape.taps),
                                              static_cast<int>(shape.pad_left), taps);
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "FirFilter launch");
 }
 
-template <class T>
-struct IsByValue : std::false_type {};
-template <class T, std::size_t N>
-struct IsByValue<ByValueTable<T, N>> : std::true_type {};
-
 template <class T, class Taps, int kShift>
-Status LaunchUnrolledOrNot(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
-                           const Taps& taps) {
-  constexpr int kUnrolled = kMaxUnrolledTaps;
-  if constexpr (IsByValue<Taps>::value && kUnrolled > 0) {
-    if (shape.taps <= kUnrolled) {
-      return LaunchShifted<T, Taps, kShift, kUnrolled, 32>(device, stream, x, y, shape, taps);
-    }
+Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
+                     const Taps& taps) {
+  if (shape.taps <= kMaxWarpTeamTaps) {
+    return LaunchShifted<T, Taps, kShift, 32>(device, stream, x, y, shape, taps);
   }
-  return LaunchShifted<T, Taps, kShift, 0, kThreads>(device, stream, x, y, shape, taps);
+  return LaunchShifted<T, Taps, kShift, kThreads>(device, stream, x, y, shape, taps);
 }
 
 // One kernel for each offset of a tile's first sample within a vector.
@@ -459,16 +424,14 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Fir
   constexpr int L = FirTuning<T>::kLanes;
   switch ((L - shape.pad_left % L) % L) {
     case 0:
-      return LaunchUnrolledOrNot<T, Taps, 0>(device, stream, x, y, shape, taps);
+      return LaunchForTeam<T, Taps, 0>(device, stream, x, y, shape, taps);
     case 1:
-      return LaunchUnrolledOrNot<T, Taps, 1>(device, stream, x, y, shape, taps);
+      return LaunchForTeam<T, Taps, 1>(device, stream, x, y, shape, taps);
     case 2:
-      if constexpr (L > 2)
-        return LaunchUnrolledOrNot<T, Taps, 2>(device, stream, x, y, shape, taps);
+      if constexpr (L > 2) return LaunchForTeam<T, Taps, 2>(device, stream, x, y, shape, taps);
       break;
     case 3:
-      if constexpr (L > 3)
-        return LaunchUnrolledOrNot<T, Taps, 3>(device, stream, x, y, shape, taps);
+      if constexpr (L > 3) return LaunchForTeam<T, Taps, 3>(device, stream, x, y, shape, taps);
       break;
   }
   return Status(StatusCode::kInternal, "FirFilter: no kernel for this padding");
