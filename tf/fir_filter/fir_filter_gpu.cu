@@ -16,7 +16,6 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "constmem/constmem.cuh"
 #include "constmem/dispatch.cuh"
@@ -187,6 +186,7 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
   constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
   constexpr int S = RingSegments<T, kShift>();
+  constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;  // a tile's vectors per thread
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int staged_count = StagedSamples<T, kTeam>(tap_count);
   const int buffer_elements = BufferElements<T, kTeam>(tap_count);
@@ -220,7 +220,6 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
       const int staged_vectors = staged_count / L;
       V* const staged_vectors_at = reinterpret_cast<V*>(buffer);
-      constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
       // Vector k = thread + i * kTeam sits at k + k / (R / L).
       const V* from = row_vectors + (first + thread);
       V* to = staged_vectors_at + thread + thread / (R / L);
@@ -356,7 +355,6 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     if (vector_output) {
       const int vectors = tile_outputs / L;
-      constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
 #pragma unroll
       for (int i = 0; i < kTileVectorsPerThread; ++i) {
         const int v = static_cast<int>(i * kTeam + thread);
