@@ -59,12 +59,12 @@ using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
 constexpr int kThreads = 256;
 
-// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers; the taps are
-// applied in chunks of 16 bytes' worth (4 float or 2 double) in warp teams and of 32 bytes in block
-// teams. Warp teams run filters of up to 64 taps, whose loop the instruction cache must hold: a
-// chunk of 16 bytes keeps it and the leftover taps' code small. Block teams run long filters, where
-// the larger chunk's fewer loads a tap count. These shapes were the fastest on an H200
-// (docs/performance.md). The macros exist to compare shapes on a GPU.
+// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers. The taps are
+// applied in chunks of 16 bytes' worth (4 float or 2 double) in warp teams, which run filters of
+// up to 64 taps: the smaller chunk keeps the loop and the code for the leftover taps small enough
+// for the instruction cache. Block teams run long filters in chunks of 32 bytes, whose fewer loads
+// a tap count there. These shapes were the fastest on an H200 (docs/performance.md). The macros
+// exist to compare shapes on a GPU.
 #ifndef CONSTMEM_FIR_OUTPUT_BYTES
 #define CONSTMEM_FIR_OUTPUT_BYTES 128
 #endif
@@ -137,7 +137,7 @@ constexpr std::size_t SharedBytes(int taps) {
 // less halo.
 constexpr int kMaxWarpTeamTaps = 64;
 template <int kTeam>
-__host__ __device__ constexpr int TeamMaxTaps() {
+constexpr int TeamMaxTaps() {
   return kTeam == kThreads ? static_cast<int>(kFirMaxTaps) : kMaxWarpTeamTaps;
 }
 // Two blocks a multiprocessor at every tap count (228 KiB, 1 KiB reserved a block).
@@ -149,11 +149,11 @@ static_assert(SharedBytes<double, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two bloc
 // Asynchronous copies from global to shared memory (cp.async, sm_80 and newer): the staging of the
 // next tile costs one instruction a vector and no registers while the current tile is computed.
 // A copy from outside the row reads nothing and writes zeros. Older GPUs copy synchronously.
-// The destination is a 32-bit shared-memory address, which unrolled rounds offset by constants.
 template <class Chunk>
-__device__ __forceinline__ void CopyAsync(unsigned destination, const Chunk* global, bool inside) {
+__device__ __forceinline__ void CopyAsync(Chunk* shared, const Chunk* global, bool inside) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kBytes = sizeof(Chunk);
+  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   const int source_bytes = inside ? kBytes : 0;
   if constexpr (kBytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(global),
@@ -165,12 +165,8 @@ __device__ __forceinline__ void CopyAsync(unsigned destination, const Chunk* glo
                  : "memory");
   }
 #else
-  *static_cast<Chunk*>(__cvta_shared_to_generic(destination)) = inside ? *global : Chunk{};
+  *shared = inside ? *global : Chunk{};
 #endif
-}
-template <class Chunk>
-__device__ __forceinline__ void CopyAsync(Chunk* shared, const Chunk* global, bool inside) {
-  CopyAsync(static_cast<unsigned>(__cvta_generic_to_shared(shared)), global, inside);
 }
 __device__ __forceinline__ void CopyAsyncCommit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -181,27 +177,6 @@ __device__ __forceinline__ void CopyAsyncWaitAll() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #endif
-}
-
-// Hides how an address was computed, so that unrolled rounds address from it with constant
-// offsets: otherwise the compiler recomputes it, 64-bit products included, in every round.
-template <class P>
-__device__ __forceinline__ P* HeldAddress(P* address) {
-  asm("" : "+l"(address));
-  return address;
-}
-
-// One 16-byte vector from a 32-bit shared-memory address, which stays in a register: from a C++
-// pointer the compiler would recompute the block's shared-memory window for every chunk.
-__device__ __forceinline__ void LoadShared(unsigned address, float4* vector) {
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(vector->x), "=f"(vector->y), "=f"(vector->z), "=f"(vector->w)
-               : "r"(address));
-}
-__device__ __forceinline__ void LoadShared(unsigned address, double2* vector) {
-  asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n"
-               : "=d"(vector->x), "=d"(vector->y)
-               : "r"(address));
 }
 
 #ifndef CONSTMEM_FIR_MIN_BLOCKS
@@ -244,41 +219,47 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     }
   };
 
-  // Staged sample e of a tile is row sample column * kTile - pad_left - kShift + e. In rounds of
-  // one vector a thread, staged vector k = thread + i * kTeam goes to k + k / (R / L), so every
-  // round's addresses are the first round's plus constants.
-  constexpr int kRoundStride = kTeam + kTeam / (R / L);
-  constexpr int kStageRounds =
-      (StagedSamples<T, kTeam>(TeamMaxTaps<kTeam>()) / L + kTeam - 1) / kTeam;
-  const int staged_vectors = staged_count / L;
+  // Staged sample e of a tile is row sample column * kTile - pad_left - kShift + e.
   auto stage = [&](T* buffer, std::int64_t row, std::int64_t column) {
     const T* row_x = x + row * length;
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
     if (vector_rows) {
       const V* row_vectors = reinterpret_cast<const V*>(row_x);
       const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
-      const V* from = HeldAddress(row_vectors + (first + thread));
-      const auto to =
-          static_cast<unsigned>(__cvta_generic_to_shared(buffer + (thread + thread / (R / L)) * L));
-      const int round_limit =
-          staged_vectors - static_cast<int>(thread);             // round i: i * kTeam < this
-      if (first >= 0 && first + staged_vectors <= length / L) {  // the whole tile inside the row
+      const int staged_vectors = staged_count / L;
+      V* const staged_vectors_at = reinterpret_cast<V*>(buffer);
+      // Vector k = thread + i * kTeam sits at k + k / (R / L).
+      const V* from = row_vectors + (first + thread);
+      V* to = staged_vectors_at + thread + thread / (R / L);
+      // Staged vectors [inside_begin, inside_begin + inside_count) lie inside the row; a copy
+      // from outside reads nothing and is pointed at the row's start.
+      auto clamp = [&](std::int64_t k) {
+        return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
+      };
+      const int inside_begin = clamp(-first);
+      const unsigned inside_count = clamp(length / L - first) - inside_begin;
+      const unsigned k0 = thread - inside_begin;
+      // Away from the tensor's first and last row every address read from lies inside the
+      // tensor, so a copy from outside the row may keep its own.
+      const std::int64_t first_in_tensor = row * (length / L) + first;
+      if (first_in_tensor >= 0 && first_in_tensor + staged_vectors <= rows * (length / L)) {
 #pragma unroll
-        for (int i = 0; i < kStageRounds; ++i) {
-          if (i * kTeam < round_limit)
-            CopyAsync(to + i * kRoundStride * 16, from + i * kTeam, true);
+        for (int i = 0; i < kTileVectorsPerThread; ++i) {
+          CopyAsync(to + i * (kTeam + kTeam / (R / L)), from + i * kTeam,
+                    k0 + i * kTeam < inside_count);
         }
       } else {
-        // A copy from outside the row reads nothing and is pointed at the row's start.
-        const std::int64_t vectors_before_row = -first - static_cast<std::int64_t>(thread);
-        const std::int64_t vectors_in_row = length / L - first - static_cast<std::int64_t>(thread);
 #pragma unroll
-        for (int i = 0; i < kStageRounds; ++i) {
-          if (i * kTeam < round_limit) {
-            const bool inside = i * kTeam >= vectors_before_row && i * kTeam < vectors_in_row;
-            CopyAsync(to + i * kRoundStride * 16, inside ? from + i * kTeam : row_vectors, inside);
-          }
+        for (int i = 0; i < kTileVectorsPerThread; ++i) {
+          const bool inside = k0 + i * kTeam < inside_count;
+          CopyAsync(to + i * (kTeam + kTeam / (R / L)), inside ? from + i * kTeam : row_vectors,
+                    inside);
         }
+      }
+      for (int k = kTileVectorsPerThread * kTeam + thread; k < staged_vectors; k += kTeam) {
+        const bool inside = static_cast<unsigned>(k - inside_begin) < inside_count;
+        CopyAsync(staged_vectors_at + k + k / (R / L),
+                  inside ? row_vectors + (first + k) : row_vectors, inside);
       }
     } else {
       for (int e = thread; e < staged_count; e += kTeam) {
@@ -311,15 +292,11 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     // chunk of taps c .. c + K - 1 reads segments c / K .. c / K + S - 1 (mod S), then refills
     // segment c / K with the samples S * K further on, which a later chunk needs.
     T* const thread_samples = staged + thread * (R + L);  // staged sample `first`, padded
-    const auto thread_samples_address =
-        static_cast<unsigned>(__cvta_generic_to_shared(thread_samples));
     auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
-      const unsigned from =
-          thread_samples_address + (offset + offset / R * L) * static_cast<unsigned>(sizeof(T));
+      const V* from = reinterpret_cast<const V*>(thread_samples + offset + offset / R * L);
 #pragma unroll
       for (int q = 0; q < K / L; ++q) {
-        V v;
-        LoadShared(from + q * 16, &v);
+        const V v = from[q];
         const T* lanes = reinterpret_cast<const T*>(&v);
 #pragma unroll
         for (int l = 0; l < L; ++l) segment[q * L + l] = lanes[l];
@@ -331,27 +308,27 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     T ring[S][K];
 #pragma unroll
     for (int s = 0; s < S; ++s) load(ring[s], s * K);
-    const int whole_chunk_taps = tap_count / K * K;  // taps applied in whole chunks
+    int c = 0;
+    const int last_full_chunk = tap_count - K;
     // A whole turn of the ring per iteration, so that every segment index is a constant.
-    for (int turn = 0; turn < whole_chunk_taps; turn += S * K) {
-      const int turn_taps = whole_chunk_taps - turn;  // this turn's and later turns' taps
+    while (c <= last_full_chunk) {
 #pragma unroll
       for (int s = 0; s < S; ++s) {
-        if (s * K < turn_taps) {
+        if (c <= last_full_chunk) {
 #pragma unroll
           for (int jj = 0; jj < K; ++jj) {
-            const T tap = taps[turn + s * K + jj];
+            const T tap = taps[c + jj];
 #pragma unroll
             for (int r = 0; r < R; ++r) {
               const int o = r + jj + kShift;
               acc[r] = fma(ring[(s + o / K) % S][o % K], tap, acc[r]);
             }
           }
-          load(ring[s], turn + s * K + S * K);
+          load(ring[s], c + S * K);
+          c += K;
         }
       }
     }
-    const int c = whole_chunk_taps;
     if (c < tap_count) {  // fewer than K taps left: a fresh ring from c, each tap guarded
 #pragma unroll
       for (int s = 0; s < S; ++s) load(ring[s], c + s * K);
@@ -386,16 +363,11 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     if (vector_output) {
       const int vectors = tile_outputs / L;
-      const int round_limit = vectors - static_cast<int>(thread);  // round i: i * kTeam < this
-      const auto from =
-          static_cast<unsigned>(__cvta_generic_to_shared(staged + (thread + thread / (R / L)) * L));
-      V* const to = reinterpret_cast<V*>(tile_y) + thread;
 #pragma unroll
       for (int i = 0; i < kTileVectorsPerThread; ++i) {
-        if (i * kTeam < round_limit) {
-          V v;
-          LoadShared(from + i * kRoundStride * 16, &v);
-          to[i * kTeam] = v;
+        const int v = static_cast<int>(i * kTeam + thread);
+        if (v < vectors) {
+          reinterpret_cast<V*>(tile_y)[v] = reinterpret_cast<const V*>(staged)[v + v / (R / L)];
         }
       }
       for (int e = vectors * L + thread; e < tile_outputs; e += kTeam) {
