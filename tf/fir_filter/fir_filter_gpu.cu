@@ -59,17 +59,12 @@ using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
 constexpr int kThreads = 256;
 
-// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers. The taps are
-// applied in chunks of 16 bytes' worth (4 float or 2 double) in warp teams, which run filters of
-// up to 64 taps: the smaller chunk keeps the loop and the code for the leftover taps small enough
-// for the instruction cache. Block teams run long filters in chunks of 32 bytes, whose fewer loads
-// a tap count there. These shapes were the fastest on an H200 (docs/performance.md). The macros
-// exist to compare shapes on a GPU.
+// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers; the taps are
+// applied in chunks of 32 bytes' worth (8 float or 4 double). Against 64 bytes of outputs at four
+// blocks a multiprocessor, or chunks of 64 bytes, this shape was the fastest on an H200
+// (docs/performance.md). The macros exist to compare shapes on a GPU.
 #ifndef CONSTMEM_FIR_OUTPUT_BYTES
 #define CONSTMEM_FIR_OUTPUT_BYTES 128
-#endif
-#ifndef CONSTMEM_FIR_WARP_CHUNK_BYTES
-#define CONSTMEM_FIR_WARP_CHUNK_BYTES 16
 #endif
 #ifndef CONSTMEM_FIR_CHUNK_BYTES
 #define CONSTMEM_FIR_CHUNK_BYTES 32
@@ -79,9 +74,7 @@ constexpr int kThreads = 256;
 template <class T, int kTeam = kThreads>
 struct FirTuning {
   static constexpr int kOutputs = CONSTMEM_FIR_OUTPUT_BYTES / static_cast<int>(sizeof(T));
-  static constexpr int kChunk =
-      (kTeam == 32 ? CONSTMEM_FIR_WARP_CHUNK_BYTES : CONSTMEM_FIR_CHUNK_BYTES) /
-      static_cast<int>(sizeof(T));
+  static constexpr int kChunk = CONSTMEM_FIR_CHUNK_BYTES / static_cast<int>(sizeof(T));
   static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
   static constexpr int kTile = kTeam * kOutputs;
   static constexpr int kTeamsPerBlock = kThreads / kTeam;
@@ -99,10 +92,9 @@ __device__ __forceinline__ void TeamSync() {
 
 // A thread's samples form a ring of segments of kChunk samples, one more than its outputs span,
 // and one more again when the row's samples start inside a vector (shift > 0).
-template <class T, int kShift, int kTeam>
+template <class T, int kShift>
 __host__ __device__ constexpr int RingSegments() {
-  using Tune = FirTuning<T, kTeam>;
-  return Tune::kOutputs / Tune::kChunk + 1 + (kShift > 0 ? 1 : 0);
+  return FirTuning<T>::kOutputs / FirTuning<T>::kChunk + 1 + (kShift > 0 ? 1 : 0);
 }
 
 // Samples staged per tile, from the vector boundary at or before the tile's first sample: what
@@ -193,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
   constexpr int R = Tune::kOutputs;
   constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
-  constexpr int S = RingSegments<T, kShift, kTeam>();
+  constexpr int S = RingSegments<T, kShift>();
   constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;  // a tile's vectors per thread
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int staged_count = StagedSamples<T, kTeam>(tap_count);
