@@ -59,12 +59,17 @@ using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
 constexpr int kThreads = 256;
 
-// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers; the taps are
-// applied in chunks of 32 bytes' worth (8 float or 4 double). Against 64 bytes of outputs at four
-// blocks a multiprocessor, or chunks of 64 bytes, this shape was the fastest on an H200
-// (docs/performance.md). The macros exist to compare shapes on a GPU.
+// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers. The taps are
+// applied in chunks of 16 bytes' worth (4 float or 2 double) in warp teams, which run filters of
+// up to 64 taps: the smaller chunk keeps the loop and the code for the leftover taps small enough
+// for the instruction cache. Block teams run long filters in chunks of 32 bytes, whose fewer loads
+// a tap count there. These shapes were the fastest on an H200 (docs/performance.md). The macros
+// exist to compare shapes on a GPU.
 #ifndef CONSTMEM_FIR_OUTPUT_BYTES
 #define CONSTMEM_FIR_OUTPUT_BYTES 128
+#endif
+#ifndef CONSTMEM_FIR_WARP_CHUNK_BYTES
+#define CONSTMEM_FIR_WARP_CHUNK_BYTES 16
 #endif
 #ifndef CONSTMEM_FIR_CHUNK_BYTES
 #define CONSTMEM_FIR_CHUNK_BYTES 32
@@ -74,7 +79,9 @@ constexpr int kThreads = 256;
 template <class T, int kTeam = kThreads>
 struct FirTuning {
   static constexpr int kOutputs = CONSTMEM_FIR_OUTPUT_BYTES / static_cast<int>(sizeof(T));
-  static constexpr int kChunk = CONSTMEM_FIR_CHUNK_BYTES / static_cast<int>(sizeof(T));
+  static constexpr int kChunk =
+      (kTeam == 32 ? CONSTMEM_FIR_WARP_CHUNK_BYTES : CONSTMEM_FIR_CHUNK_BYTES) /
+      static_cast<int>(sizeof(T));
   static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
   static constexpr int kTile = kTeam * kOutputs;
   static constexpr int kTeamsPerBlock = kThreads / kTeam;
@@ -92,9 +99,10 @@ __device__ __forceinline__ void TeamSync() {
 
 // A thread's samples form a ring of segments of kChunk samples, one more than its outputs span,
 // and one more again when the row's samples start inside a vector (shift > 0).
-template <class T, int kShift>
+template <class T, int kShift, int kTeam>
 __host__ __device__ constexpr int RingSegments() {
-  return FirTuning<T>::kOutputs / FirTuning<T>::kChunk + 1 + (kShift > 0 ? 1 : 0);
+  using Tune = FirTuning<T, kTeam>;
+  return Tune::kOutputs / Tune::kChunk + 1 + (kShift > 0 ? 1 : 0);
 }
 
 // Samples staged per tile, from the vector boundary at or before the tile's first sample: what
@@ -129,7 +137,7 @@ constexpr std::size_t SharedBytes(int taps) {
 // less halo.
 constexpr int kMaxWarpTeamTaps = 64;
 template <int kTeam>
-constexpr int TeamMaxTaps() {
+__host__ __device__ constexpr int TeamMaxTaps() {
   return kTeam == kThreads ? static_cast<int>(kFirMaxTaps) : kMaxWarpTeamTaps;
 }
 // Two blocks a multiprocessor at every tap count (228 KiB, 1 KiB reserved a block).
@@ -141,11 +149,11 @@ static_assert(SharedBytes<double, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two bloc
 // Asynchronous copies from global to shared memory (cp.async, sm_80 and newer): the staging of the
 // next tile costs one instruction a vector and no registers while the current tile is computed.
 // A copy from outside the row reads nothing and writes zeros. Older GPUs copy synchronously.
+// The destination is a 32-bit shared-memory address, which unrolled rounds offset by constants.
 template <class Chunk>
-__device__ __forceinline__ void CopyAsync(Chunk* shared, const Chunk* global, bool inside) {
+__device__ __forceinline__ void CopyAsync(unsigned destination, const Chunk* global, bool inside) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kBytes = sizeof(Chunk);
-  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   const int source_bytes = inside ? kBytes : 0;
   if constexpr (kBytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(global),
@@ -157,8 +165,12 @@ __device__ __forceinline__ void CopyAsync(Chunk* shared, const Chunk* global, bo
                  : "memory");
   }
 #else
-  *shared = inside ? *global : Chunk{};
+  *static_cast<Chunk*>(__cvta_shared_to_generic(destination)) = inside ? *global : Chunk{};
 #endif
+}
+template <class Chunk>
+__device__ __forceinline__ void CopyAsync(Chunk* shared, const Chunk* global, bool inside) {
+  CopyAsync(static_cast<unsigned>(__cvta_generic_to_shared(shared)), global, inside);
 }
 __device__ __forceinline__ void CopyAsyncCommit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -169,6 +181,27 @@ __device__ __forceinline__ void CopyAsyncWaitAll() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #endif
+}
+
+// Hides how an address was computed, so that unrolled rounds address from it with constant
+// offsets: otherwise the compiler recomputes it, 64-bit products included, in every round.
+template <class P>
+__device__ __forceinline__ P* HeldAddress(P* address) {
+  asm("" : "+l"(address));
+  return address;
+}
+
+// One 16-byte vector from a 32-bit shared-memory address, which stays in a register: from a C++
+// pointer the compiler would recompute the block's shared-memory window for every chunk.
+__device__ __forceinline__ void LoadShared(unsigned address, float4* vector) {
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(vector->x), "=f"(vector->y), "=f"(vector->z), "=f"(vector->w)
+               : "r"(address));
+}
+__device__ __forceinline__ void LoadShared(unsigned address, double2* vector) {
+  asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n"
+               : "=d"(vector->x), "=d"(vector->y)
+               : "r"(address));
 }
 
 #ifndef CONSTMEM_FIR_MIN_BLOCKS
@@ -185,7 +218,8 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
   constexpr int R = Tune::kOutputs;
   constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
-  constexpr int S = RingSegments<T, kShift>();
+  constexpr int S = RingSegments<T, kShift, kTeam>();
+  constexpr bool kWarpTeam = kTeam == 32;
   constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;  // a tile's vectors per thread
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int staged_count = StagedSamples<T, kTeam>(tap_count);
@@ -211,16 +245,53 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     }
   };
 
-  // Staged sample e of a tile is row sample column * kTile - pad_left - kShift + e.
+  // Staged sample e of a tile is row sample column * kTile - pad_left - kShift + e; staged vector
+  // k = thread + i * kTeam sits at k + k / (R / L). Warp teams copy in rounds of one vector a
+  // thread from held base addresses (every round's addresses are the first round's plus
+  // constants); block teams keep a loop of their own, which ran faster for them on an H200.
+  constexpr int kRoundStride = kTeam + kTeam / (R / L);
+  constexpr int kStageRounds =
+      (StagedSamples<T, kTeam>(TeamMaxTaps<kTeam>()) / L + kTeam - 1) / kTeam;
   auto stage = [&](T* buffer, std::int64_t row, std::int64_t column) {
     const T* row_x = x + row * length;
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
-    if (vector_rows) {
-      const V* row_vectors = reinterpret_cast<const V*>(row_x);
-      const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
-      const int staged_vectors = staged_count / L;
+    if (!vector_rows) {
+      for (int e = thread; e < staged_count; e += kTeam) {
+        const std::int64_t s = first_sample + e;
+        const bool inside = s >= 0 && s < length;
+        CopyAsync(buffer + Padded<T>(e), inside ? row_x + s : row_x, inside);
+      }
+      return;
+    }
+    const V* row_vectors = reinterpret_cast<const V*>(row_x);
+    const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
+    const int staged_vectors = staged_count / L;
+    if constexpr (kWarpTeam) {
+      const V* from = HeldAddress(row_vectors + (first + thread));
+      const auto to =
+          static_cast<unsigned>(__cvta_generic_to_shared(buffer + (thread + thread / (R / L)) * L));
+      const int round_limit = staged_vectors - static_cast<int>(thread);  // i * kTeam < this
+      if (first >= 0 && first + staged_vectors <= length / L) {  // the whole tile inside the row
+#pragma unroll
+        for (int i = 0; i < kStageRounds; ++i) {
+          if (i * kTeam < round_limit) {
+            CopyAsync(to + i * kRoundStride * 16, from + i * kTeam, true);
+          }
+        }
+      } else {
+        // A copy from outside the row reads nothing and is pointed at the row's start.
+        const std::int64_t vectors_before_row = -first - static_cast<std::int64_t>(thread);
+        const std::int64_t vectors_in_row = length / L - first - static_cast<std::int64_t>(thread);
+#pragma unroll
+        for (int i = 0; i < kStageRounds; ++i) {
+          if (i * kTeam < round_limit) {
+            const bool inside = i * kTeam >= vectors_before_row && i * kTeam < vectors_in_row;
+            CopyAsync(to + i * kRoundStride * 16, inside ? from + i * kTeam : row_vectors, inside);
+          }
+        }
+      }
+    } else {
       V* const staged_vectors_at = reinterpret_cast<V*>(buffer);
-      // Vector k = thread + i * kTeam sits at k + k / (R / L).
       const V* from = row_vectors + (first + thread);
       V* to = staged_vectors_at + thread + thread / (R / L);
       // Staged vectors [inside_begin, inside_begin + inside_count) lie inside the row; a copy
@@ -237,27 +308,19 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
       if (first_in_tensor >= 0 && first_in_tensor + staged_vectors <= rows * (length / L)) {
 #pragma unroll
         for (int i = 0; i < kTileVectorsPerThread; ++i) {
-          CopyAsync(to + i * (kTeam + kTeam / (R / L)), from + i * kTeam,
-                    k0 + i * kTeam < inside_count);
+          CopyAsync(to + i * kRoundStride, from + i * kTeam, k0 + i * kTeam < inside_count);
         }
       } else {
 #pragma unroll
         for (int i = 0; i < kTileVectorsPerThread; ++i) {
           const bool inside = k0 + i * kTeam < inside_count;
-          CopyAsync(to + i * (kTeam + kTeam / (R / L)), inside ? from + i * kTeam : row_vectors,
-                    inside);
+          CopyAsync(to + i * kRoundStride, inside ? from + i * kTeam : row_vectors, inside);
         }
       }
       for (int k = kTileVectorsPerThread * kTeam + thread; k < staged_vectors; k += kTeam) {
         const bool inside = static_cast<unsigned>(k - inside_begin) < inside_count;
         CopyAsync(staged_vectors_at + k + k / (R / L),
                   inside ? row_vectors + (first + k) : row_vectors, inside);
-      }
-    } else {
-      for (int e = thread; e < staged_count; e += kTeam) {
-        const std::int64_t s = first_sample + e;
-        const bool inside = s >= 0 && s < length;
-        CopyAsync(buffer + Padded<T>(e), inside ? row_x + s : row_x, inside);
       }
     }
   };
@@ -283,12 +346,21 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     // first + kShift + r + j for taps j. Registers hold a ring of S segments of K samples: the
     // chunk of taps c .. c + K - 1 reads segments c / K .. c / K + S - 1 (mod S), then refills
     // segment c / K with the samples S * K further on, which a later chunk needs.
+    // Warp teams load from the thread's 32-bit shared address held in a register.
     T* const thread_samples = staged + thread * (R + L);  // staged sample `first`, padded
+    const auto thread_samples_address =
+        static_cast<unsigned>(__cvta_generic_to_shared(thread_samples));
     auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
-      const V* from = reinterpret_cast<const V*>(thread_samples + offset + offset / R * L);
+      const unsigned padded = offset + offset / R * L;
 #pragma unroll
       for (int q = 0; q < K / L; ++q) {
-        const V v = from[q];
+        V v;
+        if constexpr (kWarpTeam) {
+          LoadShared(thread_samples_address + (padded + q * L) * static_cast<unsigned>(sizeof(T)),
+                     &v);
+        } else {
+          v = reinterpret_cast<const V*>(thread_samples + padded)[q];
+        }
         const T* lanes = reinterpret_cast<const T*>(&v);
 #pragma unroll
         for (int l = 0; l < L; ++l) segment[q * L + l] = lanes[l];
@@ -300,24 +372,43 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     T ring[S][K];
 #pragma unroll
     for (int s = 0; s < S; ++s) load(ring[s], s * K);
-    int c = 0;
-    const int last_full_chunk = tap_count - K;
-    // A whole turn of the ring per iteration, so that every segment index is a constant.
-    while (c <= last_full_chunk) {
+    // Taps first_tap .. first_tap + K - 1 against the ring at segment s, which then takes the
+    // samples S * K further on.
+    auto apply_chunk = [&](int first_tap, int s) {
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
-        if (c <= last_full_chunk) {
+      for (int jj = 0; jj < K; ++jj) {
+        const T tap = taps[first_tap + jj];
 #pragma unroll
-          for (int jj = 0; jj < K; ++jj) {
-            const T tap = taps[c + jj];
+        for (int r = 0; r < R; ++r) {
+          const int o = r + jj + kShift;
+          acc[r] = fma(ring[(s + o / K) % S][o % K], tap, acc[r]);
+        }
+      }
+      load(ring[s], first_tap + S * K);
+    };
+    // A whole turn of the ring per iteration, so that every segment index is a constant. Warp
+    // teams guard each chunk against the taps left from the turn's start; block teams count the
+    // taps chunk by chunk, which ran faster for them.
+    int c = 0;  // taps applied
+    if constexpr (kWarpTeam) {
+      const int whole_chunk_taps = tap_count / K * K;
+      for (int turn = 0; turn < whole_chunk_taps; turn += S * K) {
+        const int turn_taps = whole_chunk_taps - turn;  // this turn's and later turns' taps
 #pragma unroll
-            for (int r = 0; r < R; ++r) {
-              const int o = r + jj + kShift;
-              acc[r] = fma(ring[(s + o / K) % S][o % K], tap, acc[r]);
-            }
+        for (int s = 0; s < S; ++s) {
+          if (s * K < turn_taps) apply_chunk(turn + s * K, s);
+        }
+      }
+      c = whole_chunk_taps;
+    } else {
+      const int last_full_chunk = tap_count - K;
+      while (c <= last_full_chunk) {
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+          if (c <= last_full_chunk) {
+            apply_chunk(c, s);
+            c += K;
           }
-          load(ring[s], c + S * K);
-          c += K;
         }
       }
     }
@@ -355,11 +446,26 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     if (vector_output) {
       const int vectors = tile_outputs / L;
+      if constexpr (kWarpTeam) {  // from the held shared address, constant offsets a round
+        const int round_limit = vectors - static_cast<int>(thread);  // i * kTeam < this
+        const auto from = static_cast<unsigned>(
+            __cvta_generic_to_shared(staged + (thread + thread / (R / L)) * L));
+        V* const to = reinterpret_cast<V*>(tile_y) + thread;
 #pragma unroll
-      for (int i = 0; i < kTileVectorsPerThread; ++i) {
-        const int v = static_cast<int>(i * kTeam + thread);
-        if (v < vectors) {
-          reinterpret_cast<V*>(tile_y)[v] = reinterpret_cast<const V*>(staged)[v + v / (R / L)];
+        for (int i = 0; i < kTileVectorsPerThread; ++i) {
+          if (i * kTeam < round_limit) {
+            V v;
+            LoadShared(from + i * kRoundStride * 16, &v);
+            to[i * kTeam] = v;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kTileVectorsPerThread; ++i) {
+          const int v = static_cast<int>(i * kTeam + thread);
+          if (v < vectors) {
+            reinterpret_cast<V*>(tile_y)[v] = reinterpret_cast<const V*>(staged)[v + v / (R / L)];
+          }
         }
       }
       for (int e = vectors * L + thread; e < tile_outputs; e += kTeam) {
