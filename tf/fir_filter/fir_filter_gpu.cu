@@ -62,9 +62,9 @@ constexpr int kThreads = 256;
 // Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers. The taps are
 // applied in chunks of 16 bytes' worth (4 float or 2 double) in warp teams, which run filters of
 // up to 64 taps: the smaller chunk keeps the loop and the code for the leftover taps small enough
-// for the instruction cache. Block teams run long filters in chunks of 32 bytes, whose fewer loads
-// a tap count there. These shapes were the fastest on an H200 (docs/performance.md). The macros
-// exist to compare shapes on a GPU.
+// for the instruction cache. Block teams run long filters in chunks of 32 bytes: half the loads a
+// tap, which matters more there than the code's size. These shapes were the fastest on an H200
+// (docs/performance.md). The macros exist to compare shapes on a GPU.
 #ifndef CONSTMEM_FIR_OUTPUT_BYTES
 #define CONSTMEM_FIR_OUTPUT_BYTES 128
 #endif
