@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
 #pragma unroll
         for (int i = 0; i < kStageRounds; ++i) {
           if (i * kTeam < round_limit) {
-            CopyAsync(to + i * kRoundStride * 16, from + i * kTeam, true);
+            CopyAsync(to + i * kRoundStride * sizeof(V), from + i * kTeam, true);
           }
         }
       } else {
@@ -286,7 +286,8 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
         for (int i = 0; i < kStageRounds; ++i) {
           if (i * kTeam < round_limit) {
             const bool inside = i * kTeam >= vectors_before_row && i * kTeam < vectors_in_row;
-            CopyAsync(to + i * kRoundStride * 16, inside ? from + i * kTeam : row_vectors, inside);
+            CopyAsync(to + i * kRoundStride * sizeof(V), inside ? from + i * kTeam : row_vectors,
+                      inside);
           }
         }
       }
@@ -455,7 +456,7 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
         for (int i = 0; i < kTileVectorsPerThread; ++i) {
           if (i * kTeam < round_limit) {
             V v;
-            LoadShared(from + i * kRoundStride * 16, &v);
+            LoadShared(from + i * kRoundStride * sizeof(V), &v);
             to[i * kTeam] = v;
           }
         }
