@@ -118,6 +118,23 @@ int ResidentBlocks(int threads, int device, std::size_t dynamic_shared_bytes = 0
   return blocks;
 }
 
+// The most shared memory a block may ask for on `device` (cudaFuncSetAttribute's limit: 64 KiB on
+// compute capability 7.5, 99 KiB on 8.6 and 8.9, 163 KiB on 8.0, 227 KiB on 9.0), asked once per
+// device: kernels whose tiles come in sizes pick theirs by it.
+inline Status MaxSharedBytesPerBlock(int device, std::size_t* bytes) {
+  static std::array<std::atomic<int>, kMaxDevices> cached{};
+  const bool cacheable = device >= 0 && device < kMaxDevices;
+  int value = cacheable ? cached[device].load(std::memory_order_relaxed) : 0;
+  if (value == 0) {
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+    if (cacheable) cached[device].store(value, std::memory_order_relaxed);
+  }
+  *bytes = static_cast<std::size_t>(value);
+  return Status::Ok();
+}
+
 // A persistent grid for `wanted` blocks of work: no more blocks than fit at once, at least one.
 inline dim3 PersistentGrid(std::int64_t wanted, int resident) {
   return dim3(

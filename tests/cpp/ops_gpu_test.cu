@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -127,10 +128,12 @@ TEST(PolyvalGpu, RejectsBadCoefficientCounts) {
             StatusCode::kInvalidArgument);
 }
 
-// `offset` elements before x and y: rows that do not start on a 16-byte boundary.
+// `offset` elements before x and y: rows that do not start on a 16-byte boundary. The kernels
+// run as on a GPU that offers `shared_bytes_per_block` (this GPU's own by default).
 template <class T>
 void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadding padding,
-              std::uint64_t seed, int offset = 0) {
+              std::uint64_t seed, int offset = 0,
+              std::size_t shared_bytes_per_block = std::numeric_limits<std::size_t>::max()) {
   std::mt19937_64 rng(seed);
   const FirShape shape = MakeFirShape(rows, length, taps, padding);
   const auto x = Random<T>(rng, rows * length, 1.0);
@@ -150,14 +153,16 @@ void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadd
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
     cudaMemset(out.get(), 0xFF, (total + 1 + offset) * sizeof(T));
     LaunchReport report;
-    ASSERT_OK(LaunchFirFilter<T>(stream, in.get() + offset, out.get() + offset, shape,
-                                 tap_values.View(source), &report));
+    ASSERT_OK(LaunchFirFilterWithSharedMemory<T>(
+        stream, in.get() + offset, out.get() + offset, shape, tap_values.View(source),
+        FirFilterPlacement<T>(taps, source), shared_bytes_per_block, &report));
     ASSERT_CUDA(cudaStreamSynchronize(stream));
     const auto y = Copy(out, offset, total);
     ASSERT_EQ(std::memcmp(y.data(), expected.data(), total * sizeof(T)), 0)
         << rows << " x " << length << ", " << taps << " taps, "
         << (padding == FirPadding::kSame ? "SAME" : "VALID") << ", offset " << offset << ", "
-        << PlacementName(report.placement);
+        << PlacementName(report.placement) << ", " << shared_bytes_per_block
+        << " bytes of shared memory a block";
     const auto poisoned = out.Read();
     // The 0xFF poison is a NaN.
     EXPECT_TRUE(std::isnan(poisoned[total + offset])) << "wrote past the output";
@@ -182,6 +187,63 @@ TEST(FirFilterGpu, EveryShapeAndSourceBitwiseEqualToTheDefinition) {
       CheckFir<double>(3, 2050, taps, padding, seed++);
     }
   }
+}
+
+// The opt-in shared memory a block of compute capability 7.5, 8.6 and 8.9, and 9.0.
+constexpr std::size_t kTuringSharedBytes = 64 * 1024, kAdaSharedBytes = 99 * 1024,
+                      kHopperSharedBytes = 227 * 1024;
+
+TEST(FirFilterLaunch, BlocksShrinkWhereSharedMemoryIsSmall) {
+  for (std::int64_t taps : {1, 17, 64, 65, 513, 2048}) {
+    EXPECT_EQ(FirFilterBlockThreads<float>(taps, kHopperSharedBytes), 256) << taps;
+    EXPECT_EQ(FirFilterBlockThreads<double>(taps, kHopperSharedBytes), 256) << taps;
+    EXPECT_EQ(FirFilterBlockThreads<float>(taps, kAdaSharedBytes), 256) << taps;
+    EXPECT_EQ(FirFilterBlockThreads<double>(taps, kAdaSharedBytes), taps <= 64 ? 256 : 64) << taps;
+    EXPECT_EQ(FirFilterBlockThreads<float>(taps, kTuringSharedBytes), 64) << taps;
+    EXPECT_EQ(FirFilterBlockThreads<double>(taps, kTuringSharedBytes), 64) << taps;
+    EXPECT_EQ(FirFilterBlockThreads<double>(taps, 16 * 1024), 0) << taps;
+  }
+}
+
+// The kernels of GPUs with less shared memory a block, run here: the same outputs bit for bit, in
+// tiles of 64 threads, and with more tiles than teams (each team walks several).
+TEST(FirFilterGpu, SmallSharedMemoryBitwiseEqualToTheDefinition) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 500;
+  for (std::size_t shared : {kTuringSharedBytes, kAdaSharedBytes}) {
+    for (std::int64_t taps : {1, 3, 17, 63, 64, 65, 513, 2048}) {
+      if (UnderSanitizer() && taps > 64) continue;
+      for (auto padding : {FirPadding::kSame, FirPadding::kValid}) {
+        CheckFir<float>(3, 5000, taps, padding, seed++, 0, shared);
+        CheckFir<float>(3, 4099, taps, padding, seed++, 0, shared);
+        CheckFir<float>(2, 4100, taps, padding, seed++, 1, shared);
+        CheckFir<double>(3, 2049, taps, padding, seed++, 0, shared);
+        CheckFir<double>(3, 2050, taps, padding, seed++, 0, shared);
+      }
+    }
+  }
+  if (UnderSanitizer()) return;
+  CheckFir<float>(1200, 16384, 17, FirPadding::kSame, seed++, 0, kTuringSharedBytes);
+  CheckFir<double>(600, 4096, 65, FirPadding::kSame, seed++, 0, kTuringSharedBytes);
+}
+
+TEST(FirFilterGpu, TooLittleSharedMemoryIsAnErrorAndTheNextCallWorks) {
+  REQUIRE_GPU();
+  Stream stream;
+  DeviceBuffer<double> x(4096), y(4096);
+  ASSERT_CUDA(cudaMemset(x.get(), 0, 4096 * sizeof(double)));
+  std::vector<double> taps(2048, 0.5);
+  const TableView<double> view{taps.data(), 2048, SourceKind::kPageableHost};
+  const FirShape shape = MakeFirShape(1, 4096, 2048, FirPadding::kSame);
+  const Placement placement = FirFilterPlacement<double>(2048, SourceKind::kPageableHost);
+  EXPECT_EQ(LaunchFirFilterWithSharedMemory<double>(stream, x.get(), y.get(), shape, view,
+                                                    placement, 16 * 1024)
+                .code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_CUDA(cudaMemset(y.get(), 0xFF, 4096 * sizeof(double)));
+  EXPECT_OK(LaunchFirFilter<double>(stream, x.get(), y.get(), shape, view));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  for (double v : y.Read()) ASSERT_EQ(v, 0.0);  // zeros filtered: every output written
 }
 
 TEST(FirFilterGpu, EmptyShapesLaunchNothing) {

@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "constmem/constmem.cuh"
@@ -57,7 +58,11 @@ struct FirBank<double> {
 template <class T>
 using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
+// Threads a block: 256, or 64 on GPUs that offer too little shared memory a block for tiles of
+// 256 threads (64 KiB on compute capability 7.5; 99 KiB on 8.6 and 8.9, less than float64 filters
+// of more than 64 taps need).
 constexpr int kThreads = 256;
+constexpr int kSmallBlockThreads = 64;
 
 // Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers. The taps are
 // applied in chunks of 16 bytes' worth (4 float or 2 double) in warp teams, which run filters of
@@ -74,9 +79,10 @@ constexpr int kThreads = 256;
 #ifndef CONSTMEM_FIR_CHUNK_BYTES
 #define CONSTMEM_FIR_CHUNK_BYTES 32
 #endif
-// kTeam: the threads that share a tile, a warp or the block. A warp synchronizes itself alone, so
-// its warps never wait for each other; a block's tile carries less halo, which long filters need.
-template <class T, int kTeam = kThreads>
+// kTeam: the threads that share a tile, a warp or the block of kBlock threads. A warp synchronizes
+// itself alone, so its warps never wait for each other; a block's tile carries less halo, which
+// long filters need.
+template <class T, int kTeam = kThreads, int kBlock = (kTeam == 32 ? kThreads : kTeam)>
 struct FirTuning {
   static constexpr int kOutputs = CONSTMEM_FIR_OUTPUT_BYTES / static_cast<int>(sizeof(T));
   static constexpr int kChunk =
@@ -84,9 +90,8 @@ struct FirTuning {
       static_cast<int>(sizeof(T));
   static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
   static constexpr int kTile = kTeam * kOutputs;
-  static constexpr int kTeamsPerBlock = kThreads / kTeam;
+  static constexpr int kTeamsPerBlock = kBlock / kTeam;
   static_assert(kOutputs % kChunk == 0 && kChunk % kLanes == 0, "chunks of whole vectors");
-  static_assert(kTeam == 32 || kTeam == kThreads, "a team is a warp or the block");
 };
 template <int kTeam>
 __device__ __forceinline__ void TeamSync() {
@@ -127,9 +132,9 @@ __host__ __device__ constexpr int BufferElements(int taps) {
 }
 // Two buffers a team: a tile's samples arrive in one while the previous tile is computed from the
 // other.
-template <class T, int kTeam>
+template <class T, int kTeam, int kBlock = (kTeam == 32 ? kThreads : kTeam)>
 constexpr std::size_t SharedBytes(int taps) {
-  return FirTuning<T, kTeam>::kTeamsPerBlock * 2 *
+  return FirTuning<T, kTeam, kBlock>::kTeamsPerBlock * 2 *
          static_cast<std::size_t>(BufferElements<T, kTeam>(taps)) * sizeof(T);
 }
 
@@ -138,13 +143,30 @@ constexpr std::size_t SharedBytes(int taps) {
 constexpr int kMaxWarpTeamTaps = 64;
 template <int kTeam>
 __host__ __device__ constexpr int TeamMaxTaps() {
-  return kTeam == kThreads ? static_cast<int>(kFirMaxTaps) : kMaxWarpTeamTaps;
+  return kTeam == 32 ? kMaxWarpTeamTaps : static_cast<int>(kFirMaxTaps);
 }
-// Two blocks a multiprocessor at every tap count (228 KiB, 1 KiB reserved a block).
+// Two blocks a multiprocessor at every tap count on sm_80 and sm_90 (228 KiB, 1 KiB reserved a
+// block).
 static_assert(SharedBytes<float, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<double, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<float, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<double, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
+// The most shared memory a block of warp teams or of one block team asks for, at their longest
+// filter.
+template <class T, int kBlock>
+constexpr std::size_t MostSharedBytes(bool warp_teams) {
+  return warp_teams ? SharedBytes<T, 32, kBlock>(kMaxWarpTeamTaps)
+                    : SharedBytes<T, kBlock, kBlock>(kFirMaxTaps);
+}
+// Small blocks fit every GPU CUDA 13 builds for (64 KiB a block on compute capability 7.5).
+constexpr std::size_t kSmallestSharedBytesPerBlock = 64 * 1024;
+static_assert(MostSharedBytes<float, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
+                  MostSharedBytes<double, kSmallBlockThreads>(false) <=
+                      kSmallestSharedBytesPerBlock &&
+                  MostSharedBytes<float, kSmallBlockThreads>(true) <=
+                      kSmallestSharedBytesPerBlock &&
+                  MostSharedBytes<double, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock,
+              "small blocks fit 64 KiB");
 
 // Asynchronous copies from global to shared memory (cp.async, sm_80 and newer): the staging of the
 // next tile costs one instruction a vector and no registers while the current tile is computed.
@@ -209,11 +231,12 @@ __device__ __forceinline__ void LoadShared(unsigned address, double2* vector) {
 #endif
 // kShift: how far a tile's first sample lies past the vector boundary its staging starts from
 // (the row's samples are staged as whole vectors, so SAME padding of an odd count shifts them).
-template <class T, class Taps, int kShift, int kTeam>
-__global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
+template <class T, class Taps, int kShift, int kTeam, int kBlock>
+__global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kBlock)
     FirKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
               int tap_count, int pad_left, const __grid_constant__ Taps taps) {
-  using Tune = FirTuning<T, kTeam>;
+  static_assert(kTeam == 32 || kTeam == kBlock, "a team is a warp or the block");
+  using Tune = FirTuning<T, kTeam, kBlock>;
   using V = typename Vector16<T>::type;
   constexpr int R = Tune::kOutputs;
   constexpr int K = Tune::kChunk;
@@ -224,9 +247,9 @@ __global__ void __launch_bounds__(kThreads, CONSTMEM_FIR_MIN_BLOCKS)
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int staged_count = StagedSamples<T, kTeam>(tap_count);
   const int buffer_elements = BufferElements<T, kTeam>(tap_count);
-  const unsigned team_in_block = kTeam == kThreads ? 0 : threadIdx.x / kTeam;
+  const unsigned team_in_block = kTeam == kBlock ? 0 : threadIdx.x / kTeam;
   T* const buffers = reinterpret_cast<T*>(shared_bytes) + team_in_block * 2 * buffer_elements;
-  const unsigned thread = kTeam == kThreads ? threadIdx.x : threadIdx.x % kTeam;  // in the team
+  const unsigned thread = kTeam == kBlock ? threadIdx.x : threadIdx.x % kTeam;  // in the team
   // Rows start on 16-byte boundaries: the staging copies whole vectors.
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
   const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
@@ -485,58 +508,88 @@ StrategyLimits FirLimits() {
   return limits;
 }
 
-template <class T, class Taps, int kShift, int kTeam>
+template <class T, class Taps, int kShift, int kTeam, int kBlock>
 Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                      const Taps& taps) {
-  using Tune = FirTuning<T, kTeam>;
-  constexpr auto kernel = FirKernel<T, Taps, kShift, kTeam>;
+  using Tune = FirTuning<T, kTeam, kBlock>;
+  constexpr auto kernel = FirKernel<T, Taps, kShift, kTeam, kBlock>;
+  constexpr std::size_t kMostShared = MostSharedBytes<T, kBlock>(kTeam == 32);
   // Long filters need more than the 48 KiB of shared memory a block gets without asking; asked
   // once a device.
   static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
   if (!shared_memory_raised[device].load(std::memory_order_relaxed)) {
     CONSTMEM_RETURN_IF_CUDA_ERROR(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(SharedBytes<T, kTeam>(TeamMaxTaps<kTeam>()))),
+                             static_cast<int>(kMostShared)),
         "cudaFuncSetAttribute(FirKernel)");
     shared_memory_raised[device].store(true, std::memory_order_relaxed);
   }
-  const std::size_t shared = SharedBytes<T, kTeam>(static_cast<int>(shape.taps));
+  const std::size_t shared = SharedBytes<T, kTeam, kBlock>(static_cast<int>(shape.taps));
   const std::int64_t tiles = shape.rows * ((shape.outputs + Tune::kTile - 1) / Tune::kTile);
-  // Two blocks a multiprocessor at every tap count (the static_asserts on SharedBytes), so the
-  // longest filter's shared memory gives every launch's grid.
-  const dim3 grid = PersistentGrid(
-      (tiles + Tune::kTeamsPerBlock - 1) / Tune::kTeamsPerBlock,
-      ResidentBlocks<kernel>(kThreads, device, SharedBytes<T, kTeam>(TeamMaxTaps<kTeam>())));
-  kernel<<<grid, kThreads, shared, stream>>>(x, y, shape.rows, shape.length, shape.outputs,
-                                             static_cast<int>(shape.taps),
-                                             static_cast<int>(shape.pad_left), taps);
+  // The longest filter's shared memory gives every launch's grid (on sm_80 and sm_90 two blocks of
+  // 256 threads a multiprocessor at every tap count: the static_asserts on SharedBytes).
+  const dim3 grid = PersistentGrid((tiles + Tune::kTeamsPerBlock - 1) / Tune::kTeamsPerBlock,
+                                   ResidentBlocks<kernel>(kBlock, device, kMostShared));
+  kernel<<<grid, kBlock, shared, stream>>>(x, y, shape.rows, shape.length, shape.outputs,
+                                           static_cast<int>(shape.taps),
+                                           static_cast<int>(shape.pad_left), taps);
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "FirFilter launch");
+}
+
+// Warp teams for short filters, block teams for long ones; blocks of kThreads threads where the
+// GPU's shared memory a block holds their tiles, else of kSmallBlockThreads.
+template <class T>
+int BlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block) {
+  const bool warp_teams = taps <= kMaxWarpTeamTaps;
+  if (MostSharedBytes<T, kThreads>(warp_teams) <= shared_bytes_per_block) return kThreads;
+  if (MostSharedBytes<T, kSmallBlockThreads>(warp_teams) <= shared_bytes_per_block) {
+    return kSmallBlockThreads;
+  }
+  return 0;
 }
 
 template <class T, class Taps, int kShift>
 Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
-                     const Taps& taps) {
-  if (shape.taps <= kMaxWarpTeamTaps) {
-    return LaunchShifted<T, Taps, kShift, 32>(device, stream, x, y, shape, taps);
+                     const Taps& taps, std::size_t shared_bytes_per_block) {
+  const bool warp_teams = shape.taps <= kMaxWarpTeamTaps;
+  switch (BlockThreads<T>(shape.taps, shared_bytes_per_block)) {
+    case kThreads:
+      return warp_teams
+                 ? LaunchShifted<T, Taps, kShift, 32, kThreads>(device, stream, x, y, shape, taps)
+                 : LaunchShifted<T, Taps, kShift, kThreads, kThreads>(device, stream, x, y, shape,
+                                                                      taps);
+    case kSmallBlockThreads:
+      return warp_teams ? LaunchShifted<T, Taps, kShift, 32, kSmallBlockThreads>(device, stream, x,
+                                                                                 y, shape, taps)
+                        : LaunchShifted<T, Taps, kShift, kSmallBlockThreads, kSmallBlockThreads>(
+                              device, stream, x, y, shape, taps);
   }
-  return LaunchShifted<T, Taps, kShift, kThreads>(device, stream, x, y, shape, taps);
+  return Status(StatusCode::kFailedPrecondition,
+                "FirFilter's GPU kernel needs " +
+                    std::to_string(MostSharedBytes<T, kSmallBlockThreads>(warp_teams)) +
+                    " bytes of shared memory a block; this GPU offers " +
+                    std::to_string(shared_bytes_per_block));
 }
 
 // One kernel for each offset of a tile's first sample within a vector.
 template <class T, class Taps>
 Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
-                    const Taps& taps) {
+                    const Taps& taps, std::size_t shared_bytes_per_block) {
   constexpr int L = FirTuning<T>::kLanes;
   switch ((L - shape.pad_left % L) % L) {
     case 0:
-      return LaunchForTeam<T, Taps, 0>(device, stream, x, y, shape, taps);
+      return LaunchForTeam<T, Taps, 0>(device, stream, x, y, shape, taps, shared_bytes_per_block);
     case 1:
-      return LaunchForTeam<T, Taps, 1>(device, stream, x, y, shape, taps);
+      return LaunchForTeam<T, Taps, 1>(device, stream, x, y, shape, taps, shared_bytes_per_block);
     case 2:
-      if constexpr (L > 2) return LaunchForTeam<T, Taps, 2>(device, stream, x, y, shape, taps);
+      if constexpr (L > 2) {
+        return LaunchForTeam<T, Taps, 2>(device, stream, x, y, shape, taps, shared_bytes_per_block);
+      }
       break;
     case 3:
-      if constexpr (L > 3) return LaunchForTeam<T, Taps, 3>(device, stream, x, y, shape, taps);
+      if constexpr (L > 3) {
+        return LaunchForTeam<T, Taps, 3>(device, stream, x, y, shape, taps, shared_bytes_per_block);
+      }
       break;
   }
   return Status(StatusCode::kInternal, "FirFilter: no kernel for this padding");
@@ -551,9 +604,14 @@ Placement FirFilterPlacement(std::int64_t count, SourceKind source) {
 }
 
 template <class T>
-Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                                    const TableView<T>& taps, Placement placement,
-                                    LaunchReport* report) {
+int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block) {
+  return BlockThreads<T>(taps, shared_bytes_per_block);
+}
+
+template <class T>
+Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const FirShape& shape,
+                                       const TableView<T>& taps, Placement placement,
+                                       std::size_t shared_bytes_per_block, LaunchReport* report) {
   if (report != nullptr) *report = LaunchReport{placement, false};
   if (taps.values == nullptr || taps.size < 1 || taps.size > kFirMaxTaps ||
       taps.size != shape.taps) {
@@ -568,9 +626,20 @@ Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const Fi
   return LaunchWithTable<FirByValue<T>, typename FirBank<T>::Reader>(
       stream, taps, placement, FirBank<T>::bank(),
       [&](int device, const auto& reader) {
-        return LaunchKernel(device, stream, x, y, shape, reader);
+        std::size_t device_bytes = 0;
+        CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
+        return LaunchKernel(device, stream, x, y, shape, reader,
+                            std::min(device_bytes, shared_bytes_per_block));
       },
       report);
+}
+
+template <class T>
+Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const FirShape& shape,
+                                    const TableView<T>& taps, Placement placement,
+                                    LaunchReport* report) {
+  return LaunchFirFilterWithSharedMemory(stream, x, y, shape, taps, placement,
+                                         std::numeric_limits<std::size_t>::max(), report);
 }
 
 template <class T>
@@ -580,12 +649,16 @@ Status LaunchFirFilter(GpuStream stream, const T* x, T* y, const FirShape& shape
                                       FirFilterPlacement<T>(taps.size, taps.source), report);
 }
 
-#define CONSTMEM_INSTANTIATE_FIR(T)                                                         \
-  template Placement FirFilterPlacement<T>(std::int64_t, SourceKind);                       \
-  template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,              \
-                                     const TableView<T>&, LaunchReport*);                   \
-  template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&, \
-                                                  const TableView<T>&, Placement, LaunchReport*);
+#define CONSTMEM_INSTANTIATE_FIR(T)                                                               \
+  template Placement FirFilterPlacement<T>(std::int64_t, SourceKind);                             \
+  template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,                    \
+                                     const TableView<T>&, LaunchReport*);                         \
+  template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&,       \
+                                                  const TableView<T>&, Placement, LaunchReport*); \
+  template Status LaunchFirFilterWithSharedMemory<T>(GpuStream, const T*, T*, const FirShape&,    \
+                                                     const TableView<T>&, Placement, std::size_t, \
+                                                     LaunchReport*);                              \
+  template int FirFilterBlockThreads<T>(std::int64_t, std::size_t);
 CONSTMEM_INSTANTIATE_FIR(float)
 CONSTMEM_INSTANTIATE_FIR(double)
 #undef CONSTMEM_INSTANTIATE_FIR

@@ -3,6 +3,7 @@
 // (nvcc, no framework header). The stream is the framework's raw CUDA stream.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "adapter/gpu_table.h"
@@ -25,6 +26,21 @@ template <class T>
 Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const FirShape& shape,
                                     const TableView<T>& taps, Placement placement,
                                     LaunchReport* report = nullptr);
+
+// LaunchFirFilterWithPlacement as on a GPU that offers at most `shared_bytes_per_block` of shared
+// memory a block: tests run the kernels of GPUs with less shared memory on a larger one.
+template <class T>
+Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const FirShape& shape,
+                                       const TableView<T>& taps, Placement placement,
+                                       std::size_t shared_bytes_per_block,
+                                       LaunchReport* report = nullptr);
+
+// The threads a block of FirFilter's kernel for `taps` taps of T on a GPU that offers
+// `shared_bytes_per_block` of shared memory a block: 256, or 64 where the tiles of 256 threads do
+// not fit (compute capability 7.5; float64 filters of more than 64 taps on 8.6 and 8.9); 0 where
+// nothing fits.
+template <class T>
+int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block);
 
 // Where LaunchFirFilter puts `count` taps of T from `source`.
 template <class T>
