@@ -9,6 +9,7 @@
 #include "constmem/stats.hpp"
 #include "tensorflow/core/common_runtime/device/device_event_mgr.h"
 #include "tensorflow/core/framework/device_base.h"
+#include "tensorflow/core/util/work_sharder.h"
 #include "xla/stream_executor/stream.h"
 
 namespace constmem {
@@ -173,6 +174,13 @@ void GpuTableArgument<T>::KeepAliveUntilStreamPasses(tensorflow::OpKernelContext
 template class GpuTableArgument<std::int32_t>;
 template class GpuTableArgument<float>;
 template class GpuTableArgument<double>;
+
+void ShardOnCpuWorkers(tensorflow::OpKernelContext* ctx, std::int64_t count,
+                       std::int64_t cost_per_element,
+                       const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
+  tensorflow::Shard(workers->NumThreads(), workers, count, cost_per_element, fn);
+}
 
 absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,
                                    const std::function<Status(ops::GpuStream)>& launch) {

@@ -107,6 +107,12 @@ extern template class GpuTableArgument<std::int32_t>;
 extern template class GpuTableArgument<float>;
 extern template class GpuTableArgument<double>;
 
+// Runs fn(begin, end) over elements [0, count) on the CPU device's worker threads, in shards that
+// TensorFlow sizes from each element's cost (about the cycles it takes): a CPU kernel's loop.
+void ShardOnCpuWorkers(tensorflow::OpKernelContext* ctx, std::int64_t count,
+                       std::int64_t cost_per_element,
+                       const std::function<void(std::int64_t, std::int64_t)>& fn);
+
 // Runs an op's launcher on TensorFlow's CUDA stream for this op and maps its Status. Refuses a
 // null stream: that would be the legacy default stream, which synchronises with everything.
 absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,

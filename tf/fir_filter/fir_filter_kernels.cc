@@ -10,7 +10,6 @@
 #include "fir_filter/fir_filter_functor.h"
 #include "fir_filter/fir_filter_launcher.h"
 #include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/util/work_sharder.h"
 
 namespace constmem {
 namespace ops {
@@ -64,11 +63,10 @@ class FirFilterCpuKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, PrepareOutput(ctx, padding_, count, &shape, &output));
     const T* x = ctx->input(0).flat<T>().data();
     T* y = output->flat<T>().data();
-    auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
-    tensorflow::Shard(workers->NumThreads(), workers, output->NumElements(),
-                      /*cost_per_unit=*/count + 2, [&](std::int64_t begin, std::int64_t end) {
-                        FirFilterCpuRange(x, y, shape, taps, begin, end);
-                      });
+    tf_adapter::ShardOnCpuWorkers(ctx, output->NumElements(), /*cost_per_element=*/count + 2,
+                                  [&](std::int64_t begin, std::int64_t end) {
+                                    FirFilterCpuRange(x, y, shape, taps, begin, end);
+                                  });
   }
 
  private:

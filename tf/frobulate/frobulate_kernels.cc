@@ -11,7 +11,6 @@
 #include "frobulate/frobulate_launcher.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/util/work_sharder.h"
 
 namespace constmem {
 namespace ops {
@@ -54,11 +53,11 @@ class FrobulateCpuKernel : public OpKernel {
     const T* data = ctx->input(0).flat<T>().data();
     T* out = output->flat<T>().data();
     const std::int64_t table_size = static_cast<std::int64_t>(table->size());
-    auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
-    tensorflow::Shard(workers->NumThreads(), workers, output->NumElements(),
-                      /*cost_per_unit=*/table_size + 2, [&](std::int64_t begin, std::int64_t end) {
-                        FrobulateCpuRange(data, out, begin, end, table->data(), table_size);
-                      });
+    tf_adapter::ShardOnCpuWorkers(ctx, output->NumElements(), /*cost_per_element=*/table_size + 2,
+                                  [&](std::int64_t begin, std::int64_t end) {
+                                    FrobulateCpuRange(data, out, begin, end, table->data(),
+                                                      table_size);
+                                  });
   }
 
  private:

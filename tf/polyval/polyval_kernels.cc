@@ -9,7 +9,6 @@
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_launcher.h"
 #include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/util/work_sharder.h"
 
 namespace constmem {
 namespace ops {
@@ -40,11 +39,10 @@ class PolyvalCpuKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, PrepareOutput(ctx, &output));
     const T* x = ctx->input(0).flat<T>().data();
     T* y = output->flat<T>().data();
-    auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
-    tensorflow::Shard(workers->NumThreads(), workers, output->NumElements(),
-                      /*cost_per_unit=*/count + 2, [&](std::int64_t begin, std::int64_t end) {
-                        PolyvalCpuRange(x, y, begin, end, coeffs, count);
-                      });
+    tf_adapter::ShardOnCpuWorkers(ctx, output->NumElements(), /*cost_per_element=*/count + 2,
+                                  [&](std::int64_t begin, std::int64_t end) {
+                                    PolyvalCpuRange(x, y, begin, end, coeffs, count);
+                                  });
   }
 
  private:
