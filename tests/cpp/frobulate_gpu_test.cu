@@ -57,6 +57,8 @@ std::int64_t MismatchesForCase(std::int64_t count, std::int64_t table_size, Sour
   cudaMemcpy(device_table, table.data(), table_size * sizeof(std::int32_t), cudaMemcpyHostToDevice);
   cudaMemcpy(device_data + misalign, data.data(), count * sizeof(T), cudaMemcpyHostToDevice);
   cudaMemset(device_out, 0xFF, (count + 1) * sizeof(T));  // NaN poison: unwritten shows
+  // The setup ran on the default stream, which the non-blocking stream does not wait for.
+  cudaDeviceSynchronize();
 
   GpuTable gpu_table;
   gpu_table.size = table_size;

@@ -50,6 +50,9 @@ struct Tables {
     cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
     std::memcpy(pinned, values.data(), values.size() * sizeof(T));
     cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
+    // Copies from pageable memory may still be in flight when cudaMemcpy returns, and the
+    // launchers run on non-blocking streams, which do not wait for the default stream.
+    cudaDeviceSynchronize();
   }
   ~Tables() { cudaFreeHost(pinned); }
   TableView<T> View(SourceKind source) const {
@@ -78,7 +81,8 @@ void CheckPolyval(std::int64_t count, std::int64_t coeff_count, int misalign, st
     expected[i] = PolyvalElement(x[i], coeffs.host.data(), coeff_count);
   Stream stream;
   DeviceBuffer<T> in(count + 1), out(count + 1);
-  cudaMemcpy(in.get() + misalign, x.data(), count * sizeof(T), cudaMemcpyHostToDevice);
+  ASSERT_CUDA(
+      cudaMemcpyAsync(in.get() + misalign, x.data(), count * sizeof(T), cudaMemcpyDefault, stream));
   for (SourceKind source :
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
     for (Placement placement :
@@ -88,7 +92,7 @@ void CheckPolyval(std::int64_t count, std::int64_t coeff_count, int misalign, st
         continue;  // by value needs a host table, global memory a device table
       if (placement == Placement::kByValue && coeff_count * sizeof(T) > kDefaultByValueBytes)
         continue;
-      cudaMemset(out.get(), 0xFF, (count + 1) * sizeof(T));
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (count + 1) * sizeof(T), stream));
       ASSERT_OK(LaunchPolyvalWithPlacement<T>(stream, in.get() + misalign, out.get() + misalign,
                                               count, coeffs.View(source), placement));
       ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -148,10 +152,11 @@ void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadd
   }
   Stream stream;
   DeviceBuffer<T> in(rows * length + 1 + offset), out(total + 1 + offset);
-  cudaMemcpy(in.get() + offset, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice);
+  ASSERT_CUDA(cudaMemcpyAsync(in.get() + offset, x.data(), x.size() * sizeof(T), cudaMemcpyDefault,
+                              stream));
   for (SourceKind source :
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
-    cudaMemset(out.get(), 0xFF, (total + 1 + offset) * sizeof(T));
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (total + 1 + offset) * sizeof(T), stream));
     LaunchReport report;
     ASSERT_OK(LaunchFirFilterWithSharedMemory<T>(
         stream, in.get() + offset, out.get() + offset, shape, tap_values.View(source),
@@ -231,7 +236,7 @@ TEST(FirFilterGpu, TooLittleSharedMemoryIsAnErrorAndTheNextCallWorks) {
   REQUIRE_GPU();
   Stream stream;
   DeviceBuffer<double> x(4096), y(4096);
-  ASSERT_CUDA(cudaMemset(x.get(), 0, 4096 * sizeof(double)));
+  ASSERT_CUDA(cudaMemsetAsync(x.get(), 0, 4096 * sizeof(double), stream));
   std::vector<double> taps(2048, 0.5);
   const TableView<double> view{taps.data(), 2048, SourceKind::kPageableHost};
   const FirShape shape = MakeFirShape(1, 4096, 2048, FirPadding::kSame);
@@ -240,7 +245,7 @@ TEST(FirFilterGpu, TooLittleSharedMemoryIsAnErrorAndTheNextCallWorks) {
                                                     placement, 16 * 1024)
                 .code(),
             StatusCode::kFailedPrecondition);
-  ASSERT_CUDA(cudaMemset(y.get(), 0xFF, 4096 * sizeof(double)));
+  ASSERT_CUDA(cudaMemsetAsync(y.get(), 0xFF, 4096 * sizeof(double), stream));
   EXPECT_OK(LaunchFirFilter<double>(stream, x.get(), y.get(), shape, view));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   for (double v : y.Read()) ASSERT_EQ(v, 0.0);  // zeros filtered: every output written

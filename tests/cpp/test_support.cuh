@@ -52,6 +52,8 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t n) : n_(n) {
     cudaMalloc(&data_, n * sizeof(T));
     cudaMemset(data_, 0, n * sizeof(T));  // initialised, so that initcheck sees only real misses
+    // Done before any non-blocking stream (which does not wait for the default stream) uses it.
+    cudaDeviceSynchronize();
   }
   ~DeviceBuffer() { cudaFree(data_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
