@@ -4,11 +4,11 @@
 // A team of threads (a warp for up to 64 taps, else the block) computes tiles of consecutive
 // outputs of one row. A tile's samples plus the k-1 of halo are staged in shared memory
 // as whole 16-byte vectors (zeros outside the row) by asynchronous copies, issued while the team
-// computes the previous tile from the other of two buffers. Each thread computes kOutputs
-// consecutive outputs from a ring of samples in registers: each tap, read with a warp-uniform index
-// (constant memory's broadcast), feeds kOutputs FMAs, and shared memory delivers one sample per
-// thread per tap, a fraction of what the FMAs consume. The outputs go back through shared memory
-// to leave in coalesced stores.
+// computes the previous tile from another buffer; on sm_90 a warp team's tile arrives by one bulk
+// copy and leaves by one bulk store. Each thread computes kOutputs consecutive outputs from a ring
+// of samples in registers: each tap, read with a warp-uniform index (constant memory's broadcast),
+// feeds kOutputs FMAs, and shared memory delivers one sample per thread per tap, a fraction of what
+// the FMAs consume. The outputs go back through shared memory to leave in coalesced stores.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -64,12 +64,19 @@ using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 constexpr int kThreads = 256;
 constexpr int kSmallBlockThreads = 64;
 
-// Per thread: 128 bytes of consecutive outputs (32 float or 16 double) in registers. The taps are
-// applied in chunks of 16 bytes' worth (4 float or 2 double) in warp teams, which run filters of
-// up to 64 taps: the smaller chunk keeps the loop and the code for the leftover taps small enough
-// for the instruction cache. Block teams run long filters in chunks of 32 bytes: half the loads a
-// tap, which matters more there than the code's size. These shapes were the fastest on an H200
-// (docs/performance.md). The macros exist to compare shapes on a GPU.
+// Per thread: consecutive outputs in registers, 112 bytes of them (28 float or 14 double) in warp
+// teams, 128 bytes (32 float or 16 double) in block teams. 112 bytes are an odd number of 16-byte
+// vectors, so the vectors that eight threads load at the same offset fall in distinct banks as
+// they lie; 128 bytes need a vector of padding after each thread's outputs, and every load then
+// computes its padded offset. The taps are applied in chunks of 16 bytes' worth (4 float or 2
+// double) in warp teams, which run filters of up to 64 taps: the smaller chunk keeps the loop and
+// the code for the leftover taps small enough for the instruction cache. Block teams run long
+// filters in chunks of 32 bytes: half the loads a tap, which matters more there than the code's
+// size. These shapes were the fastest on an H200 (docs/performance.md). The macros exist to
+// compare shapes on a GPU.
+#ifndef CONSTMEM_FIR_WARP_OUTPUT_BYTES
+#define CONSTMEM_FIR_WARP_OUTPUT_BYTES 112
+#endif
 #ifndef CONSTMEM_FIR_OUTPUT_BYTES
 #define CONSTMEM_FIR_OUTPUT_BYTES 128
 #endif
@@ -84,13 +91,20 @@ constexpr int kSmallBlockThreads = 64;
 // long filters need.
 template <class T, int kTeam = kThreads, int kBlock = (kTeam == 32 ? kThreads : kTeam)>
 struct FirTuning {
-  static constexpr int kOutputs = CONSTMEM_FIR_OUTPUT_BYTES / static_cast<int>(sizeof(T));
+  static constexpr int kOutputs =
+      (kTeam == 32 ? CONSTMEM_FIR_WARP_OUTPUT_BYTES : CONSTMEM_FIR_OUTPUT_BYTES) /
+      static_cast<int>(sizeof(T));
   static constexpr int kChunk =
       (kTeam == 32 ? CONSTMEM_FIR_WARP_CHUNK_BYTES : CONSTMEM_FIR_CHUNK_BYTES) /
       static_cast<int>(sizeof(T));
   static constexpr int kLanes = 16 / static_cast<int>(sizeof(T));  // one 16-byte vector
   static constexpr int kTile = kTeam * kOutputs;
   static constexpr int kTeamsPerBlock = kBlock / kTeam;
+  // A padding vector after each thread's outputs where they span an even number of vectors.
+  static constexpr bool kPadded = kOutputs / kLanes % 2 == 0;
+  // Buffers a team: a tile's samples arrive in one while the previous tile is computed from
+  // another. Warp teams keep a third, from which the tile before leaves by a bulk store.
+  static constexpr int kBuffers = kTeam == 32 ? 3 : 2;
   static_assert(kOutputs % kChunk == 0 && kChunk % kLanes == 0, "chunks of whole vectors");
 };
 template <int kTeam>
@@ -120,22 +134,30 @@ __host__ __device__ constexpr int StagedSamples(int taps) {
          Tune::kLanes;
 }
 
-// Shared-memory index of staged sample e: one vector of padding after every kOutputs samples, so
-// that the 16-byte loads of a quarter warp (threads kOutputs samples apart) hit distinct banks.
-template <class T>
+// Shared-memory index of staged sample e, and of staged vector k: in padded layouts one vector of
+// padding after every kOutputs samples, so that the 16-byte loads of a quarter warp (threads
+// kOutputs samples apart) hit distinct banks.
+template <class T, int kTeam>
 __host__ __device__ constexpr int Padded(int e) {
-  return e + e / FirTuning<T>::kOutputs * FirTuning<T>::kLanes;
+  using Tune = FirTuning<T, kTeam>;
+  return Tune::kPadded ? e + e / Tune::kOutputs * Tune::kLanes : e;
+}
+template <class T, int kTeam>
+__host__ __device__ constexpr int PaddedVector(int k) {
+  using Tune = FirTuning<T, kTeam>;
+  return Tune::kPadded ? k + k / (Tune::kOutputs / Tune::kLanes) : k;
 }
 template <class T, int kTeam>
 __host__ __device__ constexpr int BufferElements(int taps) {
-  return Padded<T>(StagedSamples<T, kTeam>(taps)) + FirTuning<T>::kLanes;
+  return Padded<T, kTeam>(StagedSamples<T, kTeam>(taps)) + FirTuning<T>::kLanes;
 }
-// Two buffers a team: a tile's samples arrive in one while the previous tile is computed from the
-// other.
+// Each team's buffers, then (warp teams) one transaction barrier a buffer for its bulk copies.
 template <class T, int kTeam, int kBlock = (kTeam == 32 ? kThreads : kTeam)>
 constexpr std::size_t SharedBytes(int taps) {
-  return FirTuning<T, kTeam, kBlock>::kTeamsPerBlock * 2 *
-         static_cast<std::size_t>(BufferElements<T, kTeam>(taps)) * sizeof(T);
+  using Tune = FirTuning<T, kTeam, kBlock>;
+  return Tune::kTeamsPerBlock * Tune::kBuffers *
+         (static_cast<std::size_t>(BufferElements<T, kTeam>(taps)) * sizeof(T) +
+          (kTeam == 32 ? sizeof(std::uint64_t) : 0));
 }
 
 // Filters of up to this many taps run in warp teams; longer ones in block teams, whose tiles carry
@@ -205,12 +227,71 @@ __device__ __forceinline__ void CopyAsyncWaitAll() {
 #endif
 }
 
+// Bulk copies (sm_90 and newer): one thread moves a tile's samples into shared memory, completing
+// on a transaction barrier, and a tile's outputs back to global memory, so that the other threads
+// issue nothing for either. Sources, destinations and sizes are whole 16-byte vectors.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CONSTMEM_FIR_BULK_COPIES 1
+__device__ __forceinline__ void BarrierInit(unsigned barrier) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(barrier) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// Arms the barrier for `bytes` and starts their copy; with no bytes it completes the phase.
+__device__ __forceinline__ void BulkLoad(unsigned destination, const void* source, unsigned bytes,
+                                         unsigned barrier) {
+  if (bytes == 0) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+    return;
+  }
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(barrier), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(destination),
+      "l"(source), "r"(bytes), "r"(barrier)
+      : "memory");
+}
+__device__ __forceinline__ void BarrierWait(unsigned barrier, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait;\n"
+      "}\n" ::"r"(barrier),
+      "r"(parity)
+      : "memory");
+}
+// Makes this thread's shared-memory writes visible to bulk copies that follow.
+__device__ __forceinline__ void FenceForBulkCopies() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void BulkStore(void* destination, unsigned source, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(destination),
+               "r"(source), "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most kPending bulk stores still read shared memory.
+template <int kPending>
+__device__ __forceinline__ void BulkStoresReadAll() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
+__device__ __forceinline__ void BulkStoresDone() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+#endif
+
 // Hides how an address was computed, so that unrolled rounds address from it with constant
 // offsets: otherwise the compiler recomputes it, 64-bit products included, in every round.
 template <class P>
 __device__ __forceinline__ P* HeldAddress(P* address) {
   asm("" : "+l"(address));
   return address;
+}
+__device__ __forceinline__ unsigned HeldAddress(unsigned shared_address) {
+  asm("" : "+r"(shared_address));
+  return shared_address;
 }
 
 // One 16-byte vector from a 32-bit shared-memory address, which stays in a register: from a C++
@@ -248,11 +329,28 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
   const int staged_count = StagedSamples<T, kTeam>(tap_count);
   const int buffer_elements = BufferElements<T, kTeam>(tap_count);
   const unsigned team_in_block = kTeam == kBlock ? 0 : threadIdx.x / kTeam;
-  T* const buffers = reinterpret_cast<T*>(shared_bytes) + team_in_block * 2 * buffer_elements;
+  constexpr int B = Tune::kBuffers;
+  T* const buffers = reinterpret_cast<T*>(shared_bytes) + team_in_block * B * buffer_elements;
   const unsigned thread = kTeam == kBlock ? threadIdx.x : threadIdx.x % kTeam;  // in the team
   // Rows start on 16-byte boundaries: the staging copies whole vectors.
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
   const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
+#ifdef CONSTMEM_FIR_BULK_COPIES
+  // Warp teams move whole-vector rows and outputs by bulk copies, each buffer's arrival signalled
+  // on its barrier; bit b of `parities` is the phase of buffer b's barrier to wait for.
+  const bool bulk = kWarpTeam && vector_rows && vector_output;
+  const unsigned barriers =
+      static_cast<unsigned>(__cvta_generic_to_shared(shared_bytes)) +
+      static_cast<unsigned>((Tune::kTeamsPerBlock * B * buffer_elements * sizeof(T)) +
+                            team_in_block * B * sizeof(std::uint64_t));
+  unsigned parities = 0;
+  if (bulk) {
+    if (thread == 0) {
+      for (int b = 0; b < B; ++b) BarrierInit(barriers + b * sizeof(std::uint64_t));
+    }
+    __syncwarp();
+  }
+#endif
 
   // Tiles are walked as (row, column) pairs, stepping without a 64-bit division per tile.
   const std::int64_t tiles_per_row = (outputs + Tune::kTile - 1) / Tune::kTile;
@@ -269,20 +367,47 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
   };
 
   // Staged sample e of a tile is row sample column * kTile - pad_left - kShift + e; staged vector
-  // k = thread + i * kTeam sits at k + k / (R / L). Warp teams copy in rounds of one vector a
+  // k = thread + i * kTeam sits at PaddedVector(k). Warp teams copy in rounds of one vector a
   // thread from held base addresses (every round's addresses are the first round's plus
   // constants); block teams keep a loop of their own, which ran faster for them on an H200.
-  constexpr int kRoundStride = kTeam + kTeam / (R / L);
+  constexpr int kRoundStride = PaddedVector<T, kTeam>(kTeam);
   constexpr int kStageRounds =
       (StagedSamples<T, kTeam>(TeamMaxTaps<kTeam>()) / L + kTeam - 1) / kTeam;
-  auto stage = [&](T* buffer, std::int64_t row, std::int64_t column) {
+  auto stage = [&](int buffer_index, std::int64_t row, std::int64_t column) {
+    T* const buffer = buffers + buffer_index * buffer_elements;
     const T* row_x = x + row * length;
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
+#ifdef CONSTMEM_FIR_BULK_COPIES
+    if (bulk) {  // one copy of the samples inside the row; threads write the zeros outside it
+      const std::int64_t first = first_sample / L;
+      const int staged_vectors = staged_count / L;
+      auto clamp = [&](std::int64_t k) {
+        return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
+      };
+      const int inside_begin = clamp(-first);
+      const int inside_end = clamp(length / L - first);
+      // The bulk store of the tile that last used this buffer has read it.
+      if (thread == 0) BulkStoresReadAll<B - 2>();
+      __syncwarp();
+      V* const vectors = reinterpret_cast<V*>(buffer);
+      for (int k = thread; k < inside_begin; k += kTeam) vectors[k] = V{};
+      for (int k = inside_end + static_cast<int>(thread); k < staged_vectors; k += kTeam) {
+        vectors[k] = V{};
+      }
+      if (thread == 0) {
+        BulkLoad(static_cast<unsigned>(__cvta_generic_to_shared(vectors + inside_begin)),
+                 reinterpret_cast<const V*>(row_x) + (first + inside_begin),
+                 static_cast<unsigned>((inside_end - inside_begin) * sizeof(V)),
+                 barriers + buffer_index * sizeof(std::uint64_t));
+      }
+      return;
+    }
+#endif
     if (!vector_rows) {
       for (int e = thread; e < staged_count; e += kTeam) {
         const std::int64_t s = first_sample + e;
         const bool inside = s >= 0 && s < length;
-        CopyAsync(buffer + Padded<T>(e), inside ? row_x + s : row_x, inside);
+        CopyAsync(buffer + Padded<T, kTeam>(e), inside ? row_x + s : row_x, inside);
       }
       return;
     }
@@ -291,8 +416,8 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
     const int staged_vectors = staged_count / L;
     if constexpr (kWarpTeam) {
       const V* from = HeldAddress(row_vectors + (first + thread));
-      const auto to =
-          static_cast<unsigned>(__cvta_generic_to_shared(buffer + (thread + thread / (R / L)) * L));
+      const auto to = static_cast<unsigned>(
+          __cvta_generic_to_shared(buffer + PaddedVector<T, kTeam>(thread) * L));
       const int round_limit = staged_vectors - static_cast<int>(thread);  // i * kTeam < this
       if (first >= 0 && first + staged_vectors <= length / L) {  // the whole tile inside the row
 #pragma unroll
@@ -317,7 +442,7 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
     } else {
       V* const staged_vectors_at = reinterpret_cast<V*>(buffer);
       const V* from = row_vectors + (first + thread);
-      V* to = staged_vectors_at + thread + thread / (R / L);
+      V* to = staged_vectors_at + PaddedVector<T, kTeam>(thread);
       // Staged vectors [inside_begin, inside_begin + inside_count) lie inside the row; a copy
       // from outside reads nothing and is pointed at the row's start.
       auto clamp = [&](std::int64_t k) {
@@ -343,7 +468,7 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
       }
       for (int k = kTileVectorsPerThread * kTeam + thread; k < staged_vectors; k += kTeam) {
         const bool inside = static_cast<unsigned>(k - inside_begin) < inside_count;
-        CopyAsync(staged_vectors_at + k + k / (R / L),
+        CopyAsync(staged_vectors_at + PaddedVector<T, kTeam>(k),
                   inside ? row_vectors + (first + k) : row_vectors, inside);
       }
     }
@@ -352,17 +477,24 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
   const std::int64_t team =
       static_cast<std::int64_t>(blockIdx.x) * Tune::kTeamsPerBlock + team_in_block;
   std::int64_t row = team / tiles_per_row, column = team % tiles_per_row;
-  if (row < rows) stage(buffers, row, column);
+  if (row < rows) stage(0, row, column);
   CopyAsyncCommit();
-  for (int current = 0; row < rows; advance(&row, &column), current ^= 1) {
+  for (int current = 0; row < rows; advance(&row, &column), current = (current + 1) % B) {
     T* const staged = buffers + current * buffer_elements;
+#ifdef CONSTMEM_FIR_BULK_COPIES
+    if (bulk) {
+      BarrierWait(barriers + current * sizeof(std::uint64_t), parities >> current & 1);
+      parities ^= 1u << current;
+    }
+#endif
     CopyAsyncWaitAll();
-    // This tile's samples are visible to the team; every thread is done with the other buffer.
+    // This tile's samples are visible to the team; every thread is done with the buffer the next
+    // tile goes to.
     TeamSync<kTeam>();
     {
       std::int64_t next_row = row, next_column = column;
       advance(&next_row, &next_column);
-      if (next_row < rows) stage(buffers + (current ^ 1) * buffer_elements, next_row, next_column);
+      if (next_row < rows) stage((current + 1) % B, next_row, next_column);
       CopyAsyncCommit();
     }
 
@@ -371,11 +503,11 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
     // chunk of taps c .. c + K - 1 reads segments c / K .. c / K + S - 1 (mod S), then refills
     // segment c / K with the samples S * K further on, which a later chunk needs.
     // Warp teams load from the thread's 32-bit shared address held in a register.
-    T* const thread_samples = staged + thread * (R + L);  // staged sample `first`, padded
+    T* const thread_samples = staged + Padded<T, kTeam>(thread * R);  // staged sample `first`
     const auto thread_samples_address =
         static_cast<unsigned>(__cvta_generic_to_shared(thread_samples));
     auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
-      const unsigned padded = offset + offset / R * L;
+      const unsigned padded = Tune::kPadded ? offset + offset / R * L : offset;
 #pragma unroll
       for (int q = 0; q < K / L; ++q) {
         V v;
@@ -398,7 +530,7 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
     for (int s = 0; s < S; ++s) load(ring[s], s * K);
     // Taps first_tap .. first_tap + K - 1 against the ring at segment s, which then takes the
     // samples S * K further on.
-    auto apply_chunk = [&](int first_tap, int s) {
+    auto apply_chunk = [&](int first_tap, int s, unsigned turn_address = 0) {
 #pragma unroll
       for (int jj = 0; jj < K; ++jj) {
         const T tap = taps[first_tap + jj];
@@ -408,19 +540,35 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
           acc[r] = fma(ring[(s + o / K) % S][o % K], tap, acc[r]);
         }
       }
-      load(ring[s], first_tap + S * K);
+      if constexpr (kWarpTeam && !Tune::kPadded) {  // from the turn's address, a constant offset
+#pragma unroll
+        for (int q = 0; q < K / L; ++q) {
+          V v;
+          LoadShared(turn_address + ((s + S) * K + q * L) * static_cast<unsigned>(sizeof(T)), &v);
+          const T* lanes = reinterpret_cast<const T*>(&v);
+#pragma unroll
+          for (int l = 0; l < L; ++l) ring[s][q * L + l] = lanes[l];
+        }
+      } else {
+        load(ring[s], first_tap + S * K);
+      }
     };
     // A whole turn of the ring per iteration, so that every segment index is a constant. Warp
-    // teams guard each chunk against the taps left from the turn's start; block teams count the
-    // taps chunk by chunk, which ran faster for them.
+    // teams guard each chunk against the taps left from the turn's start and, unpadded, refill
+    // the ring from the turn's shared address with constant offsets; block teams count the taps
+    // chunk by chunk, which ran faster for them.
     int c = 0;  // taps applied
     if constexpr (kWarpTeam) {
       const int whole_chunk_taps = tap_count / K * K;
       for (int turn = 0; turn < whole_chunk_taps; turn += S * K) {
-        const int turn_taps = whole_chunk_taps - turn;  // this turn's and later turns' taps
+        // This turn's and later turns' taps; from a shuffle the compiler knows it the same in
+        // every thread and spares each chunk's guard a divergence barrier.
+        const int turn_taps = __shfl_sync(~0u, whole_chunk_taps - turn, 0);
+        const unsigned turn_address =
+            HeldAddress(thread_samples_address + turn * static_cast<unsigned>(sizeof(T)));
 #pragma unroll
         for (int s = 0; s < S; ++s) {
-          if (s * K < turn_taps) apply_chunk(turn + s * K, s);
+          if (s * K < turn_taps) apply_chunk(turn + s * K, s, turn_address);
         }
       }
       c = whole_chunk_taps;
@@ -463,17 +611,28 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
       for (int l = 0; l < L; ++l) lanes[l] = acc[q * L + l];
       reinterpret_cast<V*>(thread_samples)[q] = v;
     }
-    TeamSync<kTeam>();
     const std::int64_t first_output = column * Tune::kTile;
     T* tile_y = y + row * outputs + first_output;
     const std::int64_t remaining = outputs - first_output;
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
+#ifdef CONSTMEM_FIR_BULK_COPIES
+    if (bulk) {  // unpadded: the tile's outputs lie in order from the buffer's start
+      FenceForBulkCopies();
+      __syncwarp();
+      if (thread == 0) {
+        BulkStore(tile_y, static_cast<unsigned>(__cvta_generic_to_shared(staged)),
+                  static_cast<unsigned>(tile_outputs * sizeof(T)));
+      }
+      continue;
+    }
+#endif
+    TeamSync<kTeam>();
     if (vector_output) {
       const int vectors = tile_outputs / L;
       if constexpr (kWarpTeam) {  // from the held shared address, constant offsets a round
         const int round_limit = vectors - static_cast<int>(thread);  // i * kTeam < this
         const auto from = static_cast<unsigned>(
-            __cvta_generic_to_shared(staged + (thread + thread / (R / L)) * L));
+            __cvta_generic_to_shared(staged + PaddedVector<T, kTeam>(thread) * L));
         V* const to = reinterpret_cast<V*>(tile_y) + thread;
 #pragma unroll
         for (int i = 0; i < kTileVectorsPerThread; ++i) {
@@ -488,17 +647,21 @@ __global__ void __launch_bounds__(kBlock, CONSTMEM_FIR_MIN_BLOCKS* kThreads / kB
         for (int i = 0; i < kTileVectorsPerThread; ++i) {
           const int v = static_cast<int>(i * kTeam + thread);
           if (v < vectors) {
-            reinterpret_cast<V*>(tile_y)[v] = reinterpret_cast<const V*>(staged)[v + v / (R / L)];
+            reinterpret_cast<V*>(tile_y)[v] =
+                reinterpret_cast<const V*>(staged)[PaddedVector<T, kTeam>(v)];
           }
         }
       }
       for (int e = vectors * L + thread; e < tile_outputs; e += kTeam) {
-        tile_y[e] = staged[Padded<T>(e)];
+        tile_y[e] = staged[Padded<T, kTeam>(e)];
       }
     } else {
-      for (int e = thread; e < tile_outputs; e += kTeam) tile_y[e] = staged[Padded<T>(e)];
+      for (int e = thread; e < tile_outputs; e += kTeam) tile_y[e] = staged[Padded<T, kTeam>(e)];
     }
   }
+#ifdef CONSTMEM_FIR_BULK_COPIES
+  if (bulk && thread == 0) BulkStoresDone();  // before the block's shared memory goes
+#endif
 }
 
 template <class T>
