@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """The TensorFlow-level stress: a million checked op executions across logical GPUs.
 
-Every GPU TensorFlow sees is split into logical GPUs (or, with two or more physical GPUs, each is
-used as it is); several threads per logical device call a tf.function of many Frobulate ops with
-random table lengths (1 to 16,384), all three sources (attr nodes with distinct tables used in
-turn), and data of every shape class (0-d, empty, odd sizes). Every output is checked against an
-exact reference; process RSS and TensorFlow's GPU memory are sampled to show they stay flat.
+The first GPU is split into logical GPUs, whose streams share its constant banks (the hazard the
+protection guards against); any further GPU joins as it is. Several threads per logical device
+call a tf.function of many Frobulate ops with random table lengths (1 to 16,384), all three
+sources (attr nodes with distinct tables used in turn), and data of every shape class (0-d, empty,
+odd sizes). Every output is checked against an exact reference; process RSS and TensorFlow's GPU
+memory are sampled to show they stay flat.
   --expect clean       exit 0 only with zero mismatches (the protected build)
   --expect mismatches  exit 0 only if mismatches appear (hazard tracking off)
 Prints one RESULT line.
@@ -38,7 +39,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--expect", choices=["clean", "mismatches"], default="clean")
     parser.add_argument("--executions", type=int, default=1_000_000, help="checked op executions")
-    parser.add_argument("--logical-per-gpu", type=int, default=3)
+    parser.add_argument(
+        "--logical-devices", type=int, default=3, help="logical devices made of the first device"
+    )
     parser.add_argument("--threads-per-device", type=int, default=4)
     parser.add_argument("--ops-per-call", type=int, default=96)
     parser.add_argument(
@@ -54,9 +57,10 @@ def main():
     if not physical:
         print(f"RESULT skipped: no {kind}")
         return 0
-    if len(physical) == 1:
-        config = tf.config.LogicalDeviceConfiguration(memory_limit=4096 if kind == "GPU" else None)
-        tf.config.set_logical_device_configuration(physical[0], [config] * args.logical_per_gpu)
+    # Always split the first device: with one stream per physical GPU the hazard-off build would
+    # show no mismatches, and the check would prove nothing.
+    config = tf.config.LogicalDeviceConfiguration(memory_limit=4096 if kind == "GPU" else None)
+    tf.config.set_logical_device_configuration(physical[0], [config] * args.logical_devices)
     logical = tf.config.list_logical_devices(kind)
 
     import constmem  # after the device configuration, which must come before GPU start
