@@ -10,7 +10,7 @@ after a warm-up, all on TensorFlow's CPU device; prints each time and the speed-
 import argparse
 import json
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import tensorflow as tf
 from timing import median_seconds
@@ -31,7 +31,7 @@ def main():
         constants = [tf.constant(c) for c in coeffs]
         polyval_graph = tf.function(lambda v: tf.math.polyval(constants, v))
         figures["polyval_16"] = {
-            "constmem": median_seconds(lambda: constmem.polyval(coeffs, xt).numpy()),
+            "constmem": median_seconds(lambda: cm.polyval(coeffs, xt).numpy()),
             "np.polyval": median_seconds(lambda: np.polyval(coeffs, x)),
             "tf.math.polyval": median_seconds(lambda: polyval_graph(xt).numpy()),
         }
@@ -45,7 +45,7 @@ def main():
             conv = tf.function(lambda v, f=filters: tf.nn.conv1d(v[:, :, None], f, 1, "SAME"))
             figures[f"fir_filter_{k}"] = {
                 "constmem": median_seconds(
-                    lambda taps=taps: constmem.fir_filter(rows_t, taps).numpy()
+                    lambda taps=taps: cm.fir_filter(rows_t, taps).numpy()
                 ),
                 "np.correlate": median_seconds(
                     lambda t=taps, p=padded: [np.correlate(r, t, "valid") for r in p]

@@ -101,7 +101,7 @@ def measure_cupy():
 
 
 def measure_constmem():
-    import constmem
+    import constmem.tensorflow as cm
     import tensorflow as tf
     from timing import median_seconds
 
@@ -110,7 +110,7 @@ def measure_constmem():
         synced = lambda: (fn(), tf.test.experimental.sync_devices())  # noqa: E731
         return 1e3 * median_seconds(synced, REPETITIONS)
 
-    xla = constmem.build_info().get("xla_lowering", False)
+    xla = cm.build_info().get("xla_lowering", False)
 
     def graph_and_xla(name, fn, *args):
         """`fn` in a tf.function, and compiled by XLA: name_graph, name_xla."""
@@ -125,20 +125,20 @@ def measure_constmem():
         x = tf.random.normal([ROWS, LENGTH])
         for k in TAPS:
             taps = taps_for(k)
-            figures[f"fir_filter_{k}"] = median_ms(lambda taps=taps: constmem.fir_filter(x, taps))
-            graph_and_xla(f"fir_filter_{k}", lambda v, taps=taps: constmem.fir_filter(v, taps), x)
+            figures[f"fir_filter_{k}"] = median_ms(lambda taps=taps: cm.fir_filter(x, taps))
+            graph_and_xla(f"fir_filter_{k}", lambda v, taps=taps: cm.fir_filter(v, taps), x)
         data = tf.random.uniform([POLYVAL_ELEMENTS], -1, 1)
         coeffs = (1 / np.arange(2, DEGREE + 3)).astype(np.float32)
         constants = [tf.constant(c) for c in coeffs]
-        figures["polyval_16"] = median_ms(lambda: constmem.polyval(coeffs, data))
-        graph_and_xla("polyval_16", lambda d: constmem.polyval(coeffs, d), data)
+        figures["polyval_16"] = median_ms(lambda: cm.polyval(coeffs, data))
+        graph_and_xla("polyval_16", lambda d: cm.polyval(coeffs, d), data)
         figures["tf.math.polyval_16"] = median_ms(lambda: tf.math.polyval(constants, data))
         polyval_graph = tf.function(lambda d: tf.math.polyval(constants, d))
         figures["tf.math.polyval_16_tf_function"] = median_ms(lambda: polyval_graph(data))
         polyval_xla = tf.function(lambda d: tf.math.polyval(constants, d), jit_compile=True)
         figures["tf.math.polyval_16_xla"] = median_ms(lambda: polyval_xla(data))
         table = np.arange(-50, 50, dtype=np.int32)
-        graph_and_xla("frobulate_100", lambda d: constmem.frobulate(d, table), data)
+        graph_and_xla("frobulate_100", lambda d: cm.frobulate(d, table), data)
     return {"library": f"constmem with tensorflow {tf.__version__}", "ms": figures}
 
 

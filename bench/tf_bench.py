@@ -30,7 +30,7 @@ import json
 import statistics
 import time
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import tensorflow as tf
 from timing import median_seconds
@@ -44,11 +44,11 @@ def steps(table):
     return {
         "tf.add": lambda x, addend, bits: x + addend,
         "tf.add+bitcast": lambda x, addend, bits: x + tf.bitcast(addend, tf.float32),
-        "input": lambda x, addend, bits: constmem.frobulate(
+        "input": lambda x, addend, bits: cm.frobulate(
             x, tf.bitcast(bits, tf.int32), source="input"
         ),
-        "host": lambda x, addend, bits: constmem.frobulate(x, tf.constant(table), source="host"),
-        "attr": lambda x, addend, bits: constmem.frobulate(x, table, source="attr"),
+        "host": lambda x, addend, bits: cm.frobulate(x, tf.constant(table), source="host"),
+        "attr": lambda x, addend, bits: cm.frobulate(x, table, source="attr"),
     }
 
 
@@ -75,7 +75,7 @@ def per_call(device, table, elements, iterations, unrolled_calls, rounds=ROUNDS)
         def unrolled(x, addend, bits, name=name, step=step):
             if name == "input":
                 device_table = tf.bitcast(bits, tf.int32)  # stays in device memory
-                call = lambda x: constmem.frobulate(x, device_table, source="input")  # noqa: E731
+                call = lambda x: cm.frobulate(x, device_table, source="input")  # noqa: E731
             else:
                 call = lambda x: step(x, addend, bits)  # noqa: E731
             for _ in range(unrolled_calls):

@@ -13,7 +13,7 @@ import glob
 import os
 import tempfile
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
@@ -57,7 +57,7 @@ def main():
         addend = tf.constant(np.float32(0.5))
     ops = {
         "tf.add": lambda x: x + addend,
-        "frobulate attr": lambda x: constmem.frobulate(x, table, source="attr"),
+        "frobulate attr": lambda x: cm.frobulate(x, table, source="attr"),
     }
     print(f"device {device}; {args.calls} unrolled calls; host events by mean duration")
     for name, op in ops.items():

@@ -11,7 +11,7 @@ Without a GPU it runs on the CPU, where the figures mean nothing."""
 
 import time
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import tensorflow as tf
 
@@ -32,16 +32,16 @@ def main():
         x = tf.constant(np.ones(1024, np.float32))
         int32_table = tf.constant(table)
         coefficients = tf.constant(table.astype(np.float32))
-        as_argument = tf.function(lambda x, t: constmem.frobulate(x, t, source="input"))
+        as_argument = tf.function(lambda x, t: cm.frobulate(x, t, source="input"))
         cast_inside = tf.function(
-            lambda x, c: constmem.frobulate(x, tf.cast(c, tf.int32), source="input")
+            lambda x, c: cm.frobulate(x, tf.cast(c, tf.int32), source="input")
         )
-        host_form = tf.function(lambda x, t: constmem.frobulate(x, t, source="host"))
+        host_form = tf.function(lambda x, t: cm.frobulate(x, t, source="host"))
         cases = {
             "input form, int32 GPU tensor as argument": lambda: as_argument(x, int32_table),
             "input form, table cast inside the function": lambda: cast_inside(x, coefficients),
             "host form, int32 GPU tensor as argument": lambda: host_form(x, int32_table),
-            "input form, eager": lambda: constmem.frobulate(x, int32_table, source="input"),
+            "input form, eager": lambda: cm.frobulate(x, int32_table, source="input"),
         }
         print(f"device {device}; the eager table tensor is on {int32_table.device}")
         for name, fn in cases.items():

@@ -18,7 +18,7 @@ attr), queued back to back and read back once, so that the figure is the op's an
 import argparse
 import time
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import tensorflow as tf
 
@@ -110,14 +110,14 @@ def run_polyval_and_fir(device, data, iterations):
 
     with tf.device(device):
         x = tf.constant(data)
-        y = constmem.polyval(coeffs, x).numpy()
+        y = cm.polyval(coeffs, x).numpy()
         exact = np.polyval(coeffs.astype(np.float64), data.astype(np.float64))
         error = float(np.max(np.abs(y - exact) / np.maximum(np.abs(exact), 1.0)))  # relative
         failures = report(
-            "polyval degree 16", "np.polyval", error, 1e-5, lambda v: constmem.polyval(coeffs, v), x
+            "polyval degree 16", "np.polyval", error, 1e-5, lambda v: cm.polyval(coeffs, v), x
         )
         signal = tf.constant(rows)
-        y = constmem.fir_filter(signal, taps).numpy()
+        y = cm.fir_filter(signal, taps).numpy()
         padded = np.pad(rows[:4].astype(np.float64), [(0, 0), (8, 8)])
         expected = np.array([np.correlate(r, taps.astype(np.float64), "valid") for r in padded])
         error = float(np.max(np.abs(y[:4] - expected)))
@@ -126,7 +126,7 @@ def run_polyval_and_fir(device, data, iterations):
             "np.correlate",
             error,
             1e-4,
-            lambda v: constmem.fir_filter(v, taps),
+            lambda v: cm.fir_filter(v, taps),
             signal,
         )
     return failures
@@ -138,14 +138,14 @@ def run(source, device, data, table, expected, iterations, chain):
     def chained(x, calls):
         t = table if source == "attr" else tf.constant(table)
         for _ in range(calls):
-            x = constmem.frobulate(x, t, source=source)
+            x = cm.frobulate(x, t, source=source)
         return x
 
     with tf.device(device):
         x = tf.constant(data)
         if source == "input":
             device_table = tf.constant(table)  # eager: the tensor lives on `device`
-            step = lambda x, calls: constmem.frobulate(x, device_table, source="input")  # noqa: E731
+            step = lambda x, calls: cm.frobulate(x, device_table, source="input")  # noqa: E731
             rounds = chain
         else:
             function = tf.function(chained, reduce_retracing=True)

@@ -40,7 +40,7 @@ if [ ! -f "$installed" ]; then
   touch "$installed"
 fi
 export PYTHONPATH=$site:$PWD/python
-export CONSTMEM_OPS_LIBRARY=$small/lib/_constmem_ops.so CONSTMEM_EXAMPLES_DIR=$small/bin
+export CONSTMEM_TENSORFLOW_LIBRARY=$small/lib/_constmem_ops.so CONSTMEM_EXAMPLES_DIR=$small/bin
 # TensorFlow dlopens these by soname: the real cudart 12 from its wheel, stand-ins for the rest,
 # except a real cuDNN 9 where the host has one (XLA initialises cuDNN when it compiles for the GPU,
 # and Keras compiles model.fit with XLA there). PyTorch's own comes first (the reference benchmark
@@ -105,11 +105,11 @@ step tf_multi_device python3 -m pytest -q -p no:cacheprovider tests/python/test_
   --junitxml="$results/tf_multi_device.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
 step logical_gpus_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/logical_gpus.py --expect clean
-step logical_gpus_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
+step logical_gpus_unsafe env CONSTMEM_TENSORFLOW_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/logical_gpus.py --expect mismatches
 step stress python3 tests/gpu/stress.py --expect clean
 step stress_private env TF_GPU_THREAD_MODE=gpu_private python3 tests/gpu/stress.py --expect clean \
   --executions "${CONSTMEM_PRIVATE_EXECUTIONS:-1000000}"
-step stress_unsafe env CONSTMEM_OPS_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/stress.py --expect mismatches --executions 200000
+step stress_unsafe env CONSTMEM_TENSORFLOW_LIBRARY="$small/lib/_constmem_ops_unsafe.so" python3 tests/gpu/stress.py --expect mismatches --executions 200000
 step mirrored python3 tests/gpu/mirrored.py
 step multi_worker python3 tests/gpu/multi_worker.py
 # One worker process per GPU (a machine with two GPUs).

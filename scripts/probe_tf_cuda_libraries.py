@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import tensorflow as tf
 
@@ -61,7 +61,7 @@ def main():
         x = square()
         ok = probe("elementwise add", lambda: float(tf.reduce_sum(x + 1.0)))
         ok &= probe(
-            "constmem.frobulate", lambda: float(tf.reduce_sum(constmem.frobulate(x, [1, 2])))
+            "cm.frobulate", lambda: float(tf.reduce_sum(cm.frobulate(x, [1, 2])))
         )
     for name in LIBRARY_PROBES:
         child = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True)

@@ -18,5 +18,5 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$build" && ctest --output-on-failure -R 'core_host_test|frobulate_cpu_test')
 # The ASan runtime first, and libstdc++ loaded with it so that its exception interceptor binds.
 LD_PRELOAD="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libstdc++.so.6)" \
-  CONSTMEM_OPS_LIBRARY="$PWD/$build/_constmem_ops.so" PYTHONPATH="$PWD/python" \
+  CONSTMEM_TENSORFLOW_LIBRARY="$PWD/$build/_constmem_ops.so" PYTHONPATH="$PWD/python" \
   .venv/bin/python -m pytest -q -p no:cacheprovider tests/python/test_frobulate.py -k "CPU" -x

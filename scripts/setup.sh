@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Creates .venv with the pinned TensorFlow and the test and lint tools (all from pyproject.toml),
-# after checking the system compilers and the Python version.
+# Creates .venv with the pinned TensorFlow and PyTorch and the test and lint tools (all from
+# pyproject.toml), after checking the system compilers and the Python version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,11 +49,14 @@ text = open("pyproject.toml", encoding="utf-8").read()
 def array(name, section):
     block = re.search(rf"^\[{re.escape(section)}\]\n(.*?)(?=^\[|\Z)", text, re.S | re.M).group(1)
     return re.findall(r'"([^"]+)"', re.search(rf"^{name} = \[(.*?)\]", block, re.S | re.M).group(1))
+extras = "project.optional-dependencies"
 items = array("dependencies", "project") + array("requires", "build-system") \
-    + array("test", "project.optional-dependencies") + array("lint", "project.optional-dependencies")
+    + array("tensorflow", extras) + array("torch", extras) + array("test", extras) \
+    + array("lint", extras)
 for item in dict.fromkeys(items):  # the build needs are there for scripts/test-wheel.sh
     print(item)
 PY
 )
 .venv/bin/python -m pip install -q --disable-pip-version-check "${requirements[@]}"
-echo "setup: $(.venv/bin/python -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null)"
+echo "setup: $(.venv/bin/python -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null)," \
+  "$(.venv/bin/python -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null)"

@@ -16,9 +16,9 @@ case "$wheel" in *-none-any.whl) echo "test-wheel: $wheel is not tagged for a pl
 cd "$work"  # away from the source tree, so that only the installed package can be imported
 # The op runs from the installed package; its last line is the CMake package directory.
 cmake_dir=$(PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" - <<'PY' | tail -1
-import constmem, constmem.sysconfig as s
+import constmem, constmem.sysconfig as s, constmem.tensorflow as cm
 assert constmem.__file__.startswith(s.get_include().rsplit("/constmem/", 1)[0])
-assert constmem.frobulate([1.0], [2, 3]).numpy().tolist() == [6.0]
+assert cm.frobulate([1.0], [2, 3]).numpy().tolist() == [6.0]
 print(s.get_cmake_dir())
 PY
 )

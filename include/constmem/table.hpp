@@ -7,7 +7,12 @@
 
 #include "constmem/strategy.hpp"
 
+struct CUstream_st;  // cudaStream_t is CUstream_st*, in every CUDA version
+
 namespace constmem {
+
+// A CUDA stream as host code without CUDA's headers names it: a launcher's first parameter.
+using GpuStream = CUstream_st*;
 
 template <class T>
 struct TableView {

@@ -1,29 +1,43 @@
 # SPDX-License-Identifier: Apache-2.0
-"""constmem: per-call tables in CUDA constant memory for TensorFlow custom ops.
+"""constmem: per-call tables in CUDA constant memory for custom ops, in any framework.
 
-Importing the package loads the op library, so that a SavedModel or graph that uses the ops
-loads after `import constmem`, as with any custom-op package.
+`import constmem` imports no framework. Each framework's ops are in a subpackage that imports only
+its own framework:
+
+    import constmem.tensorflow   # TensorFlow ops (SavedModels that use them load after this)
+    import constmem.torch        # torch.ops.constmem.*, with typed wrappers
 """
 
-from constmem import _loader
-from constmem._loader import build_info, library_path
-from constmem.fir_filter import fir_filter, fir_filter_max_taps
-from constmem.frobulate import MAX_TABLE_SIZE, frobulate
-from constmem.polyval import polyval, polyval_max_coefficients
-from constmem.stats import upload_stats
+from __future__ import annotations
 
-_loader.ops()
+from typing import Any
 
-__all__ = [
-    "MAX_TABLE_SIZE",
-    "build_info",
-    "fir_filter",
-    "fir_filter_max_taps",
-    "frobulate",
-    "library_path",
-    "polyval",
-    "polyval_max_coefficients",
-    "upload_stats",
-]
-__version__: str = build_info().get("constmem", "unknown")
-"""pyproject.toml's version, as the op library was built with it."""
+from constmem._libraries import LIBRARIES, library_info
+
+__version__ = "0.2.0"
+"""The package's version (pyproject.toml's)."""
+
+_MOVED = ("frobulate", "polyval", "fir_filter", "upload_stats", "MAX_TABLE_SIZE", "library_path")
+
+
+def build_info() -> dict[str, Any]:
+    """What this installation holds: its version and, per framework binding, what it was built for.
+
+    `{"constmem": "0.2.0", "bindings": {"tensorflow": {...}, "torch": {...}}}`, each binding with
+    the framework release, `gpu_kernels` and `cuda_architectures`; a framework without a built
+    library is absent.
+    """
+    bindings = {name: info for name in LIBRARIES if (info := library_info(name))}
+    return {"constmem": __version__, "bindings": bindings}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        raise AttributeError(
+            f"constmem.{name} is TensorFlow's and moved to constmem.tensorflow.{name}: "
+            "`import constmem.tensorflow` registers the TensorFlow ops"
+        )
+    raise AttributeError(f"module 'constmem' has no attribute {name!r}")
+
+
+__all__ = ["__version__", "build_info"]

@@ -18,7 +18,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from constmem.frobulate import frobulate
+from constmem.tensorflow.frobulate import frobulate
 
 
 def _require_tensorflow_backend() -> None:
@@ -104,7 +104,7 @@ class Polyval(keras.layers.Layer):
 
     def call(self, inputs):
         """Evaluates the polynomial at every element of `inputs`."""
-        from constmem.polyval import polyval
+        from constmem.tensorflow.polyval import polyval
 
         return polyval(self.coefficients, inputs, source="input")
 
@@ -157,7 +157,7 @@ class FirFilter(keras.layers.Layer):
 
     def call(self, inputs):
         """Filters every row of `inputs` (its last axis)."""
-        from constmem.fir_filter import fir_filter
+        from constmem.tensorflow.fir_filter import fir_filter
 
         return fir_filter(inputs, self.kernel, padding=self.padding, source="input")
 

@@ -10,7 +10,7 @@ import sys
 
 from tensorflow.python.tools import saved_model_cli
 
-import constmem  # noqa: F401  (importing registers the ops)
+import constmem.tensorflow  # noqa: F401  (importing registers the ops)
 
 
 def main() -> int | None:

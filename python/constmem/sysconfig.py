@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from constmem import _loader
+from constmem import _libraries
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
@@ -37,9 +37,9 @@ def get_cmake_dir() -> str:
     return path
 
 
-def get_lib() -> str:
-    """The directory of the op library (for `tf.load_op_library` or `TF_LoadLibrary`)."""
-    return os.path.dirname(_loader.library_path())
+def get_lib(framework: str = "tensorflow") -> str:
+    """The directory of `framework`'s op library (for `tf.load_op_library` or `TF_LoadLibrary`)."""
+    return os.path.dirname(_libraries.library_path(framework))
 
 
 def get_compile_flags() -> list[str]:

@@ -48,13 +48,13 @@ def main():
     logical = tf.config.list_logical_devices("GPU")
     assert len(logical) >= 2, logical
 
-    import constmem  # after the device configuration, which must come before GPU start
+    import constmem.tensorflow as cm  # after the device configuration, which must come before GPU start
 
     rng = np.random.default_rng(99)
     # Quarters below 2^8 and integer tables keep every partial sum exact in float32, so the
     # reference is data + sum(table) with no rounding to model.
     data = (rng.integers(-1024, 1024, size=args.elements) / 4).astype(np.float32)
-    step = tf.function(lambda x, t: constmem.frobulate(x, t, source="input"))
+    step = tf.function(lambda x, t: cm.frobulate(x, t, source="input"))
     mismatches = [0]
     checked = [0]
     lock = threading.Lock()
@@ -93,7 +93,7 @@ def main():
         t.join()
     seconds = time.time() - start
     mode = os.environ.get("TF_GPU_THREAD_MODE", "global")
-    library = os.path.basename(os.environ.get("CONSTMEM_OPS_LIBRARY", "_constmem_ops.so"))
+    library = os.path.basename(os.environ.get("CONSTMEM_TENSORFLOW_LIBRARY", "_constmem_ops.so"))
     print(
         f"RESULT logical_gpus=2 thread_mode={mode} library={library} threads={len(threads)} "
         f"calls_checked={checked[0]} mismatching_calls={mismatches[0]} errors={len(errors)} "

@@ -32,7 +32,7 @@ def configure():
 
 def main():
     kind, devices = configure()
-    import constmem
+    import constmem.tensorflow as cm
 
     strategy = tf.distribute.MirroredStrategy(
         devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
@@ -48,7 +48,7 @@ def main():
     def forward(x):
         replica = tf.distribute.get_replica_context().replica_id_in_sync_group
         table = tf.constant(base_table) + tf.cast(replica, tf.int32) * 7
-        return constmem.frobulate(x, table), table
+        return cm.frobulate(x, table), table
 
     mismatching = 0
     checks = 0
@@ -72,7 +72,7 @@ def main():
     init = rng.standard_normal(16).astype(np.float32)
 
     def loss_fn(w, x, y):
-        prediction = constmem.frobulate(x * w, table)  # attr table: uploaded once per device
+        prediction = cm.frobulate(x * w, table)  # attr table: uploaded once per device
         return tf.reduce_sum(tf.square(prediction - y)) / global_batch
 
     with strategy.scope():

@@ -44,10 +44,10 @@ def train(strategy, tf, constmem):
     def step(xb, yb):
         def replica(xr, yr):
             with tf.GradientTape() as tape:
-                h = constmem.polyval(COEFFS, xr * w)
-                h = constmem.fir_filter(h, TAPS, padding="SAME")
+                h = cm.polyval(COEFFS, xr * w)
+                h = cm.fir_filter(h, TAPS, padding="SAME")
                 for table in TABLES:
-                    h = constmem.frobulate(h, table)
+                    h = cm.frobulate(h, table)
                 loss = tf.reduce_sum((h - yr) ** 2) / 16.0
             grad = tape.gradient(loss, w)
             optimizer.apply_gradients([(grad, w)])
@@ -66,7 +66,7 @@ def worker(index, cluster, out):
     os.environ["TF_CONFIG"] = json.dumps(
         {"cluster": cluster, "task": {"type": "worker", "index": index}}
     )
-    import constmem
+    import constmem.tensorflow as cm
     import tensorflow as tf
 
     options = tf.distribute.experimental.CommunicationOptions(
@@ -79,7 +79,7 @@ def worker(index, cluster, out):
 
 
 def single(out):
-    import constmem
+    import constmem.tensorflow as cm
     import tensorflow as tf
 
     np.save(out, train(tf.distribute.OneDeviceStrategy("/cpu:0"), tf, constmem))

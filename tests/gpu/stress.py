@@ -63,7 +63,7 @@ def main():
     tf.config.set_logical_device_configuration(physical[0], [config] * args.logical_devices)
     logical = tf.config.list_logical_devices(kind)
 
-    import constmem  # after the device configuration, which must come before GPU start
+    import constmem.tensorflow as cm  # after the device configuration, which must come before GPU start
 
     rng = np.random.default_rng(2024)
     # Quarters below 2^8 and entries in [-50, 50]: every partial sum is exact in float32, so the
@@ -80,7 +80,7 @@ def main():
             source = sources[k % 3]
             table = attr_tables[(k // 3) % len(attr_tables)] if source == "attr" else tables[k]
             outs.append(
-                constmem.frobulate(tf.constant(inputs[k % len(SHAPES)]), table, source=source)
+                cm.frobulate(tf.constant(inputs[k % len(SHAPES)]), table, source=source)
             )
         return outs
 
@@ -150,7 +150,7 @@ def main():
     rss_growth = (samples[-1][1] - warm[0][1]) if samples else 0
     gpu_growth = (samples[-1][2] - warm[0][2]) if samples else 0
     mode = os.environ.get("TF_GPU_THREAD_MODE", "global")
-    library = os.path.basename(os.environ.get("CONSTMEM_OPS_LIBRARY", "_constmem_ops.so"))
+    library = os.path.basename(os.environ.get("CONSTMEM_TENSORFLOW_LIBRARY", "_constmem_ops.so"))
     flat = rss_growth < 64 * 2**20 and gpu_growth < 64 * 2**20
     print(
         f"RESULT stress logical_gpus={len(logical)} thread_mode={mode} library={library} "

@@ -3,17 +3,27 @@
 
 - `device`: a test that takes it runs once on the CPU and once on each GPU TensorFlow sees.
 - `@pytest.mark.gpu`: the test needs a GPU and is skipped where TensorFlow sees none.
+
+The PyTorch tests (test_torch*.py) have fixtures of their own and run where TensorFlow is not
+installed; the TensorFlow tests are not collected there.
 """
 
+import importlib.util
+
 import pytest
-import tensorflow as tf
 
-# Tests that start processes of their own (SavedModels, the multi-device scripts) need GPU memory
-# too: this process takes only what it uses, instead of TensorFlow's default of nearly all.
-for gpu in tf.config.list_physical_devices("GPU"):
-    tf.config.experimental.set_memory_growth(gpu, True)
+GPUS = []
+if importlib.util.find_spec("tensorflow") is not None:
+    import tensorflow as tf
 
-GPUS = [f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))]
+    # Tests that start processes of their own (SavedModels, the multi-device scripts) need GPU
+    # memory too: this process takes only what it uses, instead of TensorFlow's default of nearly
+    # all.
+    for gpu in tf.config.list_physical_devices("GPU"):
+        tf.config.experimental.set_memory_growth(gpu, True)
+    GPUS = [f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))]
+else:
+    collect_ignore_glob = ["test_[!t]*.py", "test_tensorflow*.py"]
 
 
 @pytest.fixture(params=["/CPU:0", *GPUS])

@@ -2,7 +2,7 @@
 """FirFilter through TensorFlow: every form and padding against an exact reference, np.correlate
 and tf.nn.conv1d, edge cases, gradients and errors, on the CPU and each GPU."""
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,7 +16,7 @@ PADDINGS = ["SAME", "VALID"]
 def run_fir(device, x, taps, padding, source):
     with tf.device(device):
         table = taps if source == "attr" else tf.constant(taps)
-        return constmem.fir_filter(x, table, padding=padding, source=source).numpy()
+        return cm.fir_filter(x, table, padding=padding, source=source).numpy()
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -86,7 +86,7 @@ def test_edge_cases(device, source, padding):
         else:
             np.testing.assert_allclose(y, fir_float64(x, taps, padding), atol=1e-4)
             with tf.device("/CPU:0"):
-                on_cpu = constmem.fir_filter(x, tf.constant(taps), padding=padding).numpy()
+                on_cpu = cm.fir_filter(x, tf.constant(taps), padding=padding).numpy()
             np.testing.assert_array_equal(y, on_cpu)
 
 
@@ -99,7 +99,7 @@ def test_tap_counts_across_placements(device, source, count):
         x = rng.standard_normal((2, 3000)).astype(dtype)
         taps = (rng.standard_normal(count) / np.sqrt(count)).astype(dtype)
         run = tf.function(
-            lambda x_, t_, taps=taps: constmem.fir_filter(
+            lambda x_, t_, taps=taps: cm.fir_filter(
                 x_, tf.get_static_value(taps) if source == "attr" else t_, source=source
             )
         )
@@ -109,7 +109,7 @@ def test_tap_counts_across_placements(device, source, count):
             with tf.device(device):
                 y = run(tf.constant(x), tf.constant(taps)).numpy()
         with tf.device("/CPU:0"):
-            on_cpu = constmem.fir_filter(x, tf.constant(taps)).numpy()
+            on_cpu = cm.fir_filter(x, tf.constant(taps)).numpy()
         np.testing.assert_array_equal(y, on_cpu)
         np.testing.assert_allclose(y, fir_float64(x, taps, "SAME"), atol=1e-4)
 
@@ -123,7 +123,7 @@ def test_gradients_with_respect_to_x_and_taps(device, source, padding, k):
     taps = rng.standard_normal(k)
     with tf.device(device):
         theoretical, numerical = tf.test.compute_gradient(
-            lambda x_, t_: constmem.fir_filter(x_, t_, padding=padding, source=source),
+            lambda x_, t_: cm.fir_filter(x_, t_, padding=padding, source=source),
             [tf.constant(x), tf.constant(taps)],
             delta=1e-6,
         )
@@ -138,7 +138,7 @@ def test_gradient_of_the_attr_form_flows_to_x(device, padding):
     taps = rng.standard_normal(6)
     with tf.device(device):
         theoretical, numerical = tf.test.compute_gradient(
-            lambda x_: constmem.fir_filter(x_, taps, padding=padding, source="attr"),
+            lambda x_: cm.fir_filter(x_, taps, padding=padding, source="attr"),
             [tf.constant(x)],
             delta=1e-6,
         )
@@ -171,13 +171,13 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
 
         def call(taps, x=None):
             x = np.ones((2, 5), np.float32) if x is None else x
-            return constmem.fir_filter(
+            return cm.fir_filter(
                 x, taps if source == "attr" else tf.constant(taps), source=source
             )
 
         assert_invalid(lambda: call(np.zeros(0, np.float32)), "taps must")
         assert_invalid(lambda: call(np.zeros((2, 2), np.float32)), "rank 1")
-        too_many = np.zeros(constmem.fir_filter_max_taps() + 1, np.float32)
+        too_many = np.zeros(cm.fir_filter_max_taps() + 1, np.float32)
         assert_invalid(lambda: call(too_many), "2048")
         assert_invalid(lambda: call(np.ones(2, np.float32), np.float32(3)), "rank 1 or more")
         assert_invalid(lambda: call(np.ones(2, np.float32), np.ones(3, np.int32)), "float32")
@@ -185,7 +185,7 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
 
 
 def test_raw_op_rejects_bad_input_in_the_kernel(device):
-    ops = constmem._loader.ops()
+    ops = cm._loader.ops()
     with tf.device(device):
         assert_invalid(
             lambda: ops.constmem_fir_filter(x=tf.ones([3]), taps=tf.ones([0]), padding="SAME"),
@@ -199,14 +199,14 @@ def test_raw_op_rejects_bad_input_in_the_kernel(device):
 
 def test_unknown_padding_is_a_value_error():
     with pytest.raises(ValueError, match="padding"):
-        constmem.fir_filter([1.0, 2.0], [1.0], padding="FULL")
+        cm.fir_filter([1.0, 2.0], [1.0], padding="FULL")
 
 
 def test_static_output_shape():
     @tf.function(input_signature=[tf.TensorSpec([None, 100], tf.float32)])
     def run(x):
-        valid = constmem.fir_filter(x, np.ones(17, np.float32), padding="VALID")
-        same = constmem.fir_filter(x, tf.ones([17]), padding="SAME")
+        valid = cm.fir_filter(x, np.ones(17, np.float32), padding="VALID")
+        same = cm.fir_filter(x, tf.ones([17]), padding="SAME")
         assert valid.shape.as_list() == [None, 84], valid.shape
         assert same.shape.as_list() == [None, 100], same.shape
         return valid

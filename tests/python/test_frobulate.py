@@ -4,7 +4,7 @@ gradient, SavedModel and every error, on the CPU and on each GPU TensorFlow sees
 
 import os
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -29,7 +29,7 @@ def test_matches_numpy_eager(device, source, dtype, shape):
     rng = np.random.default_rng(abs(hash((source, np.dtype(dtype).name, shape))) % 2**32)
     data, table = random_case(rng, shape, dtype, table_size=int(rng.integers(1, 200)))
     with tf.device(device):
-        out = constmem.frobulate(
+        out = cm.frobulate(
             data, table if source == "attr" else tf.constant(table), source=source
         )
     assert out.shape == data.shape and out.dtype == dtype
@@ -47,7 +47,7 @@ def test_table_sizes_in_tf_function(device, source, table_size):
 
         @tf.function
         def run(x):
-            return constmem.frobulate(x, table, source="attr")
+            return cm.frobulate(x, table, source="attr")
 
         with tf.device(device):
             out = run(tf.constant(data))
@@ -55,7 +55,7 @@ def test_table_sizes_in_tf_function(device, source, table_size):
 
         @tf.function
         def run(x, t):
-            return constmem.frobulate(x, t, source=source)
+            return cm.frobulate(x, t, source=source)
 
         with tf.device(device):
             out = run(tf.constant(data), tf.constant(table))
@@ -73,16 +73,16 @@ def test_output_reuses_an_input_buffer_only_when_nothing_else_reads_it(device, s
     @tf.function
     def run(x, t):
         table_arg = table if source == "attr" else t
-        chained = constmem.frobulate(
-            constmem.frobulate(x + half, table_arg, source=source), table_arg, source=source
+        chained = cm.frobulate(
+            cm.frobulate(x + half, table_arg, source=source), table_arg, source=source
         )
         shared = x + quarter  # read by Frobulate and returned: must not be overwritten
-        return chained, shared, constmem.frobulate(shared, table_arg, source=source)
+        return chained, shared, cm.frobulate(shared, table_arg, source=source)
 
     with tf.device(device):
         x = tf.constant(data)
         chained, shared, from_shared = run(x, tf.constant(table))
-        eager_out = constmem.frobulate(
+        eager_out = cm.frobulate(
             x, table if source == "attr" else tf.constant(table), source=source
         )
     np.testing.assert_array_equal(
@@ -97,7 +97,7 @@ def test_output_reuses_an_input_buffer_only_when_nothing_else_reads_it(device, s
 def test_rounding_is_left_to_right_in_the_data_type(device):
     data = np.array([2.0**24], dtype=np.float32)
     with tf.device(device):
-        out = constmem.frobulate(data, tf.constant([1, 1], dtype=tf.int32))
+        out = cm.frobulate(data, tf.constant([1, 1], dtype=tf.int32))
     assert out.numpy()[0] == np.float32(2.0**24)  # each +1 rounds away; (+2) at once would not
 
 
@@ -106,7 +106,7 @@ def test_shape_function_keeps_static_shape():
         input_signature=[tf.TensorSpec([None, 3], tf.float64), tf.TensorSpec([None], tf.int32)]
     )
     def run(x, t):
-        out = constmem.frobulate(x, t)
+        out = cm.frobulate(x, t)
         assert out.shape.as_list() == [None, 3]
         return out
 
@@ -120,7 +120,7 @@ def test_gradient_with_respect_to_data_is_the_incoming_gradient(source):
     data, table = random_case(rng, (3, 4), np.float64, 10)
 
     def f(x):
-        return constmem.frobulate(
+        return cm.frobulate(
             x, table if source == "attr" else tf.constant(table), source=source
         )
 
@@ -135,7 +135,7 @@ def test_table_has_no_gradient():
     with tf.GradientTape() as tape:
         tape.watch(x)
         tape.watch(table)
-        y = constmem.frobulate(x, table)
+        y = cm.frobulate(x, table)
     dx, dtable = tape.gradient(y, [x, table], output_gradients=tf.constant([2.0, 3.0]))
     np.testing.assert_array_equal(dx.numpy(), [2.0, 3.0])
     assert dtable is None
@@ -147,13 +147,13 @@ def test_saved_model_round_trip(tmp_path):
     class Model(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
         def attr_table(self, x):
-            return constmem.frobulate(x, table)
+            return cm.frobulate(x, table)
 
         @tf.function(
             input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32)]
         )
         def input_table(self, x, t):
-            return constmem.frobulate(x, t, source="host")
+            return cm.frobulate(x, t, source="host")
 
     path = str(tmp_path / "model")
     tf.saved_model.save(Model(), path)
@@ -176,7 +176,7 @@ def assert_invalid(fn, *fragments):
 def check_next_call_is_right(device):
     data = np.array([1.5, -2.0], np.float32)
     with tf.device(device):
-        out = constmem.frobulate(data, tf.constant([3, 4], tf.int32))
+        out = cm.frobulate(data, tf.constant([3, 4], tf.int32))
     np.testing.assert_array_equal(out.numpy(), [8.5, 5.0])
 
 
@@ -187,7 +187,7 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
     def call(table, x=data):
         with tf.device(device):
             t = table if source == "attr" else tf.constant(table)
-            return constmem.frobulate(x, t, source=source)
+            return cm.frobulate(x, t, source=source)
 
     assert_invalid(lambda: call(np.ones((2, 2), np.int32)), "table", "rank")
     assert_invalid(lambda: call(np.zeros(0, np.int32)), "table", "1 to 16384", "got 0")
@@ -202,24 +202,24 @@ def test_integer_tensor_tables_are_accepted_like_numpy_ones(device, source):
     # tf.constant(np.arange(n)) is int64: every form takes it, as the attr form takes the array.
     data = np.array([0.5, 1.5], np.float32)
     with tf.device(device):
-        out = constmem.frobulate(data, tf.constant(np.arange(5)), source=source)
+        out = cm.frobulate(data, tf.constant(np.arange(5)), source=source)
         np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, np.arange(5)))
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.int64)])
         def run(t):
-            return constmem.frobulate(data, t, source=source)
+            return cm.frobulate(data, t, source=source)
 
         np.testing.assert_array_equal(run(tf.constant([2, 3], tf.int64)).numpy(), data + 5)
         with pytest.raises(tf.errors.InvalidArgumentError, match="fit int32"):
             run(tf.constant([2**31], tf.int64))
-    assert_invalid(lambda: constmem.frobulate(data, tf.constant([2**31], tf.int64)), "fit int32")
-    assert_invalid(lambda: constmem.frobulate(data, tf.constant([1.0])), "int32", "float32")
+    assert_invalid(lambda: cm.frobulate(data, tf.constant([2**31], tf.int64)), "fit int32")
+    assert_invalid(lambda: cm.frobulate(data, tf.constant([1.0])), "int32", "float32")
     check_next_call_is_right(device)
 
 
 def test_raw_op_rejects_bad_tables_in_the_kernel(device):
     # Past the Python wrapper's checks: the C++ kernels validate too.
-    raw = constmem._loader.ops()
+    raw = cm._loader.ops()
     for op in (raw.constmem_frobulate, raw.constmem_frobulate_host_table):
         with tf.device(device):
             assert_invalid(
@@ -237,7 +237,7 @@ def test_data_too_large_to_index_is_rejected_at_graph_construction(source):
     # function's InvalidArgument at graph construction as ValueError, with the message intact.
     spec = tf.TensorSpec([2**31, 2**31 + 1], tf.float32)
     table = [1] if source == "attr" else tf.constant([1], tf.int32)
-    run = tf.function(lambda x: constmem.frobulate(x, table, source=source), input_signature=[spec])
+    run = tf.function(lambda x: cm.frobulate(x, table, source=source), input_signature=[spec])
     with pytest.raises(ValueError, match="more elements than the kernel can address"):
         run.get_concrete_function()
     check_next_call_is_right("/CPU:0")
@@ -245,35 +245,35 @@ def test_data_too_large_to_index_is_rejected_at_graph_construction(source):
 
 def test_unknown_source_is_a_value_error():
     with pytest.raises(ValueError):
-        constmem.frobulate([1.0], [1], source="shared")
+        cm.frobulate([1.0], [1], source="shared")
 
 
 def test_library_is_loaded_once_at_import():
     import importlib
 
-    import constmem._loader as loader
+    import constmem.tensorflow._loader as loader
 
-    assert os.path.exists(constmem.library_path())
-    assert loader._ops is not None  # loaded by `import constmem`
+    assert os.path.exists(cm.library_path())
+    assert loader._ops is not None  # loaded by `import constmem.tensorflow`
     assert loader.ops() is loader.ops()
-    importlib.reload(constmem)  # a re-import does not load it again
+    importlib.reload(cm)  # a re-import does not load it again
     assert loader.ops() is loader._ops
-    info = constmem.build_info()
+    info = cm.build_info()
     assert info["tensorflow"] == tf.__version__ and isinstance(info["gpu_kernels"], bool)
 
 
 def test_attr_tables_accept_any_integer_array_within_int32(device):
     data = np.array([0.5, 1.5], np.float32)
     with tf.device(device):
-        out = constmem.frobulate(data, np.array([2**31 - 1, -(2**31)], np.int64))
+        out = cm.frobulate(data, np.array([2**31 - 1, -(2**31)], np.int64))
     np.testing.assert_array_equal(
         out.numpy(), frobulate_reference(data, np.array([2**31 - 1, -(2**31)], np.int32))
     )
-    assert_invalid(lambda: constmem.frobulate(data, np.array([2**31], np.int64)), "fit int32")
+    assert_invalid(lambda: cm.frobulate(data, np.array([2**31], np.int64)), "fit int32")
 
 
 def test_upload_stats_names_every_counter():
-    stats = constmem.upload_stats()
+    stats = cm.upload_stats()
     assert {
         "upload_from_device",
         "upload_from_pinned_host",
@@ -286,8 +286,8 @@ def test_upload_stats_names_every_counter():
 
 
 def test_library_path_can_be_overridden(monkeypatch):
-    monkeypatch.setenv("CONSTMEM_OPS_LIBRARY", "/opt/elsewhere/_constmem_ops.so")
-    assert constmem.library_path() == "/opt/elsewhere/_constmem_ops.so"
+    monkeypatch.setenv("CONSTMEM_TENSORFLOW_LIBRARY", "/opt/elsewhere/_constmem_ops.so")
+    assert cm.library_path() == "/opt/elsewhere/_constmem_ops.so"
 
 
 @pytest.mark.parametrize("isa", ["portable", "avx2"])
@@ -299,10 +299,10 @@ def test_cpu_kernel_variants_agree_bitwise(isa, tmp_path):
     np.save(tmp_path / "data.npy", data)
     np.save(tmp_path / "table.npy", table)
     code = (
-        "import sys, numpy as np, tensorflow as tf, constmem\n"
+        "import sys, numpy as np, tensorflow as tf, constmem.tensorflow as cm\n"
         "d, t = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
         "with tf.device('/CPU:0'):\n"
-        "    np.save(sys.argv[3], constmem.frobulate(d, tf.constant(t)).numpy())\n"
+        "    np.save(sys.argv[3], cm.frobulate(d, tf.constant(t)).numpy())\n"
     )
     run_python(
         "-c",
@@ -313,7 +313,7 @@ def test_cpu_kernel_variants_agree_bitwise(isa, tmp_path):
         env=python_env(CONSTMEM_CPU_ISA=isa),
     )
     with tf.device("/CPU:0"):
-        here = constmem.frobulate(data, tf.constant(table)).numpy()
+        here = cm.frobulate(data, tf.constant(table)).numpy()
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), here)
     np.testing.assert_array_equal(here, frobulate_reference(data, table))
 
@@ -323,26 +323,26 @@ def test_a_second_copy_of_the_library_leaves_the_first_in_charge(tmp_path):
     import shutil
 
     copy = tmp_path / "_constmem_ops_copy.so"
-    shutil.copy(constmem.library_path(), copy)
+    shutil.copy(cm.library_path(), copy)
     code = (
-        "import sys, numpy as np, tensorflow as tf, constmem\n"
+        "import sys, numpy as np, tensorflow as tf, constmem.tensorflow as cm\n"
         "tf.load_op_library(sys.argv[1])\n"
         "for device in ['/CPU:0'] + [d.name for d in tf.config.list_logical_devices('GPU')]:\n"
         "    with tf.device(device):\n"
         "        for source in ('input', 'host', 'attr'):\n"
         "            t = [3, 4] if source == 'attr' else tf.constant([3, 4])\n"
         "            x = np.array([1.5, -2.0], np.float32)\n"
-        "            out = constmem.frobulate(x, t, source=source)\n"
+        "            out = cm.frobulate(x, t, source=source)\n"
         "            assert out.numpy().tolist() == [8.5, 5.0], (device, source, out)\n"
-        "if constmem.build_info().get('xla_lowering'):  # XLA's registrations are the first's too\n"
-        "    f = tf.function(lambda v: constmem.polyval([2.0, 1.0], v), jit_compile=True)\n"
+        "if cm.build_info().get('xla_lowering'):  # XLA's registrations are the first's too\n"
+        "    f = tf.function(lambda v: cm.polyval([2.0, 1.0], v), jit_compile=True)\n"
         "    assert f(tf.constant([1.0, 3.0])).numpy().tolist() == [3.0, 7.0]\n"
         "print('second copy: ok')\n"
     )
     result = run_python("-c", code, str(copy), env=python_env(TF_CPP_MIN_LOG_LEVEL="0"))
     assert "second copy: ok" in result.stdout
     assert "already registered by another copy" in result.stderr
-    if constmem.build_info().get("xla_lowering"):
+    if cm.build_info().get("xla_lowering"):
         assert "this copy adds none" in result.stderr
 
 
@@ -356,7 +356,7 @@ def test_special_values_follow_the_numerics_contract(device, source, dtype, tabl
     data = np.tile(special_values(dtype), 300)  # past one vector tile, so every path sees them
     table = np.array(table, np.int32)
     with tf.device(device):
-        out = constmem.frobulate(
+        out = cm.frobulate(
             data, table if source == "attr" else tf.constant(table), source=source
         ).numpy()
     on_cpu = device.startswith("/CPU")
@@ -369,8 +369,8 @@ def test_special_values_follow_the_numerics_contract(device, source, dtype, tabl
 
 
 def test_the_table_limit_comes_from_the_op_library():
-    assert constmem.MAX_TABLE_SIZE == 16384  # 64 KiB of int32: kFrobulateMaxTableSize in C++
+    assert cm.MAX_TABLE_SIZE == 16384  # 64 KiB of int32: kFrobulateMaxTableSize in C++
     assert_invalid(
-        lambda: constmem.frobulate([1.0], np.ones(constmem.MAX_TABLE_SIZE + 1, np.int32)),
-        str(constmem.MAX_TABLE_SIZE),
+        lambda: cm.frobulate([1.0], np.ones(cm.MAX_TABLE_SIZE + 1, np.int32)),
+        str(cm.MAX_TABLE_SIZE),
     )

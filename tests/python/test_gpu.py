@@ -8,7 +8,7 @@ after its copy ran, that an attr is uploaded once); and 8 threads calling one tf
 import threading
 import time
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,16 +18,16 @@ pytestmark = pytest.mark.gpu
 
 
 def counters_delta(fn):
-    before = constmem.upload_stats()
+    before = cm.upload_stats()
     result = fn()
-    after = constmem.upload_stats()
+    after = cm.upload_stats()
     return result, {k: after[k] - before[k] for k in after}
 
 
 def run_on(device, data, table, source):
     with tf.device(device):
         t = table if source == "attr" else tf.constant(table)
-        return constmem.frobulate(tf.constant(data), t, source=source).numpy()
+        return cm.frobulate(tf.constant(data), t, source=source).numpy()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -58,7 +58,7 @@ def test_device_input_placement(table_size, expected):
     with tf.device("/GPU:0"):
         x, t = tf.constant(data), tf.constant(table)
         assert "GPU" in t.device
-        out, delta = counters_delta(lambda: constmem.frobulate(x, t, source="input").numpy())
+        out, delta = counters_delta(lambda: cm.frobulate(x, t, source="input").numpy())
     np.testing.assert_array_equal(out, frobulate_reference(data, table))
     assert {name: delta[name] for name in expected} == expected
     assert delta["upload_from_pinned_host"] == 0 and delta["upload_from_pageable_host"] == 0
@@ -77,17 +77,17 @@ def test_large_host_table_is_staged_in_page_locked_memory_and_kept_alive():
     data = np.ones(1 << 20, np.float32)
     calls = 20
     tables = [np.full(3000, i, np.int32) for i in range(calls)]
-    before = constmem.upload_stats()
+    before = cm.upload_stats()
     with tf.device("/GPU:0"):
         x = tf.constant(data)
-        outs = [constmem.frobulate(x, tf.constant(t), source="host") for t in tables]
+        outs = [cm.frobulate(x, tf.constant(t), source="host") for t in tables]
         outs = [o.numpy() for o in outs]
     for out, table in zip(outs, tables, strict=True):
         np.testing.assert_array_equal(out, frobulate_reference(data, table))
     # The event manager releases staging shortly after the stream passes the copy.
     deadline = time.time() + 10
     while True:
-        delta = {k: v - before[k] for k, v in constmem.upload_stats().items()}
+        delta = {k: v - before[k] for k, v in cm.upload_stats().items()}
         if (
             delta["staging_released_after_copy"] + delta["staging_released_early"] >= calls
             or time.time() > deadline
@@ -110,7 +110,7 @@ def test_attr_is_uploaded_once_per_device_and_content():
 
     @tf.function
     def both(x):
-        return constmem.frobulate(x, table_a), constmem.frobulate(x, table_b)
+        return cm.frobulate(x, table_a), cm.frobulate(x, table_b)
 
     with tf.device("/GPU:0"):
         x = tf.constant(data)
@@ -130,7 +130,7 @@ def test_attr_is_uploaded_once_per_device_and_content():
 def test_eight_threads_share_one_tf_function():
     calls_per_thread = 10_000
     data = np.random.default_rng(1).standard_normal(1024).astype(np.float32)
-    step = tf.function(lambda x, t: constmem.frobulate(x, t))
+    step = tf.function(lambda x, t: cm.frobulate(x, t))
     failures = []
 
     def worker(k):
@@ -156,12 +156,12 @@ def test_eight_threads_share_one_tf_function():
 def test_a_failed_launch_still_releases_its_pinned_staging():
     # A host table too large to pass by value is copied through a pinned temp; when the launch
     # fails after that copy was queued, the temp must still be kept alive until the copy ran.
-    from constmem.stats import _inject_fault_for_testing
+    from constmem.tensorflow.stats import _inject_fault_for_testing
 
     rng = np.random.default_rng(21)
     data = rng.standard_normal(4099).astype(np.float32)
     table = rng.integers(-1000, 1000, size=4096, dtype=np.int32)
-    before = constmem.upload_stats()
+    before = cm.upload_stats()
     _inject_fault_for_testing("kernel_launch", 1)
     with pytest.raises(tf.errors.InternalError, match="kernel launch"):
         run_on("/GPU:0", data, table, "host")
@@ -169,10 +169,10 @@ def test_a_failed_launch_still_releases_its_pinned_staging():
     np.testing.assert_array_equal(
         run_on("/GPU:0", data, table, "host"), frobulate_reference(data, table)
     )
-    after = constmem.upload_stats()
+    after = cm.upload_stats()
     assert after["staging_pinned_verified"] - before["staging_pinned_verified"] == 2
     for _ in range(100):  # the keep-alive callbacks run once the stream has passed the copies
-        after = constmem.upload_stats()
+        after = cm.upload_stats()
         released = sum(
             after[k] - before[k] for k in ("staging_released_after_copy", "staging_released_early")
         )

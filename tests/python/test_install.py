@@ -70,15 +70,19 @@ def test_sysconfig_points_at_the_headers():
 
 
 def test_one_version_number_everywhere():
-    # pyproject.toml's version is the wheel's; CMake reads it, the op library records it and the
-    # package reports it from there.
+    # pyproject.toml's version is the wheel's and the package's; CMake reads it and every op
+    # library records it.
     import re
 
     import constmem
 
     pyproject = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
     version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
-    assert constmem.__version__ == version == constmem.build_info()["constmem"]
+    info = constmem.build_info()
+    assert constmem.__version__ == version == info["constmem"]
+    assert info["bindings"], "no op library built"
+    for binding in info["bindings"].values():
+        assert binding["constmem"] == version
 
 
 OPS = [("Frobulate", "table"), ("Polyval", "coeffs"), ("FirFilter", "taps")]
@@ -88,10 +92,10 @@ OPS = [("Frobulate", "table"), ("Polyval", "coeffs"), ("FirFilter", "taps")]
 def test_every_op_registers_its_three_forms_per_device_and_dtype(op, table):
     # CPU kernels always; GPU kernels when the library has them, the host form's table in host
     # memory.
-    import constmem
+    import constmem.tensorflow as cm
     from tensorflow.python.framework import kernels
 
-    devices = ["CPU", "GPU"] if constmem.build_info()["gpu_kernels"] else ["CPU"]
+    devices = ["CPU", "GPU"] if cm.build_info()["gpu_kernels"] else ["CPU"]
     for form in ("", "HostTable", "Attr"):
         registered = [  # XLA's compilation devices register kernels of their own once used
             k

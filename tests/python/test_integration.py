@@ -3,7 +3,7 @@ and XLA (tf.function(jit_compile=True)), whose results must equal the uncompiled
 
 import functools
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -20,7 +20,7 @@ def test_graph_mode_session_run_with_placeholders(device, source):
     with graph.as_default(), tf.device(device):
         x = tf.compat.v1.placeholder(tf.float64, [None, 7])
         t = tf.compat.v1.placeholder(tf.int32, [None])
-        y = constmem.frobulate(x, table if source == "attr" else t, source=source)
+        y = cm.frobulate(x, table if source == "attr" else t, source=source)
         (dx,) = tf.compat.v1.gradients(tf.reduce_sum(y * 3.0), [x])
     with tf.compat.v1.Session(graph=graph) as session:
         for rows in (5, 2):  # the same graph with another batch size and table
@@ -40,8 +40,8 @@ def test_tf_data_map_with_many_tables():
         table = ragged[i % len(tables)]
         out = tf.cond(
             i % 2 == 0,
-            lambda: constmem.frobulate(x, table, source="input"),
-            lambda: constmem.frobulate(x, table, source="host"),
+            lambda: cm.frobulate(x, table, source="input"),
+            lambda: cm.frobulate(x, table, source="host"),
         )
         return i, out
 
@@ -56,7 +56,7 @@ def test_tf_data_map_with_many_tables():
     assert seen == 40
 
 
-XLA = constmem.build_info().get("xla_lowering", False)
+XLA = cm.build_info().get("xla_lowering", False)
 needs_xla = pytest.mark.skipif(not XLA, reason="op library built without the XLA lowering")
 
 
@@ -68,21 +68,21 @@ def xla_cases(rng, dtype):
 
     return {
         "frobulate": (
-            lambda s, t, x: constmem.frobulate(x, table_arg(s, t, tf.int32), source=s),
+            lambda s, t, x: cm.frobulate(x, table_arg(s, t, tf.int32), source=s),
             rng.integers(-1000, 1000, size=300, dtype=np.int32),
         ),
         "polyval": (
-            lambda s, t, x: constmem.polyval(table_arg(s, t, dtype), x, source=s),
+            lambda s, t, x: cm.polyval(table_arg(s, t, dtype), x, source=s),
             rng.standard_normal(17).astype(dtype),
         ),
         "fir_same": (
-            lambda s, t, x: constmem.fir_filter(
+            lambda s, t, x: cm.fir_filter(
                 x, table_arg(s, t, dtype), padding="SAME", source=s
             ),
             rng.standard_normal(63).astype(dtype),
         ),
         "fir_valid": (
-            lambda s, t, x: constmem.fir_filter(
+            lambda s, t, x: cm.fir_filter(
                 x, table_arg(s, t, dtype), padding="VALID", source=s
             ),
             rng.standard_normal(20).astype(dtype),
@@ -117,8 +117,8 @@ def test_xla_gradients_equal_the_uncompiled_ones(device):
     taps = tf.constant(rng.standard_normal(7))
 
     def loss(x, coeffs, taps):
-        y = constmem.fir_filter(constmem.polyval(coeffs, x), taps, padding="SAME")
-        return tf.reduce_sum(constmem.frobulate(y, [1, -2, 3]) ** 2)
+        y = cm.fir_filter(cm.polyval(coeffs, x), taps, padding="SAME")
+        return tf.reduce_sum(cm.frobulate(y, [1, -2, 3]) ** 2)
 
     def grads(x, coeffs, taps):
         with tf.GradientTape() as tape:
@@ -141,7 +141,7 @@ def test_xla_refuses_a_bad_table_with_invalid_argument():
         input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.float32)],
     )
     def run(x, coeffs):
-        return constmem.polyval(coeffs, x, source="input")
+        return cm.polyval(coeffs, x, source="input")
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="coeffs must have 1 to 4096"):
         run(tf.constant([1.0]), tf.zeros([5000]))
@@ -152,7 +152,7 @@ def test_xla_refuses_a_bad_table_with_invalid_argument():
 def test_without_the_lowering_xla_says_clearly_that_it_cannot_compile_the_op():
     @tf.function(jit_compile=True)
     def run(x):
-        return constmem.frobulate(x, [1, 2])
+        return cm.frobulate(x, [1, 2])
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="Constmem>Frobulate"):
         run(tf.constant([1.0, 2.0]))
@@ -165,15 +165,15 @@ def test_xla_takes_dynamic_dimensions_and_refuses_a_dynamic_row():
     @tf.function(jit_compile=True)
     def elementwise(v):
         kept = tf.boolean_mask(v, v > 0)  # a size XLA knows only when the program runs
-        return constmem.polyval([2.0, -1.0, 0.5], kept)
+        return cm.polyval([2.0, -1.0, 0.5], kept)
 
-    expected = constmem.polyval([2.0, -1.0, 0.5], tf.boolean_mask(v, v > 0)).numpy()
+    expected = cm.polyval([2.0, -1.0, 0.5], tf.boolean_mask(v, v > 0)).numpy()
     got = elementwise(v).numpy()
     assert got.shape == expected.shape == (10,) and got.tobytes() == expected.tobytes()
 
     @tf.function(jit_compile=True)
     def filtered(v):
-        return constmem.fir_filter(tf.reshape(tf.boolean_mask(v, v > 0), [1, -1]), [1.0, 2.0])
+        return cm.fir_filter(tf.reshape(tf.boolean_mask(v, v > 0), [1, -1]), [1.0, 2.0])
 
     with pytest.raises(tf.errors.UnimplementedError, match="rows of static length"):
         filtered(v)

@@ -2,7 +2,7 @@
 """Polyval through TensorFlow: every form, random degrees and shapes against exact and NumPy
 references, tf.math.polyval, gradients, special values and errors, on the CPU and each GPU."""
 
-import constmem
+import constmem.tensorflow as cm
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -20,7 +20,7 @@ SHAPES = [(), (0,), (0, 3), (1,), (7,), (3, 5, 7), (301,)]
 def run_polyval(device, coeffs, x, source):
     with tf.device(device):
         table = coeffs if source == "attr" else tf.constant(coeffs)
-        return constmem.polyval(table, x, source=source).numpy()
+        return cm.polyval(table, x, source=source).numpy()
 
 
 def random_case(rng, shape, dtype, degree):
@@ -66,7 +66,7 @@ def polyval_function(attr_coeffs, source):
     """A tf.function taking (x, coeffs), with `attr_coeffs` as a constant for the attr form."""
 
     def run(x, coeffs):
-        return constmem.polyval(attr_coeffs if source == "attr" else coeffs, x, source=source)
+        return cm.polyval(attr_coeffs if source == "attr" else coeffs, x, source=source)
 
     return tf.function(run)
 
@@ -85,7 +85,7 @@ def test_coefficient_counts_across_placements(device, source, count):
         with tf.device(device):
             y = run(tf.constant(x), tf.constant(coeffs)).numpy()
         with tf.device("/CPU:0"):
-            on_cpu = constmem.polyval(tf.constant(coeffs), tf.constant(x)).numpy()
+            on_cpu = cm.polyval(tf.constant(coeffs), tf.constant(x)).numpy()
         np.testing.assert_array_equal(y, on_cpu)
         checked = max(1, 4000 // count)  # the exact reference is slow: a few thousand steps
         np.testing.assert_array_equal(y[:checked], polyval_fma_reference(coeffs, x[:checked]))
@@ -97,7 +97,7 @@ def test_gradients_with_respect_to_x_and_coeffs(device, source):
     coeffs, x = random_case(rng, (5, 3), np.float64, degree=6)
     with tf.device(device):
         theoretical, numerical = tf.test.compute_gradient(
-            lambda x_, c_: constmem.polyval(c_, x_, source=source),
+            lambda x_, c_: cm.polyval(c_, x_, source=source),
             [tf.constant(x), tf.constant(coeffs)],
             delta=1e-6,
         )
@@ -110,13 +110,13 @@ def test_gradient_of_the_attr_form_flows_to_x(device):
     coeffs, x = random_case(rng, (17,), np.float64, degree=9)
     with tf.device(device):
         theoretical, numerical = tf.test.compute_gradient(
-            lambda x_: constmem.polyval(coeffs, x_, source="attr"), [tf.constant(x)], delta=1e-6
+            lambda x_: cm.polyval(coeffs, x_, source="attr"), [tf.constant(x)], delta=1e-6
         )
     np.testing.assert_allclose(theoretical[0], numerical[0], rtol=1e-6, atol=1e-6)
     xt = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(xt)
-        y = constmem.polyval(coeffs, xt)
+        y = cm.polyval(coeffs, xt)
     np.testing.assert_allclose(
         tape.gradient(y, xt).numpy(), np.polyval(np.polyder(coeffs), x), rtol=1e-12
     )
@@ -127,7 +127,7 @@ def test_constant_polynomial_has_zero_x_gradient(source):
     xt = tf.constant([1.0, np.inf, -2.0])
     with tf.GradientTape() as tape:
         tape.watch(xt)
-        y = constmem.polyval([3.0] if source == "attr" else tf.constant([3.0]), xt, source=source)
+        y = cm.polyval([3.0] if source == "attr" else tf.constant([3.0]), xt, source=source)
     np.testing.assert_array_equal(y.numpy(), [3.0, 3.0, 3.0])
     np.testing.assert_array_equal(tape.gradient(y, xt).numpy(), [0.0, 0.0, 0.0])
 
@@ -160,20 +160,20 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
 
         def call(coeffs, x=None):
             x = np.ones(5, np.float32) if x is None else x
-            return constmem.polyval(
+            return cm.polyval(
                 coeffs if source == "attr" else tf.constant(coeffs), x, source=source
             )
 
         assert_invalid(lambda: call(np.zeros(0, np.float32)), "coeffs must")
         assert_invalid(lambda: call(np.zeros((2, 2), np.float32)), "rank 1")
-        too_many = np.zeros(constmem.polyval_max_coefficients() + 1, np.float32)
+        too_many = np.zeros(cm.polyval_max_coefficients() + 1, np.float32)
         assert_invalid(lambda: call(too_many), "4096")
         assert_invalid(lambda: call(np.ones(2, np.float32), np.ones(3, np.int32)), "float32")
         np.testing.assert_array_equal(call(np.array([2.0, 1.0], np.float32)).numpy(), [3.0] * 5)
 
 
 def test_raw_op_rejects_bad_coefficients_in_the_kernel(device):
-    ops = constmem._loader.ops()
+    ops = cm._loader.ops()
     with tf.device(device):
         assert_invalid(
             lambda: ops.constmem_polyval(x=tf.ones([3]), coeffs=tf.ones([0])), "coeffs must"
@@ -190,7 +190,7 @@ def test_attr_coefficients_keep_float64_exactly():
 
     @tf.function
     def run(x):
-        return constmem.polyval(coeffs, x, source="attr")
+        return cm.polyval(coeffs, x, source="attr")
 
     y = run(tf.constant([1.0], tf.float64)).numpy()
     assert y[0] == polyval_fma_reference(coeffs, np.array([1.0]))[0]
@@ -200,7 +200,7 @@ def test_attr_coefficients_keep_float64_exactly():
 def test_attr_coefficients_must_be_known_when_the_graph_is_built():
     @tf.function
     def run(x, c):
-        return constmem.polyval(c, x, source="attr")
+        return cm.polyval(c, x, source="attr")
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="known when the graph is built"):
         run(tf.ones([2]), tf.ones([2]))

@@ -19,23 +19,23 @@ SAVE = textwrap.dedent(
     import sys
     import numpy as np
     import tensorflow as tf
-    import constmem
+    import constmem.tensorflow as cm
 
     table = np.arange(1, 101, dtype=np.int32)
 
     class Model(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
         def attr_table(self, x):
-            return constmem.frobulate(x, table)
+            return cm.frobulate(x, table)
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.float32),
                                       tf.TensorSpec([None], tf.int32)])
         def host_table(self, x, t):
-            return constmem.frobulate(x, t, source="host")
+            return cm.frobulate(x, t, source="host")
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
         def serve(self, x):
-            return {"y": constmem.frobulate(x, table)}
+            return {"y": cm.frobulate(x, table)}
 
     model = Model()
     tf.saved_model.save(model, sys.argv[1], signatures={"serving_default": model.serve})
@@ -47,7 +47,7 @@ LOAD = textwrap.dedent(
     import sys
     import numpy as np
     import tensorflow as tf
-    import constmem  # nothing else: importing the package must register the ops
+    import constmem.tensorflow as cm  # nothing else: importing the package must register the ops
 
     loaded = tf.saved_model.load(sys.argv[1])
     data = np.linspace(-3.0, 3.0, 33, dtype=np.float32)
@@ -109,13 +109,13 @@ def test_version_mismatch_is_a_clear_import_error(tmp_path):
     # A library whose build info names another TensorFlow is refused before it is loaded.
     import shutil
 
-    import constmem
+    import constmem.tensorflow as cm
 
     lib = tmp_path / "_constmem_ops.so"
-    shutil.copy(constmem.library_path(), lib)
+    shutil.copy(cm.library_path(), lib)
     (tmp_path / "_constmem_ops.json").write_text('{"tensorflow": "2.0.0", "gpu_kernels": false}')
     result = run_python(
-        "-c", "import constmem", env=python_env(CONSTMEM_OPS_LIBRARY=str(lib)), check=False
+        "-c", "import constmem.tensorflow", env=python_env(CONSTMEM_TENSORFLOW_LIBRARY=str(lib)), check=False
     )
     assert result.returncode != 0
     assert "built against TensorFlow 2.0.0" in result.stderr
@@ -126,15 +126,15 @@ SERVE = textwrap.dedent(
     import sys
     import numpy as np
     import tensorflow as tf
-    import constmem
+    import constmem.tensorflow as cm
 
     big = np.arange(-700, 1300, dtype=np.int32)  # 2,000 entries: a constant bank on a GPU
 
     class Model(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
         def serve(self, x):
-            host = constmem.frobulate(x, tf.constant([5, -6, 7]), source="host")
-            return {"y": constmem.frobulate(constmem.frobulate(host, [1, 2, 3]), big)}
+            host = cm.frobulate(x, tf.constant([5, -6, 7]), source="host")
+            return {"y": cm.frobulate(cm.frobulate(host, [1, 2, 3]), big)}
 
     model = Model()
     tf.saved_model.save(model, sys.argv[1], signatures={"serving_default": model.serve})
@@ -154,7 +154,7 @@ SERVE = textwrap.dedent(
 @pytest.mark.parametrize("client", ["c_api_saved_model", "cc_saved_model"])
 def test_served_without_python_matches_python(client, tmp_path):
     """TensorFlow's C API, and its C++ API (libtensorflow_cc from the wheel), serve the model."""
-    import constmem
+    import constmem.tensorflow as cm
 
     # The built example: in the build directory, or where $CONSTMEM_EXAMPLES_DIR says (GPU bundle).
     examples = os.environ.get("CONSTMEM_EXAMPLES_DIR") or os.path.join(
@@ -178,7 +178,7 @@ def test_served_without_python_matches_python(client, tmp_path):
     result = subprocess.run(
         [
             program,
-            constmem.library_path(),
+            cm.library_path(),
             model,
             input_op,
             output_op,

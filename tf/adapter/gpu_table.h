@@ -8,16 +8,8 @@
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
 
-struct CUstream_st;  // cudaStream_t is CUstream_st*, in every CUDA version
-
 namespace constmem {
 namespace ops {
-
-using GpuStream = CUstream_st*;
-
-// A table as a launcher receives it (constmem/table.hpp).
-template <class T>
-using GpuTableView = TableView<T>;
 
 // True when CUDA knows `pointer` as page-locked host memory.
 bool IsPinnedHost(const void* pointer);

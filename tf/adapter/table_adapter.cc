@@ -103,9 +103,9 @@ absl::Status ForwardOrAllocateElementwiseOutput(tensorflow::OpKernelContext* ctx
   return ctx->forward_input_or_allocate_output({input_index}, 0, shape, output);
 }
 
-ops::GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {
+GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {
   stream_executor::Stream* stream = ctx->op_device_context()->stream();
-  return static_cast<ops::GpuStream>(stream->platform_specific_handle().stream);
+  return static_cast<GpuStream>(stream->platform_specific_handle().stream);
 }
 
 template <class T>
@@ -183,8 +183,8 @@ void ShardOnCpuWorkers(tensorflow::OpKernelContext* ctx, std::int64_t count,
 }
 
 absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,
-                                   const std::function<Status(ops::GpuStream)>& launch) {
-  const ops::GpuStream stream = ComputeStream(ctx);
+                                   const std::function<Status(GpuStream)>& launch) {
+  const GpuStream stream = ComputeStream(ctx);
   if (stream == nullptr) {
     return absl::FailedPreconditionError("constmem: TensorFlow gave no CUDA compute stream");
   }

@@ -57,7 +57,7 @@ absl::Status ForwardOrAllocateElementwiseOutput(tensorflow::OpKernelContext* ctx
                                                 tensorflow::Tensor** output);
 
 // TensorFlow's CUDA stream for this op, as the raw handle our launchers take.
-ops::GpuStream ComputeStream(tensorflow::OpKernelContext* ctx);
+GpuStream ComputeStream(tensorflow::OpKernelContext* ctx);
 
 // Decides where a placement function puts a table: (size, source) -> placement.
 using PlacementFn = std::function<Placement(std::int64_t, SourceKind)>;
@@ -89,7 +89,7 @@ class GpuTableArgument {
   absl::Status PrepareHostValues(const T* values, std::int64_t size, const char* name,
                                  std::int64_t max_size);
 
-  const ops::GpuTableView<T>& view() const { return view_; }
+  const TableView<T>& view() const { return view_; }
 
   // After the launch (the destructor does it otherwise): keeps the pinned staging tensor
   // referenced until the stream has executed the copy that reads it (EventMgr::ThenExecute, as
@@ -97,7 +97,7 @@ class GpuTableArgument {
   void KeepAliveUntilStreamPasses(tensorflow::OpKernelContext* ctx);
 
  private:
-  ops::GpuTableView<T> view_;
+  TableView<T> view_;
   tensorflow::Tensor staging_;
   tensorflow::OpKernelContext* ctx_ = nullptr;
   bool staged_ = false;
@@ -116,7 +116,7 @@ void ShardOnCpuWorkers(tensorflow::OpKernelContext* ctx, std::int64_t count,
 // Runs an op's launcher on TensorFlow's CUDA stream for this op and maps its Status. Refuses a
 // null stream: that would be the legacy default stream, which synchronises with everything.
 absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,
-                                   const std::function<Status(ops::GpuStream)>& launch);
+                                   const std::function<Status(GpuStream)>& launch);
 
 // Where a kernel takes its table from: an input (in device memory, or in host memory when the
 // kernel is registered with HostMemory), or an attr fixed per node.

@@ -102,7 +102,3 @@ FirFilter with the taps fixed per node: by value when small, otherwise uploaded 
 device and content into a constant bank.
 taps: the IEEE-754 bit patterns of the taps in x's dtype (float32 in the low 32 bits).
 )doc");
-
-extern "C" __attribute__((visibility("default"))) long long constmem_fir_filter_max_taps() {
-  return constmem::ops::kFirMaxTaps;
-}

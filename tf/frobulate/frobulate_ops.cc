@@ -67,9 +67,3 @@ REGISTER_OP("Constmem>FrobulateAttr")
 Frobulate with the table fixed per node as an attr: by value when small, otherwise uploaded at most
 once per device and content into a constant bank.
 )doc");
-
-// The op's limits for the Python wrapper, read with ctypes from this library so that they are
-// defined once, here.
-extern "C" __attribute__((visibility("default"))) long long constmem_frobulate_max_table_size() {
-  return constmem::ops::kFrobulateMaxTableSize;
-}

@@ -73,7 +73,3 @@ per device and content into a constant bank.
 coeffs: the IEEE-754 bit patterns of the coefficients in x's dtype (float32 in the low 32 bits),
   which keeps every value exact.
 )doc");
-
-extern "C" __attribute__((visibility("default"))) long long constmem_polyval_max_coefficients() {
-  return constmem::ops::kPolyvalMaxCoefficients;
-}

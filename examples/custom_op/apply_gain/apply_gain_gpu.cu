@@ -34,7 +34,7 @@ constmem::Placement ApplyGainPlacement(std::int64_t count, constmem::SourceKind 
                                    constmem::LocationOf(source), limits);
 }
 
-constmem::Status LaunchApplyGain(constmem::ops::GpuStream stream, const float* x, float* y,
+constmem::Status LaunchApplyGain(constmem::GpuStream stream, const float* x, float* y,
                                  std::int64_t rows, std::int64_t row_length,
                                  const constmem::TableView<float>& gains) {
   if (gains.size != rows) {

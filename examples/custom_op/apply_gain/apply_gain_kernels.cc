@@ -65,7 +65,7 @@ class ApplyGainGpu : public tensorflow::OpKernel {
     tensorflow::Tensor* y = nullptr;
     OP_REQUIRES_OK(ctx, Prepare(ctx, gains.view().size, &rows, &row_length, &y));
     OP_REQUIRES_OK(
-        ctx, constmem::tf_adapter::LaunchOnComputeStream(ctx, [&](constmem::ops::GpuStream stream) {
+        ctx, constmem::tf_adapter::LaunchOnComputeStream(ctx, [&](constmem::GpuStream stream) {
           return LaunchApplyGain(stream, ctx->input(0).flat<float>().data(),
                                  y->flat<float>().data(), rows, row_length, gains.view());
         }));

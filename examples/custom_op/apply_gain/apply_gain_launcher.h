@@ -16,7 +16,7 @@ namespace example {
 constexpr std::int64_t kMaxGains = 4 * 1024;
 
 // y[r, i] = x[r, i] * gains[r] for rows x row_length samples, enqueued on `stream`.
-constmem::Status LaunchApplyGain(constmem::ops::GpuStream stream, const float* x, float* y,
+constmem::Status LaunchApplyGain(constmem::GpuStream stream, const float* x, float* y,
                                  std::int64_t rows, std::int64_t row_length,
                                  const constmem::TableView<float>& gains);
 

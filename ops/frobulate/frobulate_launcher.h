@@ -5,14 +5,14 @@
 
 #include <cstdint>
 
-#include "adapter/gpu_table.h"
+#include "constmem/table.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 
 namespace constmem {
 namespace ops {
 
-using GpuTable = GpuTableView<std::int32_t>;
+using GpuTable = TableView<std::int32_t>;
 
 using FrobulateLaunchReport = LaunchReport;
 

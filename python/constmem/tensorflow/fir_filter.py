@@ -8,8 +8,8 @@ from typing import Literal
 import numpy as np
 import tensorflow as tf
 
-from constmem import _loader
-from constmem._tables import (
+from constmem.tensorflow import _loader
+from constmem.tensorflow._tables import (
     Source,
     TensorLike,
     attr_bits,

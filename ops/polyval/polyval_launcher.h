@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "adapter/gpu_table.h"
+#include "constmem/table.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The core's process-wide counters: which path each table took."""
 
-from constmem import _loader
+from constmem.tensorflow import _loader
 
 
 def upload_stats() -> dict[str, int]:

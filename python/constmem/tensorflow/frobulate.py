@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from constmem import _loader
-from constmem._tables import Source, TensorLike, attr_values, float_data, resolve_source
-from constmem._tables import invalid as _invalid
+from constmem.tensorflow import _loader
+from constmem.tensorflow._tables import Source, TensorLike, attr_values, float_data, resolve_source
+from constmem.tensorflow._tables import invalid as _invalid
 
 MAX_TABLE_SIZE = _loader.library_constant("constmem_frobulate_max_table_size")
 """The longest table: one 64 KiB constant bank of int32 entries (the op library's own limit)."""

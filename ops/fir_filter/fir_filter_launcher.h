@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "adapter/gpu_table.h"
+#include "constmem/table.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"

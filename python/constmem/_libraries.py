@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Where each framework's op library is and what it was built for; imports no framework."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+# One op library per framework binding, named after it.
+LIBRARIES = {"tensorflow": "_constmem_ops", "torch": "_constmem_torch"}
+
+
+def library_path(framework: str) -> str:
+    """Where `framework`'s op library is: $CONSTMEM_<FRAMEWORK>_LIBRARY, else beside the package.
+
+    An installed package has them in `_ops/`; a source tree in `_dev/`, where its builds copy them.
+    """
+    name = LIBRARIES[framework]
+    override = os.environ.get(f"CONSTMEM_{framework.upper()}_LIBRARY")
+    if override:
+        return override
+    development = os.path.join(_PACKAGE, "_dev", name + ".so")
+    if os.path.exists(development):
+        return development
+    return os.path.join(_PACKAGE, "_ops", name + ".so")
+
+
+def library_info(framework: str) -> dict[str, Any]:
+    """What `framework`'s op library was built for, from the JSON file beside it; {} if none."""
+    path = os.path.splitext(library_path(framework))[0] + ".json"
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def check_framework_version(framework: str, running: str | None) -> None:
+    """Refuses a missing library, or one built for another release of `framework` than `running`.
+
+    `running` None accepts any release (a library on a stable ABI).
+    """
+    path = library_path(framework)
+    if not os.path.exists(path):
+        raise ImportError(
+            f"constmem's {framework} op library is not at {path}; build it with scripts/build.sh "
+            f"or `pip install .` in an environment that has {framework}"
+        )
+    built_for = library_info(framework).get(framework)
+    if running is not None and built_for and built_for != running:
+        raise ImportError(
+            f"constmem's op library {path} was built against {framework} {built_for}, but this "
+            f"process runs {framework} {running}; install {framework} {built_for}, or rebuild "
+            f"constmem against {running}."
+        )
+
+
+def library_constant(path: str, name: str) -> int:
+    """An integer a loaded op library exports as `long long name()`: an op's limit, defined once."""
+    import ctypes
+
+    function = getattr(ctypes.CDLL(path), name)
+    function.restype = ctypes.c_longlong
+    return int(function())

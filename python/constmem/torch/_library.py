@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ops' schemas, fake kernels and autograd formulas, then the kernels from _constmem_torch.so.
+
+The C++ library registers only kernels (CompositeExplicitAutograd: one for CPU and CUDA tensors);
+everything PyTorch needs to trace, compile and differentiate the ops is here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from constmem import _libraries
+
+# Captured into a CUDA graph, an op would replay the constant-memory upload of its capture, not
+# of the replay: Inductor's CUDA graphs split around ops tagged so.
+_TAGS = (torch.Tag.cudagraph_unsafe,)
+_SCHEMAS = {
+    "frobulate": "(Tensor data, Tensor table) -> Tensor",
+    "frobulate_static": "(Tensor data, int[] table) -> Tensor",
+    "polyval": "(Tensor coeffs, Tensor x) -> Tensor",
+    "polyval_static": "(float[] coeffs, Tensor x) -> Tensor",
+    "fir_filter": "(Tensor x, Tensor taps, str padding) -> Tensor",
+    "fir_filter_static": "(Tensor x, float[] taps, str padding) -> Tensor",
+}
+_MINIMUM_TORCH = (2, 10)
+
+
+def _load() -> str:
+    version = tuple(int(part) for part in torch.__version__.split(".")[:2])
+    if version < _MINIMUM_TORCH:
+        raise ImportError(
+            f"constmem.torch needs torch 2.10 or newer (its stable ABI); this is {torch.__version__}"
+        )
+    path = _libraries.library_path("torch")
+    _libraries.check_framework_version("torch", None)
+    for name, schema in _SCHEMAS.items():
+        torch.library.define(f"constmem::{name}", schema, tags=_TAGS)
+    torch.ops.load_library(path)
+    return path
+
+
+LIBRARY_PATH = _load()
+
+
+def _constant(name: str) -> int:
+    return _libraries.library_constant(LIBRARY_PATH, name)
+
+
+MAX_TABLE_SIZE = _constant("constmem_frobulate_max_table_size")
+MAX_COEFFICIENTS = _constant("constmem_polyval_max_coefficients")
+MAX_TAPS = _constant("constmem_fir_filter_max_taps")
+
+
+def _check_float(tensor: torch.Tensor, name: str) -> None:
+    if tensor.dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"{name} must be float32 or float64; got {tensor.dtype}")
+
+
+def _fir_outputs(length, taps, padding: str):
+    if padding == "SAME":
+        return length
+    return torch.sym_max(length - taps + 1, 0)
+
+
+@torch.library.register_fake("constmem::frobulate")
+def _(data, table):
+    _check_float(data, "data")
+    return torch.empty_like(data, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("constmem::frobulate_static")
+def _(data, table):
+    _check_float(data, "data")
+    return torch.empty_like(data, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("constmem::polyval")
+def _(coeffs, x):
+    _check_float(x, "x")
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("constmem::polyval_static")
+def _(coeffs, x):
+    _check_float(x, "x")
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _fir_fake(x, k, padding):
+    _check_float(x, "x")
+    if x.dim() < 1:
+        raise ValueError("x must have rank 1 or more (the filter runs along the last axis)")
+    return x.new_empty((*x.shape[:-1], _fir_outputs(x.shape[-1], k, padding)))
+
+
+@torch.library.register_fake("constmem::fir_filter")
+def _(x, taps, padding):
+    return _fir_fake(x, taps.shape[0], padding)
+
+
+@torch.library.register_fake("constmem::fir_filter_static")
+def _(x, taps, padding):
+    return _fir_fake(x, len(taps), padding)
+
+
+# Gradients: the data's through the same ops; a tensor table's with PyTorch's own operations.
+
+
+def _frobulate_backward(ctx, grad):
+    return grad, None
+
+
+torch.library.register_autograd("constmem::frobulate", _frobulate_backward)
+torch.library.register_autograd("constmem::frobulate_static", _frobulate_backward)
+
+
+def _save_inputs(ctx, inputs, output):
+    ctx.inputs = inputs
+    ctx.save_for_backward(*(t for t in inputs if isinstance(t, torch.Tensor)))
+
+
+def _polyval_backward(ctx, grad):
+    coeffs, x = ctx.saved_tensors
+    n = coeffs.shape[0]
+    if n == 1:
+        derivative = torch.zeros_like(coeffs)
+    else:
+        derivative = coeffs[:-1] * torch.arange(n - 1, 0, -1, dtype=coeffs.dtype, device=coeffs.device)
+    grad_x = grad * torch.ops.constmem.polyval(derivative, x)
+    grad_coeffs = None
+    if ctx.needs_input_grad[0]:
+        exponents = torch.arange(n - 1, -1, -1, dtype=x.dtype, device=x.device)
+        powers = x.reshape(-1, 1) ** exponents
+        grad_coeffs = (powers * grad.reshape(-1, 1)).sum(0).to(coeffs.device)
+    return grad_coeffs, grad_x
+
+
+def _polyval_static_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    coeffs = np.asarray(ctx.inputs[0], dtype=_numpy_dtype(x.dtype))
+    derivative = np.polyder(coeffs) if coeffs.size > 1 else np.zeros(1, coeffs.dtype)
+    return None, grad * torch.ops.constmem.polyval_static(derivative.tolist(), x)
+
+
+torch.library.register_autograd(
+    "constmem::polyval", _polyval_backward, setup_context=_save_inputs
+)
+torch.library.register_autograd(
+    "constmem::polyval_static", _polyval_static_backward, setup_context=_save_inputs
+)
+
+
+def _numpy_dtype(dtype: torch.dtype):
+    return np.float32 if dtype == torch.float32 else np.float64
+
+
+def _pad_left(k: int, padding: str) -> int:
+    return (k - 1) // 2 if padding == "SAME" else 0
+
+
+def _fir_x_gradient(grad, x, k, padding):
+    """dx[i] = sum_j g[i + pad_left - j] taps[j]: the padded gradient, to filter with taps reversed."""
+    pad_left = _pad_left(k, padding)
+    before = k - 1 - pad_left
+    after = x.shape[-1] - grad.shape[-1] + pad_left
+    return torch.nn.functional.pad(grad, (before, after))
+
+
+def _fir_backward(ctx, grad):
+    x, taps = ctx.saved_tensors
+    padding = ctx.inputs[2]
+    k = taps.shape[0]
+    padded = _fir_x_gradient(grad, x, k, padding)
+    grad_x = torch.ops.constmem.fir_filter(padded, taps.flip(0).contiguous(), "VALID")
+    grad_taps = None
+    if ctx.needs_input_grad[1]:
+        # dtaps[j] = sum over rows and outputs of g[o] xp[o + j].
+        m = grad.shape[-1]
+        pad_left = _pad_left(k, padding)
+        pad_right = m + k - 1 - x.shape[-1] - pad_left
+        xp = torch.nn.functional.pad(x.reshape(-1, x.shape[-1]), (pad_left, pad_right))
+        windows = xp.unfold(-1, m, 1)  # [rows, k, m]
+        grad_taps = torch.einsum("rkm,rm->k", windows, grad.reshape(-1, m)).to(taps.device)
+    return grad_x, grad_taps, None
+
+
+def _fir_static_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    taps, padding = ctx.inputs[1], ctx.inputs[2]
+    padded = _fir_x_gradient(grad, x, len(taps), padding)
+    return torch.ops.constmem.fir_filter_static(padded, list(reversed(taps)), "VALID"), None, None
+
+
+torch.library.register_autograd("constmem::fir_filter", _fir_backward, setup_context=_save_inputs)
+torch.library.register_autograd(
+    "constmem::fir_filter_static", _fir_static_backward, setup_context=_save_inputs
+)

@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The PyTorch ops: results against independent references, every table form, CPU and CUDA,
+errors, gradients, torch.library.opcheck and torch.compile."""
+
+import numpy as np
+import pytest
+import torch
+
+import constmem.torch as cm
+from reference import (
+    fir_float64,
+    fir_fma_reference,
+    frobulate_reference,
+    polyval_fma_reference,
+    random_case,
+)
+
+DEVICES = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+DTYPES = [np.float32, np.float64]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def table_forms(values, device, dtype=None):
+    """Every form a table can take next to data on `device`: static, CPU tensor, device tensor."""
+    array = np.asarray(values, dtype=dtype)
+    forms = {"static": array.tolist(), "cpu": torch.from_numpy(array.copy())}
+    if device != "cpu":
+        forms["device"] = forms["cpu"].to(device)
+        forms["pinned"] = forms["cpu"].pin_memory()
+    return forms
+
+
+def as_numpy(tensor):
+    return tensor.detach().cpu().numpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("table_size", [1, 100, 1025, 16384])
+def test_frobulate_matches_left_to_right_sums(device, dtype, table_size):
+    rng = np.random.default_rng(table_size)
+    data, table = random_case(rng, (3, 257), dtype, table_size)
+    expected = frobulate_reference(data, table)
+    for form, t in table_forms(table, device).items():
+        out = cm.frobulate(torch.from_numpy(data).to(device), t)
+        np.testing.assert_array_equal(as_numpy(out), expected, err_msg=form)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("degree", [0, 5, 300])
+def test_polyval_matches_horner_with_one_rounding(device, dtype, degree):
+    rng = np.random.default_rng(degree)
+    x = rng.uniform(-1.1, 1.1, size=(2, 33)).astype(dtype)
+    coeffs = rng.standard_normal(degree + 1).astype(dtype)
+    expected = polyval_fma_reference(coeffs, x)
+    for form, c in table_forms(coeffs, device).items():
+        out = cm.polyval(c, torch.from_numpy(x).to(device))
+        np.testing.assert_array_equal(as_numpy(out), expected, err_msg=form)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("taps", "padding"), [(1, "SAME"), (6, "SAME"), (17, "VALID"), (40, "VALID")])
+def test_fir_filter_matches_fma_definition(device, dtype, taps, padding):
+    rng = np.random.default_rng(taps)
+    x = rng.standard_normal((2, 3, 37)).astype(dtype)
+    t = rng.standard_normal(taps).astype(dtype)
+    expected = fir_fma_reference(x, t, padding)
+    np.testing.assert_allclose(expected, fir_float64(x, t, padding), rtol=1e-4, atol=1e-4)
+    for form, tt in table_forms(t, device).items():
+        out = cm.fir_filter(torch.from_numpy(x).to(device), tt, padding=padding)
+        assert out.shape == expected.shape
+        np.testing.assert_array_equal(as_numpy(out), expected, err_msg=form)
+
+
+def test_empty_and_scalar_inputs(device):
+    empty = torch.zeros((0, 4), device=device)
+    assert cm.frobulate(empty, [1, 2]).shape == (0, 4)
+    assert cm.polyval([1.0, 2.0], torch.tensor(3.0, device=device)).item() == 5.0
+    assert cm.fir_filter(torch.zeros((2, 3), device=device), [1.0] * 5, padding="VALID").shape == (2, 0)
+
+
+def test_non_contiguous_data_is_read_by_value(device):
+    x = torch.arange(24, dtype=torch.float32, device=device).reshape(4, 6).t()
+    np.testing.assert_array_equal(as_numpy(cm.frobulate(x, [1, 2])), as_numpy(x) + 3)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda d: cm.frobulate(torch.ones(3, device=d), []), "1 to 16384"),
+        (lambda d: cm.frobulate(torch.ones(3, device=d), [2**31]), "fit int32"),
+        (lambda d: cm.frobulate(torch.ones(3, device=d), [1.5]), "int32"),
+        (lambda d: cm.frobulate(torch.ones(3, dtype=torch.int32, device=d), [1]), "float32 or"),
+        (lambda d: cm.frobulate(torch.ones(3, device=d), torch.ones(2, 2, dtype=torch.int32)), "rank 1"),
+        (lambda d: cm.frobulate(torch.ones(3, device=d), torch.ones(2)), "int32"),
+        (lambda d: cm.polyval(torch.ones(4097, device=d), torch.ones(3, device=d)), "1 to 4096"),
+        (lambda d: cm.polyval(torch.ones(3, dtype=torch.float64), torch.ones(3, device=d)), "dtype"),
+        (lambda d: cm.fir_filter(torch.tensor(1.0, device=d), [1.0]), "rank 1 or more"),
+        (lambda d: cm.fir_filter(torch.ones(3, device=d), [1.0], padding="FULL"), "SAME"),
+        (lambda d: cm.fir_filter(torch.ones(3, device=d), [1.0] * 2049), "1 to 2048"),
+    ],
+)
+def test_bad_input_raises_and_the_next_call_is_right(device, call, message):
+    with pytest.raises((RuntimeError, ValueError), match=message):
+        call(device)
+    np.testing.assert_array_equal(as_numpy(cm.frobulate(torch.zeros(2, device=device), [1, 2])), [3, 3])
+
+
+@pytest.mark.skipif(torch.cuda.device_count() == 0, reason="needs a CUDA device")
+def test_cpu_data_with_a_cuda_table_is_refused():
+    with pytest.raises(RuntimeError, match="on the CPU"):
+        cm.frobulate(torch.ones(3), torch.ones(2, dtype=torch.int32, device="cuda"))
+
+
+def test_gradients_match_finite_differences(device):
+    x = torch.linspace(-1, 1, 11, dtype=torch.float64, device=device).reshape(1, 11)
+    coeffs = torch.tensor([0.5, -1.0, 2.0, 0.25], dtype=torch.float64, device=device)
+    taps = torch.tensor([0.25, 0.5, -0.75], dtype=torch.float64, device=device)
+    for fn, inputs in [
+        (lambda a: cm.frobulate(a, [3, 4]), (x,)),
+        (cm.polyval, (coeffs, x)),
+        (lambda a: cm.polyval([0.5, -1.0, 2.0, 0.25], a), (x,)),
+        (lambda a, t: cm.fir_filter(a, t, padding="SAME"), (x, taps)),
+        (lambda a, t: cm.fir_filter(a, t, padding="VALID"), (x, taps)),
+        (lambda a: cm.fir_filter(a, [0.25, 0.5, -0.75, 1.0]), (x,)),
+    ]:
+        inputs = tuple(t.clone().requires_grad_(True) for t in inputs)
+        assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-7)
+
+
+def opcheck_cases(device):
+    x32 = torch.randn(3, 40, device=device)
+    x64 = x32.double()
+    for x in (x32, x64):
+        np_dtype = np.float32 if x.dtype == torch.float32 else np.float64
+        yield torch.ops.constmem.frobulate, (x, torch.arange(5, dtype=torch.int32, device=device))
+        yield torch.ops.constmem.frobulate, (x, torch.arange(5, dtype=torch.int32))
+        yield torch.ops.constmem.frobulate_static, (x, [1, 2, 3])
+        for table_device in {device, "cpu"}:
+            c = torch.tensor([0.5, -1.0, 2.0], dtype=x.dtype, device=table_device)
+            yield torch.ops.constmem.polyval, (c.requires_grad_(True), x.clone().requires_grad_(True))
+            t = torch.tensor([0.25, 0.5, 0.75], dtype=x.dtype, device=table_device)
+            for padding in ("SAME", "VALID"):
+                yield torch.ops.constmem.fir_filter, (x.clone().requires_grad_(True), t.requires_grad_(True), padding)
+        yield torch.ops.constmem.polyval_static, (np.asarray([0.5, 2.0], np_dtype).tolist(), x)
+        yield torch.ops.constmem.fir_filter_static, (x, [0.25, 0.5], "VALID")
+
+
+def test_opcheck(device):
+    for op, args in opcheck_cases(device):
+        torch.library.opcheck(op, args)
+
+
+def test_compile_fullgraph_traces_every_op(device):
+    torch._dynamo.reset()
+
+    @torch.compile(fullgraph=True)
+    def pipeline(x, coeffs, taps):
+        y = cm.frobulate(x, [1, -2, 3])
+        y = cm.polyval([0.5, 0.25], cm.polyval(coeffs, y))
+        return cm.fir_filter(y, taps, padding="SAME"), cm.fir_filter(y, [0.5, 0.5], padding="VALID")
+
+    x = torch.randn(4, 64, device=device)
+    coeffs = torch.tensor([0.1, -0.2, 0.3], device=device)
+    taps = torch.tensor([0.25, 0.5, 0.25], device=device)
+    eager = pipeline._torchdynamo_orig_callable(x, coeffs, taps)
+    for _ in range(2):  # a new table tensor's values take effect without recompiling
+        for compiled, expected in zip(pipeline(x, coeffs, taps), eager, strict=True):
+            np.testing.assert_array_equal(as_numpy(compiled), as_numpy(expected))
+        coeffs = coeffs * 2
+        eager = pipeline._torchdynamo_orig_callable(x, coeffs, taps)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() == 0, reason="needs a CUDA device")
+def test_reduce_overhead_mode_is_right_with_changing_tables():
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def step(x, coeffs):
+        return cm.polyval(coeffs, x * 2) + 1
+
+    x = torch.randn(1000, device="cuda")
+    for i in range(4):
+        coeffs = torch.tensor([1.0, float(i), -1.0], device="cuda")
+        expected = cm.polyval(coeffs, x * 2) + 1
+        np.testing.assert_array_equal(as_numpy(step(x, coeffs)), as_numpy(expected))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() == 0, reason="needs a CUDA device")
+def test_runs_on_the_current_stream_and_streams_do_not_share_tables():
+    """Two streams upload different tables into the one bank, interleaved, many times: each
+    result must be its own table's (the hazard-off build fails this: torch_streams.py)."""
+    from torch_streams import run_streams
+
+    mismatches, total = run_streams(rounds=200)
+    assert total > 0
+    assert mismatches == 0
