@@ -44,9 +44,7 @@ def main():
             filters = tf.constant(taps[:, None, None])
             conv = tf.function(lambda v, f=filters: tf.nn.conv1d(v[:, :, None], f, 1, "SAME"))
             figures[f"fir_filter_{k}"] = {
-                "constmem": median_seconds(
-                    lambda taps=taps: cm.fir_filter(rows_t, taps).numpy()
-                ),
+                "constmem": median_seconds(lambda taps=taps: cm.fir_filter(rows_t, taps).numpy()),
                 "np.correlate": median_seconds(
                     lambda t=taps, p=padded: [np.correlate(r, t, "valid") for r in p]
                 ),

@@ -33,6 +33,11 @@ inline void ThrowIfError(const Status& status) {
   if (!status.ok()) Fail(status.ToString());
 }
 
+// The tensor itself when it is contiguous (no dispatcher call), else a contiguous copy.
+inline Tensor Contiguous(const Tensor& tensor) {
+  return tensor.is_contiguous() ? tensor : torch::stable::contiguous(tensor);
+}
+
 template <class T>
 constexpr ScalarType ScalarTypeOf();
 template <>
@@ -62,8 +67,7 @@ template <class T>
 Tensor CheckedTable(const Tensor& table, const Tensor& data, const char* name,
                     std::int64_t max_size) {
   if (table.dim() != 1) {
-    Fail(std::string(name) + " must be a vector (rank 1); got rank " +
-         std::to_string(table.dim()));
+    Fail(std::string(name) + " must be a vector (rank 1); got rank " + std::to_string(table.dim()));
   }
   if (table.numel() < 1 || table.numel() > max_size) {
     Fail(std::string(name) + " must have 1 to " + std::to_string(max_size) + " entries; got " +
@@ -79,7 +83,7 @@ Tensor CheckedTable(const Tensor& table, const Tensor& data, const char* name,
   if (data.is_cpu() && !table.is_cpu()) {
     Fail(std::string(name) + " must be on the CPU when the data is");
   }
-  return torch::stable::contiguous(table);
+  return Contiguous(table);
 }
 
 // The table as a launcher takes it. A CPU table counts as pageable whether or not it is pinned:
@@ -126,7 +130,8 @@ GpuStream CurrentStream(const Tensor& tensor);
 template <class Fn>
 void ShardOnCpuThreads(std::int64_t count, std::int64_t cost_per_element, const Fn& fn) {
   // About 32 K operations a range amortise a task's start.
-  const std::int64_t grain = std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, cost_per_element));
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, cost_per_element));
   torch::stable::parallel_for(0, count, grain, fn);
 }
 

@@ -31,7 +31,7 @@ template <class T>
 Tensor FirFilterWith(const Tensor& x_in, const TableView<T>& taps, const std::string& padding) {
   const FirPadding mode = ParsePadding(padding);
   if (x_in.dim() < 1) Fail("x must have rank 1 or more (the filter runs along the last axis)");
-  const Tensor x = torch::stable::contiguous(x_in);
+  const Tensor x = Contiguous(x_in);
   // Every leading dimension is a batch of rows; y keeps them and replaces the last.
   std::vector<std::int64_t> y_sizes;
   std::int64_t rows = 1;

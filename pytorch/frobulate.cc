@@ -19,7 +19,7 @@ namespace {
 using ops::kFrobulateMaxTableSize;
 
 Tensor FrobulateWith(const Tensor& data_in, const TableView<std::int32_t>& table) {
-  const Tensor data = torch::stable::contiguous(data_in);
+  const Tensor data = Contiguous(data_in);
   Tensor out = torch::stable::empty_like(data);
   ForFloatData(data, "data", [&](auto zero) {
     using T = decltype(zero);

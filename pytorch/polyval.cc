@@ -20,7 +20,7 @@ using ops::kPolyvalMaxCoefficients;
 
 template <class T>
 Tensor PolyvalWith(const TableView<T>& coeffs, const Tensor& x_in) {
-  const Tensor x = torch::stable::contiguous(x_in);
+  const Tensor x = Contiguous(x_in);
   Tensor y = torch::stable::empty_like(x);
   const T* in = x.const_data_ptr<T>();
   T* out = y.mutable_data_ptr<T>();

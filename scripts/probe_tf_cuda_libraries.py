@@ -60,9 +60,7 @@ def main():
     with tf.device("/GPU:0"):
         x = square()
         ok = probe("elementwise add", lambda: float(tf.reduce_sum(x + 1.0)))
-        ok &= probe(
-            "cm.frobulate", lambda: float(tf.reduce_sum(cm.frobulate(x, [1, 2])))
-        )
+        ok &= probe("cm.frobulate", lambda: float(tf.reduce_sum(cm.frobulate(x, [1, 2]))))
     for name in LIBRARY_PROBES:
         child = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True)
         print(child.stdout, end="")

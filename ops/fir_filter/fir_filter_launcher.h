@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "constmem/table.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "constmem/table.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
 
 namespace constmem {
 namespace ops {

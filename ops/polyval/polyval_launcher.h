@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-#include "constmem/table.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"

@@ -11,6 +11,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 # One op library per framework binding, named after it.
 LIBRARIES = {"tensorflow": "_constmem_ops", "torch": "_constmem_torch"}
+_DISPLAY = {"tensorflow": "TensorFlow", "torch": "PyTorch"}
 
 
 def library_path(framework: str) -> str:
@@ -50,10 +51,11 @@ def check_framework_version(framework: str, running: str | None) -> None:
         )
     built_for = library_info(framework).get(framework)
     if running is not None and built_for and built_for != running:
+        name = _DISPLAY[framework]
         raise ImportError(
-            f"constmem's op library {path} was built against {framework} {built_for}, but this "
-            f"process runs {framework} {running}; install {framework} {built_for}, or rebuild "
-            f"constmem against {running}."
+            f"constmem's op library {path} was built against {name} {built_for}, but this "
+            f"process runs {name} {running}; the C++ ABI differs between releases. Install "
+            f"{name} {built_for}, or rebuild constmem against {running}."
         )
 
 

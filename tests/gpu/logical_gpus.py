@@ -48,7 +48,7 @@ def main():
     logical = tf.config.list_logical_devices("GPU")
     assert len(logical) >= 2, logical
 
-    import constmem.tensorflow as cm  # after the device configuration, which must come before GPU start
+    import constmem.tensorflow as cm  # after the device configuration, before the GPU starts
 
     rng = np.random.default_rng(99)
     # Quarters below 2^8 and integer tables keep every partial sum exact in float32, so the

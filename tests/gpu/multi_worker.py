@@ -31,7 +31,7 @@ def free_ports(count):
     return ports
 
 
-def train(strategy, tf, constmem):
+def train(strategy, tf, cm):
     """Returns the weights after STEPS of SGD on a model whose forward pass is three Frobulates."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((16, 6)).astype(np.float32)
@@ -73,7 +73,7 @@ def worker(index, cluster, out):
         implementation=tf.distribute.experimental.CommunicationImplementation.RING
     )
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    np.save(out, train(strategy, tf, constmem))
+    np.save(out, train(strategy, tf, cm))
     with open(out + ".devices", "w") as f:  # where this worker's replicas ran
         f.write(",".join(d.split("/")[-1] for d in strategy.extended.worker_devices))
 
@@ -82,7 +82,7 @@ def single(out):
     import constmem.tensorflow as cm
     import tensorflow as tf
 
-    np.save(out, train(tf.distribute.OneDeviceStrategy("/cpu:0"), tf, constmem))
+    np.save(out, train(tf.distribute.OneDeviceStrategy("/cpu:0"), tf, cm))
 
 
 def main():

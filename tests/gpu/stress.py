@@ -63,7 +63,7 @@ def main():
     tf.config.set_logical_device_configuration(physical[0], [config] * args.logical_devices)
     logical = tf.config.list_logical_devices(kind)
 
-    import constmem.tensorflow as cm  # after the device configuration, which must come before GPU start
+    import constmem.tensorflow as cm  # after the device configuration, before the GPU starts
 
     rng = np.random.default_rng(2024)
     # Quarters below 2^8 and entries in [-50, 50]: every partial sum is exact in float32, so the
@@ -79,9 +79,7 @@ def main():
         for k in range(ops):
             source = sources[k % 3]
             table = attr_tables[(k // 3) % len(attr_tables)] if source == "attr" else tables[k]
-            outs.append(
-                cm.frobulate(tf.constant(inputs[k % len(SHAPES)]), table, source=source)
-            )
+            outs.append(cm.frobulate(tf.constant(inputs[k % len(SHAPES)]), table, source=source))
         return outs
 
     def gpu_memory():

@@ -171,9 +171,7 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
 
         def call(taps, x=None):
             x = np.ones((2, 5), np.float32) if x is None else x
-            return cm.fir_filter(
-                x, taps if source == "attr" else tf.constant(taps), source=source
-            )
+            return cm.fir_filter(x, taps if source == "attr" else tf.constant(taps), source=source)
 
         assert_invalid(lambda: call(np.zeros(0, np.float32)), "taps must")
         assert_invalid(lambda: call(np.zeros((2, 2), np.float32)), "rank 1")

@@ -29,9 +29,7 @@ def test_matches_numpy_eager(device, source, dtype, shape):
     rng = np.random.default_rng(abs(hash((source, np.dtype(dtype).name, shape))) % 2**32)
     data, table = random_case(rng, shape, dtype, table_size=int(rng.integers(1, 200)))
     with tf.device(device):
-        out = cm.frobulate(
-            data, table if source == "attr" else tf.constant(table), source=source
-        )
+        out = cm.frobulate(data, table if source == "attr" else tf.constant(table), source=source)
     assert out.shape == data.shape and out.dtype == dtype
     np.testing.assert_array_equal(out.numpy(), frobulate_reference(data, table))
     np.testing.assert_allclose(out.numpy(), frobulate_float64(data, table), rtol=1e-5, atol=1e-2)
@@ -120,9 +118,7 @@ def test_gradient_with_respect_to_data_is_the_incoming_gradient(source):
     data, table = random_case(rng, (3, 4), np.float64, 10)
 
     def f(x):
-        return cm.frobulate(
-            x, table if source == "attr" else tf.constant(table), source=source
-        )
+        return cm.frobulate(x, table if source == "attr" else tf.constant(table), source=source)
 
     theoretical, numerical = tf.test.compute_gradient(f, [tf.constant(data)])
     np.testing.assert_allclose(theoretical[0], np.eye(12), atol=1e-12)

@@ -76,15 +76,11 @@ def xla_cases(rng, dtype):
             rng.standard_normal(17).astype(dtype),
         ),
         "fir_same": (
-            lambda s, t, x: cm.fir_filter(
-                x, table_arg(s, t, dtype), padding="SAME", source=s
-            ),
+            lambda s, t, x: cm.fir_filter(x, table_arg(s, t, dtype), padding="SAME", source=s),
             rng.standard_normal(63).astype(dtype),
         ),
         "fir_valid": (
-            lambda s, t, x: cm.fir_filter(
-                x, table_arg(s, t, dtype), padding="VALID", source=s
-            ),
+            lambda s, t, x: cm.fir_filter(x, table_arg(s, t, dtype), padding="VALID", source=s),
             rng.standard_normal(20).astype(dtype),
         ),
     }

@@ -7,7 +7,6 @@ import os
 import re
 
 import pytest
-
 from subprocesses import ROOT, run_python
 
 FRAMEWORKS = ("tensorflow", "torch", "jax", "keras")

@@ -160,9 +160,7 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
 
         def call(coeffs, x=None):
             x = np.ones(5, np.float32) if x is None else x
-            return cm.polyval(
-                coeffs if source == "attr" else tf.constant(coeffs), x, source=source
-            )
+            return cm.polyval(coeffs if source == "attr" else tf.constant(coeffs), x, source=source)
 
         assert_invalid(lambda: call(np.zeros(0, np.float32)), "coeffs must")
         assert_invalid(lambda: call(np.zeros((2, 2), np.float32)), "rank 1")

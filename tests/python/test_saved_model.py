@@ -115,7 +115,10 @@ def test_version_mismatch_is_a_clear_import_error(tmp_path):
     shutil.copy(cm.library_path(), lib)
     (tmp_path / "_constmem_ops.json").write_text('{"tensorflow": "2.0.0", "gpu_kernels": false}')
     result = run_python(
-        "-c", "import constmem.tensorflow", env=python_env(CONSTMEM_TENSORFLOW_LIBRARY=str(lib)), check=False
+        "-c",
+        "import constmem.tensorflow",
+        env=python_env(CONSTMEM_TENSORFLOW_LIBRARY=str(lib)),
+        check=False,
     )
     assert result.returncode != 0
     assert "built against TensorFlow 2.0.0" in result.stderr

@@ -2,11 +2,10 @@
 """The PyTorch ops: results against independent references, every table form, CPU and CUDA,
 errors, gradients, torch.library.opcheck and torch.compile."""
 
+import constmem.torch as cm
 import numpy as np
 import pytest
 import torch
-
-import constmem.torch as cm
 from reference import (
     fir_float64,
     fir_fma_reference,
@@ -62,7 +61,9 @@ def test_polyval_matches_horner_with_one_rounding(device, dtype, degree):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(("taps", "padding"), [(1, "SAME"), (6, "SAME"), (17, "VALID"), (40, "VALID")])
+@pytest.mark.parametrize(
+    ("taps", "padding"), [(1, "SAME"), (6, "SAME"), (17, "VALID"), (40, "VALID")]
+)
 def test_fir_filter_matches_fma_definition(device, dtype, taps, padding):
     rng = np.random.default_rng(taps)
     x = rng.standard_normal((2, 3, 37)).astype(dtype)
@@ -79,7 +80,10 @@ def test_empty_and_scalar_inputs(device):
     empty = torch.zeros((0, 4), device=device)
     assert cm.frobulate(empty, [1, 2]).shape == (0, 4)
     assert cm.polyval([1.0, 2.0], torch.tensor(3.0, device=device)).item() == 5.0
-    assert cm.fir_filter(torch.zeros((2, 3), device=device), [1.0] * 5, padding="VALID").shape == (2, 0)
+    assert cm.fir_filter(torch.zeros((2, 3), device=device), [1.0] * 5, padding="VALID").shape == (
+        2,
+        0,
+    )
 
 
 def test_non_contiguous_data_is_read_by_value(device):
@@ -94,10 +98,16 @@ def test_non_contiguous_data_is_read_by_value(device):
         (lambda d: cm.frobulate(torch.ones(3, device=d), [2**31]), "fit int32"),
         (lambda d: cm.frobulate(torch.ones(3, device=d), [1.5]), "int32"),
         (lambda d: cm.frobulate(torch.ones(3, dtype=torch.int32, device=d), [1]), "float32 or"),
-        (lambda d: cm.frobulate(torch.ones(3, device=d), torch.ones(2, 2, dtype=torch.int32)), "rank 1"),
+        (
+            lambda d: cm.frobulate(torch.ones(3, device=d), torch.ones(2, 2, dtype=torch.int32)),
+            "rank 1",
+        ),
         (lambda d: cm.frobulate(torch.ones(3, device=d), torch.ones(2)), "int32"),
         (lambda d: cm.polyval(torch.ones(4097, device=d), torch.ones(3, device=d)), "1 to 4096"),
-        (lambda d: cm.polyval(torch.ones(3, dtype=torch.float64), torch.ones(3, device=d)), "dtype"),
+        (
+            lambda d: cm.polyval(torch.ones(3, dtype=torch.float64), torch.ones(3, device=d)),
+            "dtype",
+        ),
         (lambda d: cm.fir_filter(torch.tensor(1.0, device=d), [1.0]), "rank 1 or more"),
         (lambda d: cm.fir_filter(torch.ones(3, device=d), [1.0], padding="FULL"), "SAME"),
         (lambda d: cm.fir_filter(torch.ones(3, device=d), [1.0] * 2049), "1 to 2048"),
@@ -106,7 +116,9 @@ def test_non_contiguous_data_is_read_by_value(device):
 def test_bad_input_raises_and_the_next_call_is_right(device, call, message):
     with pytest.raises((RuntimeError, ValueError), match=message):
         call(device)
-    np.testing.assert_array_equal(as_numpy(cm.frobulate(torch.zeros(2, device=device), [1, 2])), [3, 3])
+    np.testing.assert_array_equal(
+        as_numpy(cm.frobulate(torch.zeros(2, device=device), [1, 2])), [3, 3]
+    )
 
 
 @pytest.mark.skipif(torch.cuda.device_count() == 0, reason="needs a CUDA device")
@@ -141,10 +153,16 @@ def opcheck_cases(device):
         yield torch.ops.constmem.frobulate_static, (x, [1, 2, 3])
         for table_device in {device, "cpu"}:
             c = torch.tensor([0.5, -1.0, 2.0], dtype=x.dtype, device=table_device)
-            yield torch.ops.constmem.polyval, (c.requires_grad_(True), x.clone().requires_grad_(True))
+            yield (
+                torch.ops.constmem.polyval,
+                (c.requires_grad_(True), x.clone().requires_grad_(True)),
+            )
             t = torch.tensor([0.25, 0.5, 0.75], dtype=x.dtype, device=table_device)
             for padding in ("SAME", "VALID"):
-                yield torch.ops.constmem.fir_filter, (x.clone().requires_grad_(True), t.requires_grad_(True), padding)
+                yield (
+                    torch.ops.constmem.fir_filter,
+                    (x.clone().requires_grad_(True), t.requires_grad_(True), padding),
+                )
         yield torch.ops.constmem.polyval_static, (np.asarray([0.5, 2.0], np_dtype).tolist(), x)
         yield torch.ops.constmem.fir_filter_static, (x, [0.25, 0.5], "VALID")
 
@@ -156,6 +174,7 @@ def test_opcheck(device):
 
 def test_compile_fullgraph_traces_every_op(device):
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
 
     @torch.compile(fullgraph=True)
     def pipeline(x, coeffs, taps):
@@ -172,6 +191,7 @@ def test_compile_fullgraph_traces_every_op(device):
             np.testing.assert_array_equal(as_numpy(compiled), as_numpy(expected))
         coeffs = coeffs * 2
         eager = pipeline._torchdynamo_orig_callable(x, coeffs, taps)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1  # compiled once
 
 
 @pytest.mark.skipif(torch.cuda.device_count() == 0, reason="needs a CUDA device")
@@ -198,3 +218,15 @@ def test_runs_on_the_current_stream_and_streams_do_not_share_tables():
     mismatches, total = run_streams(rounds=200)
     assert total > 0
     assert mismatches == 0
+
+
+@pytest.mark.skipif(torch.cuda.device_count() == 0, reason="needs a CUDA device")
+def test_a_cuda_graph_capture_is_refused_and_the_next_call_is_right():
+    x = torch.randn(4096, device="cuda")
+    table = torch.arange(2000, dtype=torch.int32)  # a bank upload, which a replay would not redo
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="captur"):
+        with torch.cuda.graph(graph):
+            cm.frobulate(x, table)
+    out = cm.frobulate(x, table)
+    np.testing.assert_array_equal(as_numpy(out), frobulate_reference(as_numpy(x), table.numpy()))

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Loads the TensorFlow op library once per process, after checking the TensorFlow it was built for."""
+"""Loads the TensorFlow op library once per process, checking the TensorFlow it was built for."""
 
 from __future__ import annotations
 

@@ -29,6 +29,19 @@ TableLike = torch.Tensor | np.ndarray | Sequence[float]
 Padding = Literal["SAME", "VALID"]
 
 
+def _call(op, *args):
+    """op(*args), below the autograd key when no gradient can flow.
+
+    The autograd formula is Python, and entering it costs more than the rest of a small call.
+    """
+    if torch.compiler.is_compiling() or (
+        torch.is_grad_enabled() and any(getattr(a, "requires_grad", False) for a in args)
+    ):
+        return op(*args)
+    with torch._C._AutoDispatchBelowAutograd():
+        return op(*args)
+
+
 def _static_values(table: object, name: str, kind: type) -> list:
     """A static table as the schema's list, checked here so that the error names the argument.
 
@@ -55,8 +68,9 @@ def frobulate(data: torch.Tensor, table: torch.Tensor | Sequence[int]) -> torch.
     The gradient with respect to data is the incoming gradient.
     """
     if isinstance(table, torch.Tensor):
-        return torch.ops.constmem.frobulate(data, table)
-    return torch.ops.constmem.frobulate_static(data, _static_values(table, "table", numbers.Integral))
+        return _call(torch.ops.constmem.frobulate, data, table)
+    values = _static_values(table, "table", numbers.Integral)
+    return _call(torch.ops.constmem.frobulate_static, data, values)
 
 
 def polyval(coeffs: TableLike, x: torch.Tensor) -> torch.Tensor:
@@ -67,8 +81,9 @@ def polyval(coeffs: TableLike, x: torch.Tensor) -> torch.Tensor:
     Gradients flow to x and to a tensor `coeffs`.
     """
     if isinstance(coeffs, torch.Tensor):
-        return torch.ops.constmem.polyval(coeffs, x)
-    return torch.ops.constmem.polyval_static(_static_values(coeffs, "coeffs", numbers.Real), x)
+        return _call(torch.ops.constmem.polyval, coeffs, x)
+    values = _static_values(coeffs, "coeffs", numbers.Real)
+    return _call(torch.ops.constmem.polyval_static, values, x)
 
 
 def fir_filter(x: torch.Tensor, taps: TableLike, *, padding: Padding = "SAME") -> torch.Tensor:
@@ -81,8 +96,9 @@ def fir_filter(x: torch.Tensor, taps: TableLike, *, padding: Padding = "SAME") -
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"padding must be 'SAME' or 'VALID'; got {padding!r}")
     if isinstance(taps, torch.Tensor):
-        return torch.ops.constmem.fir_filter(x, taps, padding)
-    return torch.ops.constmem.fir_filter_static(x, _static_values(taps, "taps", numbers.Real), padding)
+        return _call(torch.ops.constmem.fir_filter, x, taps, padding)
+    values = _static_values(taps, "taps", numbers.Real)
+    return _call(torch.ops.constmem.fir_filter_static, x, values, padding)
 
 
 def library_path() -> str:

@@ -30,7 +30,8 @@ def _load() -> str:
     version = tuple(int(part) for part in torch.__version__.split(".")[:2])
     if version < _MINIMUM_TORCH:
         raise ImportError(
-            f"constmem.torch needs torch 2.10 or newer (its stable ABI); this is {torch.__version__}"
+            "constmem.torch needs torch 2.10 or newer (its stable ABI); "
+            f"this is {torch.__version__}"
         )
     path = _libraries.library_path("torch")
     _libraries.check_framework_version("torch", None)
@@ -126,7 +127,9 @@ def _polyval_backward(ctx, grad):
     if n == 1:
         derivative = torch.zeros_like(coeffs)
     else:
-        derivative = coeffs[:-1] * torch.arange(n - 1, 0, -1, dtype=coeffs.dtype, device=coeffs.device)
+        derivative = coeffs[:-1] * torch.arange(
+            n - 1, 0, -1, dtype=coeffs.dtype, device=coeffs.device
+        )
     grad_x = grad * torch.ops.constmem.polyval(derivative, x)
     grad_coeffs = None
     if ctx.needs_input_grad[0]:
@@ -143,9 +146,7 @@ def _polyval_static_backward(ctx, grad):
     return None, grad * torch.ops.constmem.polyval_static(derivative.tolist(), x)
 
 
-torch.library.register_autograd(
-    "constmem::polyval", _polyval_backward, setup_context=_save_inputs
-)
+torch.library.register_autograd("constmem::polyval", _polyval_backward, setup_context=_save_inputs)
 torch.library.register_autograd(
     "constmem::polyval_static", _polyval_static_backward, setup_context=_save_inputs
 )
@@ -160,7 +161,7 @@ def _pad_left(k: int, padding: str) -> int:
 
 
 def _fir_x_gradient(grad, x, k, padding):
-    """dx[i] = sum_j g[i + pad_left - j] taps[j]: the padded gradient, to filter with taps reversed."""
+    """The gradient padded so that filtering it with the taps reversed gives dx (VALID)."""
     pad_left = _pad_left(k, padding)
     before = k - 1 - pad_left
     after = x.shape[-1] - grad.shape[-1] + pad_left
