@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The package as a user installs it: builds the wheel (against .venv's TensorFlow, GPU code for
-# one architecture to keep it quick), installs it into a fresh directory, runs an op from it,
+# The package as a user installs it: builds the wheel (against .venv's TensorFlow and PyTorch, GPU
+# code for one architecture to keep it quick), installs it into a fresh directory, runs an op of
+# each framework from it,
 # builds the out-of-tree consumer project with find_package through constmem.sysconfig, and builds
 # and tests examples/custom_op, a TensorFlow op of its own, from the installed package alone.
 set -euo pipefail
@@ -19,10 +20,13 @@ cmake_dir=$(PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/py
 import constmem, constmem.sysconfig as s, constmem.tensorflow as cm
 assert constmem.__file__.startswith(s.get_include().rsplit("/constmem/", 1)[0])
 assert cm.frobulate([1.0], [2, 3]).numpy().tolist() == [6.0]
+import torch, constmem.torch as ct
+assert ct.frobulate(torch.ones(1), [2, 3]).tolist() == [6.0]
+assert set(constmem.build_info()["bindings"]) == {"tensorflow", "torch"}
 print(s.get_cmake_dir())
 PY
 )
-echo "test-wheel: the installed op ran; CMake package in $cmake_dir"
+echo "test-wheel: the installed TensorFlow and PyTorch ops ran; CMake package in $cmake_dir"
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/tests/consumer" -B "$work/consumer" \
   -Dconstmem_DIR="$cmake_dir" >/dev/null
 cmake --build "$work/consumer" -j "$(nproc)" >/dev/null

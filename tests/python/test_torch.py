@@ -230,3 +230,27 @@ def test_a_cuda_graph_capture_is_refused_and_the_next_call_is_right():
             cm.frobulate(x, table)
     out = cm.frobulate(x, table)
     np.testing.assert_array_equal(as_numpy(out), frobulate_reference(as_numpy(x), table.numpy()))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_two_devices_from_two_threads():
+    """cuda:0 and cuda:1 from a thread each: every device has its own banks and streams."""
+    import threading
+
+    results = {}
+
+    def work(index):
+        device = f"cuda:{index}"
+        x = torch.zeros(1 << 16, device=device)
+        table = torch.full((3000,), index + 1, dtype=torch.int32, device=device)
+        bad = 0
+        for _ in range(200):
+            bad += int((cm.frobulate(x, table) != 3000.0 * (index + 1)).any())
+        results[index] = bad
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {0: 0, 1: 0}
