@@ -154,9 +154,9 @@ int main(int argc, char** argv) {
       // Each row runs the way the op places the table: a device table read in place (up to 1,024
       // entries) or from a constant bank, int32 converted per entry in the kernel; a host table
       // small enough by value (for float data converted once, on the host).
-      const GpuTable device_view{device_table, n, SourceKind::kDevice};
-      const GpuTable host_view{table.data(), n, SourceKind::kPageableHost};
-      for (const GpuTable* view : {&device_view, &host_view}) {
+      const TableView<std::int32_t> device_view{device_table, n, SourceKind::kDevice};
+      const TableView<std::int32_t> host_view{table.data(), n, SourceKind::kPageableHost};
+      for (const TableView<std::int32_t>* view : {&device_view, &host_view}) {
         const Placement placement = FrobulatePlacement(n, view->source);
         if (view == &host_view && placement != Placement::kByValue) continue;
         const double ms = MedianMs(stream, [&] {
@@ -202,12 +202,12 @@ int main(int argc, char** argv) {
     std::vector<std::int32_t> table(n);
     for (int j = 0; j < n; ++j) table[j] = (j * 31) % 97 - 48;
     std::int32_t* device_table = DeviceCopy(table);
-    const GpuTable host_view{table.data(), n, SourceKind::kPageableHost};
-    const GpuTable device_view{device_table, n, SourceKind::kDevice};
+    const TableView<std::int32_t> host_view{table.data(), n, SourceKind::kPageableHost};
+    const TableView<std::int32_t> device_view{device_table, n, SourceKind::kDevice};
     const int kCapacity = 1024;
     auto product = [&](Placement p) -> double {
       if (p == Placement::kByValue && n > kCapacity) return NAN;
-      const GpuTable& view = p == Placement::kByValue ? host_view : device_view;
+      const TableView<std::int32_t>& view = p == Placement::kByValue ? host_view : device_view;
       return MedianMs(stream, [&] {
         CHECK_OK(LaunchFrobulateWithPlacement<float>(stream, data, out, matrix_elements, view, p));
       });
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
                                     sizeof(int) * 100));  // synchronous, pageable
       SeedKernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(data, out, n);
     });
-    const GpuTable view{table.data(), 100, SourceKind::kPageableHost};
+    const TableView<std::int32_t> view{table.data(), 100, SourceKind::kPageableHost};
     const double ours_ms =
         MedianMs(stream, [&] { CHECK_OK(LaunchFrobulate<float>(stream, data, out, n, view)); });
     std::printf(

@@ -113,9 +113,10 @@ int main(int argc, char** argv) {
   CHECK_OK(FillByValueTable(table.data(), kTable, &small_param));
   CHECK_OK(FillByValueTable(table.data(), kTable, &large_param));
 
-  const GpuTable host{table.data(), kTable, SourceKind::kPageableHost};
-  const GpuTable attr{table.data(), kTable, SourceKind::kPageableHost, /*repeats=*/true};
-  const GpuTable device{device_table, kTable, SourceKind::kDevice};
+  const TableView<std::int32_t> host{table.data(), kTable, SourceKind::kPageableHost};
+  const TableView<std::int32_t> attr{table.data(), kTable, SourceKind::kPageableHost,
+                                     /*repeats=*/true};
+  const TableView<std::int32_t> device{device_table, kTable, SourceKind::kDevice};
   int scratch_device = 0;
   unsigned long long scratch_id = 0;
   // The driver's own launch, as TensorFlow's StreamExecutor makes it, for comparison.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+// clang-format off
 // The CPU counterpart of elementwise.cuh: every element walks the whole table in order,
 //
-//   state = Op::Start(x, table[0]);  for j in 1..n-1: Op::Step(state, table[j]);  y =
-//   Op::Finish(state)
+//   state = Op::Start(x, table[0]);  for j in 1..n-1: Op::Step(state, table[j]);
+//   y = Op::Finish(state)
 //
 // vectorised and register-tiled: a tile of elements stays in vector registers while the table
 // streams past, each entry broadcast once and applied to every accumulator. Each element still gets
@@ -14,9 +15,10 @@
 //
 //   struct FrobulateCpuStep {
 //     template <class V> struct State { V sum; };
-//     static constexpr int kAccumulators[] = {8, 12, 24};   // portable, AVX2, AVX-512
-//     template <class V> static void Start(State<V>& s, const V& x, const V& first) { s.sum = x +
-//     first; } template <class V> static void Step(State<V>& s, const V& entry) { s.sum += entry; }
+//     static constexpr int kAccumulators[] = {8, 12, 24};  // portable, AVX2, AVX-512
+//     template <class V>
+//     static void Start(State<V>& s, const V& x, const V& first) { s.sum = x + first; }
+//     template <class V> static void Step(State<V>& s, const V& entry) { s.sum += entry; }
 //     template <class V> static void Finish(const State<V>& s, V& y) { y = s.sum; }
 //   };
 //
@@ -26,6 +28,7 @@
 // instruction set would change the calling convention.
 //
 // Host-only; no CUDA and no TensorFlow include.
+// clang-format on
 #pragma once
 
 #include <cmath>

@@ -96,26 +96,34 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
 
 // Blocks of `Kernel` with `threads` threads each that fit on the whole device at once: the grid of
 // a persistent kernel (one wave; a second, partial wave would leave SMs idle at its end). Asked
-// once per device and kernel:  ResidentBlocks<MyKernel<float, Reader>>(256, device). A kernel with
-// dynamic shared memory passes the most it ever launches with, the same on every call.
+// once per device and kernel:
+//   int blocks = 0;
+//   CONSTMEM_RETURN_IF_ERROR(ResidentBlocks<MyKernel<float, Reader>>(256, device, &blocks));
+// A kernel with dynamic shared memory passes the most it ever launches with, the same on every
+// call. A failed query is an error (and is asked again next time), never a grid of one block.
 template <auto Kernel>
-int ResidentBlocks(int threads, int device, std::size_t dynamic_shared_bytes = 0) {
+Status ResidentBlocks(int threads, int device, int* blocks, std::size_t dynamic_shared_bytes = 0) {
   static std::array<std::atomic<int>, kMaxDevices> cached{};
-  const bool cacheable = device >= 0 && device < kMaxDevices;
-  int blocks = cacheable ? cached[device].load(std::memory_order_relaxed) : 0;
-  if (blocks == 0) {
+  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+  int value = cached[device].load(std::memory_order_relaxed);
+  if (value == 0) {
     int per_sm = 0, sms = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads,
-                                                      dynamic_shared_bytes) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      cudaGetLastError();
-      per_sm = 1;
-      sms = 1;
+    CONSTMEM_RETURN_IF_CUDA_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                      &per_sm, Kernel, threads, dynamic_shared_bytes),
+                                  "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute(MultiProcessorCount)");
+    if (per_sm < 1) {
+      return InvalidArgument("a block of " + std::to_string(threads) + " threads and " +
+                             std::to_string(dynamic_shared_bytes) +
+                             " bytes of shared memory does not fit a multiprocessor");
     }
-    blocks = std::max(1, per_sm * sms);
-    if (cacheable) cached[device].store(blocks, std::memory_order_relaxed);
+    value = per_sm * sms;
+    cached[device].store(value, std::memory_order_relaxed);
   }
-  return blocks;
+  *blocks = value;
+  return Status::Ok();
 }
 
 // The most shared memory a block may ask for on `device` (cudaFuncSetAttribute's limit: 64 KiB on

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+// clang-format off
 // A kernel for the most common table op: every element walks the whole table, in order,
 //
-//   state = Op::Start(x, table[0]);  for j in 1..n-1: Op::Step(state, table[j]);  y =
-//   Op::Finish(state)
+//   state = Op::Start(x, table[0]);  for j in 1..n-1: Op::Step(state, table[j]);
+//   y = Op::Finish(state)
 //
 // (a running sum, Horner's rule, a chain of lookups). Every lane of a warp reads table[j] with the
 // same j, which is what constant memory broadcasts. An op supplies the three steps and its tuning:
@@ -10,8 +11,8 @@
 //   template <class T>
 //   struct PolyvalStep {
 //     struct State { T x, y; };
-//     static constexpr int kVectorsPerThread = 8;   // elements in flight per thread, in 16-byte
-//     vectors static constexpr int kTableUnroll = 8;
+//     static constexpr int kVectorsPerThread = 8;  // 16-byte vectors in flight per thread
+//     static constexpr int kTableUnroll = 8;
 //     __device__ static State Start(T x, T first) { return {x, first}; }
 //     __device__ static void Step(State& s, T entry) { s.y = fma(s.y, s.x, entry); }
 //     __device__ static T Finish(const State& s) { return s.y; }
@@ -19,6 +20,7 @@
 //
 // and launches with LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, n, size, reader)
 // from the callable it gives LaunchWithTable (dispatch.cuh).
+// clang-format on
 #pragma once
 
 #include <cuda_runtime.h>
@@ -121,14 +123,17 @@ Status LaunchElementwiseTable(int device, cudaStream_t stream, const T* data, T*
   const std::int64_t wanted = std::max(
       aligned ? count / kTileElements : 0,
       ((aligned ? count % kTileElements : count) + kElementwiseThreads - 1) / kElementwiseThreads);
+  int resident = 0;
   if (aligned) {
     constexpr auto kernel = ElementwiseTableKernel<Op, T, Table, true>;
-    const dim3 grid = PersistentGrid(wanted, ResidentBlocks<kernel>(kElementwiseThreads, device));
-    kernel<<<grid, kElementwiseThreads, 0, stream>>>(data, out, count, table_size, table);
+    CONSTMEM_RETURN_IF_ERROR(ResidentBlocks<kernel>(kElementwiseThreads, device, &resident));
+    kernel<<<PersistentGrid(wanted, resident), kElementwiseThreads, 0, stream>>>(data, out, count,
+                                                                                 table_size, table);
   } else {
     constexpr auto kernel = ElementwiseTableKernel<Op, T, Table, false>;
-    const dim3 grid = PersistentGrid(wanted, ResidentBlocks<kernel>(kElementwiseThreads, device));
-    kernel<<<grid, kElementwiseThreads, 0, stream>>>(data, out, count, table_size, table);
+    CONSTMEM_RETURN_IF_ERROR(ResidentBlocks<kernel>(kElementwiseThreads, device, &resident));
+    kernel<<<PersistentGrid(wanted, resident), kElementwiseThreads, 0, stream>>>(data, out, count,
+                                                                                 table_size, table);
   }
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "kernel launch");
 }

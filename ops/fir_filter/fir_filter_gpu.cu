@@ -691,8 +691,10 @@ Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const Fi
   const std::int64_t tiles = shape.rows * ((shape.outputs + Tune::kTile - 1) / Tune::kTile);
   // The longest filter's shared memory gives every launch's grid (on sm_80 and sm_90 two blocks of
   // 256 threads a multiprocessor at every tap count: the static_asserts on SharedBytes).
-  const dim3 grid = PersistentGrid((tiles + Tune::kTeamsPerBlock - 1) / Tune::kTeamsPerBlock,
-                                   ResidentBlocks<kernel>(kBlock, device, kMostShared));
+  int resident = 0;
+  CONSTMEM_RETURN_IF_ERROR(ResidentBlocks<kernel>(kBlock, device, &resident, kMostShared));
+  const dim3 grid =
+      PersistentGrid((tiles + Tune::kTeamsPerBlock - 1) / Tune::kTeamsPerBlock, resident);
   kernel<<<grid, kBlock, shared, stream>>>(x, y, shape.rows, shape.length, shape.outputs,
                                            static_cast<int>(shape.taps),
                                            static_cast<int>(shape.pad_left), taps);

@@ -83,7 +83,7 @@ Placement FrobulatePlacement(std::int64_t table_size, SourceKind source) {
 
 template <class T>
 Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std::int64_t count,
-                                    const GpuTable& table, Placement placement,
+                                    const TableView<std::int32_t>& table, Placement placement,
                                     LaunchReport* report) {
   if (table.values == nullptr || table.size < 1 || table.size > kFrobulateMaxTableSize) {
     return InvalidArgument("Frobulate needs a table of 1 to " +
@@ -108,16 +108,17 @@ Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std
 
 template <class T>
 Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t count,
-                       const GpuTable& table, FrobulateLaunchReport* report) {
+                       const TableView<std::int32_t>& table, LaunchReport* report) {
   return LaunchFrobulateWithPlacement(stream, data, out, count, table,
                                       FrobulatePlacement(table.size, table.source), report);
 }
 
 #define CONSTMEM_INSTANTIATE_FROBULATE(T)                                                    \
-  template Status LaunchFrobulate<T>(GpuStream, const T*, T*, std::int64_t, const GpuTable&, \
-                                     LaunchReport*);                                         \
+  template Status LaunchFrobulate<T>(GpuStream, const T*, T*, std::int64_t,                  \
+                                     const TableView<std::int32_t>&, LaunchReport*);         \
   template Status LaunchFrobulateWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,     \
-                                                  const GpuTable&, Placement, LaunchReport*);
+                                                  const TableView<std::int32_t>&, Placement, \
+                                                  LaunchReport*);
 CONSTMEM_INSTANTIATE_FROBULATE(float)
 CONSTMEM_INSTANTIATE_FROBULATE(double)
 #undef CONSTMEM_INSTANTIATE_FROBULATE

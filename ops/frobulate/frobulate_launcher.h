@@ -12,22 +12,18 @@
 namespace constmem {
 namespace ops {
 
-using GpuTable = TableView<std::int32_t>;
-
-using FrobulateLaunchReport = LaunchReport;
-
 // Enqueues out = Frobulate(data, table) on `stream` and returns without waiting. Host tables are
 // read before it returns (by-value) or copied by the core (bank); a pinned host table must stay
 // alive until the stream has passed this point.
 template <class T>
 Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t count,
-                       const GpuTable& table, FrobulateLaunchReport* report = nullptr);
+                       const TableView<std::int32_t>& table, LaunchReport* report = nullptr);
 
 // The same with the placement chosen by the caller, for benchmarks that compare placements:
 // by-value needs a host table of at most 1,024 entries, global memory a device table.
 template <class T>
 Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std::int64_t count,
-                                    const GpuTable& table, Placement placement,
+                                    const TableView<std::int32_t>& table, Placement placement,
                                     LaunchReport* report = nullptr);
 
 // Where LaunchFrobulate puts a table of this size and source.

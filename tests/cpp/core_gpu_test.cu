@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "constmem/constmem.cuh"
+#include "constmem/dispatch.cuh"
 #include "test_support.cuh"
 
 CONSTMEM_DEFINE_BANK(four_slot_bank, std::int32_t, 256, 4);
@@ -153,6 +154,20 @@ TEST(Uploads, ErrorsAreStatusesAndTheNextCallWorks) {
   std::mt19937 rng(13);
   const auto table = RandomTable(rng, 64);
   EXPECT_EQ(RoundTrip(four_slot_bank(), stream, table, SourceKind::kPageableHost), table);
+}
+
+// A failed occupancy query is an error, asked again on the next call; never a grid of one block.
+TEST(Grids, ResidentBlocksFailuresAreErrors) {
+  REQUIRE_GPU();
+  int blocks = -1;
+  EXPECT_EQ((ResidentBlocks<SpinKernel>(256, -1, &blocks).code()), StatusCode::kFailedPrecondition);
+  const Status too_much_shared = ResidentBlocks<SpinKernel>(256, 0, &blocks, std::size_t{1} << 30);
+  EXPECT_FALSE(too_much_shared.ok());
+  EXPECT_EQ(blocks, -1);
+  ASSERT_OK(ResidentBlocks<SpinKernel>(256, 0, &blocks));
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  EXPECT_GE(blocks, sms);  // at least one block a multiprocessor
 }
 
 TEST(Staging, ABufferIsReusedOnlyAfterItsCopyRan) {

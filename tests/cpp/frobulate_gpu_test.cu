@@ -60,13 +60,13 @@ std::int64_t MismatchesForCase(std::int64_t count, std::int64_t table_size, Sour
   // The setup ran on the default stream, which the non-blocking stream does not wait for.
   cudaDeviceSynchronize();
 
-  GpuTable gpu_table;
+  TableView<std::int32_t> gpu_table;
   gpu_table.size = table_size;
   gpu_table.source = source;
   gpu_table.values = source == SourceKind::kDevice       ? device_table
                      : source == SourceKind::kPinnedHost ? pinned_table
                                                          : table.data();
-  FrobulateLaunchReport report;
+  LaunchReport report;
   const Status status = LaunchFrobulate<T>(stream, device_data + misalign, device_out + misalign,
                                            count, gpu_table, &report);
   EXPECT_TRUE(status.ok()) << status.ToString();
@@ -142,10 +142,11 @@ TEST(FrobulateErrors, BadTablesAreInvalidArgumentAndTheNextCallWorks) {
   float* data = nullptr;
   cudaMalloc(&data, 64 * sizeof(float));
   std::vector<std::int32_t> table(kFrobulateMaxTableSize + 1, 1);
-  GpuTable too_long{table.data(), kFrobulateMaxTableSize + 1, SourceKind::kPageableHost};
+  TableView<std::int32_t> too_long{table.data(), kFrobulateMaxTableSize + 1,
+                                   SourceKind::kPageableHost};
   EXPECT_EQ(LaunchFrobulate<float>(stream, data, data, 64, too_long).code(),
             StatusCode::kInvalidArgument);
-  GpuTable empty{table.data(), 0, SourceKind::kPageableHost};
+  TableView<std::int32_t> empty{table.data(), 0, SourceKind::kPageableHost};
   EXPECT_EQ(LaunchFrobulate<float>(stream, data, data, 64, empty).code(),
             StatusCode::kInvalidArgument);
   cudaFree(data);
@@ -162,7 +163,7 @@ TEST(FrobulateErrors, AFailedLaunchReleasesItsSlotAndTheNextCallWorks) {
   cudaMalloc(&data, 64 * sizeof(float));
   cudaMemset(data, 0, 64 * sizeof(float));
   std::vector<std::int32_t> table(3000, 1);  // a constant-bank table: a lease is held
-  GpuTable host{table.data(), 3000, SourceKind::kPageableHost};
+  TableView<std::int32_t> host{table.data(), 3000, SourceKind::kPageableHost};
   for (int i = 0; i < 8; ++i) {  // more failures than slots: a leaked lease would show
     InjectFaultForTesting(FaultPoint::kKernelLaunch, 1);
     EXPECT_EQ(LaunchFrobulate<float>(stream, data, data, 64, host).code(), StatusCode::kInternal);

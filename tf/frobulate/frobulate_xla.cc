@@ -35,8 +35,8 @@ ffi::Error FrobulateCuda(GpuStream stream, ffi::AnyBuffer data, ffi::Buffer<ffi:
                          ffi::Result<ffi::AnyBuffer> out) {
   return tf_adapter::ForFloatType(data.element_type(), [&](auto zero) {
     using T = decltype(zero);
-    const GpuTable view{table.typed_data(), static_cast<std::int64_t>(table.element_count()),
-                        SourceKind::kDevice};
+    const TableView<std::int32_t> view{
+        table.typed_data(), static_cast<std::int64_t>(table.element_count()), SourceKind::kDevice};
     return tf_adapter::FfiError(
         LaunchFrobulate<T>(stream, data.typed_data<T>(), out->typed_data<T>(),
                            static_cast<std::int64_t>(data.element_count()), view));

@@ -47,8 +47,9 @@ constmem::Status LaunchApplyGain(constmem::GpuStream stream, const float* x, flo
       [&](int device, const auto& reader) {
         const int threads = 256;
         const constexpr auto kernel = ApplyGainKernel<std::decay_t<decltype(reader)>>;
-        const dim3 grid = constmem::PersistentGrid(
-            (count + threads - 1) / threads, constmem::ResidentBlocks<kernel>(threads, device));
+        int resident = 0;
+        CONSTMEM_RETURN_IF_ERROR(constmem::ResidentBlocks<kernel>(threads, device, &resident));
+        const dim3 grid = constmem::PersistentGrid((count + threads - 1) / threads, resident);
         kernel<<<grid, threads, 0, stream>>>(x, y, count, row_length, reader);
         return constmem::CudaStatus(cudaGetLastError(), "ApplyGain launch");
       });
