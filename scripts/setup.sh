@@ -51,7 +51,8 @@ def array(name, section):
     return re.findall(r'"([^"]+)"', re.search(rf"^{name} = \[(.*?)\]", block, re.S | re.M).group(1))
 extras = "project.optional-dependencies"
 items = array("dependencies", "project") + array("requires", "build-system") \
-    + array("tensorflow", extras) + array("torch", extras) + array("test", extras) \
+    + array("tensorflow", extras) + array("torch", extras) + array("jax", extras) \
+    + array("test", extras) \
     + array("lint", extras)
 for item in dict.fromkeys(items):  # the build needs are there for scripts/test-wheel.sh
     print(item)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The package as a user installs it: builds the wheel (against .venv's TensorFlow and PyTorch, GPU
+# The package as a user installs it: builds the wheel (against .venv's TensorFlow, PyTorch, JAX; GPU
 # code for one architecture to keep it quick), installs it into a fresh directory, runs an op of
 # each framework from it,
 # builds the out-of-tree consumer project with find_package through constmem.sysconfig, and builds
@@ -22,11 +22,13 @@ assert constmem.__file__.startswith(s.get_include().rsplit("/constmem/", 1)[0])
 assert cm.frobulate([1.0], [2, 3]).numpy().tolist() == [6.0]
 import torch, constmem.torch as ct
 assert ct.frobulate(torch.ones(1), [2, 3]).tolist() == [6.0]
-assert set(constmem.build_info()["bindings"]) == {"tensorflow", "torch"}
+import constmem.jax as cj
+assert cj.frobulate([1.0], [2, 3]).tolist() == [6.0]
+assert set(constmem.build_info()["bindings"]) == {"tensorflow", "torch", "jax"}
 print(s.get_cmake_dir())
 PY
 )
-echo "test-wheel: the installed TensorFlow and PyTorch ops ran; CMake package in $cmake_dir"
+echo "test-wheel: the installed TensorFlow, PyTorch and JAX ops ran; CMake package in $cmake_dir"
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/tests/consumer" -B "$work/consumer" \
   -Dconstmem_DIR="$cmake_dir" >/dev/null
 cmake --build "$work/consumer" -j "$(nproc)" >/dev/null

@@ -10,8 +10,8 @@ from typing import Any
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 # One op library per framework binding, named after it.
-LIBRARIES = {"tensorflow": "_constmem_ops", "torch": "_constmem_torch"}
-_DISPLAY = {"tensorflow": "TensorFlow", "torch": "PyTorch"}
+LIBRARIES = {"tensorflow": "_constmem_ops", "torch": "_constmem_torch", "jax": "_constmem_jax"}
+_DISPLAY = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 
 
 def library_path(framework: str) -> str:

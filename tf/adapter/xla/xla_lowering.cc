@@ -190,13 +190,5 @@ std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx) {
   return std::vector<std::int64_t>(shape->dimensions().begin(), shape->dimensions().end());
 }
 
-ffi::Error FfiError(const Status& status) {
-  if (status.ok()) return ffi::Error::Success();
-  const ffi::ErrorCode code = status.code() == StatusCode::kInvalidArgument
-                                  ? ffi::ErrorCode::kInvalidArgument
-                                  : ffi::ErrorCode::kInternal;
-  return ffi::Error(code, status.ToString());
-}
-
 }  // namespace tf_adapter
 }  // namespace constmem

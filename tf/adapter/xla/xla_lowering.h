@@ -7,8 +7,9 @@
 // registers
 //   - one tf2xla kernel for its three table forms: the table is the custom call's second operand,
 //     an input's buffer or the attr's values as a constant;
-//   - FFI handlers for the platforms "Host" (the CPU kernel) and "CUDA" (the GPU launcher on
-//     XLA's stream, the table read from device memory).
+//   - its FFI handlers (xla_ffi/handlers.h, the same JAX registers) for the platforms "Host"
+//     (the CPU kernel) and "CUDA" (the GPU launcher on XLA's stream, the table read from device
+//     memory).
 // Built when the headers tf2xla needs beyond TensorFlow's wheel are found (highwayhash and
 // farmhash; on Debian, libhighwayhash-dev and libfarmhash-dev).
 #pragma once
@@ -20,7 +21,6 @@
 #include <vector>
 
 #include "adapter/table_adapter.h"
-#include "constmem/cpu_float_mode.hpp"
 #include "constmem/status.hpp"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "xla/ffi/api/ffi.h"
@@ -55,30 +55,6 @@ XlaLowering MakeXlaLowering(std::string op, std::string target, const char* tabl
 // Registers the tf2xla kernels of the op's three forms and its FFI handlers, unless another copy
 // of the op library in this process has (see kernel_registration.h). Returns whether it did.
 bool RegisterXlaLowering(const XlaLowering& lowering);
-
-// A Status as an FFI error (kInternal for anything a launcher reports).
-xla::ffi::Error FfiError(const Status& status);
-
-// Calls fn(T{}) with T the C++ type of a float32 or float64 buffer.
-template <class Fn>
-xla::ffi::Error ForFloatType(xla::ffi::DataType type, Fn&& fn) {
-  switch (type) {
-    case xla::ffi::DataType::F32:
-      return fn(float{});
-    case xla::ffi::DataType::F64:
-      return fn(double{});
-    default:
-      return xla::ffi::Error(xla::ffi::ErrorCode::kInvalidArgument, "float32 or float64 data");
-  }
-}
-
-// ForFloatType for a Host handler: fn runs with denormals flushed (FTZ and DAZ), as the op's CPU
-// kernel does on TensorFlow's CPU threads, whichever thread XLA runs it on.
-template <class Fn>
-xla::ffi::Error ForFloatTypeOnHost(xla::ffi::DataType type, Fn&& fn) {
-  cpu::ScopedFlushDenormals flush;
-  return ForFloatType(type, std::forward<Fn>(fn));
-}
 
 // The custom call's result dimensions: the data's.
 std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx);

@@ -1,0 +1,235 @@
+# SPDX-License-Identifier: Apache-2.0
+"""constmem's ops for JAX, on the XLA FFI handlers TensorFlow's XLA lowering calls.
+
+    import jax.numpy as jnp
+    import constmem.jax as cm
+
+    y = cm.polyval([0.5, -1.0, 2.0], x)      # a static table: a constant of the compiled program
+    y = cm.polyval(coeffs, x)                # a jax.Array table, an operand of the custom call
+
+Each op is a `jax.ffi.ffi_call` into the same CPU kernel and CUDA launcher as the TensorFlow and
+PyTorch ops (bitwise equal to them), under `jax.jit`, `jax.vmap` (a table per batch element runs
+one call each) and `jax.grad` (gradients for the data and a jax.Array table, as TensorFlow's).
+Bad shapes and dtypes raise ValueError when the function is traced.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Sequence
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from constmem import _libraries
+
+_libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
+LIBRARY_PATH = _libraries.library_path("jax")
+_library = ctypes.CDLL(LIBRARY_PATH)
+_GPU = bool(_libraries.library_info("jax").get("gpu_kernels"))
+_OPS = ("frobulate", "polyval", "fir_filter")
+for _op in _OPS:
+    jax.ffi.register_ffi_target(
+        f"constmem_{_op}", jax.ffi.pycapsule(getattr(_library, f"constmem_{_op}_host")), "cpu"
+    )
+    if _GPU:
+        jax.ffi.register_ffi_target(
+            f"constmem_{_op}", jax.ffi.pycapsule(getattr(_library, f"constmem_{_op}_cuda")), "CUDA"
+        )
+
+MAX_TABLE_SIZE = _libraries.library_constant(LIBRARY_PATH, "constmem_frobulate_max_table_size")
+MAX_COEFFICIENTS = _libraries.library_constant(LIBRARY_PATH, "constmem_polyval_max_coefficients")
+MAX_TAPS = _libraries.library_constant(LIBRARY_PATH, "constmem_fir_filter_max_taps")
+
+TableLike = jax.Array | np.ndarray | Sequence[float]
+Padding = Literal["SAME", "VALID"]
+
+
+def _float_data(x, name: str) -> jax.Array:
+    x = jnp.asarray(x)
+    if x.dtype not in (jnp.float32, jnp.float64):
+        raise ValueError(f"{name} must be float32 or float64; got {x.dtype}")
+    return x
+
+
+def _table(table, name: str, dtype, max_size: int) -> jax.Array:
+    """A table as an array of `dtype`, a vector of 1 to max_size entries.
+
+    A jax.Array stays an operand (cast if of another real dtype); a Python or NumPy sequence
+    becomes a constant of the traced program.
+    """
+    if not isinstance(table, jax.Array):
+        values = np.asarray(table)
+        if values.dtype.kind not in ("iu" if dtype == jnp.int32 else "iuf") and values.size:
+            kind = "integers that fit int32" if dtype == jnp.int32 else "real numbers"
+            raise ValueError(f"{name} must be {kind}; got {values.dtype}")
+        if (
+            dtype == jnp.int32
+            and values.size
+            and (values.min() < -(2**31) or values.max() >= 2**31)
+        ):
+            raise ValueError(f"{name} entries must fit int32")
+        table = jnp.asarray(values.astype(dtype))
+    elif table.dtype != dtype:
+        if dtype == jnp.int32 and not jnp.issubdtype(table.dtype, jnp.integer):
+            raise ValueError(f"{name} must be int32; got {table.dtype}")
+        table = table.astype(dtype)
+    if table.ndim != 1:
+        raise ValueError(f"{name} must be a vector (rank 1); got shape {table.shape}")
+    if not 1 <= table.shape[0] <= max_size:
+        raise ValueError(f"{name} must have 1 to {max_size} entries; got {table.shape[0]}")
+    return table
+
+
+def _batching(call):
+    """`call(data, table)` with a rule for vmap.
+
+    Batched data alone is one call over the larger array (the ops are elementwise, or filter along
+    the last axis); a batched table takes one call per batch element.
+    """
+    batched = jax.custom_batching.custom_vmap(call)
+
+    @batched.def_vmap
+    def _rule(axis_size, in_batched, data, table):
+        data_batched, table_batched = in_batched
+        if not table_batched:
+            return call(data, table), data_batched
+        if not data_batched:
+            data = jnp.broadcast_to(data, (axis_size, *data.shape))
+        return jax.lax.map(lambda pair: call(*pair), (data, table)), True
+
+    return batched
+
+
+def _ffi(target: str, out_shape, **attributes):
+    def call(data, table):
+        result = jax.ShapeDtypeStruct(out_shape(data, table), data.dtype)
+        return jax.ffi.ffi_call(target, result)(data, table, **attributes)
+
+    return _batching(call)
+
+
+_frobulate_call = _ffi("constmem_frobulate", lambda d, t: d.shape)
+_polyval_call = _ffi("constmem_polyval", lambda x, c: x.shape)
+
+
+def _fir_outputs(n: int, k: int, padding: str) -> int:
+    return n if padding == "SAME" else max(n - k + 1, 0)
+
+
+@functools.cache
+def _fir_call(padding: str):
+    return _ffi(
+        "constmem_fir_filter",
+        lambda x, t: (*x.shape[:-1], _fir_outputs(x.shape[-1], t.shape[0], padding)),
+        same=np.int64(padding == "SAME"),
+    )
+
+
+# Gradients: the data's through the same ops, a jax.Array table's with jnp.
+
+
+@jax.custom_vjp
+def _frobulate(data, table):
+    return _frobulate_call(data, table)
+
+
+_frobulate.defvjp(lambda d, t: (_frobulate_call(d, t), None), lambda _, g: (g, None))
+
+
+@jax.custom_vjp
+def _polyval(coeffs, x):
+    return _polyval_call(x, coeffs)
+
+
+def _polyval_fwd(coeffs, x):
+    return _polyval_call(x, coeffs), (coeffs, x)
+
+
+def _polyval_bwd(residuals, g):
+    coeffs, x = residuals
+    n = coeffs.shape[0]
+    derivative = coeffs[:-1] * jnp.arange(n - 1, 0, -1, dtype=coeffs.dtype) if n > 1 else coeffs * 0
+    grad_x = g * _polyval_call(x, derivative)
+    powers = x.reshape(-1, 1) ** jnp.arange(n - 1, -1, -1, dtype=x.dtype)
+    return (powers * g.reshape(-1, 1)).sum(0), grad_x
+
+
+_polyval.defvjp(_polyval_fwd, _polyval_bwd)
+
+
+def _pad_left(k: int, padding: str) -> int:
+    return (k - 1) // 2 if padding == "SAME" else 0
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _fir_filter(x, taps, padding):
+    return _fir_call(padding)(x, taps)
+
+
+def _fir_fwd(x, taps, padding):
+    return _fir_call(padding)(x, taps), (x, taps)
+
+
+def _fir_bwd(padding, residuals, g):
+    x, taps = residuals
+    k, n, m = taps.shape[0], x.shape[-1], g.shape[-1]
+    pad_left = _pad_left(k, padding)
+    widths = [(0, 0)] * (g.ndim - 1)
+    padded = jnp.pad(g, [*widths, (k - 1 - pad_left, n - m + pad_left)])
+    grad_x = _fir_call("VALID")(padded, taps[::-1])
+    # dtaps[j] = sum over rows and outputs of g[o] xp[o + j].
+    xp = jnp.pad(x, [*widths, (pad_left, m + k - 1 - n - pad_left)])
+
+    def tap(j):
+        return jnp.sum(g * jax.lax.dynamic_slice_in_dim(xp, j, m, axis=-1))
+
+    return grad_x, jax.lax.map(tap, jnp.arange(k))
+
+
+_fir_filter.defvjp(_fir_fwd, _fir_bwd)
+
+
+def frobulate(data, table: TableLike | Sequence[int]) -> jax.Array:
+    """`(((data + table[0]) + table[1]) + ... + table[n-1])`, left to right in data's dtype.
+
+    data: float32 or float64, any shape. table: 1 to 16,384 integers that fit int32.
+    """
+    data = _float_data(data, "data")
+    return _frobulate(data, _table(table, "table", jnp.int32, MAX_TABLE_SIZE))
+
+
+def polyval(coeffs: TableLike, x) -> jax.Array:
+    """Horner's rule with one fused multiply-add per step (highest degree first, as np.polyval)."""
+    x = _float_data(x, "x")
+    return _polyval(_table(coeffs, "coeffs", x.dtype, MAX_COEFFICIENTS), x)
+
+
+def fir_filter(x, taps: TableLike, *, padding: Padding = "SAME") -> jax.Array:
+    """Filters every row of x (its last axis) with `taps`, as a correlation (`np.correlate`)."""
+    if padding not in ("SAME", "VALID"):
+        raise ValueError(f"padding must be 'SAME' or 'VALID'; got {padding!r}")
+    x = _float_data(x, "x")
+    if x.ndim < 1:
+        raise ValueError("x must have rank 1 or more (the filter runs along the last axis)")
+    return _fir_filter(x, _table(taps, "taps", x.dtype, MAX_TAPS), padding)
+
+
+def library_path() -> str:
+    """The loaded JAX op library."""
+    return LIBRARY_PATH
+
+
+__all__ = [
+    "MAX_COEFFICIENTS",
+    "MAX_TABLE_SIZE",
+    "MAX_TAPS",
+    "fir_filter",
+    "frobulate",
+    "library_path",
+    "polyval",
+]
+del _op

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The JAX ops: results against independent references, static and array tables, CPU and GPU,
+jit, vmap, gradients, errors, and the same bits as the PyTorch and TensorFlow ops."""
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+
+import constmem.jax as cm  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax.test_util import check_grads  # noqa: E402
+from reference import (  # noqa: E402
+    fir_fma_reference,
+    frobulate_reference,
+    polyval_fma_reference,
+    random_case,
+)
+
+DEVICES = jax.devices("cpu") + [d for d in jax.devices() if d.platform == "gpu"]
+DTYPES = [np.float32, np.float64]
+
+
+@pytest.fixture(params=DEVICES, ids=str)
+def device(request):
+    return request.param
+
+
+def jitted(fn, values, device, **kwargs):
+    """fn(data, table) compiled with the table static (a sequence closed over: a constant of the
+    program) and as a jax.Array argument on `device`."""
+    static = np.asarray(values).tolist()
+    array = jax.device_put(values, device)
+    return {
+        "static": lambda d: jax.jit(lambda a: fn(a, static, **kwargs))(d),
+        "array": lambda d: jax.jit(lambda a, t: fn(a, t, **kwargs))(d, array),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("table_size", [1, 100, 1025, 16384])
+def test_frobulate_matches_left_to_right_sums(device, dtype, table_size):
+    data, table = random_case(np.random.default_rng(table_size), (3, 129), dtype, table_size)
+    expected = frobulate_reference(data, table)
+    for form, call in jitted(cm.frobulate, table, device).items():
+        out = call(jax.device_put(data, device))
+        np.testing.assert_array_equal(np.asarray(out), expected, err_msg=form)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("degree", [0, 5, 300])
+def test_polyval_matches_horner_with_one_rounding(device, dtype, degree):
+    rng = np.random.default_rng(degree)
+    x = rng.uniform(-1.1, 1.1, size=(2, 33)).astype(dtype)
+    coeffs = rng.standard_normal(degree + 1).astype(dtype)
+    expected = polyval_fma_reference(coeffs, x)
+    for form, call in jitted(lambda a, c: cm.polyval(c, a), coeffs, device).items():
+        out = call(jax.device_put(x, device))
+        np.testing.assert_array_equal(np.asarray(out), expected, err_msg=form)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("taps", "padding"), [(1, "SAME"), (6, "SAME"), (40, "VALID")])
+def test_fir_filter_matches_fma_definition(device, dtype, taps, padding):
+    rng = np.random.default_rng(taps)
+    x = rng.standard_normal((2, 3, 37)).astype(dtype)
+    t = rng.standard_normal(taps).astype(dtype)
+    expected = fir_fma_reference(x, t, padding)
+    for form, call in jitted(cm.fir_filter, t, device, padding=padding).items():
+        out = call(jax.device_put(x, device))
+        np.testing.assert_array_equal(np.asarray(out), expected, err_msg=form)
+
+
+def test_vmap_over_data_and_over_tables(device):
+    x = jax.device_put(np.linspace(-1, 1, 24).reshape(3, 8), device)
+    tables = jax.device_put(np.arange(6, dtype=np.int32).reshape(3, 2), device)
+    per_row = jax.vmap(lambda row: cm.frobulate(row, [1, 2]))(x)
+    np.testing.assert_array_equal(np.asarray(per_row), np.asarray(x) + 3)
+    per_table = jax.vmap(cm.frobulate)(x, tables)
+    np.testing.assert_array_equal(
+        np.asarray(per_table), np.asarray(x) + np.asarray(tables).sum(1)[:, None]
+    )
+    coeffs = jax.device_put(np.array([[1.0, 2.0], [3.0, 4.0]]), device)
+    one_x = jax.device_put(np.linspace(0, 1, 5), device)
+    both = jax.vmap(cm.polyval, in_axes=(0, None))(coeffs, one_x)
+    np.testing.assert_array_equal(np.asarray(both[1]), np.asarray(cm.polyval([3.0, 4.0], one_x)))
+
+
+def test_gradients_match_finite_differences(device):
+    x = jax.device_put(np.linspace(-1, 1, 11).reshape(1, 11), device)
+    coeffs = jax.device_put(np.array([0.5, -1.0, 2.0, 0.25]), device)
+    taps = jax.device_put(np.array([0.25, 0.5, -0.75]), device)
+    check_grads(lambda a: cm.frobulate(a, [3, 4]), (x,), order=1, modes=["rev"])
+    check_grads(cm.polyval, (coeffs, x), order=1, modes=["rev"])
+    for padding in ("SAME", "VALID"):
+        check_grads(lambda a, t, p=padding: cm.fir_filter(a, t, padding=p), (x, taps), 1, ["rev"])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: cm.frobulate(jnp.ones(3), []), "1 to 16384"),
+        (lambda: cm.frobulate(jnp.ones(3), [2**31]), "fit int32"),
+        (lambda: cm.frobulate(jnp.ones(3), [1.5]), "int32"),
+        (lambda: cm.frobulate(jnp.ones(3, jnp.int32), [1]), "float32 or float64"),
+        (lambda: cm.polyval(jnp.ones((2, 2)), jnp.ones(3)), "rank 1"),
+        (lambda: cm.polyval(jnp.ones(4097), jnp.ones(3)), "1 to 4096"),
+        (lambda: cm.fir_filter(jnp.float32(1), [1.0]), "rank 1 or more"),
+        (lambda: cm.fir_filter(jnp.ones(3), [1.0], padding="FULL"), "SAME"),
+    ],
+)
+def test_bad_input_raises_when_traced_and_the_next_call_is_right(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+    np.testing.assert_array_equal(np.asarray(cm.frobulate(jnp.zeros(2), [1, 2])), [3, 3])
+
+
+def test_same_bits_as_torch_and_tensorflow():
+    torch = pytest.importorskip("torch")
+    import constmem.torch as ct
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, 200)).astype(np.float32)
+    table = rng.integers(-1000, 1000, size=1500, dtype=np.int32)
+    coeffs = rng.standard_normal(17).astype(np.float32)
+    taps = rng.standard_normal(63).astype(np.float32)
+    ours = [
+        cm.frobulate(x, table),
+        cm.polyval(coeffs, x),
+        cm.fir_filter(x, taps, padding="SAME"),
+        cm.fir_filter(x, taps, padding="VALID"),
+    ]
+    tx = torch.from_numpy(x)
+    theirs = [
+        ct.frobulate(tx, table.tolist()),
+        ct.polyval(coeffs.tolist(), tx),
+        ct.fir_filter(tx, torch.from_numpy(taps), padding="SAME"),
+        ct.fir_filter(tx, taps.tolist(), padding="VALID"),
+    ]
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), b.numpy())
+    try:
+        import constmem.tensorflow as ctf
+    except ImportError:
+        return
+    tf_results = [
+        ctf.frobulate(x, table),
+        ctf.polyval(coeffs, x),
+        ctf.fir_filter(x, taps, padding="SAME"),
+        ctf.fir_filter(x, taps, padding="VALID"),
+    ]
+    for a, b in zip(ours, tf_results, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), b.numpy())

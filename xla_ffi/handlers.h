@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ops' XLA FFI handlers, as C symbols: "host" runs the CPU kernel, "cuda" the GPU launcher on
+// XLA's stream with the table read from device memory. FirFilter takes an int64 attribute `same`
+// (1: SAME padding, 0: VALID).
+#pragma once
+
+#include "xla/ffi/api/ffi.h"
+
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_frobulate_host);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_polyval_host);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_fir_filter_host);
+#if CONSTMEM_WITH_GPU
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_frobulate_cuda);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_polyval_cuda);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_fir_filter_cuda);
+#endif
