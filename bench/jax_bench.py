@@ -15,10 +15,9 @@ import json
 import statistics
 import time
 
+import constmem.jax as cm
 import jax
 import jax.numpy as jnp
-
-import constmem.jax as cm
 
 
 def ms_per_call(fn, *args, calls=20, rounds=7):
