@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Keras 3 layers over constmem's ops (TensorFlow backend), serialisable in `.keras` files.
+"""Keras 3 layers over constmem's ops, on the TensorFlow, JAX and PyTorch backends.
 
 import keras
 import constmem.keras
@@ -7,7 +7,9 @@ import constmem.keras
 model = keras.Sequential([keras.Input((8,)), constmem.keras.Frobulate(table=[1, 2, 3])])
 model.save("model.keras")          # reloads wherever `constmem.keras` has been imported
 
-Frobulate has a fixed table; Polyval and FirFilter train their coefficients and taps.
+Frobulate has a fixed table; Polyval and FirFilter train their coefficients and taps. Each layer
+calls the op of the backend Keras runs on (`constmem.tensorflow`, `constmem.jax` or
+`constmem.torch`), so one `.keras` file trains and reloads on each, with the same results.
 """
 
 from __future__ import annotations
@@ -18,16 +20,39 @@ from typing import Any
 import keras
 import numpy as np
 
-from constmem.tensorflow.frobulate import frobulate
+_BACKENDS = ("tensorflow", "jax", "torch")
 
 
-def _require_tensorflow_backend() -> None:
+def _require_supported_backend() -> None:
     backend = keras.backend.backend()
-    if backend != "tensorflow":
+    if backend not in _BACKENDS:
         raise RuntimeError(
-            f"constmem.keras needs Keras's TensorFlow backend; this process uses '{backend}' "
-            "(set KERAS_BACKEND=tensorflow before importing keras)"
+            f"constmem.keras runs on Keras's TensorFlow, JAX and PyTorch backends; this process "
+            f"uses '{backend}' (set KERAS_BACKEND to one of {', '.join(_BACKENDS)})"
         )
+
+
+def _ops():
+    """The constmem subpackage of the backend Keras runs on."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import constmem.jax as ops
+    elif backend == "torch":
+        import constmem.torch as ops
+    else:
+        import constmem.tensorflow as ops
+    return ops
+
+
+if keras.backend.backend() == "tensorflow":
+    # The op library registers its XLA kernels when it loads, which must come before Keras's
+    # first compiled step (jit_compile) builds XLA's registry.
+    import constmem.tensorflow  # noqa: F401
+
+
+def _value(variable):
+    """A weight as the backend's own tensor."""
+    return keras.ops.convert_to_tensor(variable)
 
 
 @keras.saving.register_keras_serializable(package="constmem")
@@ -45,7 +70,7 @@ class Frobulate(keras.layers.Layer):
     """
 
     def __init__(self, table: Sequence[int], source: str = "attr", **kwargs: Any) -> None:
-        _require_tensorflow_backend()
+        _require_supported_backend()
         super().__init__(**kwargs)
         if source not in ("attr", "host"):
             raise ValueError(f"source must be 'attr' or 'host'; got {source!r}")
@@ -54,11 +79,14 @@ class Frobulate(keras.layers.Layer):
 
     def call(self, inputs):
         """Applies the op to `inputs` (float32 or float64, any shape)."""
+        ops = _ops()
+        if keras.backend.backend() != "tensorflow":  # a static table: the attr form's equal
+            return ops.frobulate(inputs, self.table)
         if self.source == "host":
             import tensorflow as tf
 
-            return frobulate(inputs, tf.constant(self.table, tf.int32), source="host")
-        return frobulate(inputs, self.table, source="attr")
+            return ops.frobulate(inputs, tf.constant(self.table, tf.int32), source="host")
+        return ops.frobulate(inputs, self.table, source="attr")
 
     def compute_output_shape(self, input_shape):
         """The input's shape."""
@@ -85,7 +113,7 @@ class Polyval(keras.layers.Layer):
     """
 
     def __init__(self, degree: int, initial: Sequence[float] | None = None, **kwargs: Any) -> None:
-        _require_tensorflow_backend()
+        _require_supported_backend()
         super().__init__(**kwargs)
         self.degree = int(degree)
         if initial is None:
@@ -104,9 +132,7 @@ class Polyval(keras.layers.Layer):
 
     def call(self, inputs):
         """Evaluates the polynomial at every element of `inputs`."""
-        from constmem.tensorflow.polyval import polyval
-
-        return polyval(self.coefficients, inputs, source="input")
+        return _ops().polyval(_value(self.coefficients), inputs)
 
     def compute_output_shape(self, input_shape):
         """The input's shape."""
@@ -138,7 +164,7 @@ class FirFilter(keras.layers.Layer):
         initial: Sequence[float] | None = None,
         **kwargs: Any,
     ) -> None:
-        _require_tensorflow_backend()
+        _require_supported_backend()
         super().__init__(**kwargs)
         self.taps = int(taps)
         self.padding = padding
@@ -157,9 +183,7 @@ class FirFilter(keras.layers.Layer):
 
     def call(self, inputs):
         """Filters every row of `inputs` (its last axis)."""
-        from constmem.tensorflow.fir_filter import fir_filter
-
-        return fir_filter(inputs, self.kernel, padding=self.padding, source="input")
+        return _ops().fir_filter(inputs, _value(self.kernel), padding=self.padding)
 
     def compute_output_shape(self, input_shape):
         """The input's shape, the last dimension as many outputs as the padding leaves."""

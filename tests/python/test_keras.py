@@ -1,10 +1,10 @@
-"""constmem.keras: a layer trained in model.fit, saved as .keras and reloaded in a fresh process
-with the same outputs; a clear error with another Keras backend."""
+"""constmem.keras: layers trained in model.fit, saved as .keras and reloaded in a fresh process
+with the same outputs, on the TensorFlow, JAX and PyTorch backends; a clear error on another."""
 
 import numpy as np
 import pytest
 from reference import frobulate_reference
-from subprocesses import run_python
+from subprocesses import python_env, run_python
 
 keras = pytest.importorskip("keras")
 import constmem.keras  # noqa: E402
@@ -49,11 +49,60 @@ def test_fit_save_and_reload_in_a_fresh_process(source, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), model.predict(x, verbose=0))
 
 
-def test_another_backend_gets_a_clear_error(monkeypatch):
-    # As under KERAS_BACKEND=jax: the layer refuses to be built, saying what to set.
-    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    with pytest.raises(RuntimeError, match=r"needs Keras's TensorFlow backend.*'jax'"):
+def test_an_unsupported_backend_gets_a_clear_error(monkeypatch):
+    # As under KERAS_BACKEND=numpy: the layer refuses to be built, saying what to set.
+    monkeypatch.setattr(keras.backend, "backend", lambda: "numpy")
+    with pytest.raises(RuntimeError, match=r"TensorFlow, JAX and PyTorch backends.*'numpy'"):
         constmem.keras.Frobulate(table=[1])
+
+
+TRAIN = """
+import sys
+import numpy as np
+import keras
+import constmem.keras
+from reference import frobulate_reference
+
+rng = np.random.default_rng(47)
+x = rng.uniform(-1, 1, (64, 16)).astype(np.float32)
+y = np.tanh(x * 3).astype(np.float32)
+table = list(range(-3, 4))
+model = keras.Sequential([
+    keras.Input((16,)),
+    constmem.keras.Frobulate(table=table),
+    constmem.keras.Polyval(degree=3),
+    constmem.keras.FirFilter(taps=5),
+])
+model.compile(optimizer=keras.optimizers.Adam(0.02), loss="mse")
+first = model.evaluate(x, y, verbose=0)
+model.fit(x, y, epochs=20, batch_size=16, verbose=0)
+assert model.evaluate(x, y, verbose=0) < first, "training reduced the loss"
+frobulated = keras.ops.convert_to_numpy(model.layers[0](x))
+np.testing.assert_array_equal(frobulated, frobulate_reference(x, table))
+model.save(sys.argv[1])
+np.save(sys.argv[2], x)
+np.save(sys.argv[3], model.predict(x, verbose=0))
+"""
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_model_trains_on_each_backend_and_reloads_on_every_one(backend, tmp_path):
+    # The layers call the backend's own op; every backend computes the same bits from the file.
+    pytest.importorskip(backend)
+    path, x, out = tmp_path / "model.keras", tmp_path / "x.npy", tmp_path / "out.npy"
+    run_python("-c", TRAIN, str(path), str(x), str(out), env=python_env(KERAS_BACKEND=backend))
+    trained = np.load(out)
+    for reload_backend in ("tensorflow", "jax", "torch"):
+        reloaded = tmp_path / f"{reload_backend}.npy"
+        run_python(
+            "-c",
+            RELOAD,
+            str(path),
+            str(x),
+            str(reloaded),
+            env=python_env(KERAS_BACKEND=reload_backend),
+        )
+        np.testing.assert_array_equal(np.load(reloaded), trained, err_msg=reload_backend)
 
 
 @pytest.mark.parametrize(
