@@ -29,16 +29,21 @@ TableLike = torch.Tensor | np.ndarray | Sequence[float]
 Padding = Literal["SAME", "VALID"]
 
 
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+_is_compiling = torch.compiler.is_compiling
+
+
 def _call(op, *args):
     """op(*args), below the autograd key when no gradient can flow.
 
     The autograd formula is Python, and entering it costs more than the rest of a small call.
     """
-    if torch.compiler.is_compiling() or (
-        torch.is_grad_enabled() and any(getattr(a, "requires_grad", False) for a in args)
+    if _is_compiling() or (
+        torch.is_grad_enabled()
+        and any(a.requires_grad for a in args if isinstance(a, torch.Tensor))
     ):
         return op(*args)
-    with torch._C._AutoDispatchBelowAutograd():
+    with _below_autograd():
         return op(*args)
 
 
@@ -68,9 +73,9 @@ def frobulate(data: torch.Tensor, table: torch.Tensor | Sequence[int]) -> torch.
     The gradient with respect to data is the incoming gradient.
     """
     if isinstance(table, torch.Tensor):
-        return _call(torch.ops.constmem.frobulate, data, table)
+        return _call(torch.ops.constmem.frobulate.default, data, table)
     values = _static_values(table, "table", numbers.Integral)
-    return _call(torch.ops.constmem.frobulate_static, data, values)
+    return _call(torch.ops.constmem.frobulate_static.default, data, values)
 
 
 def polyval(coeffs: TableLike, x: torch.Tensor) -> torch.Tensor:
@@ -81,9 +86,9 @@ def polyval(coeffs: TableLike, x: torch.Tensor) -> torch.Tensor:
     Gradients flow to x and to a tensor `coeffs`.
     """
     if isinstance(coeffs, torch.Tensor):
-        return _call(torch.ops.constmem.polyval, coeffs, x)
+        return _call(torch.ops.constmem.polyval.default, coeffs, x)
     values = _static_values(coeffs, "coeffs", numbers.Real)
-    return _call(torch.ops.constmem.polyval_static, values, x)
+    return _call(torch.ops.constmem.polyval_static.default, values, x)
 
 
 def fir_filter(x: torch.Tensor, taps: TableLike, *, padding: Padding = "SAME") -> torch.Tensor:
@@ -96,9 +101,9 @@ def fir_filter(x: torch.Tensor, taps: TableLike, *, padding: Padding = "SAME") -
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"padding must be 'SAME' or 'VALID'; got {padding!r}")
     if isinstance(taps, torch.Tensor):
-        return _call(torch.ops.constmem.fir_filter, x, taps, padding)
+        return _call(torch.ops.constmem.fir_filter.default, x, taps, padding)
     values = _static_values(taps, "taps", numbers.Real)
-    return _call(torch.ops.constmem.fir_filter_static, x, values, padding)
+    return _call(torch.ops.constmem.fir_filter_static.default, x, values, padding)
 
 
 def library_path() -> str:
