@@ -64,28 +64,24 @@ def _fir_outputs(length, taps, padding: str):
     return torch.sym_max(length - taps + 1, 0)
 
 
-@torch.library.register_fake("constmem::frobulate")
-def _(data, table):
-    _check_float(data, "data")
-    return torch.empty_like(data, memory_format=torch.contiguous_format)
+def _elementwise_fake(data_index: int, name: str):
+    """The fake kernel of an op whose output is its data's shape and dtype."""
+
+    def fake(*args):
+        data = args[data_index]
+        _check_float(data, name)
+        return torch.empty_like(data, memory_format=torch.contiguous_format)
+
+    return fake
 
 
-@torch.library.register_fake("constmem::frobulate_static")
-def _(data, table):
-    _check_float(data, "data")
-    return torch.empty_like(data, memory_format=torch.contiguous_format)
-
-
-@torch.library.register_fake("constmem::polyval")
-def _(coeffs, x):
-    _check_float(x, "x")
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@torch.library.register_fake("constmem::polyval_static")
-def _(coeffs, x):
-    _check_float(x, "x")
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
+for _op, _data_index, _name in [
+    ("frobulate", 0, "data"),
+    ("frobulate_static", 0, "data"),
+    ("polyval", 1, "x"),
+    ("polyval_static", 1, "x"),
+]:
+    torch.library.register_fake(f"constmem::{_op}", _elementwise_fake(_data_index, _name))
 
 
 def _fir_fake(x, k, padding):
