@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The C++ GPU suite (no TensorFlow): core, reliability and every op's launcher tests,
+# The C++ GPU suite (no TensorFlow): core, reliability, capture and every op's launcher tests,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over each, and the upload benchmark. Run on a machine
 # with an NVIDIA GPU.
 #   scripts/gpu-core.sh BIN_DIR RESULT_DIR
@@ -14,6 +14,8 @@ core=$(find_bin core_gpu_test)
 frob=$(find_bin frobulate_gpu_test)
 ops=$(find_bin ops_gpu_test)
 reliability=$(find_bin core_reliability_gpu_test)
+capture=$(find_bin capture_gpu_test)
+capture_unsafe=$(find_bin capture_gpu_test_unsafe)
 bench=$(find_bin upload_bench)
 summary="$results/core_summary.txt"
 : >"$summary"
@@ -26,6 +28,14 @@ run core_gpu_test "$core" --gtest_output=json:"$results/core_gpu_test.json"
 run core_reliability_gpu_test "$reliability" --gtest_output=json:"$results/core_reliability_gpu_test.json"
 run frobulate_gpu_test "$frob" --gtest_output=json:"$results/frobulate_gpu_test.json"
 run ops_gpu_test "$ops" --gtest_output=json:"$results/ops_gpu_test.json"
+run capture_gpu_test "$capture" --gtest_output=json:"$results/capture_gpu_test.json"
+# With hazard tracking off, captured launches share a bank slot: the concurrent test must fail.
+if run_step "$results" "$summary" capture_unsafe_must_fail '^\[  PASSED  \]|^\[  FAILED  \]|mismatching' \
+  "$capture_unsafe" --gtest_filter='CapturedConcurrency.*'; then
+  echo "capture_unsafe_must_fail: the concurrent capture test passed without its protection" |
+    tee -a "$summary"
+  failed=1
+fi
 if command -v compute-sanitizer >/dev/null; then
   export CONSTMEM_STRESS_LAUNCHES=${CONSTMEM_SANITIZER_LAUNCHES:-2000} CONSTMEM_SANITIZER_RUN=1
   for tool in memcheck racecheck synccheck initcheck; do
@@ -34,6 +44,7 @@ if command -v compute-sanitizer >/dev/null; then
     run "sanitizer_${tool}_frobulate" compute-sanitizer --tool "$tool" --error-exitcode 1 "$frob" \
       --gtest_filter='FrobulateErrors.*:FrobulatePlacement.*:Cases/FrobulateGpu.BitwiseEqualToTheCpuKernel/1*'
     run "sanitizer_${tool}_ops" compute-sanitizer --tool "$tool" --error-exitcode 1 "$ops"
+    run "sanitizer_${tool}_capture" compute-sanitizer --tool "$tool" --error-exitcode 1 "$capture"
   done
   unset CONSTMEM_STRESS_LAUNCHES CONSTMEM_SANITIZER_RUN
 fi

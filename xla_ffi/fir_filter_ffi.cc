@@ -76,5 +76,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(constmem_fir_filter_cuda, constmem::xla_ffi::FirFi
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
-                                  .Attr<std::int64_t>("same"));
+                                  .Attr<std::int64_t>("same"),
+                              {ffi::Traits::kCmdBufferCompatible});
 #endif

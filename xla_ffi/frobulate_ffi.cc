@@ -55,5 +55,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(constmem_frobulate_cuda, constmem::xla_ffi::Frobul
                                   .Ctx<ffi::PlatformStream<constmem::GpuStream>>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Ret<ffi::AnyBuffer>());
+                                  .Ret<ffi::AnyBuffer>(),
+                              {ffi::Traits::kCmdBufferCompatible});
 #endif

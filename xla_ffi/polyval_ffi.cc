@@ -51,5 +51,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(constmem_polyval_cuda, constmem::xla_ffi::PolyvalC
                                   .Ctx<ffi::PlatformStream<constmem::GpuStream>>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>());
+                                  .Ret<ffi::AnyBuffer>(),
+                              {ffi::Traits::kCmdBufferCompatible});
 #endif

@@ -365,6 +365,8 @@ class Bank {
   int slot_count() const { return slot_count_; }
   std::size_t capacity_elements() const { return slot_elements_ * slot_count_; }
   const char* name() const { return name_; }
+  // The bank's __constant__ symbol, as cudaGetSymbolAddress takes it.
+  const void* symbol() const { return symbol_; }
 
   // Puts back into use the slots taken out after a failed release on `device`; call only once no
   // work that reads the bank can be pending there (after cudaDeviceSynchronize). Returns how many.

@@ -6,9 +6,12 @@
 
 #include "constmem/bank.cuh"
 #include "constmem/by_value.cuh"
+#include "constmem/capture.cuh"
 #include "constmem/cuda_support.cuh"
+#include "constmem/dispatch.cuh"
 #include "constmem/slot_planner.hpp"
 #include "constmem/staging.cuh"
 #include "constmem/stats.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
+#include "constmem/table.hpp"

@@ -28,6 +28,7 @@
 
 #include "constmem/bank.cuh"
 #include "constmem/by_value.cuh"
+#include "constmem/capture.cuh"
 #include "constmem/cuda_support.cuh"
 #include "constmem/stats.hpp"
 #include "constmem/strategy.hpp"
@@ -38,6 +39,69 @@ namespace constmem {
 // Room for a kernel's other parameters next to a by-value table, in the parameter-size check.
 constexpr std::size_t kOtherKernelParamBytes = 64;
 
+namespace detail {
+
+template <class ByValue, class BankReader, class Entry, class LaunchFn>
+Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Bank<Entry>& bank,
+                      LaunchFn& launch, LaunchReport* report) {
+  // The calls below (allocations, the staging pool's event queries) would invalidate a capture in
+  // global or thread-local mode; none of them is recorded into the graph.
+  ScopedRelaxedCaptureMode relaxed;
+  int device = 0;
+  CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+  const bool host = table.source != SourceKind::kDevice;
+  const auto count = static_cast<std::size_t>(table.size);
+  CapturedTable captured;
+  captured.size = table.size;
+  Placement placement = Placement::kGlobalMemory;
+  if (host && count <= ByValue::kCapacity) {
+    ByValue by_value;
+    CONSTMEM_RETURN_IF_ERROR(FillByValueTable(table.values, count, &by_value));
+    CONSTMEM_RETURN_IF_ERROR(
+        CheckKernelParamBytes(sizeof(by_value) + kOtherKernelParamBytes, device));
+    placement = Placement::kByValue;
+    CONSTMEM_RETURN_IF_ERROR(launch(device, static_cast<const ByValue&>(by_value)));
+    captured.by_value = true;
+  } else {
+    const Entry* values = table.values;
+    if (host) {
+      GraphTableStore::Buffer* buffer = nullptr;
+      CONSTMEM_RETURN_IF_ERROR(
+          CaptureHostTable(stream, device, table.values, count * sizeof(Entry), &buffer));
+      values = static_cast<const Entry*>(buffer->device);
+      captured.buffer = buffer->device;
+    }
+    if (HazardTrackingEnabled()) {
+      CONSTMEM_RETURN_IF_ERROR(launch(device, GlobalTableReader<Entry>{values}));
+    } else {
+      // Unprotected, as a library that captures its symbol copy: every replay writes the bank's
+      // first slots, which other graphs' replays write too (what the concurrent test catches).
+      void* symbol = nullptr;
+      CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetSymbolAddress(&symbol, bank.symbol()),
+                                    "cudaGetSymbolAddress");
+      CONSTMEM_RETURN_IF_CUDA_ERROR(
+          cudaMemcpyAsync(symbol, values, count * sizeof(Entry), cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpyAsync(captured symbol)");
+      placement = Placement::kConstantBank;
+      CONSTMEM_RETURN_IF_ERROR(launch(device, BankReader{0}));
+    }
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphNode_t node = nullptr;
+  CONSTMEM_RETURN_IF_ERROR(CaptureGraph(stream, &graph, &node));
+  captured.kernel_node = node;
+  Count(Counter::kCapturedLaunch);
+  if (report != nullptr) {
+    report->placement = placement;
+    report->captured = true;
+    report->capture = captured;
+  }
+  return Status::Ok();
+}
+
+}  // namespace detail
+
 // Runs `launch(device, reader)` on `stream` with the table placed as `placement` says:
 //   kByValue       host table -> ByValue parameter (Entry converted to ByValue's element type);
 //   kConstantBank  any table  -> a lease of `bank`, uploaded on `stream`, released after launch;
@@ -46,12 +110,23 @@ constexpr std::size_t kOtherKernelParamBytes = 64;
 // from device memory, global memory from host memory) is an InvalidArgument: ChoosePlacement
 // picks global memory for anything larger than the bank, so an op caps its host tables at its
 // bank's capacity.
+//
+// On a stream that is capturing a CUDA graph the placement is the graph's (capture.cuh): by value
+// when a host table fits ByValue, a device table in place, a larger host table in a device buffer
+// the graph owns; `report->capture` then says what UpdateCapturedTable needs. Under capture the
+// current device must be the stream's (a capturing stream cannot be asked; every framework's
+// capture runs on its current device).
 template <class ByValue, class BankReader, class Entry, class LaunchFn>
 Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Placement placement,
                        Bank<Entry>& bank, LaunchFn&& launch, LaunchReport* report = nullptr) {
-  if (report != nullptr) *report = LaunchReport{placement, false};
+  if (report != nullptr) *report = LaunchReport(placement);
   if (table.values == nullptr || table.size < 1) {
     return InvalidArgument("a table needs at least one entry; got " + std::to_string(table.size));
+  }
+  bool capturing = false;
+  CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
+  if (capturing) {
+    return detail::LaunchCaptured<ByValue, BankReader>(stream, table, bank, launch, report);
   }
   int device = 0;
   CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
@@ -92,6 +167,50 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
   return InvalidArgument(std::string("a ") + (host ? "host" : "device") + " table of " +
                          std::to_string(table.size) + " entries cannot be placed in " +
                          PlacementName(placement));
+}
+
+// Changes the host table of a launch captured by LaunchWithTable into the graph's buffer, without
+// capturing again: the new values are copied into the buffer on `stream`, ordered before the
+// replays launched on `stream` after this call, for every executable of the graph. `captured` is
+// the launch's `report->capture`; the new table has the captured number of entries (the kernel's
+// other parameters were captured with it), from host or device memory. `stream` must not be
+// capturing. A device table read in place is changed by writing into it; a by-value table is part
+// of its kernel node, fixed at capture (both are errors here).
+template <class Entry>
+Status UpdateCapturedTable(const CapturedTable& captured, const TableView<Entry>& table,
+                           cudaStream_t stream) {
+  if (table.values == nullptr || table.size != captured.size) {
+    return InvalidArgument("a captured table of " + std::to_string(captured.size) +
+                           " entries takes a new table of as many; got " +
+                           std::to_string(table.size));
+  }
+  if (captured.by_value) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "a by-value table is part of its kernel node, fixed at capture; capture a "
+                  "device table to change it between replays");
+  }
+  if (captured.buffer == nullptr) {
+    return InvalidArgument(
+        "the captured launch reads its device table in place: write the new values into it");
+  }
+  bool capturing = false;
+  CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
+  if (capturing) {
+    return Status(StatusCode::kFailedPrecondition, "a table update cannot itself be captured");
+  }
+  int device = 0;
+  CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+  ScopedDevice guard(device);
+  CONSTMEM_RETURN_IF_ERROR(guard.status());
+  const std::size_t bytes = static_cast<std::size_t>(table.size) * sizeof(Entry);
+  if (table.source == SourceKind::kDevice) {
+    return CudaStatus(
+        cudaMemcpyAsync(captured.buffer, table.values, bytes, cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync(captured table update)");
+  }
+  PinnedStagingPool* staging = nullptr;
+  CONSTMEM_RETURN_IF_ERROR(StagingPoolFor(device, &staging));
+  return staging->CopyToDevice(captured.buffer, table.values, bytes, stream);
 }
 
 // Blocks of `Kernel` with `threads` threads each that fit on the whole device at once: the grid of

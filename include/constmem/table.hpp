@@ -24,10 +24,23 @@ struct TableView {
   bool repeats = false;
 };
 
-// What a launch did with its table, for tests and benchmarks.
+// A launch captured into a CUDA graph, as UpdateCapturedTable (dispatch.cuh) needs it. Handles
+// are CUDA's, kept as void* so that host code without CUDA's headers can hold them.
+struct CapturedTable {
+  void* kernel_node = nullptr;  // cudaGraphNode_t of the kernel that reads the table
+  void* buffer = nullptr;       // the graph's device copy of a host table, or nullptr
+  std::int64_t size = 0;        // entries captured: an update keeps the number
+  bool by_value = false;        // the table is in the kernel node's parameters
+};
+
+// What a launch did with its table, for tests, benchmarks and the update of a captured launch.
 struct LaunchReport {
+  LaunchReport() = default;
+  explicit LaunchReport(Placement chosen) : placement(chosen) {}
   Placement placement = Placement::kConstantBank;
   bool upload_skipped = false;
+  bool captured = false;  // recorded into a CUDA graph; `capture` says how
+  CapturedTable capture;
 };
 
 }  // namespace constmem

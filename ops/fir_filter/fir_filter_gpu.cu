@@ -777,7 +777,7 @@ template <class T>
 Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const FirShape& shape,
                                        const TableView<T>& taps, Placement placement,
                                        std::size_t shared_bytes_per_block, LaunchReport* report) {
-  if (report != nullptr) *report = LaunchReport{placement, false};
+  if (report != nullptr) *report = LaunchReport(placement);
   if (taps.values == nullptr || taps.size < 1 || taps.size > kFirMaxTaps ||
       taps.size != shape.taps) {
     return InvalidArgument("FirFilter needs 1 to " + std::to_string(kFirMaxTaps) + " taps; got " +

@@ -94,7 +94,7 @@ Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std
     return InvalidArgument("Frobulate handles at most 2^62 elements; got " + std::to_string(count));
   }
   if (count == 0) {
-    if (report != nullptr) *report = LaunchReport{placement, false};
+    if (report != nullptr) *report = LaunchReport(placement);
     return Status::Ok();
   }
   return LaunchWithTable<FrobulateByValueTable<T>, frobulate_bank_reader>(

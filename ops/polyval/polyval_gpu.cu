@@ -90,7 +90,7 @@ template <class T>
 Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
                                   const TableView<T>& coeffs, Placement placement,
                                   LaunchReport* report) {
-  if (report != nullptr) *report = LaunchReport{placement, false};
+  if (report != nullptr) *report = LaunchReport(placement);
   if (coeffs.values == nullptr || coeffs.size < 1 || coeffs.size > kPolyvalMaxCoefficients) {
     return InvalidArgument("Polyval needs 1 to " + std::to_string(kPolyvalMaxCoefficients) +
                            " coefficients; got " + std::to_string(coeffs.size));

@@ -66,3 +66,16 @@ def library_constant(path: str, name: str) -> int:
     function = getattr(ctypes.CDLL(path), name)
     function.restype = ctypes.c_longlong
     return int(function())
+
+
+def library_counters(path: str) -> dict[str, int]:
+    """The core's counters in a loaded op library (which path each table took), by name."""
+    import ctypes
+
+    library = ctypes.CDLL(path)
+    library.constmem_counter_name.restype = ctypes.c_char_p
+    library.constmem_counter_value.restype = ctypes.c_longlong
+    return {
+        library.constmem_counter_name(i).decode(): int(library.constmem_counter_value(i))
+        for i in range(library.constmem_counter_count())
+    }

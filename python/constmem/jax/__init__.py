@@ -218,6 +218,11 @@ def fir_filter(x, taps: TableLike, *, padding: Padding = "SAME") -> jax.Array:
     return _fir_filter(x, _table(taps, "taps", x.dtype, MAX_TAPS), padding)
 
 
+def upload_stats() -> dict[str, int]:
+    """The core's counters in the JAX op library: which path each table took, by name."""
+    return _libraries.library_counters(LIBRARY_PATH)
+
+
 def library_path() -> str:
     """The loaded JAX op library."""
     return LIBRARY_PATH
@@ -231,5 +236,6 @@ __all__ = [
     "frobulate",
     "library_path",
     "polyval",
+    "upload_stats",
 ]
 del _op

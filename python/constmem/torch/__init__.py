@@ -12,6 +12,11 @@ call site as a TensorFlow attr is; a tensor table is an ordinary input, on the d
 in place or copied into constant memory) or on the CPU (staged, so the caller may reuse it at
 once). Every op runs on the CPU and on CUDA tensors, on `torch.cuda.current_stream()`, traces
 under `torch.compile(fullgraph=True)` and differentiates as the TensorFlow op does.
+
+The ops are safe to capture into CUDA graphs (`torch.cuda.graph`,
+`torch.compile(mode="reduce-overhead")`): a CUDA tensor table is read at every replay as it is
+then, as any other input of the graph; a CPU tensor or static table is part of the graph, as its
+value at capture.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from constmem import _libraries
 from constmem.torch._library import LIBRARY_PATH, MAX_COEFFICIENTS, MAX_TABLE_SIZE, MAX_TAPS
 
 TableLike = torch.Tensor | np.ndarray | Sequence[float]
@@ -106,6 +112,11 @@ def fir_filter(x: torch.Tensor, taps: TableLike, *, padding: Padding = "SAME") -
     return _call(torch.ops.constmem.fir_filter_static.default, x, values, padding)
 
 
+def upload_stats() -> dict[str, int]:
+    """The core's counters in the PyTorch op library: which path each table took, by name."""
+    return _libraries.library_counters(LIBRARY_PATH)
+
+
 def library_path() -> str:
     """The loaded PyTorch op library."""
     return LIBRARY_PATH
@@ -119,4 +130,5 @@ __all__ = [
     "frobulate",
     "library_path",
     "polyval",
+    "upload_stats",
 ]

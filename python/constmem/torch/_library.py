@@ -12,9 +12,6 @@ import torch
 
 from constmem import _libraries
 
-# Captured into a CUDA graph, an op would replay the constant-memory upload of its capture, not
-# of the replay: Inductor's CUDA graphs split around ops tagged so.
-_TAGS = (torch.Tag.cudagraph_unsafe,)
 _SCHEMAS = {
     "frobulate": "(Tensor data, Tensor table) -> Tensor",
     "frobulate_static": "(Tensor data, int[] table) -> Tensor",
@@ -36,7 +33,7 @@ def _load() -> str:
     path = _libraries.library_path("torch")
     _libraries.check_framework_version("torch", None)
     for name, schema in _SCHEMAS.items():
-        torch.library.define(f"constmem::{name}", schema, tags=_TAGS)
+        torch.library.define(f"constmem::{name}", schema)
     torch.ops.load_library(path)
     return path
 
