@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python")
+# The development configuration, also where scripts/test-wheel.sh left the wheel's.
+args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -USKBUILD -DCONSTMEM_BUILD_TESTS=ON
+  -DCONSTMEM_BUILD_BENCH=ON -DCONSTMEM_COPY_TO_PACKAGE=ON)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   args+=(-DCONSTMEM_WITH_GPU=ON)

@@ -11,7 +11,8 @@ cmake -S . -B "$build" -DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -DCONSTMEM_WITH
   -DCONSTMEM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONSTMEM_COPY_TO_PACKAGE=OFF \
   -DCONSTMEM_BUILD_TORCH_OPS=OFF -DCONSTMEM_BUILD_JAX_OPS=OFF -DCONSTMEM_SANITIZE="address;undefined" \
   >/dev/null
-cmake --build "$build" -j "$(nproc)" 2>&1 | grep -E "error|warning: .*constmem" || true
+cmake --build "$build" -j "$(nproc)" --target _constmem_ops core_host_test frobulate_cpu_test 2>&1 |
+  grep -E "error|warning: .*constmem" || true
 test -f "$build/_constmem_ops.so"
 # TensorFlow itself is not instrumented: leaks at exit and its one-definition quirks are not ours.
 export ASAN_OPTIONS=detect_leaks=0:detect_odr_violation=0:abort_on_error=1

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The package as a user installs it: builds the wheel (against .venv's TensorFlow, PyTorch, JAX; GPU
-# code for one architecture to keep it quick), installs it into a fresh directory, runs an op of
-# each framework from it,
+# The package as a user installs it: builds the wheel (against .venv's TensorFlow, PyTorch, JAX),
+# installs it into a fresh directory, runs an op of each framework from it,
 # builds the out-of-tree consumer project with find_package through constmem.sysconfig, and builds
 # and tests examples/custom_op, a TensorFlow op of its own, from the installed package alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-CONSTMEM_CUDA_ARCHS=${CONSTMEM_CUDA_ARCHS:-75-real} .venv/bin/python -m pip wheel -q . \
-  --no-build-isolation --no-deps -w "$work/wheel"
+# Built in the development build's directory (scripts/build.sh), with its CUDA architectures, so
+# that nothing is compiled twice: scikit-build-core reconfigures it for the wheel and build.sh
+# configures it back. CMake must keep the generator that directory was made with.
+build=${CONSTMEM_BUILD_DIR:-build}
+generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+CMAKE_GENERATOR=${generator:-Unix Makefiles} CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+  .venv/bin/python -m pip wheel -q . \
+  --no-build-isolation --no-deps -w "$work/wheel" -C build-dir="$PWD/$build"
 wheel=$(ls "$work"/wheel/constmem-*.whl)
 case "$wheel" in *-none-any.whl) echo "test-wheel: $wheel is not tagged for a platform" >&2; exit 1 ;; esac
 .venv/bin/python -m pip install -q --no-deps --target "$work/site" "$wheel"
