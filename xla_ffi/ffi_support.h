@@ -4,10 +4,14 @@
 // JAX (jax.ffi), each compiled against its own copy of the header.
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "constmem/cpu_float_mode.hpp"
 #include "constmem/status.hpp"
+#include "constmem/table.hpp"
 #include "xla/ffi/api/ffi.h"
 
 namespace constmem {
@@ -44,6 +48,31 @@ ffi::Error ForFloatTypeOnHost(ffi::DataType type, Fn&& fn) {
   cpu::ScopedFlushDenormals flush;
   return ForFloatType(type, std::forward<Fn>(fn));
 }
+
+// A static table as the JAX wrapper sends it: an attribute of float64 values already rounded to T,
+// in XLA's storage for the call, so the same bytes come at every call (the launcher passes them by
+// value or uploads them once per device and content).
+template <class T>
+class StaticTable {
+ public:
+  explicit StaticTable(ffi::Span<const double> values) {
+    if constexpr (std::is_same<T, double>::value) {
+      data_ = values.begin();
+    } else {
+      converted_.assign(values.begin(), values.end());  // exact: the values are T's
+      data_ = converted_.data();
+    }
+    size_ = static_cast<std::int64_t>(values.size());
+  }
+  const T* data() const { return data_; }
+  std::int64_t size() const { return size_; }
+  TableView<T> View() const { return {data_, size_, SourceKind::kPageableHost, /*repeats=*/true}; }
+
+ private:
+  std::vector<T> converted_;
+  const T* data_ = nullptr;
+  std::int64_t size_ = 0;
+};
 
 }  // namespace xla_ffi
 }  // namespace constmem

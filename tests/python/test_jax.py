@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The JAX ops: results against independent references, static and array tables, CPU and GPU,
-jit, vmap, gradients, errors, and the same bits as the PyTorch and TensorFlow ops."""
+jit, vmap, gradients, errors, command buffers, and the same bits as the PyTorch and TensorFlow
+ops."""
 
 import numpy as np
 import pytest
@@ -28,8 +29,8 @@ def device(request):
 
 
 def jitted(fn, values, device, **kwargs):
-    """fn(data, table) compiled with the table static (a sequence closed over: a constant of the
-    program) and as a jax.Array argument on `device`."""
+    """fn(data, table) compiled with the table static (a sequence closed over: an attribute of
+    the call) and as a jax.Array argument on `device`."""
     static = np.asarray(values).tolist()
     array = jax.device_put(values, device)
     return {
@@ -95,6 +96,42 @@ def test_gradients_match_finite_differences(device):
     check_grads(cm.polyval, (coeffs, x), order=1, modes=["rev"])
     for padding in ("SAME", "VALID"):
         check_grads(lambda a, t, p=padding: cm.fir_filter(a, t, padding=p), (x, taps), 1, ["rev"])
+
+
+def test_static_tables_give_the_array_tables_gradients_for_the_data(device):
+    x = jax.device_put(np.linspace(-1, 1, 11).reshape(1, 11), device)
+    coeffs, taps = [0.5, -1.0, 2.0, 0.25], [0.25, 0.5, -0.75]
+    check_grads(lambda a: cm.polyval(coeffs, a), (x,), order=1, modes=["rev"])
+    cases = [(lambda a, c: cm.polyval(c, a), coeffs)] + [
+        (lambda a, t, p=padding: cm.fir_filter(a, t, padding=p), taps)
+        for padding in ("SAME", "VALID")
+    ]
+    for op, values in cases:
+        check_grads(lambda a, op=op, v=values: op(a, v), (x,), order=1, modes=["rev"])
+        static = jax.grad(lambda a, op=op, v=values: op(a, v).sum())(x)
+        array = jax.grad(lambda a, op=op, v=values: op(a, jnp.asarray(v)).sum())(x)
+        np.testing.assert_array_equal(np.asarray(static), np.asarray(array))
+
+
+@pytest.mark.skipif(not any(d.platform == "gpu" for d in jax.devices()), reason="needs a GPU")
+def test_a_static_table_is_uploaded_at_most_once_per_content():
+    """A static table is an attribute: the same host bytes at every call, passed by value when
+    small and otherwise uploaded into a bank slot once, the later calls skipping the copy."""
+    gpu = next(d for d in jax.devices() if d.platform == "gpu")
+    x = jax.device_put(np.ones(4096, np.float32), gpu)
+    table = np.arange(5000, dtype=np.int32) % 7
+    step = jax.jit(lambda a: cm.frobulate(a, table))
+    np.testing.assert_array_equal(np.asarray(step(x)), 1 + table.sum())
+    before = cm.upload_stats()
+    for _ in range(5):
+        np.testing.assert_array_equal(np.asarray(step(x)), 1 + table.sum())
+    after = cm.upload_stats()
+    assert after["upload_from_pageable_host"] == before["upload_from_pageable_host"]
+    small = jax.jit(lambda a: cm.polyval([2.0, 1.0], a))
+    small(x).block_until_ready()
+    by_value = cm.upload_stats()["by_value_launch"]
+    np.testing.assert_array_equal(np.asarray(small(x)), 3.0)
+    assert cm.upload_stats()["by_value_launch"] >= by_value + 1
 
 
 @pytest.mark.parametrize(

@@ -4,13 +4,17 @@
     import jax.numpy as jnp
     import constmem.jax as cm
 
-    y = cm.polyval([0.5, -1.0, 2.0], x)      # a static table: a constant of the compiled program
+    y = cm.polyval([0.5, -1.0, 2.0], x)      # a static table: an attribute of the custom call
     y = cm.polyval(coeffs, x)                # a jax.Array table, an operand of the custom call
 
 Each op is a `jax.ffi.ffi_call` into the same CPU kernel and CUDA launcher as the TensorFlow and
 PyTorch ops (bitwise equal to them), under `jax.jit`, `jax.vmap` (a table per batch element runs
 one call each) and `jax.grad` (gradients for the data and a jax.Array table, as TensorFlow's).
-Bad shapes and dtypes raise ValueError when the function is traced.
+A static table reaches the handler as host memory with the same bytes at every call, so the GPU
+launcher passes it by value or uploads it once per device and content, as a TensorFlow attr; a
+jax.Array table is a device buffer, read in place or copied into constant memory. The CUDA
+handlers are command-buffer compatible: XLA may record them into CUDA graphs. Bad shapes and
+dtypes raise ValueError when the function is traced.
 """
 
 from __future__ import annotations
@@ -32,13 +36,14 @@ _library = ctypes.CDLL(LIBRARY_PATH)
 _GPU = bool(_libraries.library_info("jax").get("gpu_kernels"))
 _OPS = ("frobulate", "polyval", "fir_filter")
 for _op in _OPS:
-    jax.ffi.register_ffi_target(
-        f"constmem_{_op}", jax.ffi.pycapsule(getattr(_library, f"constmem_{_op}_host")), "cpu"
-    )
-    if _GPU:
+    for _target in (f"constmem_{_op}", f"constmem_{_op}_static"):
         jax.ffi.register_ffi_target(
-            f"constmem_{_op}", jax.ffi.pycapsule(getattr(_library, f"constmem_{_op}_cuda")), "CUDA"
+            _target, jax.ffi.pycapsule(getattr(_library, f"{_target}_host")), "cpu"
         )
+        if _GPU:
+            jax.ffi.register_ffi_target(
+                _target, jax.ffi.pycapsule(getattr(_library, f"{_target}_cuda")), "CUDA"
+            )
 
 MAX_TABLE_SIZE = _libraries.library_constant(LIBRARY_PATH, "constmem_frobulate_max_table_size")
 MAX_COEFFICIENTS = _libraries.library_constant(LIBRARY_PATH, "constmem_polyval_max_coefficients")
@@ -55,32 +60,37 @@ def _float_data(x, name: str) -> jax.Array:
     return x
 
 
-def _table(table, name: str, dtype, max_size: int) -> jax.Array:
-    """A table as an array of `dtype`, a vector of 1 to max_size entries.
+def _check_length(size: int, name: str, max_size: int) -> None:
+    if not 1 <= size <= max_size:
+        raise ValueError(f"{name} must have 1 to {max_size} entries; got {size}")
 
-    A jax.Array stays an operand (cast if of another real dtype); a Python or NumPy sequence
-    becomes a constant of the traced program.
+
+def _static_table(table, name: str, dtype, max_size: int) -> tuple:
+    """A Python or NumPy table as a tuple of `dtype`'s values: the static form.
+
+    It becomes an attribute of the call and a hashable argument of the gradient rules.
     """
-    if not isinstance(table, jax.Array):
-        values = np.asarray(table)
-        if values.dtype.kind not in ("iu" if dtype == jnp.int32 else "iuf") and values.size:
-            kind = "integers that fit int32" if dtype == jnp.int32 else "real numbers"
-            raise ValueError(f"{name} must be {kind}; got {values.dtype}")
-        if (
-            dtype == jnp.int32
-            and values.size
-            and (values.min() < -(2**31) or values.max() >= 2**31)
-        ):
-            raise ValueError(f"{name} entries must fit int32")
-        table = jnp.asarray(values.astype(dtype))
-    elif table.dtype != dtype:
+    values = np.asarray(table)
+    if values.dtype.kind not in ("iu" if dtype == jnp.int32 else "iuf") and values.size:
+        kind = "integers that fit int32" if dtype == jnp.int32 else "real numbers"
+        raise ValueError(f"{name} must be {kind}; got {values.dtype}")
+    if dtype == jnp.int32 and values.size and (values.min() < -(2**31) or values.max() >= 2**31):
+        raise ValueError(f"{name} entries must fit int32")
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be a vector (rank 1); got shape {values.shape}")
+    _check_length(values.shape[0], name, max_size)
+    return tuple(values.astype(dtype).tolist())
+
+
+def _array_table(table: jax.Array, name: str, dtype, max_size: int) -> jax.Array:
+    """A jax.Array table as a vector of `dtype` (cast if of another real dtype)."""
+    if table.dtype != dtype:
         if dtype == jnp.int32 and not jnp.issubdtype(table.dtype, jnp.integer):
             raise ValueError(f"{name} must be int32; got {table.dtype}")
         table = table.astype(dtype)
     if table.ndim != 1:
         raise ValueError(f"{name} must be a vector (rank 1); got shape {table.shape}")
-    if not 1 <= table.shape[0] <= max_size:
-        raise ValueError(f"{name} must have 1 to {max_size} entries; got {table.shape[0]}")
+    _check_length(table.shape[0], name, max_size)
     return table
 
 
@@ -116,6 +126,28 @@ _frobulate_call = _ffi("constmem_frobulate", lambda d, t: d.shape)
 _polyval_call = _ffi("constmem_polyval", lambda x, c: x.shape)
 
 
+def _static_ffi(target: str, out_shape, **attributes):
+    """`call(data, values)` for a static table, sent as the attribute `table`.
+
+    int32 for Frobulate, else float64 holding values of data's dtype. Batched data is one call
+    over the larger array.
+    """
+
+    def call(data, values: tuple):
+        result = jax.ShapeDtypeStruct(out_shape(data, len(values)), data.dtype)
+        integral = isinstance(values[0], int)
+        table = np.asarray(values, np.int32 if integral else data.dtype)
+        return jax.ffi.ffi_call(target, result, vmap_method="expand_dims")(
+            data, table=table if integral else table.astype(np.float64), **attributes
+        )
+
+    return call
+
+
+_frobulate_static_call = _static_ffi("constmem_frobulate_static", lambda d, n: d.shape)
+_polyval_static_call = _static_ffi("constmem_polyval_static", lambda x, n: x.shape)
+
+
 def _fir_outputs(n: int, k: int, padding: str) -> int:
     return n if padding == "SAME" else max(n - k + 1, 0)
 
@@ -125,6 +157,15 @@ def _fir_call(padding: str):
     return _ffi(
         "constmem_fir_filter",
         lambda x, t: (*x.shape[:-1], _fir_outputs(x.shape[-1], t.shape[0], padding)),
+        same=np.int64(padding == "SAME"),
+    )
+
+
+@functools.cache
+def _fir_static_call(padding: str):
+    return _static_ffi(
+        "constmem_fir_filter_static",
+        lambda x, n: (*x.shape[:-1], _fir_outputs(x.shape[-1], n, padding)),
         same=np.int64(padding == "SAME"),
     )
 
@@ -140,6 +181,19 @@ def _frobulate(data, table):
 _frobulate.defvjp(lambda d, t: (_frobulate_call(d, t), None), lambda _, g: (g, None))
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _frobulate_static(data, values):
+    return _frobulate_static_call(data, values)
+
+
+_frobulate_static.defvjp(lambda d, v: (_frobulate_static_call(d, v), None), lambda v, _, g: (g,))
+
+
+def _derivative(coeffs, n: int, arange):
+    """Coefficients of a polynomial's derivative, highest degree first, in either form."""
+    return coeffs[:-1] * arange(n - 1, 0, -1, dtype=coeffs.dtype) if n > 1 else coeffs * 0
+
+
 @jax.custom_vjp
 def _polyval(coeffs, x):
     return _polyval_call(x, coeffs)
@@ -152,13 +206,26 @@ def _polyval_fwd(coeffs, x):
 def _polyval_bwd(residuals, g):
     coeffs, x = residuals
     n = coeffs.shape[0]
-    derivative = coeffs[:-1] * jnp.arange(n - 1, 0, -1, dtype=coeffs.dtype) if n > 1 else coeffs * 0
-    grad_x = g * _polyval_call(x, derivative)
+    grad_x = g * _polyval_call(x, _derivative(coeffs, n, jnp.arange))
     powers = x.reshape(-1, 1) ** jnp.arange(n - 1, -1, -1, dtype=x.dtype)
     return (powers * g.reshape(-1, 1)).sum(0), grad_x
 
 
 _polyval.defvjp(_polyval_fwd, _polyval_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _polyval_static(values, x):
+    return _polyval_static_call(x, values)
+
+
+def _polyval_static_bwd(values, x, g):
+    coeffs = np.asarray(values, x.dtype)
+    derivative = tuple(_derivative(coeffs, len(values), np.arange).tolist())
+    return (g * _polyval_static_call(x, derivative),)
+
+
+_polyval_static.defvjp(lambda v, x: (_polyval_static_call(x, v), x), _polyval_static_bwd)
 
 
 def _pad_left(k: int, padding: str) -> int:
@@ -179,8 +246,7 @@ def _fir_bwd(padding, residuals, g):
     k, n, m = taps.shape[0], x.shape[-1], g.shape[-1]
     pad_left = _pad_left(k, padding)
     widths = [(0, 0)] * (g.ndim - 1)
-    padded = jnp.pad(g, [*widths, (k - 1 - pad_left, n - m + pad_left)])
-    grad_x = _fir_call("VALID")(padded, taps[::-1])
+    grad_x = _fir_call("VALID")(_grad_x_padding(g, k, n, padding), taps[::-1])
     # dtaps[j] = sum over rows and outputs of g[o] xp[o + j].
     xp = jnp.pad(x, [*widths, (pad_left, m + k - 1 - n - pad_left)])
 
@@ -193,19 +259,43 @@ def _fir_bwd(padding, residuals, g):
 _fir_filter.defvjp(_fir_fwd, _fir_bwd)
 
 
+def _grad_x_padding(g, k: int, n: int, padding: str):
+    """The gradient `g` padded so that a VALID filter with the reversed taps gives x's."""
+    m = g.shape[-1]
+    pad_left = _pad_left(k, padding)
+    return jnp.pad(g, [(0, 0)] * (g.ndim - 1) + [(k - 1 - pad_left, n - m + pad_left)])
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def _fir_filter_static(x, values, padding):
+    return _fir_static_call(padding)(x, values)
+
+
+def _fir_static_bwd(values, padding, x, g):
+    padded = _grad_x_padding(g, len(values), x.shape[-1], padding)
+    return (_fir_static_call("VALID")(padded, values[::-1]),)
+
+
+_fir_filter_static.defvjp(lambda x, v, p: (_fir_static_call(p)(x, v), x), _fir_static_bwd)
+
+
 def frobulate(data, table: TableLike | Sequence[int]) -> jax.Array:
     """`(((data + table[0]) + table[1]) + ... + table[n-1])`, left to right in data's dtype.
 
     data: float32 or float64, any shape. table: 1 to 16,384 integers that fit int32.
     """
     data = _float_data(data, "data")
-    return _frobulate(data, _table(table, "table", jnp.int32, MAX_TABLE_SIZE))
+    if isinstance(table, jax.Array):
+        return _frobulate(data, _array_table(table, "table", jnp.int32, MAX_TABLE_SIZE))
+    return _frobulate_static(data, _static_table(table, "table", jnp.int32, MAX_TABLE_SIZE))
 
 
 def polyval(coeffs: TableLike, x) -> jax.Array:
     """Horner's rule with one fused multiply-add per step (highest degree first, as np.polyval)."""
     x = _float_data(x, "x")
-    return _polyval(_table(coeffs, "coeffs", x.dtype, MAX_COEFFICIENTS), x)
+    if isinstance(coeffs, jax.Array):
+        return _polyval(_array_table(coeffs, "coeffs", x.dtype, MAX_COEFFICIENTS), x)
+    return _polyval_static(_static_table(coeffs, "coeffs", x.dtype, MAX_COEFFICIENTS), x)
 
 
 def fir_filter(x, taps: TableLike, *, padding: Padding = "SAME") -> jax.Array:
@@ -215,7 +305,9 @@ def fir_filter(x, taps: TableLike, *, padding: Padding = "SAME") -> jax.Array:
     x = _float_data(x, "x")
     if x.ndim < 1:
         raise ValueError("x must have rank 1 or more (the filter runs along the last axis)")
-    return _fir_filter(x, _table(taps, "taps", x.dtype, MAX_TAPS), padding)
+    if isinstance(taps, jax.Array):
+        return _fir_filter(x, _array_table(taps, "taps", x.dtype, MAX_TAPS), padding)
+    return _fir_filter_static(x, _static_table(taps, "taps", x.dtype, MAX_TAPS), padding)
 
 
 def upload_stats() -> dict[str, int]:
