@@ -4,6 +4,8 @@
 - Polyval against `jax.jit(jnp.polyval)`, degree 16 and 256, 16 Mi float32 elements;
 - FirFilter against `jax.lax.conv_general_dilated`, [4096, 16384] float32, 17 and 63 taps;
   both with the table as a jax.Array and as a static (NumPy) table;
+- Frobulate at 64 Mi elements (100 entries, a jax.Array table), for comparison with kernel_bench's
+  figure of the same run (`kernel_bench --elements 67108864 --quick`);
 - the cost of one op at 1 Ki elements inside jit against a jitted elementwise op.
 
 Kernel-bound cases run 20 times inside one jitted, unrolled `fori_loop`, each call's output the
@@ -93,6 +95,12 @@ def main():
             "speedup": theirs / ours,
             "speedup_static": theirs / ours_static,
         }
+
+    large = jax.random.normal(key, (64 << 20,), jnp.float32)
+    hundred = jnp.arange(100, dtype=jnp.int32) % 3 - 1  # sums to zero: values stay bounded
+    ms = loop_ms(cm.frobulate, large, hundred)
+    results["frobulate_64mi_100"] = {"ms": ms, "g_adds_per_s": large.size * 100 / ms / 1e6}
+    del large
 
     small = jax.random.normal(key, (1024,), jnp.float32)
     table = jnp.arange(100, dtype=jnp.int32)
