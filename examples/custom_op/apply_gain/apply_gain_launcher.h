@@ -4,7 +4,6 @@
 
 #include <cstdint>
 
-#include "adapter/gpu_table.h"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
