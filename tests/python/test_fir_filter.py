@@ -175,7 +175,7 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
 
         assert_invalid(lambda: call(np.zeros(0, np.float32)), "taps must")
         assert_invalid(lambda: call(np.zeros((2, 2), np.float32)), "rank 1")
-        too_many = np.zeros(cm.fir_filter_max_taps() + 1, np.float32)
+        too_many = np.zeros(cm.MAX_TAPS + 1, np.float32)
         assert_invalid(lambda: call(too_many), "2048")
         assert_invalid(lambda: call(np.ones(2, np.float32), np.float32(3)), "rank 1 or more")
         assert_invalid(lambda: call(np.ones(2, np.float32), np.ones(3, np.int32)), "float32")

@@ -8,21 +8,22 @@ package.
 
 from constmem.tensorflow import _loader
 from constmem.tensorflow._loader import build_info, library_path
-from constmem.tensorflow.fir_filter import fir_filter, fir_filter_max_taps
+from constmem.tensorflow.fir_filter import MAX_TAPS, fir_filter
 from constmem.tensorflow.frobulate import MAX_TABLE_SIZE, frobulate
-from constmem.tensorflow.polyval import polyval, polyval_max_coefficients
+from constmem.tensorflow.polyval import MAX_COEFFICIENTS, polyval
 from constmem.tensorflow.stats import upload_stats
 
 _loader.ops()
 
+# Each op's limit, read from the op library (as in constmem.torch and constmem.jax).
 __all__ = [
+    "MAX_COEFFICIENTS",
     "MAX_TABLE_SIZE",
+    "MAX_TAPS",
     "build_info",
     "fir_filter",
-    "fir_filter_max_taps",
     "frobulate",
     "library_path",
     "polyval",
-    "polyval_max_coefficients",
     "upload_stats",
 ]

@@ -27,11 +27,6 @@ MAX_TAPS = _loader.library_constant("constmem_fir_filter_max_taps")
 Padding = Literal["SAME", "VALID"]
 
 
-def fir_filter_max_taps() -> int:
-    """The most taps FirFilter takes: MAX_TAPS."""
-    return MAX_TAPS
-
-
 @tf.autograph.experimental.do_not_convert
 def fir_filter(
     x: TensorLike,

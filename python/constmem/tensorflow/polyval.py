@@ -23,11 +23,6 @@ MAX_COEFFICIENTS = _loader.library_constant("constmem_polyval_max_coefficients")
 """The most coefficients (degree + 1) Polyval takes (the op library's own limit)."""
 
 
-def polyval_max_coefficients() -> int:
-    """The most coefficients Polyval takes: MAX_COEFFICIENTS."""
-    return MAX_COEFFICIENTS
-
-
 @tf.autograph.experimental.do_not_convert
 def polyval(
     coeffs: TensorLike, x: TensorLike, *, source: Source = "auto", name: str | None = None
