@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # The host code built with AddressSanitizer (everything: core host side, adapter, CPU kernels, op
 # library) and UndefinedBehaviorSanitizer (the code that sees no TensorFlow header) into
-# build-asan/, without GPU kernels; then the C++ host tests and the CPU Python tests run against
-# it. Any report fails the run. compute-sanitizer covers the GPU code (scripts/gpu-core.sh).
+# build-asan/ (-O1, line tables), without GPU kernels; then the C++ host tests and the CPU Python
+# tests run against it. Any report fails the run. compute-sanitizer covers the GPU code (scripts/gpu-core.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${CONSTMEM_ASAN_BUILD_DIR:-build-asan}
 cmake -S . -B "$build" -DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -DCONSTMEM_WITH_GPU=OFF \
   -DCONSTMEM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONSTMEM_COPY_TO_PACKAGE=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DCONSTMEM_BUILD_TORCH_OPS=OFF -DCONSTMEM_BUILD_JAX_OPS=OFF -DCONSTMEM_SANITIZE="address;undefined" \
   >/dev/null
 cmake --build "$build" -j "$(nproc)" --target _constmem_ops core_host_test frobulate_cpu_test 2>&1 |
