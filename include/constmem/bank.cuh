@@ -470,8 +470,10 @@ struct BankBytesUpTo<-1> {
   }
 
 // Declares `static __constant__ T name##_constmem_symbol[slot_elements * slot_count]`, its host
-// handle `name()` and a device-side reader `name##_reader{offset}` for kernels of this file. Use it
-// at global scope, outside any namespace: it opens namespaces of its own.
+// handle `name()`, a device-side reader `name##_reader{offset}` for kernels of this file, and
+// `name##_bank`, the two together (Entry, Reader, get()), which LaunchWithTable takes so that a
+// reader can never be paired with another bank. Use it at global scope, outside any namespace: it
+// opens namespaces of its own.
 #define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                                   \
   static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                  \
   static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                    \
@@ -485,4 +487,9 @@ struct BankBytesUpTo<-1> {
     __device__ __forceinline__ T operator[](int i) const {                                         \
       return name##_constmem_symbol[offset + i];                                                   \
     }                                                                                              \
+  };                                                                                               \
+  struct name##_bank {                                                                             \
+    using Entry = T;                                                                               \
+    using Reader = name##_reader;                                                                  \
+    static ::constmem::Bank<T>& get() { return name(); }                                           \
   }

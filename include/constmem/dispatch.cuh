@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // One launch with a table, wherever the table should live. An op's launcher names its by-value
-// parameter type and its bank, and hands over a callable that launches its kernel with whichever
-// table reader it is given:
+// parameter type and its bank (the `name##_bank` that CONSTMEM_DEFINE_BANK declares), and hands
+// over a callable that launches its kernel with whichever table reader it is given:
 //
-//   CONSTMEM_DEFINE_BANK(taps_bank, float, 1024, 4);
+//   CONSTMEM_DEFINE_BANK(taps, float, 1024, 4);
 //   using TapsByValue = constmem::ByValueTable<float, 1024>;
 //
-//   return constmem::LaunchWithTable<TapsByValue, taps_bank_reader>(
-//       stream, table, placement, taps_bank(), [&](int device, const auto& taps) {
+//   return constmem::LaunchWithTable<TapsByValue, taps_bank>(
+//       stream, table, placement, [&](int device, const auto& taps) {
 //         MyKernel<<<grid, block, 0, stream>>>(in, out, n, taps);
 //         return constmem::CudaStatus(cudaGetLastError(), "MyKernel launch");
 //       });
@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "constmem/bank.cuh"
@@ -41,9 +42,9 @@ constexpr std::size_t kOtherKernelParamBytes = 64;
 
 namespace detail {
 
-template <class ByValue, class BankReader, class Entry, class LaunchFn>
-Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Bank<Entry>& bank,
-                      LaunchFn& launch, LaunchReport* report) {
+template <class ByValue, class BankOf, class Entry, class LaunchFn>
+Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, LaunchFn& launch,
+                      LaunchReport* report) {
   // The calls below (allocations, the staging pool's event queries) would invalidate a capture in
   // global or thread-local mode; none of them is recorded into the graph.
   ScopedRelaxedCaptureMode relaxed;
@@ -78,13 +79,13 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Bank<E
       // Unprotected, as a library that captures its symbol copy: every replay writes the bank's
       // first slots, which other graphs' replays write too (what the concurrent test catches).
       void* symbol = nullptr;
-      CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetSymbolAddress(&symbol, bank.symbol()),
+      CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetSymbolAddress(&symbol, BankOf::get().symbol()),
                                     "cudaGetSymbolAddress");
       CONSTMEM_RETURN_IF_CUDA_ERROR(
           cudaMemcpyAsync(symbol, values, count * sizeof(Entry), cudaMemcpyDeviceToDevice, stream),
           "cudaMemcpyAsync(captured symbol)");
       placement = Placement::kConstantBank;
-      CONSTMEM_RETURN_IF_ERROR(launch(device, BankReader{0}));
+      CONSTMEM_RETURN_IF_ERROR(launch(device, typename BankOf::Reader{0}));
     }
   }
   cudaGraph_t graph = nullptr;
@@ -104,7 +105,8 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Bank<E
 
 // Runs `launch(device, reader)` on `stream` with the table placed as `placement` says:
 //   kByValue       host table -> ByValue parameter (Entry converted to ByValue's element type);
-//   kConstantBank  any table  -> a lease of `bank`, uploaded on `stream`, released after launch;
+//   kConstantBank  any table  -> a lease of BankOf's bank, uploaded on `stream`, released after
+//                  the launch;
 //   kGlobalMemory  device table read in place.
 // The stream's device is made current for the call. A placement the source cannot take (by value
 // from device memory, global memory from host memory) is an InvalidArgument: ChoosePlacement
@@ -116,9 +118,11 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Bank<E
 // the graph owns; `report->capture` then says what UpdateCapturedTable needs. Under capture the
 // current device must be the stream's (a capturing stream cannot be asked; every framework's
 // capture runs on its current device).
-template <class ByValue, class BankReader, class Entry, class LaunchFn>
+template <class ByValue, class BankOf, class Entry, class LaunchFn>
 Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Placement placement,
-                       Bank<Entry>& bank, LaunchFn&& launch, LaunchReport* report = nullptr) {
+                       LaunchFn&& launch, LaunchReport* report = nullptr) {
+  static_assert(std::is_same<typename BankOf::Entry, Entry>::value,
+                "the bank holds entries of another type than the table");
   if (report != nullptr) *report = LaunchReport(placement);
   if (table.values == nullptr || table.size < 1) {
     return InvalidArgument("a table needs at least one entry; got " + std::to_string(table.size));
@@ -126,7 +130,7 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
   bool capturing = false;
   CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
   if (capturing) {
-    return detail::LaunchCaptured<ByValue, BankReader>(stream, table, bank, launch, report);
+    return detail::LaunchCaptured<ByValue, BankOf>(stream, table, launch, report);
   }
   int device = 0;
   CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
@@ -150,13 +154,13 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
       const bool dedupe = table.repeats && host;
       Lease<Entry> lease;
       CONSTMEM_RETURN_IF_ERROR(
-          bank.Acquire(stream, count, dedupe ? table.values : nullptr, &lease));
+          BankOf::get().Acquire(stream, count, dedupe ? table.values : nullptr, &lease));
       CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, count, table.source));
       if (report != nullptr) report->upload_skipped = lease.upload_skipped();
       Count(Counter::kConstantBankLaunch);
       // The lease's destructor releases it on an error path too: the slot's event then covers
       // whatever did reach the stream.
-      CONSTMEM_RETURN_IF_ERROR(launch(device, BankReader{lease.offset()}));
+      CONSTMEM_RETURN_IF_ERROR(launch(device, typename BankOf::Reader{lease.offset()}));
       return lease.Release();
     }
     case Placement::kGlobalMemory:

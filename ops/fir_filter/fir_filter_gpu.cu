@@ -42,18 +42,13 @@ namespace constmem {
 namespace ops {
 namespace {
 
+// The bank of each dtype's taps.
 template <class T>
 struct FirBank;
 template <>
-struct FirBank<float> {
-  static Bank<float>& bank() { return fir_taps_f32(); }
-  using Reader = fir_taps_f32_reader;
-};
+struct FirBank<float> : fir_taps_f32_bank {};
 template <>
-struct FirBank<double> {
-  static Bank<double>& bank() { return fir_taps_f64(); }
-  using Reader = fir_taps_f64_reader;
-};
+struct FirBank<double> : fir_taps_f64_bank {};
 
 template <class T>
 using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
@@ -788,8 +783,8 @@ Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const
     return InvalidArgument("FirFilter: invalid shape");
   }
   if (shape.rows == 0 || shape.outputs == 0) return Status::Ok();
-  return LaunchWithTable<FirByValue<T>, typename FirBank<T>::Reader>(
-      stream, taps, placement, FirBank<T>::bank(),
+  return LaunchWithTable<FirByValue<T>, FirBank<T>>(
+      stream, taps, placement,
       [&](int device, const auto& reader) {
         std::size_t device_bytes = 0;
         CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));

@@ -33,7 +33,7 @@ using FrobulateByValueTable = ByValueTable<ByValueEntry<T>, kByValueEntries>;
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_DEFINE_BANK(frobulate_bank, std::int32_t, constmem::ops::kSlotEntries,
+CONSTMEM_DEFINE_BANK(frobulate_table, std::int32_t, constmem::ops::kSlotEntries,
                      constmem::ops::kSlots);
 
 namespace constmem {
@@ -97,8 +97,8 @@ Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std
     if (report != nullptr) *report = LaunchReport(placement);
     return Status::Ok();
   }
-  return LaunchWithTable<FrobulateByValueTable<T>, frobulate_bank_reader>(
-      stream, table, placement, frobulate_bank(),
+  return LaunchWithTable<FrobulateByValueTable<T>, frobulate_table_bank>(
+      stream, table, placement,
       [&](int device, const auto& reader) {
         return LaunchElementwiseTable<FrobulateStep<T>>(device, stream, data, out, count,
                                                         static_cast<int>(table.size), reader);

@@ -25,27 +25,22 @@ constexpr int kSlots = 4;
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_DEFINE_BANK(polyval_bank_f32, float, constmem::ops::kSlotCoefficients,
+CONSTMEM_DEFINE_BANK(polyval_coeffs_f32, float, constmem::ops::kSlotCoefficients,
                      constmem::ops::kSlots);
-CONSTMEM_DEFINE_BANK(polyval_bank_f64, double, constmem::ops::kSlotCoefficients,
+CONSTMEM_DEFINE_BANK(polyval_coeffs_f64, double, constmem::ops::kSlotCoefficients,
                      constmem::ops::kSlots);
 
 namespace constmem {
 namespace ops {
 namespace {
 
+// The bank of each dtype's coefficients.
 template <class T>
 struct PolyvalBank;
 template <>
-struct PolyvalBank<float> {
-  static Bank<float>& bank() { return polyval_bank_f32(); }
-  using Reader = polyval_bank_f32_reader;
-};
+struct PolyvalBank<float> : polyval_coeffs_f32_bank {};
 template <>
-struct PolyvalBank<double> {
-  static Bank<double>& bank() { return polyval_bank_f64(); }
-  using Reader = polyval_bank_f64_reader;
-};
+struct PolyvalBank<double> : polyval_coeffs_f64_bank {};
 
 // Host coefficients up to 4 KiB travel as a kernel parameter.
 template <class T>
@@ -99,8 +94,8 @@ Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64
     return InvalidArgument("Polyval handles at most 2^62 elements; got " + std::to_string(count));
   }
   if (count == 0) return Status::Ok();
-  return LaunchWithTable<PolyvalByValue<T>, typename PolyvalBank<T>::Reader>(
-      stream, coeffs, placement, PolyvalBank<T>::bank(),
+  return LaunchWithTable<PolyvalByValue<T>, PolyvalBank<T>>(
+      stream, coeffs, placement,
       [&](int device, const auto& reader) {
         return LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, count,
                                                       static_cast<int>(coeffs.size), reader);

@@ -18,7 +18,7 @@
 #include "test_support.cuh"
 
 // Slots of 2,048 entries: a table larger than the by-value capacity still fits one slot.
-CONSTMEM_DEFINE_BANK(capture_bank, std::uint32_t, 2048, 4);
+CONSTMEM_DEFINE_BANK(capture_table, std::uint32_t, 2048, 4);
 
 namespace constmem {
 namespace {
@@ -69,8 +69,8 @@ Status Launch(cudaStream_t stream, const TableView<Entry>& table, const Entry* i
   limits.by_value_bytes = sizeof(Entry) * SmallByValue::kCapacity;
   const Placement placement = ChoosePlacement(static_cast<std::size_t>(table.size) * sizeof(Entry),
                                               LocationOf(table.source), limits);
-  return LaunchWithTable<SmallByValue, capture_bank_reader>(
-      stream, table, placement, capture_bank(),
+  return LaunchWithTable<SmallByValue, capture_table_bank>(
+      stream, table, placement,
       [&](int, const auto& reader) {
         WeightedSum<<<(kCount + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
             reader, static_cast<int>(table.size), in, out, kCount, spin_ns);

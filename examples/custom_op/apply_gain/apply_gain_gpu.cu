@@ -8,7 +8,7 @@
 #include "constmem/dispatch.cuh"
 
 // Four slots of 1,024 gains (16 KiB): four streams at once with up to 1,024 rows each.
-CONSTMEM_DEFINE_BANK(gain_bank, float, 1024, 4);
+CONSTMEM_DEFINE_BANK(gain_table, float, 1024, 4);
 
 namespace example {
 namespace {
@@ -42,8 +42,8 @@ constmem::Status LaunchApplyGain(constmem::GpuStream stream, const float* x, flo
   }
   if (rows == 0 || row_length == 0) return constmem::Status::Ok();
   const std::int64_t count = rows * row_length;
-  return constmem::LaunchWithTable<GainsByValue, gain_bank_reader>(
-      stream, gains, ApplyGainPlacement(gains.size, gains.source), gain_bank(),
+  return constmem::LaunchWithTable<GainsByValue, gain_table_bank>(
+      stream, gains, ApplyGainPlacement(gains.size, gains.source),
       [&](int device, const auto& reader) {
         const int threads = 256;
         const constexpr auto kernel = ApplyGainKernel<std::decay_t<decltype(reader)>>;
