@@ -50,12 +50,16 @@
 #include "constmem/stats.hpp"
 #include "constmem/strategy.hpp"
 
+// Cross-stream hazard tracking is always on in a shipped build. A build that defines
+// CONSTMEM_HAZARD_TRACKING_DEFAULT=0 has it off (the "unsafe" variants that prove the stress tests
+// can fail); one that defines CONSTMEM_TESTING_SWITCHES (some C++ tests) may switch it at run time.
 #ifndef CONSTMEM_HAZARD_TRACKING_DEFAULT
 #define CONSTMEM_HAZARD_TRACKING_DEFAULT 1
 #endif
 
 namespace constmem {
 
+#ifdef CONSTMEM_TESTING_SWITCHES
 namespace detail {
 inline std::atomic<bool>& HazardTrackingFlag() {
   static std::atomic<bool> enabled{CONSTMEM_HAZARD_TRACKING_DEFAULT != 0};
@@ -65,11 +69,14 @@ inline std::atomic<bool>& HazardTrackingFlag() {
 
 inline bool HazardTrackingEnabled() { return detail::HazardTrackingFlag().load(); }
 
-// For tests and demonstrations only. With tracking off a bank neither waits for earlier readers
-// before an upload nor for an earlier upload before a read, so the races it prevents show.
+// With tracking off a bank neither waits for earlier readers before an upload nor for an earlier
+// upload before a read, so the races it prevents show.
 inline void SetHazardTrackingForTesting(bool enabled) {
   detail::HazardTrackingFlag().store(enabled);
 }
+#else
+constexpr bool HazardTrackingEnabled() { return CONSTMEM_HAZARD_TRACKING_DEFAULT != 0; }
+#endif
 
 namespace detail {
 
