@@ -48,25 +48,21 @@ inline Status IsCapturing(cudaStream_t stream, bool* capturing) {
 
 namespace detail {
 
-// The graph a capturing stream records into, and the node the next captured node will follow
-// (nullptr when that is not exactly one node). CUDA 13 added edge data to the query.
-inline Status CaptureGraph(cudaStream_t stream, cudaGraph_t* graph, cudaGraphNode_t* last) {
+// The graph a capturing stream records into. CUDA 13 added edge data to the query.
+inline Status CaptureGraph(cudaStream_t stream, cudaGraph_t* graph) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const cudaGraphNode_t* dependencies = nullptr;
-  std::size_t count = 0;
 #if CUDART_VERSION >= 13000
   CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaStreamGetCaptureInfo(stream, &status, nullptr, graph, &dependencies, nullptr, &count),
+      cudaStreamGetCaptureInfo(stream, &status, nullptr, graph, nullptr, nullptr, nullptr),
       "cudaStreamGetCaptureInfo");
 #else
   CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaStreamGetCaptureInfo_v2(stream, &status, nullptr, graph, &dependencies, &count),
+      cudaStreamGetCaptureInfo_v2(stream, &status, nullptr, graph, nullptr, nullptr),
       "cudaStreamGetCaptureInfo_v2");
 #endif
   if (status != cudaStreamCaptureStatusActive) {
     return Status(StatusCode::kFailedPrecondition, "the stream stopped capturing");
   }
-  if (last != nullptr) *last = count == 1 ? dependencies[0] : nullptr;
   return Status::Ok();
 }
 
@@ -168,20 +164,7 @@ class GraphTableStore {
 };
 
 inline Status GraphTableStoreFor(int device, GraphTableStore** store) {
-  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
-  static std::array<std::atomic<GraphTableStore*>, kMaxDevices> stores{};
-  static std::mutex creation_mutex;
-  GraphTableStore* existing = stores[device].load(std::memory_order_acquire);
-  if (existing == nullptr) {
-    std::lock_guard<std::mutex> lock(creation_mutex);
-    existing = stores[device].load(std::memory_order_relaxed);
-    if (existing == nullptr) {
-      existing = new GraphTableStore(device);  // lives as long as the graphs that may use it
-      stores[device].store(existing, std::memory_order_release);
-    }
-  }
-  *store = existing;
-  return Status::Ok();
+  return PerDevice(device, store, [device] { return new GraphTableStore(device); });
 }
 
 // Copies a host table into a buffer the graph capturing on `stream` owns, and makes the graph wait
@@ -203,7 +186,7 @@ inline Status CaptureHostTable(cudaStream_t stream, int device, const void* valu
     status = CudaStatus(CONSTMEM_CUDA_CALL(kEventRecord, cudaEventRecord(buffer->filled, upload)),
                         "cudaEventRecord(captured table)");
   }
-  if (status.ok()) status = CaptureGraph(stream, &graph, nullptr);
+  if (status.ok()) status = CaptureGraph(stream, &graph);
   if (status.ok()) {
     status = CudaStatus(cudaUserObjectCreate(&owner, buffer, &GraphTableStore::Released, 1,
                                              cudaUserObjectNoDestructorSync),

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <string>
 
 #include "constmem/status.hpp"
@@ -132,16 +133,23 @@ inline Status StreamDeviceThroughDriver(cudaStream_t stream, int* device) {
 }
 }  // namespace detail
 
+namespace detail {
+// StreamDevice for a stream already known not to be capturing.
+inline Status DeviceOfStream(cudaStream_t stream, int* device) {
+#if CUDART_VERSION >= 12080 && !defined(CONSTMEM_STREAM_DEVICE_THROUGH_DRIVER)
+  return CudaStatus(cudaStreamGetDevice(stream, device), "cudaStreamGetDevice");
+#else
+  return StreamDeviceThroughDriver(stream, device);
+#endif
+}
+}  // namespace detail
+
 // The device a stream belongs to, whatever device is current on the calling thread (a TensorFlow
 // thread's current device need not be the op's). A capturing stream is refused first: asking its
 // device would fail and invalidate the capture.
 inline Status StreamDevice(cudaStream_t stream, int* device) {
   CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream));
-#if CUDART_VERSION >= 12080 && !defined(CONSTMEM_STREAM_DEVICE_THROUGH_DRIVER)
-  return CudaStatus(cudaStreamGetDevice(stream, device), "cudaStreamGetDevice");
-#else
-  return detail::StreamDeviceThroughDriver(stream, device);
-#endif
+  return detail::DeviceOfStream(stream, device);
 }
 
 // Makes the calling thread's CUDA calls exempt from another thread's global-mode graph capture
@@ -226,5 +234,28 @@ inline Status CheckDeviceOrdinal(int device) {
   }
   return Status::Ok();
 }
+
+namespace detail {
+// The one `T` of `device`, made by `make()` on first use and kept for the life of the process
+// (state that the device's pending work may still use at exit is never torn down). One table of
+// instances per `T`.
+template <class T, class Make>
+Status PerDevice(int device, T** out, Make&& make) {
+  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+  static std::array<std::atomic<T*>, kMaxDevices> instances{};
+  static std::mutex creation_mutex;
+  T* existing = instances[device].load(std::memory_order_acquire);
+  if (existing == nullptr) {
+    std::lock_guard<std::mutex> lock(creation_mutex);
+    existing = instances[device].load(std::memory_order_relaxed);
+    if (existing == nullptr) {
+      existing = make();
+      instances[device].store(existing, std::memory_order_release);
+    }
+  }
+  *out = existing;
+  return Status::Ok();
+}
+}  // namespace detail
 
 }  // namespace constmem

@@ -88,10 +88,6 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Launch
       CONSTMEM_RETURN_IF_ERROR(launch(device, typename BankOf::Reader{0}));
     }
   }
-  cudaGraph_t graph = nullptr;
-  cudaGraphNode_t node = nullptr;
-  CONSTMEM_RETURN_IF_ERROR(CaptureGraph(stream, &graph, &node));
-  captured.kernel_node = node;
   Count(Counter::kCapturedLaunch);
   if (report != nullptr) {
     report->placement = placement;
@@ -133,7 +129,7 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
     return detail::LaunchCaptured<ByValue, BankOf>(stream, table, launch, report);
   }
   int device = 0;
-  CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+  CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
   CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
   ScopedDevice guard(device);
   CONSTMEM_RETURN_IF_ERROR(guard.status());
@@ -203,7 +199,7 @@ Status UpdateCapturedTable(const CapturedTable& captured, const TableView<Entry>
     return Status(StatusCode::kFailedPrecondition, "a table update cannot itself be captured");
   }
   int device = 0;
-  CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+  CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
   ScopedDevice guard(device);
   CONSTMEM_RETURN_IF_ERROR(guard.status());
   const std::size_t bytes = static_cast<std::size_t>(table.size) * sizeof(Entry);

@@ -231,20 +231,7 @@ class PinnedStagingPool {
 
 // One pool per device, created on first use and kept for the life of the process.
 inline Status StagingPoolFor(int device, PinnedStagingPool** pool) {
-  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
-  static std::array<std::atomic<PinnedStagingPool*>, kMaxDevices> pools{};
-  static std::mutex creation_mutex;
-  PinnedStagingPool* existing = pools[device].load(std::memory_order_acquire);
-  if (existing == nullptr) {
-    std::lock_guard<std::mutex> lock(creation_mutex);
-    existing = pools[device].load(std::memory_order_relaxed);
-    if (existing == nullptr) {
-      existing = new PinnedStagingPool();  // intentionally never freed: see the class
-      pools[device].store(existing, std::memory_order_release);
-    }
-  }
-  *pool = existing;
-  return Status::Ok();
+  return detail::PerDevice(device, pool, [] { return new PinnedStagingPool(); });
 }
 
 }  // namespace constmem

@@ -24,13 +24,11 @@ struct TableView {
   bool repeats = false;
 };
 
-// A launch captured into a CUDA graph, as UpdateCapturedTable (dispatch.cuh) needs it. Handles
-// are CUDA's, kept as void* so that host code without CUDA's headers can hold them.
+// A launch captured into a CUDA graph, as UpdateCapturedTable (dispatch.cuh) needs it.
 struct CapturedTable {
-  void* kernel_node = nullptr;  // cudaGraphNode_t of the kernel that reads the table
-  void* buffer = nullptr;       // the graph's device copy of a host table, or nullptr
-  std::int64_t size = 0;        // entries captured: an update keeps the number
-  bool by_value = false;        // the table is in the kernel node's parameters
+  void* buffer = nullptr;  // the graph's device copy of a host table, or nullptr
+  std::int64_t size = 0;   // entries captured: an update keeps the number
+  bool by_value = false;   // the table is in the kernel node's parameters
 };
 
 // What a launch did with its table, for tests, benchmarks and the update of a captured launch.

@@ -126,25 +126,29 @@ _frobulate_call = _ffi("constmem_frobulate", lambda d, t: d.shape)
 _polyval_call = _ffi("constmem_polyval", lambda x, c: x.shape)
 
 
-def _static_ffi(target: str, out_shape, **attributes):
+def _static_ffi(target: str, out_shape, int32_table: bool = False, **attributes):
     """`call(data, values)` for a static table, sent as the attribute `table`.
 
-    int32 for Frobulate, else float64 holding values of data's dtype. Batched data is one call
+    int32 entries (Frobulate), or float64 holding values of data's dtype. Batched data is one call
     over the larger array.
     """
 
     def call(data, values: tuple):
         result = jax.ShapeDtypeStruct(out_shape(data, len(values)), data.dtype)
-        integral = isinstance(values[0], int)
-        table = np.asarray(values, np.int32 if integral else data.dtype)
+        if int32_table:
+            table = np.asarray(values, np.int32)
+        else:
+            table = np.asarray(values, data.dtype).astype(np.float64)
         return jax.ffi.ffi_call(target, result, vmap_method="expand_dims")(
-            data, table=table if integral else table.astype(np.float64), **attributes
+            data, table=table, **attributes
         )
 
     return call
 
 
-_frobulate_static_call = _static_ffi("constmem_frobulate_static", lambda d, n: d.shape)
+_frobulate_static_call = _static_ffi(
+    "constmem_frobulate_static", lambda d, n: d.shape, int32_table=True
+)
 _polyval_static_call = _static_ffi("constmem_polyval_static", lambda x, n: x.shape)
 
 
