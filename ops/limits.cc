@@ -6,6 +6,7 @@
 #include "constmem/stats.hpp"
 #include "fir_filter/fir_filter_functor.h"
 #include "frobulate/frobulate_functor.h"
+#include "interpolate/interpolate_functor.h"
 #include "polyval/polyval_functor.h"
 
 #define CONSTMEM_EXPORT_LIMIT(name, value) \
@@ -14,6 +15,7 @@
 CONSTMEM_EXPORT_LIMIT(constmem_frobulate_max_table_size, constmem::ops::kFrobulateMaxTableSize)
 CONSTMEM_EXPORT_LIMIT(constmem_polyval_max_coefficients, constmem::ops::kPolyvalMaxCoefficients)
 CONSTMEM_EXPORT_LIMIT(constmem_fir_filter_max_taps, constmem::ops::kFirMaxTaps)
+CONSTMEM_EXPORT_LIMIT(constmem_interpolate_max_knots, constmem::ops::kInterpolateMaxKnots)
 
 // The core's counters in this library (each library has its own): how many there are, and each
 // one's name and value.

@@ -102,6 +102,10 @@ class DeviceBank {
   // exit, after the CUDA runtime has shut down, would fail.
 
   std::size_t slot_bytes() const { return planner_.slot_bytes(); }
+  // The device address of slot `start` (as kernels of the symbol's module see it).
+  char* SlotAddress(int start) const {
+    return address_ + static_cast<std::size_t>(start) * slot_bytes();
+  }
 
   // `owner` identifies the calling thread: it never waits for a run that only its own leases block.
   Status Acquire(cudaStream_t stream, std::size_t bytes, const void* host_content,
@@ -171,7 +175,7 @@ class DeviceBank {
       Count(Counter::kUploadSkipped);
       return Status::Ok();
     }
-    char* destination = address_ + static_cast<std::size_t>(start) * slot_bytes();
+    char* destination = SlotAddress(start);
     Status status;
     switch (kind) {
       case SourceKind::kDevice:
@@ -307,6 +311,11 @@ class Lease {
   int offset() const { return static_cast<int>(start_ * slot_elements_); }
   std::size_t capacity() const { return span_ * slot_elements_; }
   int first_slot() const { return start_; }
+  // The leased run's device address: what a kernel reads a bank of global memory through
+  // (CONSTMEM_DEFINE_GLOBAL_BANK), as GlobalTableReader or SharedTableSource.
+  const T* data() const {
+    return active() ? reinterpret_cast<const T*>(bank_->SlotAddress(start_)) : nullptr;
+  }
   // True when the last upload found the run already holding the same bytes and copied nothing.
   bool upload_skipped() const { return skipped_; }
 
@@ -372,7 +381,7 @@ class Bank {
   int slot_count() const { return slot_count_; }
   std::size_t capacity_elements() const { return slot_elements_ * slot_count_; }
   const char* name() const { return name_; }
-  // The bank's __constant__ symbol, as cudaGetSymbolAddress takes it.
+  // The bank's __constant__ (or __device__) symbol, as cudaGetSymbolAddress takes it.
   const void* symbol() const { return symbol_; }
 
   // Puts back into use the slots taken out after a failed release on `device`; call only once no
@@ -499,4 +508,21 @@ struct BankBytesUpTo<-1> {
     using Entry = T;                                                                               \
     using Reader = name##_reader;                                                                  \
     static ::constmem::Bank<T>& get() { return name(); }                                           \
+  }
+
+// The same bank protocol over `static __device__ T name##_constmem_symbol[...]`: slots of global
+// memory, for tables that a kernel reads at divergent indices (through the read-only cache, or
+// staged into shared memory) but that come from the host. Its size does not count against the
+// 64 KiB of __constant__ space. Declares `name()` and `name##_bank` (Entry, get()); kernels read a
+// lease through its address, `lease.data()`, so there is no reader type.
+#define CONSTMEM_DEFINE_GLOBAL_BANK(name, T, slot_elements, slot_count)                          \
+  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                \
+  static __device__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                    \
+  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                          \
+    static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count), #name); \
+    return bank;                                                                                 \
+  }                                                                                              \
+  struct name##_bank {                                                                           \
+    using Entry = T;                                                                             \
+    static ::constmem::Bank<T>& get() { return name(); }                                         \
   }

@@ -9,6 +9,8 @@
 #include "constmem/capture.cuh"
 #include "constmem/cuda_support.cuh"
 #include "constmem/dispatch.cuh"
+#include "constmem/host_device.hpp"
+#include "constmem/shared_table.cuh"
 #include "constmem/slot_planner.hpp"
 #include "constmem/staging.cuh"
 #include "constmem/stats.hpp"

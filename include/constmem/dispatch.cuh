@@ -14,6 +14,11 @@
 //
 // The callable is instantiated once per reader type: the by-value table, the bank's reader and
 // GlobalTableReader<T>. A kernel reads all three with `taps[j]`.
+//
+// A kernel that reads its table at divergent indices (a lookup) names a third bank, of global
+// memory (CONSTMEM_DEFINE_GLOBAL_BANK), which takes host tables placed in global or shared memory;
+// its callable also gets a SharedTableSource<T> (shared_table.cuh), which the kernel stages with
+// StageTable and launches with StagedTableBytes of dynamic shared memory.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,6 +36,7 @@
 #include "constmem/by_value.cuh"
 #include "constmem/capture.cuh"
 #include "constmem/cuda_support.cuh"
+#include "constmem/shared_table.cuh"
 #include "constmem/stats.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -40,11 +46,29 @@ namespace constmem {
 // Room for a kernel's other parameters next to a by-value table, in the parameter-size check.
 constexpr std::size_t kOtherKernelParamBytes = 64;
 
+// The DeviceBankOf of an op whose kernel reads its table with warp-uniform indices only: no
+// global-memory bank, no shared-memory placement, and no host table in global memory.
+struct NoDeviceBank {};
+
 namespace detail {
 
-template <class ByValue, class BankOf, class Entry, class LaunchFn>
-Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, LaunchFn& launch,
-                      LaunchReport* report) {
+template <class DeviceBankOf>
+constexpr bool kStagesTables = !std::is_same<DeviceBankOf, NoDeviceBank>::value;
+
+// Launches with the table at `values` (device memory) in global or shared memory.
+template <class DeviceBankOf, class Entry, class LaunchFn>
+Status LaunchFromGlobal(int device, const Entry* values, Placement placement, LaunchFn& launch) {
+  if constexpr (kStagesTables<DeviceBankOf>) {
+    if (placement == Placement::kSharedMemory) {
+      return launch(device, SharedTableSource<Entry>{values});
+    }
+  }
+  return launch(device, GlobalTableReader<Entry>{values});
+}
+
+template <class ByValue, class BankOf, class DeviceBankOf, class Entry, class LaunchFn>
+Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Placement placement,
+                      LaunchFn& launch, LaunchReport* report) {
   // The calls below (allocations, the staging pool's event queries) would invalidate a capture in
   // global or thread-local mode; none of them is recorded into the graph.
   ScopedRelaxedCaptureMode relaxed;
@@ -55,8 +79,11 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Launch
   const auto count = static_cast<std::size_t>(table.size);
   CapturedTable captured;
   captured.size = table.size;
-  Placement placement = Placement::kGlobalMemory;
-  if (host && count <= ByValue::kCapacity) {
+  // A table read at divergent indices keeps its global or shared placement.
+  const bool in_global = kStagesTables<DeviceBankOf> && (placement == Placement::kGlobalMemory ||
+                                                         placement == Placement::kSharedMemory);
+  if (!in_global) placement = Placement::kGlobalMemory;
+  if (host && count <= ByValue::kCapacity && !in_global) {
     ByValue by_value;
     CONSTMEM_RETURN_IF_ERROR(FillByValueTable(table.values, count, &by_value));
     CONSTMEM_RETURN_IF_ERROR(
@@ -74,7 +101,8 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Launch
       captured.buffer = buffer->device;
     }
     if (HazardTrackingEnabled()) {
-      CONSTMEM_RETURN_IF_ERROR(launch(device, GlobalTableReader<Entry>{values}));
+      CONSTMEM_RETURN_IF_ERROR(
+          detail::LaunchFromGlobal<DeviceBankOf>(device, values, placement, launch));
     } else {
       // Unprotected, as a library that captures its symbol copy: every replay writes the bank's
       // first slots, which other graphs' replays write too (what the concurrent test catches).
@@ -103,22 +131,30 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Launch
 //   kByValue       host table -> ByValue parameter (Entry converted to ByValue's element type);
 //   kConstantBank  any table  -> a lease of BankOf's bank, uploaded on `stream`, released after
 //                  the launch;
-//   kGlobalMemory  device table read in place.
+//   kGlobalMemory  device table read in place; a host table copied into a lease of DeviceBankOf's
+//                  global-memory bank first (an op without one caps its host tables at its
+//                  constant bank's capacity);
+//   kSharedMemory  the same, staged by every block into shared memory (DeviceBankOf's ops only).
 // The stream's device is made current for the call. A placement the source cannot take (by value
-// from device memory, global memory from host memory) is an InvalidArgument: ChoosePlacement
-// picks global memory for anything larger than the bank, so an op caps its host tables at its
-// bank's capacity.
+// from device memory, global memory from host memory without a global bank) is an
+// InvalidArgument.
 //
 // On a stream that is capturing a CUDA graph the placement is the graph's (capture.cuh): by value
 // when a host table fits ByValue, a device table in place, a larger host table in a device buffer
 // the graph owns; `report->capture` then says what UpdateCapturedTable needs. Under capture the
 // current device must be the stream's (a capturing stream cannot be asked; every framework's
 // capture runs on its current device).
-template <class ByValue, class BankOf, class Entry, class LaunchFn>
+template <class ByValue, class BankOf, class DeviceBankOf = NoDeviceBank, class Entry,
+          class LaunchFn>
 Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Placement placement,
                        LaunchFn&& launch, LaunchReport* report = nullptr) {
   static_assert(std::is_same<typename BankOf::Entry, Entry>::value,
                 "the bank holds entries of another type than the table");
+  constexpr bool kStages = detail::kStagesTables<DeviceBankOf>;
+  if constexpr (kStages) {
+    static_assert(std::is_same<typename DeviceBankOf::Entry, Entry>::value,
+                  "the global bank holds entries of another type than the table");
+  }
   if (report != nullptr) *report = LaunchReport(placement);
   if (table.values == nullptr || table.size < 1) {
     return InvalidArgument("a table needs at least one entry; got " + std::to_string(table.size));
@@ -126,7 +162,8 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
   bool capturing = false;
   CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
   if (capturing) {
-    return detail::LaunchCaptured<ByValue, BankOf>(stream, table, launch, report);
+    return detail::LaunchCaptured<ByValue, BankOf, DeviceBankOf>(stream, table, placement, launch,
+                                                                  report);
   }
   int device = 0;
   CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
@@ -159,10 +196,26 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
       CONSTMEM_RETURN_IF_ERROR(launch(device, typename BankOf::Reader{lease.offset()}));
       return lease.Release();
     }
-    case Placement::kGlobalMemory:
-      if (host) break;
-      Count(Counter::kGlobalMemoryLaunch);
-      return launch(device, GlobalTableReader<Entry>{table.values});
+    case Placement::kSharedMemory:
+    case Placement::kGlobalMemory: {
+      if (placement == Placement::kSharedMemory && !kStages) break;
+      if (!host || kStages) {
+        Count(placement == Placement::kSharedMemory ? Counter::kSharedMemoryLaunch
+                                                    : Counter::kGlobalMemoryLaunch);
+      }
+      if (!host) return detail::LaunchFromGlobal<DeviceBankOf>(device, table.values, placement, launch);
+      if constexpr (kStages) {
+        Lease<Entry> lease;
+        CONSTMEM_RETURN_IF_ERROR(DeviceBankOf::get().Acquire(
+            stream, count, table.repeats ? table.values : nullptr, &lease));
+        CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, count, table.source));
+        if (report != nullptr) report->upload_skipped = lease.upload_skipped();
+        CONSTMEM_RETURN_IF_ERROR(
+            detail::LaunchFromGlobal<DeviceBankOf>(device, lease.data(), placement, launch));
+        return lease.Release();
+      }
+      break;
+    }
   }
   return InvalidArgument(std::string("a ") + (host ? "host" : "device") + " table of " +
                          std::to_string(table.size) + " entries cannot be placed in " +

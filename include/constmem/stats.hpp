@@ -27,6 +27,7 @@ enum class Counter : int {
   kStagingPageableFallback,
   kStagingBufferFreed,
   kCapturedLaunch,
+  kSharedMemoryLaunch,
   kCount,
 };
 
@@ -39,7 +40,7 @@ inline const char* CounterName(Counter counter) {
       "staging_not_pinned",        "staging_released_after_copy",
       "staging_released_early",    "slot_quarantined",
       "staging_pageable_fallback", "staging_buffer_freed",
-      "captured_launch",
+      "captured_launch",           "shared_memory_launch",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Counter::kCount),
                 "one name per counter");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Where a table should live for a kernel that reads it with warp-uniform indices. Host-only: no
-// CUDA include, so TensorFlow-side code and CPU tests can use it.
+// Where a table should live, given its size, where it comes from and how the kernel reads it.
+// Host-only: no CUDA include, so framework code and CPU tests can use it.
 #pragma once
 
 #include <cstddef>
@@ -37,10 +37,18 @@ inline TableLocation LocationOf(SourceKind source) {
   return source == SourceKind::kDevice ? TableLocation::kDevice : TableLocation::kHost;
 }
 
+// How a kernel's lanes read the table. Constant memory serves one address per cycle to a warp:
+// a broadcast when every lane reads the same entry, serialised when lanes read different ones.
+enum class TableAccess {
+  kUniform,    // every lane of a warp reads the same entry at a time (a walk over the table)
+  kDivergent,  // lanes read entries computed from their data (a lookup)
+};
+
 enum class Placement {
   kByValue,       // a __grid_constant__ kernel parameter: no copy at all, constant bank 0
   kConstantBank,  // a slot of a __constant__ bank, filled by an asynchronous copy
   kGlobalMemory,  // read through the read-only cache; the fallback for any size
+  kSharedMemory,  // copied by each block from global memory into shared memory, then read there
 };
 
 inline const char* PlacementName(Placement placement) {
@@ -51,6 +59,8 @@ inline const char* PlacementName(Placement placement) {
       return "constant_bank";
     case Placement::kGlobalMemory:
       return "global_memory";
+    case Placement::kSharedMemory:
+      return "shared_memory";
   }
   return "unknown";
 }
@@ -63,12 +73,28 @@ struct StrategyLimits {
   // per table read that the constant cache cannot beat L1 (measure: kernel_bench's matrix): the
   // copy then only adds a stream operation and its host cost.
   std::size_t device_in_place_bytes = 0;
+  // Divergent reads: tables up to this size are staged into each block's shared memory (32 banks
+  // serve 32 different addresses a cycle), larger ones read from global memory, where they cost
+  // up to 1.24x at 16 KiB to 64 KiB and shared memory costs 1.5x at 128 KiB, which leaves room
+  // for one block per SM (placement_bench, docs/performance.md). 64 KiB is also the least any
+  // supported GPU lets a block have. Tables up to divergent_global_bytes (none by default) are
+  // read from global memory unstaged.
+  std::size_t shared_memory_bytes = 64 * 1024;
+  std::size_t divergent_global_bytes = 0;
 };
 
 // A device-resident table is never passed by value: that would need a device-to-host copy and a
-// host wait. Everything larger than the bank is read from global memory.
+// host wait. Everything larger than the bank is read from global memory. A table read at
+// divergent indices goes to shared memory or global memory from any source (a host table is then
+// uploaded into a device buffer: LaunchWithTable's DeviceBankOf).
 inline Placement ChoosePlacement(std::size_t table_bytes, TableLocation location,
-                                 const StrategyLimits& limits = StrategyLimits()) {
+                                 const StrategyLimits& limits = StrategyLimits(),
+                                 TableAccess access = TableAccess::kUniform) {
+  if (access == TableAccess::kDivergent) {
+    if (table_bytes <= limits.divergent_global_bytes) return Placement::kGlobalMemory;
+    return table_bytes <= limits.shared_memory_bytes ? Placement::kSharedMemory
+                                                     : Placement::kGlobalMemory;
+  }
   if (location == TableLocation::kHost && table_bytes <= limits.by_value_bytes) {
     return Placement::kByValue;
   }

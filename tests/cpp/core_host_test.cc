@@ -70,6 +70,27 @@ TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {
   EXPECT_STREQ(PlacementName(Placement::kGlobalMemory), "global_memory");
 }
 
+TEST(Strategy, DivergentReadsGoToSharedOrGlobalMemoryFromAnySource) {
+  for (TableLocation location : {TableLocation::kHost, TableLocation::kDevice}) {
+    EXPECT_EQ(ChoosePlacement(8, location, StrategyLimits(), TableAccess::kDivergent),
+              Placement::kSharedMemory);
+    EXPECT_EQ(ChoosePlacement(64 * 1024, location, StrategyLimits(), TableAccess::kDivergent),
+              Placement::kSharedMemory);
+    EXPECT_EQ(ChoosePlacement(64 * 1024 + 8, location, StrategyLimits(), TableAccess::kDivergent),
+              Placement::kGlobalMemory);
+  }
+  StrategyLimits tiny_in_global;
+  tiny_in_global.divergent_global_bytes = 128;
+  EXPECT_EQ(ChoosePlacement(128, TableLocation::kHost, tiny_in_global, TableAccess::kDivergent),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(132, TableLocation::kHost, tiny_in_global, TableAccess::kDivergent),
+            Placement::kSharedMemory);
+  // Uniform reads keep the constant-memory rules.
+  EXPECT_EQ(ChoosePlacement(8, TableLocation::kHost, StrategyLimits(), TableAccess::kUniform),
+            Placement::kByValue);
+  EXPECT_STREQ(PlacementName(Placement::kSharedMemory), "shared_memory");
+}
+
 TEST(SlotPlanner, CountsSlotsAndRejectsWhatDoesNotFit) {
   SlotPlanner planner(4, 256);
   EXPECT_EQ(planner.SlotsNeeded(0), 0);

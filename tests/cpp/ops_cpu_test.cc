@@ -2,10 +2,13 @@
 // Polyval's and FirFilter's CPU kernels against their scalar definitions (std::fma, one rounding
 // per step), for every instruction set this CPU supports: random sizes, ranges and tables, and
 // special values with and without the denormal flush. Bitwise equality is the contract.
+// Interpolate's against np.interp's formula in long double, and its exact cases.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "cpu_test_support.h"
 #include "fir_filter/fir_filter_cpu.h"
 #include "fir_filter/fir_filter_functor.h"
+#include "interpolate/interpolate_cpu.h"
 #include "polyval/polyval_cpu.h"
 #include "polyval/polyval_functor.h"
 
@@ -165,6 +169,83 @@ TEST_P(OpsCpu, FirFilterSpecialValuesWithAndWithoutDenormalFlush) {
 INSTANTIATE_TEST_SUITE_P(EveryInstructionSet, OpsCpu,
                          ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
                          [](const auto& info) { return std::string(cpu::IsaName(info.param)); });
+
+// np.interp(x, np.linspace(lo, hi, n), knots), in long double.
+long double InterpReference(long double x, const std::vector<long double>& knots, long double lo,
+                            long double hi) {
+  const std::size_t last = knots.size() - 1;
+  const long double step = (hi - lo) / static_cast<long double>(last);
+  if (x <= lo) return knots[0];
+  if (x >= hi) return knots[last];
+  std::size_t j = static_cast<std::size_t>((x - lo) / step);
+  if (j >= last) j = last - 1;
+  const long double left = lo + step * static_cast<long double>(j);
+  return knots[j] + (x - left) * (knots[j + 1] - knots[j]) / step;
+}
+
+template <class T>
+void InterpolateAgainstReference(std::int64_t n, double lo, double hi, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> knot(-2.0, 2.0);
+  const double margin = 0.1 * (hi - lo);
+  std::uniform_real_distribution<double> point(lo - margin, hi + margin);
+  std::vector<T> knots(n);
+  std::vector<long double> wide(n);
+  for (std::int64_t i = 0; i < n; ++i) wide[i] = knots[i] = static_cast<T>(knot(rng));
+  std::vector<T> x(5000), y(5000);
+  for (auto& v : x) v = static_cast<T>(point(rng));
+  ops::InterpolateGrid<T> grid{};
+  ASSERT_TRUE(ops::MakeInterpolateGrid<T>(lo, hi, n, &grid).ok());
+  ops::InterpolateCpuRange(x.data(), y.data(), 0, 5000, knots.data(), grid);
+  // Rounding t to T moves the point by up to eps * t knot spacings.
+  const long double eps = std::numeric_limits<T>::epsilon();
+  const long double tolerance = 8 * eps * (4.0L * static_cast<long double>(n) + 2.0L);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const long double expected =
+        InterpReference(x[i], wide, static_cast<T>(lo), static_cast<T>(hi));
+    ASSERT_LE(std::fabs(static_cast<long double>(y[i]) - expected), tolerance)
+        << n << " knots over [" << lo << ", " << hi << "], x = " << x[i];
+  }
+}
+
+TEST(InterpolateCpu, MatchesNumpysFormulaInLongDouble) {
+  std::uint64_t seed = 3;
+  for (std::int64_t n : {2, 3, 16, 1000, 16384}) {
+    for (auto range : {std::pair<double, double>{0.0, 1.0}, {-3.5, 7.25}, {100.0, 100.5}}) {
+      InterpolateAgainstReference<float>(n, range.first, range.second, seed++);
+      InterpolateAgainstReference<double>(n, range.first, range.second, seed++);
+    }
+  }
+}
+
+TEST(InterpolateCpu, EndsClampKnotsAreExactAndNanStays) {
+  const std::vector<double> knots = {1.0, -2.0, 4.0, 0.5, 3.0};
+  ops::InterpolateGrid<double> grid{};
+  ASSERT_TRUE(ops::MakeInterpolateGrid<double>(-1.0, 1.0, 5, &grid).ok());
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> x = {-1.0, -0.5, 0.0, 0.5, 1.0, -7.0, 9.0, -inf, inf, -0.75, 0.25};
+  std::vector<double> y(x.size());
+  ops::InterpolateCpuRange(x.data(), y.data(), 0, static_cast<std::int64_t>(x.size()), knots.data(),
+                           grid);
+  const std::vector<double> expected = {1.0, -2.0, 4.0, 0.5, 3.0, 1.0, 3.0, 1.0, 3.0, -0.5, 2.25};
+  EXPECT_EQ(y, expected);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  double out = 0;
+  ops::InterpolateCpuRange(&nan, &out, 0, 1, knots.data(), grid);
+  EXPECT_TRUE(std::isnan(out));
+}
+
+TEST(InterpolateCpu, RejectsBadKnotCountsAndRanges) {
+  ops::InterpolateGrid<float> grid{};
+  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(0.0, 1.0, 1, &grid).ok());
+  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(0.0, 1.0, ops::kInterpolateMaxKnots + 1, &grid).ok());
+  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(1.0, 1.0, 4, &grid).ok());
+  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(2.0, 1.0, 4, &grid).ok());
+  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(0.0, std::nan(""), 4, &grid).ok());
+  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(-3e38, 3e38, 4, &grid).ok());  // spacing overflows
+  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(1.0, 1.0 + 1e-9, 4, &grid).ok());  // one float
+  EXPECT_TRUE(ops::MakeInterpolateGrid<float>(0.0, 1.0, ops::kInterpolateMaxKnots, &grid).ok());
+}
 
 }  // namespace
 }  // namespace constmem

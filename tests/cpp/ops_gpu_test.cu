@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// Polyval's and FirFilter's GPU launchers, driven without TensorFlow on a CUDA stream, against
-// their scalar definitions (std::fma on the host: the GPU's fma rounds the same way): bit for bit,
-// every table source and placement, aligned and misaligned data, partial tiles.
+// Polyval's, FirFilter's and Interpolate's GPU launchers, driven without a framework on a CUDA
+// stream, against their scalar definitions (std::fma on the host: the GPU's fma rounds the same
+// way): bit for bit, every table source and placement, aligned and misaligned data, partial
+// tiles, and for Interpolate's global bank concurrent streams and a captured graph.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "constmem/constmem.cuh"
 #include "fir_filter/fir_filter_functor.h"
 #include "fir_filter/fir_filter_launcher.h"
+#include "interpolate/interpolate_cpu.h"
+#include "interpolate/interpolate_launcher.h"
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_launcher.h"
 #include "test_support.cuh"
@@ -263,6 +268,198 @@ TEST(FirFilterGpu, EmptyShapesLaunchNothing) {
     EXPECT_OK(LaunchFirFilter<float>(stream, buffer.get(), buffer.get(), shape, view));
   }
   ASSERT_CUDA(cudaStreamSynchronize(stream));
+}
+
+// Points over [lo - 10%, hi + 10%] with the special values; `uniform_warps` gives every run of 32
+// the same point (warp-uniform reads), else each its own (divergent reads).
+template <class T>
+std::vector<T> InterpolatePoints(std::mt19937_64& rng, std::int64_t count, double lo, double hi,
+                                 bool uniform_warps) {
+  const double margin = 0.1 * (hi - lo);
+  std::uniform_real_distribution<double> point(lo - margin, hi + margin);
+  std::vector<T> x(count);
+  for (std::int64_t i = 0; i < count; ++i) {
+    x[i] = uniform_warps && i % 32 != 0 ? x[i - 1] : static_cast<T>(point(rng));
+  }
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), static_cast<T>(lo),
+                        static_cast<T>(hi)};
+  for (std::size_t k = 0; k < sizeof(specials) / sizeof(T) && !uniform_warps; ++k) {
+    x[(k * 7919) % count] = specials[k];
+  }
+  return x;
+}
+
+template <class T>
+bool SameBitsOrBothNan(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return false;
+  }
+  return true;
+}
+
+template <class T>
+std::vector<T> InterpolateOnCpu(const std::vector<T>& x, const std::vector<T>& knots, double lo,
+                                double hi) {
+  InterpolateGrid<T> grid{};
+  EXPECT_TRUE(MakeInterpolateGrid<T>(lo, hi, static_cast<std::int64_t>(knots.size()), &grid).ok());
+  std::vector<T> y(x.size());
+  InterpolateCpuRange(x.data(), y.data(), 0, static_cast<std::int64_t>(x.size()), knots.data(),
+                      grid);
+  return y;
+}
+
+template <class T>
+void CheckInterpolate(std::int64_t count, std::int64_t knot_count, int misalign, bool uniform,
+                      std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const double lo = -1.5, hi = 2.25;
+  const auto x = InterpolatePoints<T>(rng, count, lo, hi, uniform);
+  const Tables<T> knots(Random<T>(rng, knot_count, 3.0));
+  const auto expected = InterpolateOnCpu(x, knots.host, lo, hi);
+  Stream stream;
+  DeviceBuffer<T> in(count + 1), out(count + 1);
+  ASSERT_CUDA(
+      cudaMemcpyAsync(in.get() + misalign, x.data(), count * sizeof(T), cudaMemcpyDefault, stream));
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    for (Placement placement : {Placement::kByValue, Placement::kConstantBank,
+                                Placement::kGlobalMemory, Placement::kSharedMemory}) {
+      const bool host = source != SourceKind::kDevice;
+      if (placement == Placement::kByValue &&
+          (!host || knot_count * sizeof(T) > kDefaultByValueBytes))
+        continue;
+      if (placement == Placement::kConstantBank && knot_count > 4096) continue;
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (count + 1) * sizeof(T), stream));
+      LaunchReport report;
+      ASSERT_OK(LaunchInterpolateWithPlacement<T>(stream, in.get() + misalign,
+                                                  out.get() + misalign, count, knots.View(source),
+                                                  lo, hi, placement, &report));
+      ASSERT_EQ(report.placement, placement);
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      ASSERT_TRUE(SameBitsOrBothNan(Copy(out, misalign, count), expected))
+          << count << " elements, " << knot_count << " knots, " << PlacementName(placement)
+          << ", misaligned by " << misalign << (uniform ? ", uniform" : ", divergent");
+    }
+  }
+}
+
+TEST(InterpolateGpu, EveryPlacementAndSourceBitwiseEqualToTheCpuKernel) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 11;
+  for (std::int64_t count : {1, 33, 4096 + 5, 1 << 20}) {
+    for (std::int64_t knots : {2, 16, 1000, 4096, 16384}) {
+      if (UnderSanitizer() && count * 4 > (1 << 16)) continue;
+      for (int misalign : {0, 1}) {
+        CheckInterpolate<float>(count, knots, misalign, misalign == 1, seed++);
+        CheckInterpolate<double>(count, knots, misalign, misalign == 0, seed++);
+      }
+    }
+  }
+}
+
+TEST(InterpolateGpu, ChoosesSharedOrGlobalMemoryForEverySource) {
+  REQUIRE_GPU();
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    EXPECT_EQ(InterpolatePlacement<float>(16, source), Placement::kSharedMemory);
+    EXPECT_EQ(InterpolatePlacement<float>(4096, source), Placement::kSharedMemory);
+    EXPECT_EQ(InterpolatePlacement<float>(16384, source), Placement::kSharedMemory);
+    EXPECT_EQ(InterpolatePlacement<double>(16384, source), Placement::kGlobalMemory);
+  }
+}
+
+TEST(InterpolateGpu, BadKnotsAndRangesAreErrorsAndTheNextCallWorks) {
+  REQUIRE_GPU();
+  Stream stream;
+  DeviceBuffer<float> x(64);
+  const std::vector<float> one(1, 1.0f), two = {1.0f, 3.0f};
+  const TableView<float> too_few{one.data(), 1, SourceKind::kPageableHost};
+  EXPECT_EQ(LaunchInterpolate<float>(stream, x.get(), x.get(), 64, too_few, 0.0, 1.0).code(),
+            StatusCode::kInvalidArgument);
+  const TableView<float> pair{two.data(), 2, SourceKind::kPageableHost};
+  EXPECT_EQ(LaunchInterpolate<float>(stream, x.get(), x.get(), 64, pair, 1.0, 0.0).code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_CUDA(cudaMemsetAsync(x.get(), 0, 64 * sizeof(float), stream));
+  EXPECT_OK(LaunchInterpolate<float>(stream, x.get(), x.get(), 64, pair, -1.0, 1.0));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  for (float v : x.Read()) ASSERT_EQ(v, 2.0f);  // the middle of [1, 3]
+}
+
+// Host tables in the global bank, from four streams at once, each call its own knots: every
+// output is its own table's.
+TEST(InterpolateGpu, ConcurrentStreamsReadTheirOwnHostTables) {
+  REQUIRE_GPU();
+  constexpr int kStreams = 4;
+  const int rounds = UnderSanitizer() ? 2 : 25;
+  const std::int64_t count = UnderSanitizer() ? 4096 : 1 << 20;
+  std::mt19937_64 rng(5);
+  const auto x = InterpolatePoints<float>(rng, count, 0.0, 1.0, false);
+  DeviceBuffer<float> in(count);
+  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  std::vector<Stream> streams(kStreams);
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> outs;
+  for (int s = 0; s < kStreams; ++s) {
+    outs.push_back(std::make_unique<DeviceBuffer<float>>(count * rounds));
+  }
+  std::vector<std::vector<float>> tables;
+  for (int s = 0; s < kStreams; ++s) {
+    for (int r = 0; r < rounds; ++r) tables.push_back(Random<float>(rng, 3000, 1.0));
+  }
+  for (int r = 0; r < rounds; ++r) {
+    for (int s = 0; s < kStreams; ++s) {
+      const auto& knots = tables[s * rounds + r];
+      const TableView<float> view{knots.data(), 3000, SourceKind::kPageableHost};
+      ASSERT_OK(LaunchInterpolateWithPlacement<float>(streams[s], in.get(),
+                                                      outs[s]->get() + r * count, count, view, 0.0,
+                                                      1.0, Placement::kSharedMemory));
+    }
+  }
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  for (int s = 0; s < kStreams; ++s) {
+    const auto all = outs[s]->Read();
+    for (int r = 0; r < rounds; ++r) {
+      const auto expected = InterpolateOnCpu(x, tables[s * rounds + r], 0.0, 1.0);
+      const std::vector<float> got(all.begin() + r * count, all.begin() + (r + 1) * count);
+      ASSERT_TRUE(SameBitsOrBothNan(got, expected)) << "stream " << s << ", round " << r;
+    }
+  }
+}
+
+// A host table staged in shared memory, captured into a graph: replays read the graph's copy.
+TEST(InterpolateGpu, CapturedHostTableStaysSharedAndReplaysBitwise) {
+  REQUIRE_GPU();
+  const std::int64_t count = 1 << 16;
+  std::mt19937_64 rng(9);
+  const auto x = InterpolatePoints<float>(rng, count, 0.0, 1.0, false);
+  auto knots = Random<float>(rng, 8192, 1.0);
+  const auto expected = InterpolateOnCpu(x, knots, 0.0, 1.0);
+  Stream stream;
+  DeviceBuffer<float> in(count), out(count);
+  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  cudaGraph_t graph = nullptr;
+  LaunchReport report;
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const TableView<float> view{knots.data(), 8192, SourceKind::kPageableHost};
+  const Status launched = LaunchInterpolate<float>(stream, in.get(), out.get(), count, view, 0.0,
+                                                   1.0, &report);
+  ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_OK(launched);
+  EXPECT_TRUE(report.captured);
+  EXPECT_EQ(report.placement, Placement::kSharedMemory);
+  std::fill(knots.begin(), knots.end(), 0.0f);  // the graph holds its own copy
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, count * sizeof(float), stream));
+    ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected)) << "replay " << replay;
+  }
+  ASSERT_CUDA(cudaGraphExecDestroy(exec));
+  ASSERT_CUDA(cudaGraphDestroy(graph));
 }
 
 }  // namespace

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where a lookup table reads fastest: Interpolate over 16 Mi elements with its knots in each
+// placement (by value, a constant bank, global memory, shared memory staged per block), for
+// warp-uniform reads (every run of 256 elements at one point) and divergent ones (every element
+// its own point), at table sizes from 2 to 16,384 knots. Each row is the kernel's time against
+// the best placement of its case and against a copy of the same bytes (the memory ceiling); the
+// last column says whether the strategy's choice (ChoosePlacement with the access pattern) is
+// within 5% of the best. Knots come from pageable host memory, uploaded once (an attr table).
+//
+//   placement_bench [--json FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_util.cuh"
+#include "checks.cuh"
+#include "constmem/constmem.cuh"
+#include "interpolate/interpolate_launcher.h"
+
+namespace {
+
+constexpr std::int64_t kElements = std::int64_t{1} << 24;
+constexpr int kUniformRun = 256;
+
+// Points in [-1, 1): one per run of `run` elements (run 1: every element its own).
+template <class T>
+__global__ void FillPoints(T* out, std::int64_t n, int run) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    unsigned x = static_cast<unsigned>(i / run) * 2654435761u;
+    x ^= x >> 13;
+    x *= 0x5bd1e995u;
+    x ^= x >> 15;
+    out[i] = static_cast<T>(x % 1000000u) * static_cast<T>(2e-6) - T(1);
+  }
+}
+
+// What the library chooses for a host table read with `access`.
+template <class T>
+constmem::Placement Chosen(std::int64_t knots, constmem::TableAccess access) {
+  if (access == constmem::TableAccess::kDivergent) {
+    return constmem::ops::InterpolatePlacement<T>(knots, constmem::SourceKind::kPageableHost);
+  }
+  constmem::StrategyLimits limits;
+  limits.constant_bank_bytes = 4096 * sizeof(T);  // Interpolate's constant bank
+  return constmem::ChoosePlacement(knots * sizeof(T), constmem::TableLocation::kHost, limits,
+                                   access);
+}
+
+template <class T>
+void Run(cudaStream_t stream, Json* json, int* misses) {
+  using constmem::Placement;
+  T* x = nullptr;
+  T* y = nullptr;
+  CHECK_CUDA(cudaMalloc(&x, kElements * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&y, kElements * sizeof(T)));
+  const double copy_ms = MedianMs(stream, [&] {
+    ElementwiseKernel<T><<<132 * 16, 256, 0, stream>>>(x, y, kElements, T(1));
+  });
+  const char* type = sizeof(T) == 4 ? "float32" : "float64";
+  std::printf("\n%s, %lld elements; copy ceiling %.3f ms\n", type,
+              static_cast<long long>(kElements), copy_ms);
+  std::printf("%6s %9s %14s %9s %8s %8s %s\n", "knots", "access", "placement", "ms", "/best",
+              "ceiling", "chosen");
+  for (constmem::TableAccess access :
+       {constmem::TableAccess::kUniform, constmem::TableAccess::kDivergent}) {
+    const bool uniform = access == constmem::TableAccess::kUniform;
+    FillPoints<T><<<1024, 256, 0, stream>>>(x, kElements, uniform ? kUniformRun : 1);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    for (std::int64_t knots : {2, 16, 128, 1024, 4096, 16384}) {
+      std::vector<T> table(knots);
+      for (std::int64_t i = 0; i < knots; ++i) table[i] = static_cast<T>((i * 37) % 101) / T(50);
+      const constmem::TableView<T> view{table.data(), knots, constmem::SourceKind::kPageableHost,
+                                        /*repeats=*/true};
+      std::vector<std::pair<Placement, double>> rows;
+      for (Placement placement : {Placement::kByValue, Placement::kConstantBank,
+                                  Placement::kGlobalMemory, Placement::kSharedMemory}) {
+        if (placement == Placement::kByValue && knots * sizeof(T) > constmem::kDefaultByValueBytes)
+          continue;
+        if (placement == Placement::kConstantBank && knots > 4096) continue;
+        rows.emplace_back(placement, MedianMs(stream, [&] {
+                            CHECK_OK(constmem::ops::LaunchInterpolateWithPlacement<T>(
+                                stream, x, y, kElements, view, -1.0, 1.0, placement));
+                          }));
+      }
+      double best = rows[0].second;
+      for (const auto& row : rows) best = std::min(best, row.second);
+      const Placement chosen = Chosen<T>(knots, access);
+      double chosen_ms = 0;
+      for (const auto& row : rows) {
+        if (row.first == chosen) chosen_ms = row.second;
+      }
+      const bool within = chosen_ms > 0 && chosen_ms <= 1.05 * best;
+      if (!within) ++*misses;
+      for (const auto& [placement, ms] : rows) {
+        const bool is_chosen = placement == chosen;
+        std::printf("%6lld %9s %14s %9.4f %8.3f %7.1f%% %s\n", static_cast<long long>(knots),
+                    uniform ? "uniform" : "divergent", constmem::PlacementName(placement), ms,
+                    ms / best, 100.0 * copy_ms / ms,
+                    is_chosen ? (within ? "<- chosen, within 5%" : "<- chosen, MISSES 5%") : "");
+        json->Add(std::string(type) + "/" + (uniform ? "uniform" : "divergent") + "/" +
+                      std::to_string(knots) + "/" + constmem::PlacementName(placement),
+                  "{\"ms\": " + Num(ms) + ", \"over_best\": " + Num(ms / best) +
+                      ", \"of_copy\": " + Num(copy_ms / ms) +
+                      ", \"chosen\": " + (is_chosen ? "true" : "false") + "}");
+      }
+    }
+  }
+  json->Add(std::string(type) + "/copy_ms", Num(copy_ms));
+  CHECK_CUDA(cudaFree(x));
+  CHECK_CUDA(cudaFree(y));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!HasGpuOrSayNone("placement_bench")) return 0;
+  const char* json_path = argc == 3 && std::strcmp(argv[1], "--json") == 0 ? argv[2] : nullptr;
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  Json json;
+  json.Add("device", "\"" + std::string(prop.name) + "\"");
+  int misses = 0;
+  Run<float>(stream, &json, &misses);
+  Run<double>(stream, &json, &misses);
+  json.Add("choices_missing_5_percent", std::to_string(misses));
+  std::printf("\nstrategy's choice within 5%% of the best placement: %s (%d misses)\n",
+              misses == 0 ? "every case" : "NOT every case", misses);
+  if (json_path != nullptr) {
+    FILE* f = std::fopen(json_path, "w");
+    if (f == nullptr) return 1;
+    std::fprintf(f, "%s\n}\n", json.text.c_str());
+    std::fclose(f);
+  }
+  return 0;
+}

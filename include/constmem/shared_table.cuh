@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tables staged into shared memory, for kernels whose lanes read the table at divergent indices
+// (Placement::kSharedMemory). LaunchWithTable hands such a kernel a SharedTableSource, the table's
+// address in global memory; the kernel copies it into its dynamic shared memory once per block and
+// reads it there. One kernel body serves every placement:
+//
+//   template <class T, class Table>
+//   __global__ void LookupKernel(const int* index, T* out, std::int64_t n, int size,
+//                                const __grid_constant__ Table table) {
+//     extern __shared__ __align__(16) unsigned char staging[];
+//     const auto values = constmem::StageTable(table, size, staging);  // the reader to use
+//     for (std::int64_t i = ...; i < n; i += stride) out[i] = values[index[i]];
+//   }
+//
+// launched with StagedTableBytes(table, size) bytes of dynamic shared memory (zero for the other
+// readers, for which StageTable returns the reader itself) and a grid from SharedResidentBlocks.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "constmem/cuda_support.cuh"
+
+namespace constmem {
+
+// A table in global memory that the kernel stages into shared memory before reading it.
+template <class T>
+struct SharedTableSource {
+  using Entry = T;
+  const T* values;
+};
+
+// A table a block staged into its shared memory.
+template <class T>
+struct SharedTableReader {
+  const T* values;
+  __device__ __forceinline__ T operator[](int i) const { return values[i]; }
+};
+
+template <class Table>
+struct IsSharedTableSource : std::false_type {};
+template <class T>
+struct IsSharedTableSource<SharedTableSource<T>> : std::true_type {};
+
+// The dynamic shared memory a launch with `table` needs for `size` entries.
+template <class Table>
+constexpr std::size_t StagedTableBytes(const Table&, int size) {
+  if constexpr (IsSharedTableSource<Table>::value) {
+    return static_cast<std::size_t>(size) * sizeof(typename Table::Entry);
+  } else {
+    return 0;
+  }
+}
+
+// Any reader but a SharedTableSource is read where it is.
+template <class Table>
+__device__ __forceinline__ const Table& StageTable(const Table& table, int, unsigned char*) {
+  return table;
+}
+
+// Copies the table into `staging` (16-byte aligned dynamic shared memory) with the whole block,
+// in 16-byte pieces where the source is aligned, and waits for the copy. Every thread of the
+// block must call it.
+template <class T>
+__device__ __forceinline__ SharedTableReader<T> StageTable(const SharedTableSource<T>& table,
+                                                           int size, unsigned char* staging) {
+  T* shared = reinterpret_cast<T*>(staging);
+  const std::size_t bytes = static_cast<std::size_t>(size) * sizeof(T);
+  int first_scalar = 0;
+  if (reinterpret_cast<std::uintptr_t>(table.values) % 16 == 0) {
+    const int pieces = static_cast<int>(bytes / 16);
+    const uint4* from = reinterpret_cast<const uint4*>(table.values);
+    uint4* to = reinterpret_cast<uint4*>(shared);
+    for (int i = threadIdx.x; i < pieces; i += blockDim.x) to[i] = __ldg(from + i);
+    first_scalar = static_cast<int>(pieces * 16 / sizeof(T));
+  }
+  for (int i = first_scalar + threadIdx.x; i < size; i += blockDim.x) {
+    shared[i] = __ldg(table.values + i);
+  }
+  __syncthreads();
+  return {shared};
+}
+
+// Blocks of `Kernel` with `threads` threads and `shared_bytes` of dynamic shared memory that fit
+// on the whole device at once (a persistent grid). Allows the kernel the device's whole opt-in
+// shared memory when it needs more than the default 48 KiB; asked once per device and KiB. More than the device
+// allows a block is an InvalidArgument (the caller places the table elsewhere first).
+template <auto Kernel>
+Status SharedResidentBlocks(int threads, int device, std::size_t shared_bytes, int* blocks) {
+  constexpr int kMaxKiB = 256;
+  static std::array<std::array<std::atomic<int>, kMaxKiB + 1>, kMaxDevices> cached{};
+  static std::array<std::atomic<bool>, kMaxDevices> opted_in{};
+  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+  const std::size_t kib = (shared_bytes + 1023) / 1024;
+  if (kib > kMaxKiB) {
+    return InvalidArgument(std::to_string(shared_bytes) + " bytes of shared memory per block");
+  }
+  int value = cached[device][kib].load(std::memory_order_relaxed);
+  if (value == 0) {
+    int optin = 0, sms = 0, per_sm = 0;
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+    if (kib * 1024 > static_cast<std::size_t>(optin)) {
+      return InvalidArgument("a table of " + std::to_string(shared_bytes) +
+                             " bytes does not fit the " + std::to_string(optin) +
+                             " bytes of shared memory a block may have on device " +
+                             std::to_string(device));
+    }
+    // Above 48 KiB a kernel must be allowed more first.
+    if (kib > 48 && !opted_in[device].load(std::memory_order_relaxed)) {
+      CONSTMEM_RETURN_IF_CUDA_ERROR(
+          cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
+          "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      opted_in[device].store(true, std::memory_order_relaxed);
+    }
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, kib * 1024),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute(MultiProcessorCount)");
+    if (per_sm < 1) {
+      return InvalidArgument("a block of " + std::to_string(threads) + " threads and " +
+                             std::to_string(shared_bytes) +
+                             " bytes of shared memory does not fit a multiprocessor");
+    }
+    value = per_sm * sms;
+    cached[device][kib].store(value, std::memory_order_relaxed);
+  }
+  *blocks = value;
+  return Status::Ok();
+}
+
+}  // namespace constmem

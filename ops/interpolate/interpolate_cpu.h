@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Interpolate's CPU kernel: InterpolateElement (interpolate_functor.h) over a range of elements,
+// bitwise equal to the GPU kernel. Plain C++.
+#pragma once
+
+#include <cstdint>
+
+#include "interpolate/interpolate_functor.h"
+
+namespace constmem {
+namespace ops {
+
+// y[i] for i in [begin, end).
+template <class T>
+void InterpolateCpuRange(const T* x, T* y, std::int64_t begin, std::int64_t end, const T* knots,
+                         const InterpolateGrid<T>& grid);
+
+extern template void InterpolateCpuRange<float>(const float*, float*, std::int64_t, std::int64_t,
+                                                const float*, const InterpolateGrid<float>&);
+extern template void InterpolateCpuRange<double>(const double*, double*, std::int64_t,
+                                                 std::int64_t, const double*,
+                                                 const InterpolateGrid<double>&);
+
+}  // namespace ops
+}  // namespace constmem

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plain C++ interface between Interpolate's framework kernels (host compiler) and its CUDA
+// code (nvcc, no framework header). The stream is the framework's raw CUDA stream.
+#pragma once
+
+#include <cstdint>
+
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
+
+namespace constmem {
+namespace ops {
+
+// Enqueues y = interpolate(x) into `knots` over [lo, hi] (interpolate_functor.h) on `stream` and
+// returns without waiting. The knots are read at indices that differ from lane to lane: they go
+// to shared memory (each block stages them) or global memory, from any source.
+template <class T>
+Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
+                         const TableView<T>& knots, double lo, double hi,
+                         LaunchReport* report = nullptr);
+
+// The same with the placement chosen by the caller (benchmarks, tests of every placement).
+template <class T>
+Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
+                                      const TableView<T>& knots, double lo, double hi,
+                                      Placement placement, LaunchReport* report = nullptr);
+
+// Where LaunchInterpolate puts `count` knots of T from `source`.
+template <class T>
+Placement InterpolatePlacement(std::int64_t count, SourceKind source);
+
+}  // namespace ops
+}  // namespace constmem
