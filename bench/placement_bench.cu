@@ -60,9 +60,8 @@ void Run(cudaStream_t stream, Json* json, int* misses) {
   T* y = nullptr;
   CHECK_CUDA(cudaMalloc(&x, kElements * sizeof(T)));
   CHECK_CUDA(cudaMalloc(&y, kElements * sizeof(T)));
-  const double copy_ms = MedianMs(stream, [&] {
-    ElementwiseKernel<T><<<132 * 16, 256, 0, stream>>>(x, y, kElements, T(1));
-  });
+  const double copy_ms = MedianMs(
+      stream, [&] { ElementwiseKernel<T><<<132 * 16, 256, 0, stream>>>(x, y, kElements, T(1)); });
   const char* type = sizeof(T) == 4 ? "float32" : "float64";
   std::printf("\n%s, %lld elements; copy ceiling %.3f ms\n", type,
               static_cast<long long>(kElements), copy_ms);
@@ -106,9 +105,8 @@ void Run(cudaStream_t stream, Json* json, int* misses) {
                     is_chosen ? (within ? "<- chosen, within 5%" : "<- chosen, MISSES 5%") : "");
         json->Add(std::string(type) + "/" + (uniform ? "uniform" : "divergent") + "/" +
                       std::to_string(knots) + "/" + constmem::PlacementName(placement),
-                  "{\"ms\": " + Num(ms) + ", \"over_best\": " + Num(ms / best) +
-                      ", \"of_copy\": " + Num(copy_ms / ms) +
-                      ", \"chosen\": " + (is_chosen ? "true" : "false") + "}");
+                  "{\"ms\": " + Num(ms) + ", \"over_best\": " + Num(ms / best) + ", \"of_copy\": " +
+                      Num(copy_ms / ms) + ", \"chosen\": " + (is_chosen ? "true" : "false") + "}");
       }
     }
   }

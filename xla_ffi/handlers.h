@@ -3,7 +3,7 @@
 // XLA's stream with the table read from device memory; the "static" forms take the table as an
 // attribute `table` instead (float64 values already rounded to the data's dtype; int32 for
 // Frobulate), host memory whose bytes repeat at every call. FirFilter takes an int64 attribute
-// `same` (1: SAME padding, 0: VALID).
+// `same` (1: SAME padding, 0: VALID); Interpolate f64 attributes `lo` and `hi`.
 #pragma once
 
 #include "xla/ffi/api/ffi.h"
@@ -14,6 +14,8 @@ XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_fir_filter_host);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_frobulate_static_host);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_polyval_static_host);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_fir_filter_static_host);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_interpolate_host);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_interpolate_static_host);
 #if CONSTMEM_WITH_GPU
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_frobulate_cuda);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_polyval_cuda);
@@ -21,4 +23,6 @@ XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_fir_filter_cuda);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_frobulate_static_cuda);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_polyval_static_cuda);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_fir_filter_static_cuda);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_interpolate_cuda);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(constmem_interpolate_static_cuda);
 #endif

@@ -515,14 +515,14 @@ struct BankBytesUpTo<-1> {
 // staged into shared memory) but that come from the host. Its size does not count against the
 // 64 KiB of __constant__ space. Declares `name()` and `name##_bank` (Entry, get()); kernels read a
 // lease through its address, `lease.data()`, so there is no reader type.
-#define CONSTMEM_DEFINE_GLOBAL_BANK(name, T, slot_elements, slot_count)                          \
-  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                \
-  static __device__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                    \
-  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                          \
+#define CONSTMEM_DEFINE_GLOBAL_BANK(name, T, slot_elements, slot_count)                            \
+  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                  \
+  static __device__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                      \
+  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                            \
     static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count), #name); \
-    return bank;                                                                                 \
-  }                                                                                              \
-  struct name##_bank {                                                                           \
-    using Entry = T;                                                                             \
-    static ::constmem::Bank<T>& get() { return name(); }                                         \
+    return bank;                                                                                   \
+  }                                                                                                \
+  struct name##_bank {                                                                             \
+    using Entry = T;                                                                               \
+    static ::constmem::Bank<T>& get() { return name(); }                                           \
   }

@@ -163,7 +163,7 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
   CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
   if (capturing) {
     return detail::LaunchCaptured<ByValue, BankOf, DeviceBankOf>(stream, table, placement, launch,
-                                                                  report);
+                                                                 report);
   }
   int device = 0;
   CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
@@ -203,7 +203,8 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
         Count(placement == Placement::kSharedMemory ? Counter::kSharedMemoryLaunch
                                                     : Counter::kGlobalMemoryLaunch);
       }
-      if (!host) return detail::LaunchFromGlobal<DeviceBankOf>(device, table.values, placement, launch);
+      if (!host)
+        return detail::LaunchFromGlobal<DeviceBankOf>(device, table.values, placement, launch);
       if constexpr (kStages) {
         Lease<Entry> lease;
         CONSTMEM_RETURN_IF_ERROR(DeviceBankOf::get().Acquire(

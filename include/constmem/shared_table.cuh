@@ -89,8 +89,9 @@ __device__ __forceinline__ SharedTableReader<T> StageTable(const SharedTableSour
 
 // Blocks of `Kernel` with `threads` threads and `shared_bytes` of dynamic shared memory that fit
 // on the whole device at once (a persistent grid). Allows the kernel the device's whole opt-in
-// shared memory when it needs more than the default 48 KiB; asked once per device and KiB. More than the device
-// allows a block is an InvalidArgument (the caller places the table elsewhere first).
+// shared memory when it needs more than the default 48 KiB; asked once per device and KiB. More
+// than the device allows a block is an InvalidArgument (the caller places the table elsewhere
+// first).
 template <auto Kernel>
 Status SharedResidentBlocks(int threads, int device, std::size_t shared_bytes, int* blocks) {
   constexpr int kMaxKiB = 256;
@@ -103,20 +104,20 @@ Status SharedResidentBlocks(int threads, int device, std::size_t shared_bytes, i
   }
   int value = cached[device][kib].load(std::memory_order_relaxed);
   if (value == 0) {
-    int optin = 0, sms = 0, per_sm = 0;
+    int opt_in_bytes = 0, sms = 0, per_sm = 0;
     CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        cudaDeviceGetAttribute(&opt_in_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
         "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
-    if (kib * 1024 > static_cast<std::size_t>(optin)) {
+    if (kib * 1024 > static_cast<std::size_t>(opt_in_bytes)) {
       return InvalidArgument("a table of " + std::to_string(shared_bytes) +
-                             " bytes does not fit the " + std::to_string(optin) +
+                             " bytes does not fit the " + std::to_string(opt_in_bytes) +
                              " bytes of shared memory a block may have on device " +
                              std::to_string(device));
     }
     // Above 48 KiB a kernel must be allowed more first.
     if (kib > 48 && !opted_in[device].load(std::memory_order_relaxed)) {
       CONSTMEM_RETURN_IF_CUDA_ERROR(
-          cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
+          cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in_bytes),
           "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
       opted_in[device].store(true, std::memory_order_relaxed);
     }

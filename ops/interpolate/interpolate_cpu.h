@@ -17,9 +17,8 @@ void InterpolateCpuRange(const T* x, T* y, std::int64_t begin, std::int64_t end,
 
 extern template void InterpolateCpuRange<float>(const float*, float*, std::int64_t, std::int64_t,
                                                 const float*, const InterpolateGrid<float>&);
-extern template void InterpolateCpuRange<double>(const double*, double*, std::int64_t,
-                                                 std::int64_t, const double*,
-                                                 const InterpolateGrid<double>&);
+extern template void InterpolateCpuRange<double>(const double*, double*, std::int64_t, std::int64_t,
+                                                 const double*, const InterpolateGrid<double>&);
 
 }  // namespace ops
 }  // namespace constmem

@@ -54,8 +54,9 @@ Status MakeInterpolateGrid(double lo, double hi, std::int64_t knots, Interpolate
   const T scale = static_cast<T>(knots - 1) / (high - low);
   if (!std::isfinite(low) || !std::isfinite(high) || !(low < high) || !std::isfinite(scale) ||
       !(scale > 0)) {
-    return InvalidArgument("the range [lo, hi] must be finite with lo < hi in the data's dtype; got [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return InvalidArgument(
+        "the range [lo, hi] must be finite with lo < hi in the data's dtype; got [" +
+        std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   *grid = {low, scale, static_cast<int>(knots - 1)};
   return Status::Ok();

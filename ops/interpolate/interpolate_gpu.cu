@@ -157,9 +157,9 @@ Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::i
       stream, knots, placement,
       [&](int device, const auto& table) {
         return aligned ? LaunchKernel<T, std::decay_t<decltype(table)>, true>(device, stream, x, y,
-                                                                             count, grid, table)
-                       : LaunchKernel<T, std::decay_t<decltype(table)>, false>(
-                             device, stream, x, y, count, grid, table);
+                                                                              count, grid, table)
+                       : LaunchKernel<T, std::decay_t<decltype(table)>, false>(device, stream, x, y,
+                                                                               count, grid, table);
       },
       report);
 }
@@ -171,12 +171,12 @@ Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
                                         InterpolatePlacement<T>(knots.size, knots.source), report);
 }
 
-#define CONSTMEM_INSTANTIATE_INTERPOLATE(T)                                                     \
-  template Placement InterpolatePlacement<T>(std::int64_t, SourceKind);                         \
-  template Status LaunchInterpolate<T>(GpuStream, const T*, T*, std::int64_t,                   \
-                                       const TableView<T>&, double, double, LaunchReport*);     \
-  template Status LaunchInterpolateWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,      \
-                                                    const TableView<T>&, double, double,        \
+#define CONSTMEM_INSTANTIATE_INTERPOLATE(T)                                                        \
+  template Placement InterpolatePlacement<T>(std::int64_t, SourceKind);                            \
+  template Status LaunchInterpolate<T>(GpuStream, const T*, T*, std::int64_t, const TableView<T>&, \
+                                       double, double, LaunchReport*);                             \
+  template Status LaunchInterpolateWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,         \
+                                                    const TableView<T>&, double, double,           \
                                                     Placement, LaunchReport*);
 CONSTMEM_INSTANTIATE_INTERPOLATE(float)
 CONSTMEM_INSTANTIATE_INTERPOLATE(double)

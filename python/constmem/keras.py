@@ -199,3 +199,61 @@ class FirFilter(keras.layers.Layer):
             "padding": self.padding,
             "initial": list(self.initial),
         }
+
+
+@keras.saving.register_keras_serializable(package="constmem")
+class Interpolate(keras.layers.Layer):
+    """`constmem.interpolate` with trainable knots: a learned piecewise-linear curve over [lo, hi].
+
+    Args:
+      knots: the number of knots (2 to 16,384), equally spaced over [lo, hi]; initialised to
+        `initial` or to the identity (y = x inside the range, clamped outside).
+      lo, hi: the range the knots span.
+      initial: optional starting knot values.
+      **kwargs: passed to `keras.layers.Layer`.
+
+    Gradients flow to the knots and to the input.
+
+    """
+
+    def __init__(
+        self,
+        knots: int,
+        lo: float = -1.0,
+        hi: float = 1.0,
+        initial: Sequence[float] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _require_supported_backend()
+        super().__init__(**kwargs)
+        self.knots = int(knots)
+        self.lo, self.hi = float(lo), float(hi)
+        if initial is None:
+            initial = np.linspace(self.lo, self.hi, self.knots).tolist()
+        self.initial = [float(v) for v in initial]
+        if len(self.initial) != self.knots:
+            raise ValueError(f"initial needs {self.knots} knots; got {len(initial)}")
+
+    def build(self, input_shape):
+        """Creates the knots."""
+        self.values = self.add_weight(
+            name="knots", shape=(self.knots,), initializer=keras.initializers.Constant(self.initial)
+        )
+
+    def call(self, inputs):
+        """Interpolates every element of `inputs`."""
+        return _ops().interpolate(inputs, _value(self.values), self.lo, self.hi)
+
+    def compute_output_shape(self, input_shape):
+        """The input's shape."""
+        return input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        """The layer's configuration, for saving (the knots are weights)."""
+        return {
+            **super().get_config(),
+            "knots": self.knots,
+            "lo": self.lo,
+            "hi": self.hi,
+            "initial": list(self.initial),
+        }

@@ -238,7 +238,8 @@ TEST(InterpolateCpu, EndsClampKnotsAreExactAndNanStays) {
 TEST(InterpolateCpu, RejectsBadKnotCountsAndRanges) {
   ops::InterpolateGrid<float> grid{};
   EXPECT_FALSE(ops::MakeInterpolateGrid<float>(0.0, 1.0, 1, &grid).ok());
-  EXPECT_FALSE(ops::MakeInterpolateGrid<float>(0.0, 1.0, ops::kInterpolateMaxKnots + 1, &grid).ok());
+  EXPECT_FALSE(
+      ops::MakeInterpolateGrid<float>(0.0, 1.0, ops::kInterpolateMaxKnots + 1, &grid).ok());
   EXPECT_FALSE(ops::MakeInterpolateGrid<float>(1.0, 1.0, 4, &grid).ok());
   EXPECT_FALSE(ops::MakeInterpolateGrid<float>(2.0, 1.0, 4, &grid).ok());
   EXPECT_FALSE(ops::MakeInterpolateGrid<float>(0.0, std::nan(""), 4, &grid).ok());

@@ -5,11 +5,11 @@
 // tiles, and for Interpolate's global bank concurrent streams and a captured graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <limits>
 #include <memory>
 #include <random>
@@ -334,9 +334,9 @@ void CheckInterpolate(std::int64_t count, std::int64_t knot_count, int misalign,
       if (placement == Placement::kConstantBank && knot_count > 4096) continue;
       ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (count + 1) * sizeof(T), stream));
       LaunchReport report;
-      ASSERT_OK(LaunchInterpolateWithPlacement<T>(stream, in.get() + misalign,
-                                                  out.get() + misalign, count, knots.View(source),
-                                                  lo, hi, placement, &report));
+      ASSERT_OK(LaunchInterpolateWithPlacement<T>(stream, in.get() + misalign, out.get() + misalign,
+                                                  count, knots.View(source), lo, hi, placement,
+                                                  &report));
       ASSERT_EQ(report.placement, placement);
       ASSERT_CUDA(cudaStreamSynchronize(stream));
       ASSERT_TRUE(SameBitsOrBothNan(Copy(out, misalign, count), expected))
@@ -443,8 +443,8 @@ TEST(InterpolateGpu, CapturedHostTableStaysSharedAndReplaysBitwise) {
   LaunchReport report;
   ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   const TableView<float> view{knots.data(), 8192, SourceKind::kPageableHost};
-  const Status launched = LaunchInterpolate<float>(stream, in.get(), out.get(), count, view, 0.0,
-                                                   1.0, &report);
+  const Status launched =
+      LaunchInterpolate<float>(stream, in.get(), out.get(), count, view, 0.0, 1.0, &report);
   ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
   ASSERT_OK(launched);
   EXPECT_TRUE(report.captured);

@@ -180,3 +180,36 @@ def fir_float64(x, taps, padding):
         if m:
             out[r] = np.correlate(row, taps, "valid")[:m]
     return out.reshape((*x.shape[:-1], m))
+
+
+def interpolate_fma_reference(x, knots, lo, hi):
+    """Interpolate by its definition in x's dtype: t = (x - lo) * scale, i = floor(t), then
+    fma(t - i, knots[i+1] - knots[i], knots[i]) exactly; the ends clamp, NaN stays NaN."""
+    x = np.asarray(x)
+    dtype = x.dtype.type
+    knots = np.asarray(knots, dtype=x.dtype)
+    last = len(knots) - 1
+    low, high = dtype(lo), dtype(hi)
+    scale = dtype(last) / (high - low)
+    out = np.empty_like(x)
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    for k, value in enumerate(flat_x):
+        t = (value - low) * scale
+        if t >= last:
+            flat_out[k] = knots[last]
+        elif t <= 0:
+            flat_out[k] = knots[0]
+        elif np.isnan(t):
+            flat_out[k] = t
+        else:
+            i = int(t)
+            below = knots[i]
+            flat_out[k] = fma_exact(t - dtype(i), knots[i + 1] - below, below, dtype)
+    return out
+
+
+def interpolate_float64(x, knots, lo, hi):
+    """np.interp over the knots' points in float64, with lo and hi in x's dtype."""
+    x = np.asarray(x)
+    points = np.linspace(float(x.dtype.type(lo)), float(x.dtype.type(hi)), len(knots))
+    return np.interp(x.astype(np.float64), points, np.asarray(knots, np.float64))

@@ -15,6 +15,7 @@ from jax.test_util import check_grads  # noqa: E402
 from reference import (  # noqa: E402
     fir_fma_reference,
     frobulate_reference,
+    interpolate_fma_reference,
     polyval_fma_reference,
     random_case,
 )
@@ -73,6 +74,19 @@ def test_fir_filter_matches_fma_definition(device, dtype, taps, padding):
         np.testing.assert_array_equal(np.asarray(out), expected, err_msg=form)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("knots", [2, 300, 16384])
+def test_interpolate_matches_its_definition(device, dtype, knots):
+    rng = np.random.default_rng(knots)
+    x = rng.uniform(-1.3, 2.3, size=(2, 41)).astype(dtype)
+    x[0, :3] = [np.nan, np.inf, -np.inf]
+    k = rng.standard_normal(knots).astype(dtype)
+    expected = interpolate_fma_reference(x, k, -1.0, 2.0)
+    for form, call in jitted(lambda a, t: cm.interpolate(a, t, -1.0, 2.0), k, device).items():
+        out = call(jax.device_put(x, device))
+        np.testing.assert_array_equal(np.asarray(out), expected, err_msg=form)
+
+
 def test_vmap_over_data_and_over_tables(device):
     x = jax.device_put(np.linspace(-1, 1, 24).reshape(3, 8), device)
     tables = jax.device_put(np.arange(6, dtype=np.int32).reshape(3, 2), device)
@@ -96,13 +110,17 @@ def test_gradients_match_finite_differences(device):
     check_grads(cm.polyval, (coeffs, x), order=1, modes=["rev"])
     for padding in ("SAME", "VALID"):
         check_grads(lambda a, t, p=padding: cm.fir_filter(a, t, padding=p), (x, taps), 1, ["rev"])
+    check_grads(lambda a, k: cm.interpolate(a + 0.013, k, -0.9, 0.8), (x, coeffs), 1, ["rev"])
 
 
 def test_static_tables_give_the_array_tables_gradients_for_the_data(device):
     x = jax.device_put(np.linspace(-1, 1, 11).reshape(1, 11), device)
     coeffs, taps = [0.5, -1.0, 2.0, 0.25], [0.25, 0.5, -0.75]
     check_grads(lambda a: cm.polyval(coeffs, a), (x,), order=1, modes=["rev"])
-    cases = [(lambda a, c: cm.polyval(c, a), coeffs)] + [
+    cases = [
+        (lambda a, c: cm.polyval(c, a), coeffs),
+        (lambda a, k: cm.interpolate(a + 0.013, k, -0.9, 0.8), coeffs),
+    ] + [
         (lambda a, t, p=padding: cm.fir_filter(a, t, padding=p), taps)
         for padding in ("SAME", "VALID")
     ]
@@ -145,6 +163,9 @@ def test_a_static_table_is_uploaded_at_most_once_per_content():
         (lambda: cm.polyval(jnp.ones(4097), jnp.ones(3)), "1 to 4096"),
         (lambda: cm.fir_filter(jnp.float32(1), [1.0]), "rank 1 or more"),
         (lambda: cm.fir_filter(jnp.ones(3), [1.0], padding="FULL"), "SAME"),
+        (lambda: cm.interpolate(jnp.ones(3), [1.0], 0.0, 1.0), "2 to 16384"),
+        (lambda: cm.interpolate(jnp.ones(3), jnp.ones(16385), 0.0, 1.0), "2 to 16384"),
+        (lambda: cm.interpolate(jnp.ones(3), [1.0, 2.0], 1.0, 1.0), "lo < hi"),
     ],
 )
 def test_bad_input_raises_when_traced_and_the_next_call_is_right(call, message):
@@ -162,11 +183,13 @@ def test_same_bits_as_torch_and_tensorflow():
     table = rng.integers(-1000, 1000, size=1500, dtype=np.int32)
     coeffs = rng.standard_normal(17).astype(np.float32)
     taps = rng.standard_normal(63).astype(np.float32)
+    knots = rng.standard_normal(5000).astype(np.float32)
     ours = [
         cm.frobulate(x, table),
         cm.polyval(coeffs, x),
         cm.fir_filter(x, taps, padding="SAME"),
         cm.fir_filter(x, taps, padding="VALID"),
+        cm.interpolate(x, knots, -2.5, 2.5),
     ]
     tx = torch.from_numpy(x)
     theirs = [
@@ -174,6 +197,7 @@ def test_same_bits_as_torch_and_tensorflow():
         ct.polyval(coeffs.tolist(), tx),
         ct.fir_filter(tx, torch.from_numpy(taps), padding="SAME"),
         ct.fir_filter(tx, taps.tolist(), padding="VALID"),
+        ct.interpolate(tx, torch.from_numpy(knots), -2.5, 2.5),
     ]
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(np.asarray(a), b.numpy())
@@ -186,6 +210,7 @@ def test_same_bits_as_torch_and_tensorflow():
         ctf.polyval(coeffs, x),
         ctf.fir_filter(x, taps, padding="SAME"),
         ctf.fir_filter(x, taps, padding="VALID"),
+        ctf.interpolate(x, knots, -2.5, 2.5),
     ]
     for a, b in zip(ours, tf_results, strict=True):
         np.testing.assert_array_equal(np.asarray(a), b.numpy())
@@ -208,6 +233,7 @@ table = jnp.asarray(rng.integers(-99, 99, 2000), jnp.int32)
 @jax.jit
 def step(x, coeffs, taps, table):
     y = cm.fir_filter(cm.polyval(coeffs, x), taps)
+    y = cm.interpolate(y, coeffs, -3.0, 3.0)
     return cm.polyval([0.5, 1.0], cm.frobulate(y, table))
 
 

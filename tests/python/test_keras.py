@@ -72,6 +72,7 @@ model = keras.Sequential([
     constmem.keras.Frobulate(table=table),
     constmem.keras.Polyval(degree=3),
     constmem.keras.FirFilter(taps=5),
+    constmem.keras.Interpolate(knots=9, lo=-2.0, hi=2.0),
 ])
 model.compile(optimizer=keras.optimizers.Adam(0.02), loss="mse")
 first = model.evaluate(x, y, verbose=0)
@@ -111,8 +112,9 @@ def test_a_model_trains_on_each_backend_and_reloads_on_every_one(backend, tmp_pa
         lambda: constmem.keras.Polyval(degree=3),
         lambda: constmem.keras.FirFilter(taps=5),
         lambda: constmem.keras.FirFilter(taps=4, padding="VALID"),
+        lambda: constmem.keras.Interpolate(knots=9, lo=-1.0, hi=1.0),
     ],
-    ids=["polyval", "fir_same", "fir_valid"],
+    ids=["polyval", "fir_same", "fir_valid", "interpolate"],
 )
 def test_trainable_layers_fit_save_and_reload(layer, tmp_path):
     # Their coefficients or taps are weights: fit moves them towards a target the op can express.

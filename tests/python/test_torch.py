@@ -10,6 +10,8 @@ from reference import (
     fir_float64,
     fir_fma_reference,
     frobulate_reference,
+    interpolate_float64,
+    interpolate_fma_reference,
     polyval_fma_reference,
     random_case,
 )
@@ -76,6 +78,22 @@ def test_fir_filter_matches_fma_definition(device, dtype, taps, padding):
         np.testing.assert_array_equal(as_numpy(out), expected, err_msg=form)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("knots", [2, 300, 8192, 16384])
+def test_interpolate_matches_its_definition_and_np_interp(device, dtype, knots):
+    rng = np.random.default_rng(knots)
+    x = rng.uniform(-1.3, 2.3, size=(3, 41)).astype(dtype)
+    x[0, :4] = [np.nan, np.inf, -np.inf, -1.0]
+    k = rng.standard_normal(knots).astype(dtype)
+    expected = interpolate_fma_reference(x, k, -1.0, 2.0)
+    np.testing.assert_allclose(
+        expected, interpolate_float64(x, k, -1.0, 2.0), atol=40 * np.finfo(dtype).eps * knots
+    )
+    for form, kk in table_forms(k, device).items():
+        out = cm.interpolate(torch.from_numpy(x).to(device), kk, -1.0, 2.0)
+        np.testing.assert_array_equal(as_numpy(out), expected, err_msg=form)
+
+
 def test_empty_and_scalar_inputs(device):
     empty = torch.zeros((0, 4), device=device)
     assert cm.frobulate(empty, [1, 2]).shape == (0, 4)
@@ -111,6 +129,10 @@ def test_non_contiguous_data_is_read_by_value(device):
         (lambda d: cm.fir_filter(torch.tensor(1.0, device=d), [1.0]), "rank 1 or more"),
         (lambda d: cm.fir_filter(torch.ones(3, device=d), [1.0], padding="FULL"), "SAME"),
         (lambda d: cm.fir_filter(torch.ones(3, device=d), [1.0] * 2049), "1 to 2048"),
+        (lambda d: cm.interpolate(torch.ones(3, device=d), [1.0], 0, 1), "2 to 16384"),
+        (lambda d: cm.interpolate(torch.ones(3, device=d), torch.ones(1), 0, 1), "2 to 16384"),
+        (lambda d: cm.interpolate(torch.ones(3, device=d), [1.0, 2.0], 1, 0), "lo < hi"),
+        (lambda d: cm.interpolate(torch.ones(3, device=d), [1.0, 2.0], 0, float("nan")), "finite"),
     ],
 )
 def test_bad_input_raises_and_the_next_call_is_right(device, call, message):
@@ -138,6 +160,8 @@ def test_gradients_match_finite_differences(device):
         (lambda a, t: cm.fir_filter(a, t, padding="SAME"), (x, taps)),
         (lambda a, t: cm.fir_filter(a, t, padding="VALID"), (x, taps)),
         (lambda a: cm.fir_filter(a, [0.25, 0.5, -0.75, 1.0]), (x,)),
+        (lambda a, k: cm.interpolate(a + 0.013, k, -0.9, 0.8), (x, taps)),
+        (lambda a: cm.interpolate(a + 0.013, [0.5, -1.0, 2.0, 0.25], -0.9, 0.8), (x,)),
     ]:
         inputs = tuple(t.clone().requires_grad_(True) for t in inputs)
         assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-7)
@@ -165,6 +189,13 @@ def opcheck_cases(device):
                 )
         yield torch.ops.constmem.polyval_static, (np.asarray([0.5, 2.0], np_dtype).tolist(), x)
         yield torch.ops.constmem.fir_filter_static, (x, [0.25, 0.5], "VALID")
+        for table_device in {device, "cpu"}:
+            k = torch.tensor([0.5, -1.0, 2.0, 0.0], dtype=x.dtype, device=table_device)
+            yield (
+                torch.ops.constmem.interpolate,
+                (x.clone().requires_grad_(True), k.requires_grad_(True), -1.0, 1.5),
+            )
+        yield torch.ops.constmem.interpolate_static, (x, [0.5, 2.0, 1.0], -2.0, 2.0)
 
 
 def test_opcheck(device):
@@ -180,6 +211,7 @@ def test_compile_fullgraph_traces_every_op(device):
     def pipeline(x, coeffs, taps):
         y = cm.frobulate(x, [1, -2, 3])
         y = cm.polyval([0.5, 0.25], cm.polyval(coeffs, y))
+        y = cm.interpolate(cm.interpolate(y, coeffs, -2.0, 2.0), [0.0, 1.0, -1.0], -1.0, 1.0)
         return cm.fir_filter(y, taps, padding="SAME"), cm.fir_filter(y, [0.5, 0.5], padding="VALID")
 
     x = torch.randn(4, 64, device=device)
@@ -230,6 +262,11 @@ def _graph_cases():
             "fir_filter",
             lambda x, t: cm.fir_filter(x.reshape(16, -1), t).reshape(-1),
             lambda: torch.from_numpy(rng.standard_normal(63).astype(np.float32)),
+        ),
+        (
+            "interpolate",
+            lambda x, t: cm.interpolate(x, t, -2.0, 2.0),
+            lambda: torch.from_numpy(rng.standard_normal(3000).astype(np.float32)),
         ),
     ]
 

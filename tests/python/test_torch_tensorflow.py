@@ -48,6 +48,14 @@ def cases_of(tx, x, table, coeffs, taps, static):
             lambda: cmt.fir_filter(tx, tt(taps, False), padding="VALID"),
             lambda: cmtf.fir_filter(x, tft(taps), padding="VALID"),
         ),
+        (
+            lambda: cmt.interpolate(tx, tt(taps), -7.0, 7.0),
+            lambda: cmtf.interpolate(x, tft(taps), -7.0, 7.0),
+        ),
+        (
+            lambda: cmt.interpolate(tx, tt(coeffs, False), -0.1, 0.2),
+            lambda: cmtf.interpolate(x, tft(coeffs), -0.1, 0.2),
+        ),
     ]
 
 
@@ -76,10 +84,18 @@ def test_gradients_are_equal():
     tx = torch.from_numpy(x).requires_grad_(True)
     tc = torch.from_numpy(coeffs).requires_grad_(True)
     tt = torch.from_numpy(taps).requires_grad_(True)
-    (cmt.polyval(tc, tx).sum() + cmt.fir_filter(tx, tt).sum()).backward()
+    (
+        cmt.polyval(tc, tx).sum()
+        + cmt.fir_filter(tx, tt).sum()
+        + (cmt.interpolate(tx, tt, -2.0, 1.5) ** 2).sum()
+    ).backward()
     vx, vc, vt = tf.Variable(x), tf.Variable(coeffs), tf.Variable(taps)
     with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(cmtf.polyval(vc, vx)) + tf.reduce_sum(cmtf.fir_filter(vx, vt))
+        loss = (
+            tf.reduce_sum(cmtf.polyval(vc, vx))
+            + tf.reduce_sum(cmtf.fir_filter(vx, vt))
+            + tf.reduce_sum(cmtf.interpolate(vx, vt, -2.0, 1.5) ** 2)
+        )
     gx, gc, gt = tape.gradient(loss, [vx, vc, vt])
     np.testing.assert_allclose(tx.grad.numpy(), gx.numpy(), rtol=1e-12)
     np.testing.assert_allclose(tc.grad.numpy(), gc.numpy(), rtol=1e-12)

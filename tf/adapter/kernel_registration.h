@@ -64,6 +64,22 @@ void RegisterTableFormKernels(const std::string& op, const char* device, const c
   RegisterKernel<Kernel<T, TableFrom::kAttr>>(*attr);
 }
 
+namespace detail {
+template <template <TableFrom> class Kernel>
+struct OneTypeKernel {
+  template <class, TableFrom kFrom>
+  using Of = Kernel<kFrom>;
+};
+}  // namespace detail
+
+// The same for an op of one data type, which has no type attr: kernels templated on the table
+// form alone, `Kernel<TableFrom::kInput>` and `Kernel<TableFrom::kAttr>`.
+template <template <TableFrom> class Kernel>
+void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
+  RegisterTableFormKernels<detail::OneTypeKernel<Kernel>::template Of, float>(
+      op, device, table_input, /*type_attr=*/nullptr);
+}
+
 // The float32 and float64 kernels of an op's three table forms on `device` (type attr "T").
 template <template <class, TableFrom> class Kernel>
 void RegisterFloatTableFormKernels(const std::string& op, const char* device,

@@ -31,25 +31,26 @@ absl::Status ToTfStatus(const Status& status) {
   }
 }
 
-absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size) {
-  if (size < 1 || size > max_size) {
+absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size,
+                               std::int64_t min_size) {
+  if (size < min_size || size > max_size) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, " must have 1 to ", max_size, " entries; got ", size));
+        absl::StrCat(name, " must have ", min_size, " to ", max_size, " entries; got ", size));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateTableShape(const tensorflow::TensorShape& shape, const char* name,
-                                std::int64_t max_size) {
+                                std::int64_t max_size, std::int64_t min_size) {
   if (shape.dims() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(name, " must be a vector (rank 1); got shape ",
                                                    shape.DebugString(), " of rank ", shape.dims()));
   }
-  return ValidateTableSize(shape.dim_size(0), name, max_size);
+  return ValidateTableSize(shape.dim_size(0), name, max_size, min_size);
 }
 
 absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, int input_index,
-                             const char* name, std::int64_t max_size) {
+                             const char* name, std::int64_t max_size, std::int64_t min_size) {
   tensorflow::shape_inference::ShapeHandle table = c->input(input_index);
   if (c->RankKnown(table) && c->Rank(table) != 1) {
     return absl::InvalidArgumentError(absl::StrCat(name, " must be a vector (rank 1); got shape ",
@@ -57,7 +58,7 @@ absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, i
                                                    c->Rank(table)));
   }
   if (c->RankKnown(table) && c->ValueKnown(c->Dim(table, 0))) {
-    return ValidateTableSize(c->Value(c->Dim(table, 0)), name, max_size);
+    return ValidateTableSize(c->Value(c->Dim(table, 0)), name, max_size, min_size);
   }
   return absl::OkStatus();
 }
@@ -111,9 +112,10 @@ GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {
 template <class T>
 absl::Status GpuTableArgument<T>::PrepareInput(tensorflow::OpKernelContext* ctx, int input_index,
                                                const char* name, std::int64_t max_size,
+                                               std::int64_t min_size,
                                                const PlacementFn& placement) {
   const tensorflow::Tensor& input = ctx->input(input_index);
-  TF_RETURN_IF_ERROR(ValidateTableShape(input.shape(), name, max_size));
+  TF_RETURN_IF_ERROR(ValidateTableShape(input.shape(), name, max_size, min_size));
   const T* values = input.flat<T>().data();
   const std::int64_t size = input.NumElements();
   if (ctx->input_memory_type(input_index) == tensorflow::DEVICE_MEMORY) {
@@ -141,8 +143,9 @@ absl::Status GpuTableArgument<T>::PrepareInput(tensorflow::OpKernelContext* ctx,
 
 template <class T>
 absl::Status GpuTableArgument<T>::PrepareHostValues(const T* values, std::int64_t size,
-                                                    const char* name, std::int64_t max_size) {
-  TF_RETURN_IF_ERROR(ValidateTableSize(size, name, max_size));
+                                                    const char* name, std::int64_t max_size,
+                                                    std::int64_t min_size) {
+  TF_RETURN_IF_ERROR(ValidateTableSize(size, name, max_size, min_size));
   view_ = {values, size, SourceKind::kPageableHost, /*repeats=*/true};
   return absl::OkStatus();
 }
@@ -193,13 +196,15 @@ absl::Status LaunchOnComputeStream(tensorflow::OpKernelContext* ctx,
 
 template <class T>
 absl::Status TableOperand<T>::Init(tensorflow::OpKernelConstruction* ctx, TableFrom from,
-                                   int input_index, const char* name, std::int64_t max_size) {
+                                   int input_index, const char* name, std::int64_t max_size,
+                                   std::int64_t min_size) {
   from_ = from;
   input_index_ = input_index;
   name_ = name;
   max_size_ = max_size;
+  min_size_ = min_size;
   if (from != TableFrom::kAttr) return absl::OkStatus();
-  return ReadAttrTable(ctx, name, max_size, &attr_values_);
+  return ReadAttrTable(ctx, name, max_size, &attr_values_, min_size);
 }
 
 template <class T>
@@ -211,7 +216,7 @@ absl::Status TableOperand<T>::HostValues(tensorflow::OpKernelContext* ctx, const
     return absl::OkStatus();
   }
   const tensorflow::Tensor& input = ctx->input(input_index_);
-  TF_RETURN_IF_ERROR(ValidateTableShape(input.shape(), name_, max_size_));
+  TF_RETURN_IF_ERROR(ValidateTableShape(input.shape(), name_, max_size_, min_size_));
   *values = input.flat<T>().data();
   *size = input.NumElements();
   return absl::OkStatus();
@@ -222,10 +227,11 @@ absl::Status TableOperand<T>::PrepareGpu(tensorflow::OpKernelContext* ctx,
                                          const PlacementFn& placement,
                                          GpuTableArgument<T>* argument) const {
   if (from_ == TableFrom::kInput) {
-    return argument->PrepareInput(ctx, input_index_, name_, max_size_, placement);
+    return argument->PrepareInput(ctx, input_index_, name_, max_size_, min_size_, placement);
   }
-  return argument->PrepareHostValues(
-      attr_values_.data(), static_cast<std::int64_t>(attr_values_.size()), name_, max_size_);
+  return argument->PrepareHostValues(attr_values_.data(),
+                                     static_cast<std::int64_t>(attr_values_.size()), name_,
+                                     max_size_, min_size_);
 }
 
 template class TableOperand<std::int32_t>;

@@ -37,13 +37,14 @@ namespace tf_adapter {
 // Maps a core Status onto the TensorFlow error of the same meaning, keeping the CUDA error text.
 absl::Status ToTfStatus(const Status& status);
 
-// A table input must be a vector of 1 to `max_size` entries.
+// A table input must be a vector of `min_size` (1 unless an op needs more) to `max_size` entries.
 absl::Status ValidateTableShape(const tensorflow::TensorShape& shape, const char* name,
-                                std::int64_t max_size);
-absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size);
+                                std::int64_t max_size, std::int64_t min_size = 1);
+absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t max_size,
+                               std::int64_t min_size = 1);
 // The same check at graph construction, where dimensions may be unknown.
 absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, int input_index,
-                             const char* name, std::int64_t max_size);
+                             const char* name, std::int64_t max_size, std::int64_t min_size = 1);
 // Rejects data with more elements than `max_elements` as soon as its shape is known.
 absl::Status CheckElementCount(const tensorflow::TensorShape& shape, const char* name,
                                std::int64_t max_elements);
@@ -85,9 +86,10 @@ class GpuTableArgument {
   }
 
   absl::Status PrepareInput(tensorflow::OpKernelContext* ctx, int input_index, const char* name,
-                            std::int64_t max_size, const PlacementFn& placement);
+                            std::int64_t max_size, std::int64_t min_size,
+                            const PlacementFn& placement);
   absl::Status PrepareHostValues(const T* values, std::int64_t size, const char* name,
-                                 std::int64_t max_size);
+                                 std::int64_t max_size, std::int64_t min_size);
 
   const TableView<T>& view() const { return view_; }
 
@@ -128,7 +130,7 @@ template <class T>
 class TableOperand {
  public:
   absl::Status Init(tensorflow::OpKernelConstruction* ctx, TableFrom from, int input_index,
-                    const char* name, std::int64_t max_size);
+                    const char* name, std::int64_t max_size, std::int64_t min_size = 1);
 
   // The values on the host, for a CPU kernel: the attr's, or the input's (checked).
   absl::Status HostValues(tensorflow::OpKernelContext* ctx, const T** values,
@@ -144,6 +146,7 @@ class TableOperand {
   int input_index_ = 0;
   const char* name_ = "table";
   std::int64_t max_size_ = 0;
+  std::int64_t min_size_ = 1;
   std::vector<T> attr_values_;
 };
 
@@ -157,7 +160,7 @@ extern template class TableOperand<double>;
 // values, float tables the IEEE-754 bit patterns of T (float32 in the low 32 bits).
 template <class T, class Context>
 absl::Status ReadAttrTable(Context* ctx, const char* name, std::int64_t max_size,
-                           std::vector<T>* values) {
+                           std::vector<T>* values, std::int64_t min_size = 1) {
   if constexpr (std::is_same<T, std::int32_t>::value) {
     TF_RETURN_IF_ERROR(ctx->GetAttr(name, values));
   } else {
@@ -171,7 +174,7 @@ absl::Status ReadAttrTable(Context* ctx, const char* name, std::int64_t max_size
       std::memcpy(&(*values)[i], &pattern, sizeof(T));
     }
   }
-  return ValidateTableSize(static_cast<std::int64_t>(values->size()), name, max_size);
+  return ValidateTableSize(static_cast<std::int64_t>(values->size()), name, max_size, min_size);
 }
 
 }  // namespace tf_adapter

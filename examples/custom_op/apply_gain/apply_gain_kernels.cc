@@ -26,7 +26,7 @@ absl::Status Prepare(OpKernelContext* ctx, std::int64_t gains, std::int64_t* row
   return ctx->allocate_output(0, x, y);
 }
 
-template <class T, TableFrom kFrom>
+template <TableFrom kFrom>
 class ApplyGainCpu : public tensorflow::OpKernel {
  public:
   explicit ApplyGainCpu(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -52,7 +52,7 @@ class ApplyGainCpu : public tensorflow::OpKernel {
 };
 
 #if CONSTMEM_WITH_GPU
-template <class T, TableFrom kFrom>
+template <TableFrom kFrom>
 class ApplyGainGpu : public tensorflow::OpKernel {
  public:
   explicit ApplyGainGpu(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -79,13 +79,13 @@ class ApplyGainGpu : public tensorflow::OpKernel {
 }  // namespace
 }  // namespace example
 
-// The ops take float32 only, so they have no type attr to constrain (nullptr).
+// The ops take float32 only: kernels templated on the table form alone, no type attr.
 CONSTMEM_REGISTER_KERNELS("Example>ApplyGain", {
   using constmem::tf_adapter::RegisterTableFormKernels;
-  RegisterTableFormKernels<example::ApplyGainCpu, float>("Example>ApplyGain",
-                                                         tensorflow::DEVICE_CPU, "gains", nullptr);
+  RegisterTableFormKernels<example::ApplyGainCpu>("Example>ApplyGain", tensorflow::DEVICE_CPU,
+                                                  "gains");
 #if CONSTMEM_WITH_GPU
-  RegisterTableFormKernels<example::ApplyGainGpu, float>("Example>ApplyGain",
-                                                         tensorflow::DEVICE_GPU, "gains", nullptr);
+  RegisterTableFormKernels<example::ApplyGainGpu>("Example>ApplyGain", tensorflow::DEVICE_GPU,
+                                                  "gains");
 #endif
 });

@@ -34,7 +34,7 @@ _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX w
 LIBRARY_PATH = _libraries.library_path("jax")
 _library = ctypes.CDLL(LIBRARY_PATH)
 _GPU = bool(_libraries.library_info("jax").get("gpu_kernels"))
-_OPS = ("frobulate", "polyval", "fir_filter")
+_OPS = ("frobulate", "polyval", "fir_filter", "interpolate")
 for _op in _OPS:
     for _target in (f"constmem_{_op}", f"constmem_{_op}_static"):
         jax.ffi.register_ffi_target(
@@ -48,6 +48,7 @@ for _op in _OPS:
 MAX_TABLE_SIZE = _libraries.library_constant(LIBRARY_PATH, "constmem_frobulate_max_table_size")
 MAX_COEFFICIENTS = _libraries.library_constant(LIBRARY_PATH, "constmem_polyval_max_coefficients")
 MAX_TAPS = _libraries.library_constant(LIBRARY_PATH, "constmem_fir_filter_max_taps")
+MAX_KNOTS = _libraries.library_constant(LIBRARY_PATH, "constmem_interpolate_max_knots")
 
 TableLike = jax.Array | np.ndarray | Sequence[float]
 Padding = Literal["SAME", "VALID"]
@@ -60,12 +61,12 @@ def _float_data(x, name: str) -> jax.Array:
     return x
 
 
-def _check_length(size: int, name: str, max_size: int) -> None:
-    if not 1 <= size <= max_size:
-        raise ValueError(f"{name} must have 1 to {max_size} entries; got {size}")
+def _check_length(size: int, name: str, max_size: int, min_size: int = 1) -> None:
+    if not min_size <= size <= max_size:
+        raise ValueError(f"{name} must have {min_size} to {max_size} entries; got {size}")
 
 
-def _static_table(table, name: str, dtype, max_size: int) -> tuple:
+def _static_table(table, name: str, dtype, max_size: int, min_size: int = 1) -> tuple:
     """A Python or NumPy table as a tuple of `dtype`'s values: the static form.
 
     It becomes an attribute of the call and a hashable argument of the gradient rules.
@@ -78,11 +79,11 @@ def _static_table(table, name: str, dtype, max_size: int) -> tuple:
         raise ValueError(f"{name} entries must fit int32")
     if values.ndim != 1:
         raise ValueError(f"{name} must be a vector (rank 1); got shape {values.shape}")
-    _check_length(values.shape[0], name, max_size)
+    _check_length(values.shape[0], name, max_size, min_size)
     return tuple(values.astype(dtype).tolist())
 
 
-def _array_table(table: jax.Array, name: str, dtype, max_size: int) -> jax.Array:
+def _array_table(table: jax.Array, name: str, dtype, max_size: int, min_size: int = 1) -> jax.Array:
     """A jax.Array table as a vector of `dtype` (cast if of another real dtype)."""
     if table.dtype != dtype:
         if dtype == jnp.int32 and not jnp.issubdtype(table.dtype, jnp.integer):
@@ -90,7 +91,7 @@ def _array_table(table: jax.Array, name: str, dtype, max_size: int) -> jax.Array
         table = table.astype(dtype)
     if table.ndim != 1:
         raise ValueError(f"{name} must be a vector (rank 1); got shape {table.shape}")
-    _check_length(table.shape[0], name, max_size)
+    _check_length(table.shape[0], name, max_size, min_size)
     return table
 
 
@@ -283,6 +284,76 @@ def _fir_static_bwd(values, padding, x, g):
 _fir_filter_static.defvjp(lambda x, v, p: (_fir_static_call(p)(x, v), x), _fir_static_bwd)
 
 
+@functools.cache
+def _interpolate_call(lo: float, hi: float):
+    return _ffi("constmem_interpolate", lambda x, k: x.shape, lo=np.float64(lo), hi=np.float64(hi))
+
+
+@functools.cache
+def _interpolate_static_call(lo: float, hi: float):
+    return _static_ffi(
+        "constmem_interpolate_static", lambda x, n: x.shape, lo=np.float64(lo), hi=np.float64(hi)
+    )
+
+
+def _interpolate_gradients(x, knots, lo: float, hi: float, g):
+    """d/dx and d/dknots of sum(g * y), with jnp, in the op's own arithmetic."""
+    n = knots.shape[0]
+    lo_t = jnp.asarray(lo, x.dtype)
+    scale = jnp.asarray(n - 1, x.dtype) / (jnp.asarray(hi, x.dtype) - lo_t)
+    t = (x - lo_t) * scale
+    inside = (t > 0) & (t < n - 1)
+    t_inside = jnp.where(inside, t, 0)
+    i = jnp.minimum(jnp.floor(t_inside).astype(jnp.int32), n - 2)
+    f = t_inside - i.astype(x.dtype)
+    below, above = knots[i], knots[i + 1]
+    grad_x = jnp.where(inside, g * ((above - below) * scale), 0)
+    at_below = jnp.where(inside, g * (1 - f), jnp.where(t <= 0, g, 0))
+    at_above = jnp.where(inside, g * f, 0)
+    grad_knots = (
+        jnp.zeros(n, x.dtype)
+        .at[i.reshape(-1)]
+        .add(at_below.reshape(-1))
+        .at[(i + 1).reshape(-1)]
+        .add(at_above.reshape(-1))
+        .at[n - 1]
+        .add(jnp.sum(jnp.where(t >= n - 1, g, 0)))
+    )
+    return grad_x, grad_knots
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _interpolate(x, knots, lo, hi):
+    return _interpolate_call(lo, hi)(x, knots)
+
+
+def _interpolate_fwd(x, knots, lo, hi):
+    return _interpolate_call(lo, hi)(x, knots), (x, knots)
+
+
+def _interpolate_bwd(lo, hi, residuals, g):
+    x, knots = residuals
+    return _interpolate_gradients(x, knots, lo, hi, g)
+
+
+_interpolate.defvjp(_interpolate_fwd, _interpolate_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
+def _interpolate_static(x, values, lo, hi):
+    return _interpolate_static_call(lo, hi)(x, values)
+
+
+def _interpolate_static_bwd(values, lo, hi, x, g):
+    knots = jnp.asarray(np.asarray(values, x.dtype))
+    return (_interpolate_gradients(x, knots, lo, hi, g)[0],)
+
+
+_interpolate_static.defvjp(
+    lambda x, v, lo, hi: (_interpolate_static_call(lo, hi)(x, v), x), _interpolate_static_bwd
+)
+
+
 def frobulate(data, table: TableLike | Sequence[int]) -> jax.Array:
     """`(((data + table[0]) + table[1]) + ... + table[n-1])`, left to right in data's dtype.
 
@@ -314,6 +385,23 @@ def fir_filter(x, taps: TableLike, *, padding: Padding = "SAME") -> jax.Array:
     return _fir_filter_static(x, _static_table(taps, "taps", x.dtype, MAX_TAPS), padding)
 
 
+def interpolate(x, knots: TableLike, lo: float, hi: float) -> jax.Array:
+    """Interpolates linearly into `knots` (n values at n equally spaced points over [lo, hi]).
+
+    `np.interp(x, np.linspace(lo, hi, n), knots)`, clamped outside [lo, hi], bitwise equal to
+    `constmem.tensorflow.interpolate`. knots: 2 to 16,384 values; lo < hi, finite in x's dtype.
+    """
+    x = _float_data(x, "x")
+    bounds = np.asarray([lo, hi], x.dtype)
+    if not (np.all(np.isfinite(bounds)) and bounds[0] < bounds[1]):
+        raise ValueError(f"the range [lo, hi] must be finite with lo < hi; got [{lo}, {hi}]")
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if isinstance(knots, jax.Array):
+        return _interpolate(x, _array_table(knots, "knots", x.dtype, MAX_KNOTS, 2), lo, hi)
+    values = _static_table(knots, "knots", x.dtype, MAX_KNOTS, 2)
+    return _interpolate_static(x, values, lo, hi)
+
+
 def upload_stats() -> dict[str, int]:
     """The core's counters in the JAX op library: which path each table took, by name."""
     return _libraries.library_counters(LIBRARY_PATH)
@@ -326,10 +414,12 @@ def library_path() -> str:
 
 __all__ = [
     "MAX_COEFFICIENTS",
+    "MAX_KNOTS",
     "MAX_TABLE_SIZE",
     "MAX_TAPS",
     "fir_filter",
     "frobulate",
+    "interpolate",
     "library_path",
     "polyval",
     "upload_stats",

@@ -10,6 +10,7 @@ from constmem.tensorflow import _loader
 from constmem.tensorflow._loader import build_info, library_path
 from constmem.tensorflow.fir_filter import MAX_TAPS, fir_filter
 from constmem.tensorflow.frobulate import MAX_TABLE_SIZE, frobulate
+from constmem.tensorflow.interpolate import MAX_KNOTS, interpolate
 from constmem.tensorflow.polyval import MAX_COEFFICIENTS, polyval
 from constmem.tensorflow.stats import upload_stats
 
@@ -18,11 +19,13 @@ _loader.ops()
 # Each op's limit, read from the op library (as in constmem.torch and constmem.jax).
 __all__ = [
     "MAX_COEFFICIENTS",
+    "MAX_KNOTS",
     "MAX_TABLE_SIZE",
     "MAX_TAPS",
     "build_info",
     "fir_filter",
     "frobulate",
+    "interpolate",
     "library_path",
     "polyval",
     "upload_stats",

@@ -21,6 +21,7 @@ value at capture.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 from typing import Literal
@@ -29,7 +30,13 @@ import numpy as np
 import torch
 
 from constmem import _libraries
-from constmem.torch._library import LIBRARY_PATH, MAX_COEFFICIENTS, MAX_TABLE_SIZE, MAX_TAPS
+from constmem.torch._library import (
+    LIBRARY_PATH,
+    MAX_COEFFICIENTS,
+    MAX_KNOTS,
+    MAX_TABLE_SIZE,
+    MAX_TAPS,
+)
 
 TableLike = torch.Tensor | np.ndarray | Sequence[float]
 Padding = Literal["SAME", "VALID"]
@@ -112,6 +119,24 @@ def fir_filter(x: torch.Tensor, taps: TableLike, *, padding: Padding = "SAME") -
     return _call(torch.ops.constmem.fir_filter_static.default, x, values, padding)
 
 
+def interpolate(x: torch.Tensor, knots: TableLike, lo: float, hi: float) -> torch.Tensor:
+    """Interpolates linearly into `knots`, n values at n equally spaced points over [lo, hi].
+
+    `np.interp(x, np.linspace(lo, hi, n), knots)`, clamped outside [lo, hi], NaN for NaN, computed
+    as `constmem.tensorflow.interpolate` does and bitwise equal to it on the CPU and GPU. knots: 2
+    to 16,384 values (a tensor of x's dtype, or a sequence converted to it); lo < hi, finite. On a
+    GPU every element reads the knots at its own index: they are staged into each block's shared
+    memory or read from global memory. Gradients flow to x and to a tensor `knots`.
+    """
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"the range [lo, hi] must be finite with lo < hi; got [{lo}, {hi}]")
+    if isinstance(knots, torch.Tensor):
+        return _call(torch.ops.constmem.interpolate.default, x, knots, lo, hi)
+    values = _static_values(knots, "knots", numbers.Real)
+    return _call(torch.ops.constmem.interpolate_static.default, x, values, lo, hi)
+
+
 def upload_stats() -> dict[str, int]:
     """The core's counters in the PyTorch op library: which path each table took, by name."""
     return _libraries.library_counters(LIBRARY_PATH)
@@ -124,10 +149,12 @@ def library_path() -> str:
 
 __all__ = [
     "MAX_COEFFICIENTS",
+    "MAX_KNOTS",
     "MAX_TABLE_SIZE",
     "MAX_TAPS",
     "fir_filter",
     "frobulate",
+    "interpolate",
     "library_path",
     "polyval",
     "upload_stats",

@@ -19,6 +19,8 @@ _SCHEMAS = {
     "polyval_static": "(float[] coeffs, Tensor x) -> Tensor",
     "fir_filter": "(Tensor x, Tensor taps, str padding) -> Tensor",
     "fir_filter_static": "(Tensor x, float[] taps, str padding) -> Tensor",
+    "interpolate": "(Tensor x, Tensor knots, float lo, float hi) -> Tensor",
+    "interpolate_static": "(Tensor x, float[] knots, float lo, float hi) -> Tensor",
 }
 _MINIMUM_TORCH = (2, 10)
 
@@ -48,6 +50,7 @@ def _constant(name: str) -> int:
 MAX_TABLE_SIZE = _constant("constmem_frobulate_max_table_size")
 MAX_COEFFICIENTS = _constant("constmem_polyval_max_coefficients")
 MAX_TAPS = _constant("constmem_fir_filter_max_taps")
+MAX_KNOTS = _constant("constmem_interpolate_max_knots")
 
 
 def _check_float(tensor: torch.Tensor, name: str) -> None:
@@ -77,6 +80,8 @@ for _op, _data_index, _name in [
     ("frobulate_static", 0, "data"),
     ("polyval", 1, "x"),
     ("polyval_static", 1, "x"),
+    ("interpolate", 0, "x"),
+    ("interpolate_static", 0, "x"),
 ]:
     torch.library.register_fake(f"constmem::{_op}", _elementwise_fake(_data_index, _name))
 
@@ -189,4 +194,55 @@ def _fir_static_backward(ctx, grad):
 torch.library.register_autograd("constmem::fir_filter", _fir_backward, setup_context=_save_inputs)
 torch.library.register_autograd(
     "constmem::fir_filter_static", _fir_static_backward, setup_context=_save_inputs
+)
+
+
+def _interpolate_gradients(x, knots, lo: float, hi: float, grad, with_knots: bool):
+    """d/dx and d/dknots of sum(grad * y), with PyTorch's operations, in the op's arithmetic."""
+    n = knots.shape[0]
+    lo_t = torch.tensor(lo, dtype=x.dtype, device=x.device)
+    scale = (n - 1) / (torch.tensor(hi, dtype=x.dtype, device=x.device) - lo_t)
+    t = (x - lo_t) * scale
+    inside = (t > 0) & (t < n - 1)
+    t_inside = torch.where(inside, t, torch.zeros_like(t))
+    i = torch.clamp(torch.floor(t_inside).long(), max=n - 2)
+    f = t_inside - i.to(x.dtype)
+    knots = knots.to(x.device)
+    below, above = knots[i], knots[i + 1]
+    zero = torch.zeros_like(grad)
+    grad_x = torch.where(inside, grad * ((above - below) * scale), zero)
+    if not with_knots:
+        return grad_x, None
+    at_below = torch.where(inside, grad * (1 - f), torch.where(t <= 0, grad, zero))
+    at_above = torch.where(inside, grad * f, zero)
+    grad_knots = torch.zeros(n, dtype=x.dtype, device=x.device)
+    grad_knots.index_add_(0, i.reshape(-1), at_below.reshape(-1))
+    grad_knots.index_add_(0, (i + 1).reshape(-1), at_above.reshape(-1))
+    grad_knots[n - 1] += torch.where(t >= n - 1, grad, zero).sum()
+    return grad_x, grad_knots
+
+
+def _interpolate_backward(ctx, grad):
+    x, knots = ctx.saved_tensors
+    lo, hi = ctx.inputs[2], ctx.inputs[3]
+    grad_x, grad_knots = _interpolate_gradients(
+        x, knots, lo, hi, grad, with_knots=ctx.needs_input_grad[1]
+    )
+    if grad_knots is not None:
+        grad_knots = grad_knots.to(knots.device)
+    return grad_x, grad_knots, None, None
+
+
+def _interpolate_static_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    knots, lo, hi = ctx.inputs[1], ctx.inputs[2], ctx.inputs[3]
+    values = torch.tensor(knots, dtype=x.dtype, device=x.device)
+    return _interpolate_gradients(x, values, lo, hi, grad, with_knots=False)[0], None, None, None
+
+
+torch.library.register_autograd(
+    "constmem::interpolate", _interpolate_backward, setup_context=_save_inputs
+)
+torch.library.register_autograd(
+    "constmem::interpolate_static", _interpolate_static_backward, setup_context=_save_inputs
 )

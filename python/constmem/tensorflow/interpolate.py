@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Interpolate: a piecewise-linear lookup into a table of knots, read where lookups are fast."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from constmem.tensorflow import _loader
+from constmem.tensorflow._tables import (
+    Source,
+    TensorLike,
+    attr_bits,
+    attr_floats,
+    attr_values,
+    float_data,
+    float_table,
+    invalid,
+    resolve_source,
+)
+
+MAX_KNOTS = _loader.library_constant("constmem_interpolate_max_knots")
+"""The most knots Interpolate takes (the op library's own limit); the least is 2."""
+
+
+def _bounds(lo: float, hi: float, dtype: tf.DType) -> list[int]:
+    """[lo, hi] as the op's `bounds` attr, after checking them in the data's dtype."""
+    values = np.asarray([lo, hi], dtype=dtype.as_numpy_dtype)
+    if not (np.all(np.isfinite(values)) and values[0] < values[1]):
+        raise invalid(f"the range [lo, hi] must be finite with lo < hi; got [{lo}, {hi}]")
+    return attr_bits(values, dtype)
+
+
+@tf.autograph.experimental.do_not_convert
+def interpolate(
+    x: TensorLike,
+    knots: TensorLike,
+    lo: float,
+    hi: float,
+    *,
+    source: Source = "auto",
+    name: str | None = None,
+) -> tf.Tensor:
+    """Interpolates linearly into `knots`, n values at n equally spaced points over [lo, hi].
+
+    `np.interp(x, np.linspace(lo, hi, n), knots)`, clamped to the end knots outside [lo, hi], NaN
+    for NaN, computed as `t = (x - lo) * ((n - 1) / (hi - lo))`, `i = floor(t)`,
+    `y = fma(t - i, knots[i + 1] - knots[i], knots[i])` in x's dtype, on the CPU as on the GPU (bit
+    for bit). On a GPU every element reads the knots at its own index: they are staged into each
+    block's shared memory (up to 64 KiB) or read from global memory, never from constant memory,
+    which serialises such reads.
+
+    Args:
+      x: float32 or float64 tensor of any shape.
+      knots: 2 to 16,384 values, converted to x's dtype: a tensor, or a Python or NumPy sequence.
+      lo: where the first knot lies; finite, below hi in x's dtype.
+      hi: where the last knot lies; finite.
+      source: how the knots reach the GPU kernel: "input" (a tensor, read in place or staged),
+        "host" (a host-memory input, staged through pinned memory), "attr" (fixed per graph node,
+        uploaded at most once per device and content), or "auto" (default): "attr" for Python or
+        NumPy knots, "input" for a tensor.
+      name: optional op name.
+
+    Returns:
+      A tensor with the shape and dtype of `x`.
+
+    Raises:
+      tf.errors.InvalidArgumentError: knots of rank other than 1, fewer than 2 or more than 16,384;
+        a range that is not finite or not increasing; x of a dtype other than float32/float64.
+
+    Gradients flow to `x` (the slope of its segment, zero outside [lo, hi]) and, for the "input"
+    and "host" forms, to `knots`.
+
+    """
+    source = resolve_source(source, knots)
+    ops = _loader.ops()
+    with tf.name_scope(name or "Interpolate"):
+        x = float_data(x, "x")
+        bounds = _bounds(lo, hi, x.dtype)
+        if source == "attr":
+            values = attr_values(knots, "knots")
+            if not 2 <= values.size <= MAX_KNOTS:
+                raise invalid(f"knots must have 2 to {MAX_KNOTS} entries; got {values.size}")
+            return ops.constmem_interpolate_attr(
+                x=x, knots=attr_bits(values, x.dtype), bounds=bounds
+            )
+        knots = float_table(knots, x.dtype, "knots")
+        if source == "host":
+            return ops.constmem_interpolate_host_table(x=x, knots=knots, bounds=bounds)
+        return ops.constmem_interpolate(x=x, knots=knots, bounds=bounds)
+
+
+def _gradients(x, knots, lo, hi, grad, with_knots: bool):
+    """d/dx and d/dknots of sum(grad * y), with TensorFlow ops, in the op's own arithmetic."""
+    dtype = x.dtype
+    n = tf.shape(knots)[0]
+    last = tf.cast(n - 1, dtype)
+    lo_t = tf.constant(lo, dtype)
+    scale = last / (tf.constant(hi, dtype) - lo_t)
+    t = (x - lo_t) * scale
+    inside = (t > 0) & (t < last)
+    t_inside = tf.where(inside, t, tf.zeros_like(t))
+    i = tf.minimum(tf.cast(tf.floor(t_inside), tf.int32), n - 2)
+    f = t_inside - tf.cast(i, dtype)
+    below = tf.gather(knots, i)
+    above = tf.gather(knots, i + 1)
+    zero = tf.zeros_like(grad)
+    grad_x = tf.where(inside, grad * ((above - below) * scale), zero)
+    if not with_knots:
+        return grad_x, None
+    flat = tf.reshape
+    at_below = tf.where(inside, grad * (1 - f), tf.where(t <= 0, grad, zero))
+    at_above = tf.where(inside, grad * f, zero)
+    at_last = tf.reduce_sum(tf.where(t >= last, grad, zero))
+    grad_knots = (
+        tf.math.unsorted_segment_sum(flat(at_below, [-1]), flat(i, [-1]), n)
+        + tf.math.unsorted_segment_sum(flat(at_above, [-1]), flat(i + 1, [-1]), n)
+        + tf.tensor_scatter_nd_add(tf.zeros([n], dtype), [[n - 1]], [at_last])
+    )
+    return grad_x, grad_knots
+
+
+def _range(op) -> tuple[float, float]:
+    lo, hi = attr_floats(op.get_attr("bounds"), op.get_attr("T"))
+    return float(lo), float(hi)
+
+
+def _grad_with_input(op, grad):
+    x, knots = op.inputs
+    return list(_gradients(x, knots, *_range(op), grad, with_knots=True))
+
+
+tf.RegisterGradient("Constmem>Interpolate")(_grad_with_input)
+tf.RegisterGradient("Constmem>InterpolateHostTable")(_grad_with_input)
+
+
+@tf.RegisterGradient("Constmem>InterpolateAttr")
+def _interpolate_attr_grad(op, grad):
+    knots = tf.constant(attr_floats(op.get_attr("knots"), op.get_attr("T")))
+    return _gradients(op.inputs[0], knots, *_range(op), grad, with_knots=False)[0]
