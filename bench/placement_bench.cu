@@ -4,8 +4,10 @@
 // warp-uniform reads (every run of 256 elements at one point) and divergent ones (every element
 // its own point), at table sizes from 2 to 16,384 knots. Each row is the kernel's time against
 // the best placement of its case and against a copy of the same bytes (the memory ceiling); the
-// last column says whether the strategy's choice (ChoosePlacement with the access pattern) is
-// within 5% of the best. Knots come from pageable host memory, uploaded once (an attr table).
+// last column says whether Interpolate's choice is within 5% of the best. Its reads depend on the
+// data, so it declares them divergent (TableAccess::kDivergent) and its choice cannot depend on
+// whether a given input happens to make them warp-uniform: one choice must serve both. Knots come
+// from pageable host memory, uploaded once (an attr table).
 //
 //   placement_bench [--json FILE]
 #include <cuda_runtime.h>
@@ -39,18 +41,6 @@ __global__ void FillPoints(T* out, std::int64_t n, int run) {
     x ^= x >> 15;
     out[i] = static_cast<T>(x % 1000000u) * static_cast<T>(2e-6) - T(1);
   }
-}
-
-// What the library chooses for a host table read with `access`.
-template <class T>
-constmem::Placement Chosen(std::int64_t knots, constmem::TableAccess access) {
-  if (access == constmem::TableAccess::kDivergent) {
-    return constmem::ops::InterpolatePlacement<T>(knots, constmem::SourceKind::kPageableHost);
-  }
-  constmem::StrategyLimits limits;
-  limits.constant_bank_bytes = 4096 * sizeof(T);  // Interpolate's constant bank
-  return constmem::ChoosePlacement(knots * sizeof(T), constmem::TableLocation::kHost, limits,
-                                   access);
 }
 
 template <class T>
@@ -90,7 +80,8 @@ void Run(cudaStream_t stream, Json* json, int* misses) {
       }
       double best = rows[0].second;
       for (const auto& row : rows) best = std::min(best, row.second);
-      const Placement chosen = Chosen<T>(knots, access);
+      const Placement chosen =
+          constmem::ops::InterpolatePlacement<T>(knots, constmem::SourceKind::kPageableHost);
       double chosen_ms = 0;
       for (const auto& row : rows) {
         if (row.first == chosen) chosen_ms = row.second;

@@ -68,8 +68,10 @@ for soname in libcublas.so.12 libcublasLt.so.12 libcufft.so.11 libcusolver.so.11
   gcc -shared -fPIC -Wl,-soname,"$soname" -o "$out/small/cuda12/$soname" scripts/cuda-stubs/stub.c
 done
 
-# 4. The project's Python package, tests and scripts, so the bundle runs from any checkout.
-tar -cf "$out/small/project.tar" --exclude=__pycache__ --exclude='*.so' python tests scripts examples bench docs pyproject.toml
+# 4. The project's sources, Python package, tests and scripts, so the bundle runs from any checkout
+#    (the docs test reads the sources its excerpts come from; the install test, the headers).
+tar -cf "$out/small/project.tar" --exclude=__pycache__ --exclude='*.so' python tests scripts examples bench docs \
+  include ops tf pytorch xla_ffi cmake CMakeLists.txt pyproject.toml README.md CHANGELOG.md LICENSE
 (cd "$out/small" && find . -type f ! -name MANIFEST.sha256 -print0 | sort -z | xargs -0 sha256sum >../MANIFEST.tmp &&
   mv ../MANIFEST.tmp MANIFEST.sha256)
 (cd "$out/parts" && sha256sum tensorflow.tar.xz.part* >../small/PARTS.sha256)

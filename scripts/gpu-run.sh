@@ -95,7 +95,7 @@ step cpp_cpu_kernels bash -c "\"\$1/frobulate_cpu_test\" && \"\$1/ops_cpu_test\"
 # every GPU): the ops' own tests, the rest, and the multi-device tests, which start GPU processes
 # of their own.
 op_tests=(tests/python/test_fir_filter.py tests/python/test_frobulate.py tests/python/test_polyval.py
-  tests/python/test_gpu.py)
+  tests/python/test_interpolate.py tests/python/test_gpu.py)
 step tf_gpu_ops python3 -m pytest -q -p no:cacheprovider "${op_tests[@]}" \
   --junitxml="$results/tf_gpu_ops.xml"
 step tf_gpu_integration python3 -m pytest -q -p no:cacheprovider tests/python \

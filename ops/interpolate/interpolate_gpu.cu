@@ -60,6 +60,10 @@ template <class T>
 using InterpolateByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
 constexpr int kThreads = 256;
+// A block that stages the table first: larger blocks, fewer of them, copy it fewer times (at
+// 64 KiB, 3 blocks an SM; 256-thread blocks cost up to 1.13x where 512 cost 1.05x, and 1,024
+// threads slowed small tables by 5%: placement_bench).
+constexpr int kStagingThreads = 512;
 // 16-byte vectors each thread has in flight: enough loads to cover memory latency with the few
 // blocks a large staged table leaves room for.
 constexpr int kVectorsPerThread = 4;
@@ -71,8 +75,8 @@ StrategyLimits InterpolateLimits() {
   return limits;
 }
 
-template <class T, class Table, bool kVectorized>
-__global__ void __launch_bounds__(kThreads)
+template <class T, class Table, bool kVectorized, int kBlockThreads>
+__global__ void __launch_bounds__(kBlockThreads)
     InterpolateKernel(const T* x, T* y, std::int64_t count, InterpolateGrid<T> grid,
                       const __grid_constant__ Table table) {
   extern __shared__ __align__(16) unsigned char staging[];
@@ -117,14 +121,16 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, class Table, bool kVectorized>
 Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, std::int64_t count,
                     const InterpolateGrid<T>& grid, const Table& table) {
-  constexpr auto kernel = InterpolateKernel<T, Table, kVectorized>;
+  constexpr int kBlockThreads = IsSharedTableSource<Table>::value ? kStagingThreads : kThreads;
+  constexpr auto kernel = InterpolateKernel<T, Table, kVectorized, kBlockThreads>;
   constexpr std::int64_t kBlockElements =
-      static_cast<std::int64_t>(kThreads) * kVectorsPerThread * (16 / sizeof(T));
+      static_cast<std::int64_t>(kBlockThreads) * kVectorsPerThread * (16 / sizeof(T));
   const std::size_t shared = StagedTableBytes(table, grid.last + 1);
   int resident = 0;
-  CONSTMEM_RETURN_IF_ERROR(SharedResidentBlocks<kernel>(kThreads, device, shared, &resident));
+  CONSTMEM_RETURN_IF_ERROR(SharedResidentBlocks<kernel>(kBlockThreads, device, shared, &resident));
   const std::int64_t wanted = (count + kBlockElements - 1) / kBlockElements;
-  kernel<<<PersistentGrid(wanted, resident), kThreads, shared, stream>>>(x, y, count, grid, table);
+  kernel<<<PersistentGrid(wanted, resident), kBlockThreads, shared, stream>>>(x, y, count, grid,
+                                                                              table);
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()),
                     "Interpolate kernel launch");
 }

@@ -73,6 +73,10 @@ TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {
 TEST(Strategy, DivergentReadsGoToSharedOrGlobalMemoryFromAnySource) {
   for (TableLocation location : {TableLocation::kHost, TableLocation::kDevice}) {
     EXPECT_EQ(ChoosePlacement(8, location, StrategyLimits(), TableAccess::kDivergent),
+              Placement::kGlobalMemory);
+    EXPECT_EQ(ChoosePlacement(1024, location, StrategyLimits(), TableAccess::kDivergent),
+              Placement::kGlobalMemory);
+    EXPECT_EQ(ChoosePlacement(1032, location, StrategyLimits(), TableAccess::kDivergent),
               Placement::kSharedMemory);
     EXPECT_EQ(ChoosePlacement(64 * 1024, location, StrategyLimits(), TableAccess::kDivergent),
               Placement::kSharedMemory);
