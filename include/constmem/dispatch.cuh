@@ -316,6 +316,21 @@ inline Status MaxSharedBytesPerBlock(int device, std::size_t* bytes) {
   return Status::Ok();
 }
 
+// The multiprocessors of `device`, asked once per device.
+inline Status MultiprocessorCount(int device, int* count) {
+  static std::array<std::atomic<int>, kMaxDevices> cached{};
+  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+  int value = cached[device].load(std::memory_order_relaxed);
+  if (value == 0) {
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute(MultiProcessorCount)");
+    cached[device].store(value, std::memory_order_relaxed);
+  }
+  *count = value;
+  return Status::Ok();
+}
+
 // A persistent grid for `wanted` blocks of work: no more blocks than fit at once, at least one.
 inline dim3 PersistentGrid(std::int64_t wanted, int resident) {
   return dim3(

@@ -60,10 +60,10 @@ template <class T>
 using InterpolateByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
 
 constexpr int kThreads = 256;
-// A block that stages the table first: larger blocks, fewer of them, copy it fewer times (at
-// 64 KiB, 3 blocks an SM; 256-thread blocks cost up to 1.13x where 512 cost 1.05x, and 1,024
-// threads slowed small tables by 5%: placement_bench).
-constexpr int kStagingThreads = 512;
+// Blocks that stage the table first: one of 1,024 threads an SM, which copies it once per SM.
+// With warp-uniform inputs, 256-thread blocks (as many as fit) cost up to 1.13x global memory at
+// 64 KiB, one 1,024-thread block an SM 1.04x (placement_bench).
+constexpr int kStagingThreads = 1024;
 // 16-byte vectors each thread has in flight: enough loads to cover memory latency with the few
 // blocks a large staged table leaves room for.
 constexpr int kVectorsPerThread = 4;
@@ -72,6 +72,9 @@ template <class T>
 StrategyLimits InterpolateLimits() {
   StrategyLimits limits;
   limits.constant_bank_bytes = kConstantSlotKnots * kConstantSlots * sizeof(T);
+  // float64 data moves 16 bytes an element, and L1 serves the knots' divergent reads within 1.5%
+  // of shared memory at every size (placement_bench): staging would only cost it.
+  if (sizeof(T) == 8) limits.divergent_global_bytes = kInterpolateMaxKnots * sizeof(T);
   return limits;
 }
 
@@ -128,6 +131,11 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, std::int6
   const std::size_t shared = StagedTableBytes(table, grid.last + 1);
   int resident = 0;
   CONSTMEM_RETURN_IF_ERROR(SharedResidentBlocks<kernel>(kBlockThreads, device, shared, &resident));
+  if constexpr (IsSharedTableSource<Table>::value) {
+    int sms = 0;
+    CONSTMEM_RETURN_IF_ERROR(MultiprocessorCount(device, &sms));
+    resident = std::min(resident, sms);
+  }
   const std::int64_t wanted = (count + kBlockElements - 1) / kBlockElements;
   kernel<<<PersistentGrid(wanted, resident), kBlockThreads, shared, stream>>>(x, y, count, grid,
                                                                               table);

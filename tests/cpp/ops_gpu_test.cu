@@ -360,14 +360,14 @@ TEST(InterpolateGpu, EveryPlacementAndSourceBitwiseEqualToTheCpuKernel) {
   }
 }
 
-TEST(InterpolateGpu, ChoosesSharedOrGlobalMemoryForEverySource) {
+TEST(InterpolateGpu, ChoosesSharedOrGlobalMemoryFromEverySource) {
   REQUIRE_GPU();
   for (SourceKind source :
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
     EXPECT_EQ(InterpolatePlacement<float>(16, source), Placement::kGlobalMemory);
-    EXPECT_EQ(InterpolatePlacement<double>(129, source), Placement::kSharedMemory);
-    EXPECT_EQ(InterpolatePlacement<float>(4096, source), Placement::kSharedMemory);
+    EXPECT_EQ(InterpolatePlacement<float>(257, source), Placement::kSharedMemory);
     EXPECT_EQ(InterpolatePlacement<float>(16384, source), Placement::kSharedMemory);
+    EXPECT_EQ(InterpolatePlacement<double>(4096, source), Placement::kGlobalMemory);
     EXPECT_EQ(InterpolatePlacement<double>(16384, source), Placement::kGlobalMemory);
   }
 }

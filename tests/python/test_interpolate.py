@@ -40,8 +40,8 @@ def test_bitwise_equal_to_the_definition(device, source, dtype, shape):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("count", [2, 3, 1024, 8192, 16384])
 def test_knot_counts_across_placements_close_to_np_interp(device, dtype, count):
-    # 8,192 float64 / 16,384 float32 knots fill the 64 KiB a block stages; 16,384 float64 knots
-    # are read from global memory.
+    # float32 knots up to 256 (1 KiB) are read from global memory, more are staged in shared
+    # memory, 16,384 filling the 64 KiB a block stages; float64 knots stay in global memory.
     rng = np.random.default_rng(count)
     knots = rng.standard_normal(count).astype(dtype)
     x = points(rng, (4099,), dtype)
