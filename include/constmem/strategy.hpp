@@ -74,11 +74,10 @@ struct StrategyLimits {
   // copy then only adds a stream operation and its host cost.
   std::size_t device_in_place_bytes = 0;
   // Divergent reads: tables up to this size are staged into each block's shared memory (32 banks
-  // serve 32 different addresses a cycle), larger ones read from global memory, where they cost
-  // up to 1.3x at 16 KiB to 64 KiB and shared memory up to 1.5x at 128 KiB, which leaves room
-  // for one block per SM (placement_bench, docs/performance.md). 64 KiB is also the least any
-  // supported GPU lets a block have. Tables up to divergent_global_bytes are read from global
-  // memory unstaged: a few cache lines serve a warp from L1 as fast, without the staging.
+  // serve 32 different addresses a cycle), larger ones read from global memory: a staged table
+  // of 128 KiB leaves one block per SM. 64 KiB is also the least any supported GPU lets a block
+  // have. Tables up to divergent_global_bytes are read from global memory unstaged: one to eight
+  // cache lines serve a warp from L1 as fast (placement_bench, docs/performance.md).
   std::size_t shared_memory_bytes = 64 * 1024;
   std::size_t divergent_global_bytes = 1024;
 };
