@@ -40,11 +40,13 @@ class ApplyGainCpu : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, Prepare(ctx, count, &rows, &row_length, &y));
     const float* x = ctx->input(0).flat<float>().data();
     float* out = y->flat<float>().data();
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t i = 0; i < row_length; ++i) {
-        out[r * row_length + i] = x[r * row_length + i] * gains[r];
-      }
-    }
+    // Over TensorFlow's intra-op threads, in shards sized from the cost of an element.
+    constmem::tf_adapter::ShardOnCpuWorkers(ctx, rows * row_length, /*cost_per_element=*/2,
+                                            [&](std::int64_t begin, std::int64_t end) {
+                                              for (std::int64_t i = begin; i < end; ++i) {
+                                                out[i] = x[i] * gains[i / row_length];
+                                              }
+                                            });
   }
 
  private:
