@@ -99,24 +99,23 @@ def _gradients(x, knots, lo, hi, grad, with_knots: bool):
     scale = last / (tf.constant(hi, dtype) - lo_t)
     t = (x - lo_t) * scale
     inside = (t > 0) & (t < last)
-    t_inside = tf.where(inside, t, tf.zeros_like(t))
-    i = tf.minimum(tf.cast(tf.floor(t_inside), tf.int32), n - 2)
-    f = t_inside - tf.cast(i, dtype)
+    # t clamped to [0, n - 1] (NaN to 0): the segment of every x, the last one above hi.
+    t_clamped = tf.where(t >= last, last + tf.zeros_like(t), tf.where(inside, t, tf.zeros_like(t)))
+    i = tf.minimum(tf.cast(tf.floor(t_clamped), tf.int32), n - 2)
+    f = t_clamped - tf.cast(i, dtype)
     below = tf.gather(knots, i)
     above = tf.gather(knots, i + 1)
     zero = tf.zeros_like(grad)
     grad_x = tf.where(inside, grad * ((above - below) * scale), zero)
     if not with_knots:
         return grad_x, None
-    flat = tf.reshape
+    # Inside, the weights of the two knots around x; below lo all of it on the first knot (i = 0),
+    # above hi on the last (i + 1 = n - 1).
     at_below = tf.where(inside, grad * (1 - f), tf.where(t <= 0, grad, zero))
-    at_above = tf.where(inside, grad * f, zero)
-    at_last = tf.reduce_sum(tf.where(t >= last, grad, zero))
-    grad_knots = (
-        tf.math.unsorted_segment_sum(flat(at_below, [-1]), flat(i, [-1]), n)
-        + tf.math.unsorted_segment_sum(flat(at_above, [-1]), flat(i + 1, [-1]), n)
-        + tf.tensor_scatter_nd_add(tf.zeros([n], dtype), [[n - 1]], [at_last])
-    )
+    at_above = tf.where(inside, grad * f, tf.where(t >= last, grad, zero))
+    weights = tf.concat([tf.reshape(at_below, [-1]), tf.reshape(at_above, [-1])], 0)
+    indices = tf.concat([tf.reshape(i, [-1]), tf.reshape(i + 1, [-1])], 0)
+    grad_knots = tf.math.unsorted_segment_sum(weights, indices, n)
     return grad_x, grad_knots
 
 
