@@ -11,13 +11,13 @@ build=${CONSTMEM_BUILD_DIR:-build}
 arch=${CONSTMEM_VARIANT_ARCH:-sm_90}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 mkdir -p "$out"
-flags=(-O3 -std=c++17 -arch="$arch" -Iinclude -Itf)
+flags=(-O3 -std=c++17 -arch="$arch" -Iinclude -Iops -Itf)
 objects=("$build/bench/CMakeFiles/kernel_bench.dir/kernel_bench.cu.o"
   "$build/CMakeFiles/constmem_ops_cuda.dir/tf/adapter/adapter_gpu.cu.o")
 for variant in "$@"; do
   name=${variant%%=*}
   read -r -a defines <<<"${variant#*=}"
-  "$nvcc" "${flags[@]}" "${defines[@]}" -c tf/frobulate/frobulate_gpu.cu -o "$out/$name.o" &
+  "$nvcc" "${flags[@]}" "${defines[@]}" -c ops/frobulate/frobulate_gpu.cu -o "$out/$name.o" &
 done
 wait
 for variant in "$@"; do

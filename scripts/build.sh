@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Configures and builds the op library, C++ tests and benchmarks into build/ (incrementally: only
 # what changed is rebuilt).
-# CUDA code is compiled whenever nvcc exists (no GPU needed); CONSTMEM_CUDA_ARCHS overrides the
-# architectures (default: sm_75, 80, 86, 89, 90 and PTX).
+# CUDA code is compiled whenever nvcc exists (no GPU needed). The development build compiles the
+# architectures its code differs for: sm_75 (no asynchronous copies) and sm_90 (bulk copies), or
+# on a machine with a GPU that GPU's own; a release (pip install .) builds sm_75, 80, 86, 89, 90 and
+# PTX. CONSTMEM_CUDA_ARCHS overrides the list (CMake's CMAKE_CUDA_ARCHITECTURES syntax).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +15,12 @@ args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -USKBUILD -DCONSTMEM_BUILD_TESTS
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   args+=(-DCONSTMEM_WITH_GPU=ON)
-  [ -n "${CONSTMEM_CUDA_ARCHS:-}" ] && args+=(-DCMAKE_CUDA_ARCHITECTURES="${CONSTMEM_CUDA_ARCHS}")
+  archs=${CONSTMEM_CUDA_ARCHS:-}
+  if [ -z "$archs" ]; then
+    archs="75-real;90-real"
+    if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then archs=native; fi
+  fi
+  args+=(-DCMAKE_CUDA_ARCHITECTURES="$archs")
 else
   echo "build: no nvcc found; building the CPU kernels only" >&2
   args+=(-DCONSTMEM_WITH_GPU=OFF)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Makes the offline GPU test bundle in .gpu-bundle/ (run where PyPI is reachable):
-#   small/   op libraries (safe and hazard-tracking-off builds, sm_90 code), C++ GPU tests and
-#            benchmarks, CUDA 12 library stand-ins, small wheels, the project's Python, tests and
-#            scripts, and MANIFEST.sha256
+#   small/   op libraries (test builds, CONSTMEM_TEST_HOOKS=ON: safe and hazard-tracking-off,
+#            sm_90 code), C++ GPU tests and benchmarks, CUDA 12 library stand-ins, small wheels,
+#            the project's Python, tests and scripts, and MANIFEST.sha256
 #   parts/   the TensorFlow wheel for CPython 3.12, unpacked without its C++ headers and packed
 #            again with xz (about 310 MB instead of 573), split into parts of at most 60 MB
 # Carry small/ and every part to the GPU host, then run scripts/gpu-run.sh there.
@@ -19,7 +19,7 @@ mkdir -p "$out/small/bin" "$out/small/lib" "$out/small/wheels" "$out/small/cuda1
 scripts/setup.sh
 keras_version=$(.venv/bin/python -c 'import keras; print(keras.__version__)')
 CONSTMEM_BUILD_DIR=build-gpu CONSTMEM_CUDA_ARCHS="${CONSTMEM_CUDA_ARCHS:-90-real;90-virtual}" \
-  CONSTMEM_CMAKE_ARGS="-DCONSTMEM_BUILD_UNSAFE_VARIANT=ON" scripts/build.sh
+  CONSTMEM_CMAKE_ARGS="-DCONSTMEM_BUILD_UNSAFE_VARIANT=ON -DCONSTMEM_TEST_HOOKS=ON" scripts/build.sh
 cp build-gpu/_constmem_ops.so build-gpu/_constmem_ops.json build-gpu/_constmem_ops_unsafe.so "$out/small/lib/"
 cp build-gpu/tests/cpp/core_gpu_test build-gpu/tests/cpp/core_reliability_gpu_test \
   build-gpu/tests/cpp/frobulate_gpu_test build-gpu/tests/cpp/frobulate_cpu_test \

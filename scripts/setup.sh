@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Creates .venv with the pinned TensorFlow and PyTorch and the test and lint tools (all from
-# pyproject.toml), after checking the system compilers and the Python version.
+# Creates .venv with the pinned TensorFlow, PyTorch and JAX and the test and lint tools (all from
+# pyproject.toml), after checking the system compilers and the Python version. With --demo only
+# what the demo needs (NumPy and TensorFlow); a later run without it adds the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scope=${1:-all}
 
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
@@ -43,17 +45,17 @@ fi
 # Everything the project pins is in pyproject.toml: the runtime dependencies, the build needs and
 # the test and lint extras, read without installing the project itself (that would build the op
 # library).
-mapfile -t requirements < <(.venv/bin/python - <<'PY'
-import re
+mapfile -t requirements < <(.venv/bin/python - "$scope" <<'PY'
+import re, sys
 text = open("pyproject.toml", encoding="utf-8").read()
 def array(name, section):
     block = re.search(rf"^\[{re.escape(section)}\]\n(.*?)(?=^\[|\Z)", text, re.S | re.M).group(1)
     return re.findall(r'"([^"]+)"', re.search(rf"^{name} = \[(.*?)\]", block, re.S | re.M).group(1))
 extras = "project.optional-dependencies"
-items = array("dependencies", "project") + array("requires", "build-system") \
-    + array("tensorflow", extras) + array("torch", extras) + array("jax", extras) \
-    + array("test", extras) \
-    + array("lint", extras)
+items = array("dependencies", "project") + array("tensorflow", extras)
+if sys.argv[1] != "--demo":
+    items += array("requires", "build-system") + array("torch", extras) + array("jax", extras) \
+        + array("test", extras) + array("lint", extras)
 for item in dict.fromkeys(items):  # the build needs are there for scripts/test-wheel.sh
     print(item)
 PY

@@ -13,6 +13,8 @@ trap 'rm -rf "$work"' EXIT
 # configures it back. CMake must keep the generator that directory was made with.
 build=${CONSTMEM_BUILD_DIR:-build}
 generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+if [ -n "$archs" ]; then export CONSTMEM_CUDA_ARCHS=${CONSTMEM_CUDA_ARCHS:-$archs}; fi
 CMAKE_GENERATOR=${generator:-Unix Makefiles} CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
   .venv/bin/python -m pip wheel -q . \
   --no-build-isolation --no-deps -w "$work/wheel" -C build-dir="$PWD/$build"
@@ -29,7 +31,11 @@ import torch, constmem.torch as ct
 assert ct.frobulate(torch.ones(1), [2, 3]).tolist() == [6.0]
 import constmem.jax as cj
 assert cj.frobulate([1.0], [2, 3]).tolist() == [6.0]
-assert set(constmem.build_info()["bindings"]) == {"tensorflow", "torch", "jax"}
+bindings = constmem.build_info()["bindings"]
+assert set(bindings) == {"tensorflow", "torch", "jax"}
+# A shipped build has no test hooks: no fault injection, no staging checks.
+assert not any(b["test_hooks"] for b in bindings.values()), bindings
+assert not hasattr(cm._loader.ops(), "constmem_inject_fault_for_testing")
 print(s.get_cmake_dir())
 PY
 )

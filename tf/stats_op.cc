@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Constmem>UploadStats: the core's process-wide counters, so that tests and benchmarks can see
-// which path each table took (uploads by source, skipped uploads, staging checks and releases).
+// which path each table took (uploads by source, skipped uploads; in test builds the staging
+// checks), and in test builds Constmem>InjectFaultForTesting.
 #include "adapter/kernel_registration.h"
 #include "adapter/table_adapter.h"
 #include "constmem/stats.hpp"
@@ -31,8 +32,9 @@ class UploadStatsOp : public tensorflow::OpKernel {
   }
 };
 
-// Test-only: arms the core's fault injection inside this library (tests of error paths through
-// TensorFlow). Without GPU kernels there is nothing to inject into.
+#ifdef CONSTMEM_TESTING_SWITCHES
+// Test builds only: arms the core's fault injection inside this library (tests of error paths
+// through TensorFlow). Without GPU kernels there is nothing to inject into.
 class InjectFaultForTestingOp : public tensorflow::OpKernel {
  public:
   explicit InjectFaultForTestingOp(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -52,6 +54,7 @@ class InjectFaultForTestingOp : public tensorflow::OpKernel {
   int point_ = 0;
   int nth_ = 0;
 };
+#endif
 
 }  // namespace
 }  // namespace ops
@@ -70,12 +73,17 @@ REGISTER_OP("Constmem>UploadStats")
 CONSTMEM_REGISTER_KERNELS("Constmem>UploadStats", {
   constmem::tf_adapter::RegisterKernel<constmem::ops::UploadStatsOp>(
       Name("Constmem>UploadStats").Device(tensorflow::DEVICE_CPU));
-  constmem::tf_adapter::RegisterKernel<constmem::ops::InjectFaultForTestingOp>(
-      Name("Constmem>InjectFaultForTesting").Device(tensorflow::DEVICE_CPU));
 });
 
+#ifdef CONSTMEM_TESTING_SWITCHES
 REGISTER_OP("Constmem>InjectFaultForTesting")
     .Attr("point: int")
     .Attr("nth: int")
     .SetIsStateful()
     .SetShapeFn(tensorflow::shape_inference::NoOutputs);
+
+CONSTMEM_REGISTER_KERNELS("Constmem>InjectFaultForTesting", {
+  constmem::tf_adapter::RegisterKernel<constmem::ops::InjectFaultForTestingOp>(
+      Name("Constmem>InjectFaultForTesting").Device(tensorflow::DEVICE_CPU));
+});
+#endif

@@ -52,7 +52,8 @@
 
 // Cross-stream hazard tracking is always on in a shipped build. A build that defines
 // CONSTMEM_HAZARD_TRACKING_DEFAULT=0 has it off (the "unsafe" variants that prove the stress tests
-// can fail); one that defines CONSTMEM_TESTING_SWITCHES (some C++ tests) may switch it at run time.
+// can fail); a test build, which defines CONSTMEM_TESTING_SWITCHES (the CMake option
+// CONSTMEM_TEST_HOOKS, and some C++ tests), may switch it at run time.
 #ifndef CONSTMEM_HAZARD_TRACKING_DEFAULT
 #define CONSTMEM_HAZARD_TRACKING_DEFAULT 1
 #endif

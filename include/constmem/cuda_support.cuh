@@ -13,6 +13,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <mutex>
 #include <string>
 
@@ -20,9 +21,10 @@
 
 namespace constmem {
 
-// Test-only fault injection: the CUDA calls the core depends on can be made to fail on their Nth
+// Fault injection, in test builds only (CONSTMEM_TESTING_SWITCHES, which the CMake option
+// CONSTMEM_TEST_HOOKS sets): the CUDA calls the core depends on can be made to fail on their Nth
 // use, to prove that every failure gives a Status, leaks nothing and leaves the next call right.
-// Costs one relaxed atomic load per call when nothing is armed.
+// Elsewhere CONSTMEM_CUDA_CALL is the call itself.
 enum class FaultPoint : int {
   kHostAlloc = 0,
   kEventRecord,
@@ -32,6 +34,7 @@ enum class FaultPoint : int {
   kCount,
 };
 
+#ifdef CONSTMEM_TESTING_SWITCHES
 namespace detail {
 inline std::array<std::atomic<int>, static_cast<int>(FaultPoint::kCount)>& FaultCountdowns() {
   static std::array<std::atomic<int>, static_cast<int>(FaultPoint::kCount)> countdowns{};
@@ -54,6 +57,9 @@ inline void InjectFaultForTesting(FaultPoint point, int nth) {
 // cudaEventRecord(...)).
 #define CONSTMEM_CUDA_CALL(point, expr) \
   (::constmem::detail::FaultDue(::constmem::FaultPoint::point) ? cudaErrorUnknown : (expr))
+#else
+#define CONSTMEM_CUDA_CALL(point, expr) (expr)
+#endif
 
 inline Status CudaStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::Ok();
@@ -67,9 +73,9 @@ inline Status CudaStatus(cudaError_t error, const char* what) {
 #define CONSTMEM_RETURN_IF_CUDA_ERROR(expr, what) \
   CONSTMEM_RETURN_IF_ERROR(::constmem::CudaStatus((expr), (what)))
 
-// CUDA graph capture: a table upload recorded into a graph would be replayed without a lease, and
-// the core's events and staging would be captured too. Until capture is supported the core
-// refuses a capturing stream up front, before it changes any state.
+// CUDA graph capture: a bank upload recorded into a graph would be replayed without a lease, and
+// the bank's events and staging would be captured too. Captured launches take the path of
+// capture.cuh; a bank refuses a capturing stream up front, before it changes any state.
 inline Status CheckNotCapturing(cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CONSTMEM_RETURN_IF_ERROR(
@@ -213,6 +219,28 @@ inline bool IsPinnedHostMemory(const void* pointer) {
 
 // Devices the core keeps state for; ordinals at or above it get an error, not undefined behaviour.
 constexpr int kMaxDevices = 64;
+
+namespace detail {
+// Blocks of `kernel` with `threads` threads and `shared_bytes` of dynamic shared memory that the
+// whole device holds at once; a block that does not fit a multiprocessor is an InvalidArgument.
+inline Status QueryResidentBlocks(const void* kernel, int threads, int device,
+                                  std::size_t shared_bytes, int* blocks) {
+  int per_sm = 0, sms = 0;
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
+      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+      "cudaDeviceGetAttribute(MultiProcessorCount)");
+  if (per_sm < 1) {
+    return InvalidArgument("a block of " + std::to_string(threads) + " threads and " +
+                           std::to_string(shared_bytes) +
+                           " bytes of shared memory does not fit a multiprocessor");
+  }
+  *blocks = per_sm * sms;
+  return Status::Ok();
+}
+}  // namespace detail
 
 // The 16-byte vector of T that one load or store moves: float4 or double2.
 template <class T>

@@ -280,19 +280,8 @@ Status ResidentBlocks(int threads, int device, int* blocks, std::size_t dynamic_
   CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
   int value = cached[device].load(std::memory_order_relaxed);
   if (value == 0) {
-    int per_sm = 0, sms = 0;
-    CONSTMEM_RETURN_IF_CUDA_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                      &per_sm, Kernel, threads, dynamic_shared_bytes),
-                                  "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-        "cudaDeviceGetAttribute(MultiProcessorCount)");
-    if (per_sm < 1) {
-      return InvalidArgument("a block of " + std::to_string(threads) + " threads and " +
-                             std::to_string(dynamic_shared_bytes) +
-                             " bytes of shared memory does not fit a multiprocessor");
-    }
-    value = per_sm * sms;
+    CONSTMEM_RETURN_IF_ERROR(detail::QueryResidentBlocks(
+        reinterpret_cast<const void*>(Kernel), threads, device, dynamic_shared_bytes, &value));
     cached[device].store(value, std::memory_order_relaxed);
   }
   *blocks = value;

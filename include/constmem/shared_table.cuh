@@ -104,7 +104,7 @@ Status SharedResidentBlocks(int threads, int device, std::size_t shared_bytes, i
   }
   int value = cached[device][kib].load(std::memory_order_relaxed);
   if (value == 0) {
-    int opt_in_bytes = 0, sms = 0, per_sm = 0;
+    int opt_in_bytes = 0;
     CONSTMEM_RETURN_IF_CUDA_ERROR(
         cudaDeviceGetAttribute(&opt_in_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
         "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
@@ -121,18 +121,8 @@ Status SharedResidentBlocks(int threads, int device, std::size_t shared_bytes, i
           "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
       opted_in[device].store(true, std::memory_order_relaxed);
     }
-    CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, kib * 1024),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-        "cudaDeviceGetAttribute(MultiProcessorCount)");
-    if (per_sm < 1) {
-      return InvalidArgument("a block of " + std::to_string(threads) + " threads and " +
-                             std::to_string(shared_bytes) +
-                             " bytes of shared memory does not fit a multiprocessor");
-    }
-    value = per_sm * sms;
+    CONSTMEM_RETURN_IF_ERROR(detail::QueryResidentBlocks(reinterpret_cast<const void*>(Kernel),
+                                                         threads, device, kib * 1024, &value));
     cached[device][kib].store(value, std::memory_order_relaxed);
   }
   *blocks = value;

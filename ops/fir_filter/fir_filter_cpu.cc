@@ -119,10 +119,9 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512(const T* x, T* y, co
 // of outputs, the results through a transposed store.
 constexpr int kGroupRows = 16;
 constexpr int kGroupAccumulators = 12;
-#ifndef CONSTMEM_FIR_GROUP_TAPS
-#define CONSTMEM_FIR_GROUP_TAPS 8
-#endif
-constexpr int kGroupTaps = CONSTMEM_FIR_GROUP_TAPS;
+// Taps a pass over a chunk: 8 load their 19 sample vectors once for 96 FMAs (bench/cpu_bench.cc,
+// docs/performance.md section 8).
+constexpr int kGroupTaps = 8;
 // Outputs per chunk: the chunk's transposed samples and results stay in L1.
 constexpr std::int64_t kGroupChunk = 16 * kGroupAccumulators;
 

@@ -24,8 +24,8 @@ def build_info() -> dict[str, Any]:
     """What this installation holds: its version and, per framework binding, what it was built for.
 
     `{"constmem": "0.2.0", "bindings": {"tensorflow": {...}, "torch": {...}}}`, each binding with
-    the framework release, `gpu_kernels` and `cuda_architectures`; a framework without a built
-    library is absent.
+    the framework release, `gpu_kernels`, `cuda_architectures` and `test_hooks` (true only in a
+    test build, with fault injection); a framework without a built library is absent.
     """
     bindings = {name: info for name in LIBRARIES if (info := library_info(name))}
     return {"constmem": __version__, "bindings": bindings}

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The adapter's few CUDA calls, made through our own (static) CUDA runtime.
+// The adapter's few CUDA calls, made through our own (static) CUDA runtime. All of them exist for
+// test builds only (CONSTMEM_TESTING_SWITCHES): they check TensorFlow's pinned staging and arm the
+// core's fault injection.
 #include <cuda_runtime.h>
+
+#include <string>
 
 #include "adapter/gpu_table.h"
 #include "constmem/cuda_support.cuh"
 
+#ifdef CONSTMEM_TESTING_SWITCHES
 namespace constmem {
 namespace ops {
 
@@ -52,3 +57,4 @@ Status InjectFaultForTesting(int point, int nth) {
 
 }  // namespace ops
 }  // namespace constmem
+#endif

@@ -11,6 +11,8 @@
 namespace constmem {
 namespace ops {
 
+#ifdef CONSTMEM_TESTING_SWITCHES
+// Test builds only: what the staging checks and the fault-injection op call.
 // True when CUDA knows `pointer` as page-locked host memory.
 bool IsPinnedHost(const void* pointer);
 
@@ -20,9 +22,10 @@ Status RecordStreamMarker(GpuStream stream, StreamMarker** marker);
 // True once the stream has executed everything enqueued before the marker. Frees the marker.
 bool StreamPassedMarkerAndFree(StreamMarker* marker);
 
-// Test-only: makes the `nth` next CUDA call at fault point `point` (constmem::FaultPoint) inside
-// this library fail; 0 disarms. InvalidArgument for an unknown point.
+// Makes the `nth` next CUDA call at fault point `point` (constmem::FaultPoint) inside this
+// library fail; 0 disarms. InvalidArgument for an unknown point.
 Status InjectFaultForTesting(int point, int nth);
+#endif
 
 }  // namespace ops
 }  // namespace constmem
