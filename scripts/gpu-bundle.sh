@@ -21,6 +21,9 @@ keras_version=$(.venv/bin/python -c 'import keras; print(keras.__version__)')
 CONSTMEM_BUILD_DIR=build-gpu CONSTMEM_CUDA_ARCHS="${CONSTMEM_CUDA_ARCHS:-90-real;90-virtual}" \
   CONSTMEM_CMAKE_ARGS="-DCONSTMEM_BUILD_UNSAFE_VARIANT=ON -DCONSTMEM_TEST_HOOKS=ON" scripts/build.sh
 cp build-gpu/_constmem_ops.so build-gpu/_constmem_ops.json build-gpu/_constmem_ops_unsafe.so "$out/small/lib/"
+# The PyTorch and JAX op libraries, for the host's own torch and jax.
+cp build-gpu/pytorch/_constmem_torch.so build-gpu/pytorch/_constmem_torch.json \
+  build-gpu/xla_ffi/_constmem_jax.so build-gpu/xla_ffi/_constmem_jax.json "$out/small/lib/"
 cp build-gpu/tests/cpp/core_gpu_test build-gpu/tests/cpp/core_reliability_gpu_test \
   build-gpu/tests/cpp/frobulate_gpu_test build-gpu/tests/cpp/frobulate_cpu_test \
   build-gpu/tests/cpp/ops_gpu_test build-gpu/tests/cpp/ops_cpu_test build-gpu/c_api_frobulate build-gpu/cc_saved_model \

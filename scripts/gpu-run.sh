@@ -6,7 +6,8 @@
 # It reassembles and verifies the TensorFlow wheel, installs everything into a temporary prefix
 # without network, makes TensorFlow register the GPU with the real CUDA 12 runtime and stand-ins
 # for the libraries constmem never calls (docs/gpu-libraries.md), then runs the C++ GPU suite,
-# the TensorFlow GPU suite, the logical-GPU stress (safe and unsafe builds) and the demo. It writes
+# the TensorFlow GPU suite, PyTorch's and JAX's tests (with the host's torch and jax), the
+# logical-GPU stress (safe and unsafe builds) and the demo. It writes
 # RESULT_DIR/summary.txt (for people) and RESULT_DIR/results.json.
 #
 # On a machine with network and TensorFlow already installed, none of this is needed: run
@@ -98,9 +99,16 @@ op_tests=(tests/python/test_fir_filter.py tests/python/test_frobulate.py tests/p
   tests/python/test_interpolate.py tests/python/test_gpu.py)
 step tf_gpu_ops python3 -m pytest -q -p no:cacheprovider "${op_tests[@]}" \
   --junitxml="$results/tf_gpu_ops.xml"
+# PyTorch's and JAX's tests run with the host's own torch and jax and the bundle's op libraries.
+framework_tests=(tests/python/test_torch.py tests/python/test_jax.py tests/python/test_layering.py
+  tests/python/test_torch_tensorflow.py)
 step tf_gpu_integration python3 -m pytest -q -p no:cacheprovider tests/python \
   --ignore=tests/python/test_multi_device.py "${op_tests[@]/#/--ignore=}" \
-  --junitxml="$results/tf_gpu_integration.xml"
+  "${framework_tests[@]/#/--ignore=}" --junitxml="$results/tf_gpu_integration.xml"
+export CONSTMEM_TORCH_LIBRARY=$small/lib/_constmem_torch.so CONSTMEM_JAX_LIBRARY=$small/lib/_constmem_jax.so
+step torch_jax env PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider \
+  "${framework_tests[@]:0:3}" --junitxml="$results/torch_jax.xml"
+step torch_tensorflow python3 -m pytest -q -p no:cacheprovider "${framework_tests[3]}"
 step tf_multi_device python3 -m pytest -q -p no:cacheprovider tests/python/test_multi_device.py \
   --junitxml="$results/tf_multi_device.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
