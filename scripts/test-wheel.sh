@@ -14,8 +14,9 @@ trap 'rm -rf "$work"' EXIT
 build=${CONSTMEM_BUILD_DIR:-build}
 generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
-if [ -n "$archs" ]; then export CONSTMEM_CUDA_ARCHS=${CONSTMEM_CUDA_ARCHS:-$archs}; fi
-CMAKE_GENERATOR=${generator:-Unix Makefiles} CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+archs=${archs:-75-real}  # the example op below builds for the first of them alone
+CONSTMEM_CUDA_ARCHS=${CONSTMEM_CUDA_ARCHS:-$archs} \
+  CMAKE_GENERATOR=${generator:-Unix Makefiles} CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
   .venv/bin/python -m pip wheel -q . \
   --no-build-isolation --no-deps -w "$work/wheel" -C build-dir="$PWD/$build"
 wheel=$(ls "$work"/wheel/constmem-*.whl)
@@ -46,7 +47,7 @@ cmake --build "$work/consumer" -j "$(nproc)" >/dev/null
 "$work/consumer/consumer_host"
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work/custom_op" \
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
-  -DCMAKE_CUDA_ARCHITECTURES="${CONSTMEM_CUDA_ARCHS:-75-real}" >/dev/null
+  -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" >/dev/null
 cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
 APPLY_GAIN_LIBRARY="$work/custom_op/_apply_gain.so" "$OLDPWD/.venv/bin/python" -m pytest -q \
   -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"

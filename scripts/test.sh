@@ -14,7 +14,8 @@ step() {  # name, command...
 }
 step setup scripts/setup.sh
 step build scripts/build.sh
-step ctest bash -c 'cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure'
+run_ctest() { (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure); }
+step ctest run_ctest
 step wheel scripts/test-wheel.sh
 # One pytest worker per core, at most four (each imports TensorFlow, PyTorch and JAX).
 workers=$(($(nproc) < 4 ? $(nproc) : 4))

@@ -16,10 +16,10 @@ tf_adapter::XlaLowering FirFilterLowering() {
       "Constmem>FirFilter", "constmem_fir_filter", "taps", kFirMaxTaps, constmem_fir_filter_host,
       CONSTMEM_XLA_CUDA_HANDLER(constmem_fir_filter_cuda));
   lowering.rows_along_last_axis = true;
-  lowering.describe = [](tensorflow::XlaOpKernelContext* ctx, std::int64_t taps,
+  lowering.describe = [](const tensorflow::NodeDef& node, tensorflow::DataType, std::int64_t taps,
                          std::vector<std::int64_t>* dims, std::string* attributes) {
     std::string padding;
-    TF_RETURN_IF_ERROR(tensorflow::GetNodeAttr(ctx->op_kernel().def(), "padding", &padding));
+    TF_RETURN_IF_ERROR(tensorflow::GetNodeAttr(node, "padding", &padding));
     if (dims->empty()) {
       return absl::InvalidArgumentError(
           "x must have rank 1 or more (the filter runs along the last axis); got a scalar");

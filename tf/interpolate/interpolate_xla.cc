@@ -42,12 +42,12 @@ tf_adapter::XlaLowering InterpolateLowering() {
   tf_adapter::XlaLowering lowering = tf_adapter::MakeXlaLowering(
       "Constmem>Interpolate", "constmem_interpolate", "knots", kInterpolateMaxKnots,
       constmem_interpolate_host, CONSTMEM_XLA_CUDA_HANDLER(constmem_interpolate_cuda));
-  lowering.describe = [](tensorflow::XlaOpKernelContext* ctx, std::int64_t knots,
-                         std::vector<std::int64_t>*, std::string* attributes) {
+  lowering.describe = [](const tensorflow::NodeDef& node, tensorflow::DataType dtype,
+                         std::int64_t knots, std::vector<std::int64_t>*, std::string* attributes) {
     std::vector<std::int64_t> bounds;
-    TF_RETURN_IF_ERROR(tensorflow::GetNodeAttr(ctx->op_kernel().def(), "bounds", &bounds));
+    TF_RETURN_IF_ERROR(tensorflow::GetNodeAttr(node, "bounds", &bounds));
     if (bounds.size() != 2) return absl::InvalidArgumentError("bounds must be [lo, hi]");
-    const bool float32 = ctx->input_type(0) == tensorflow::DT_FLOAT;
+    const bool float32 = dtype == tensorflow::DT_FLOAT;
     const double lo = BoundValue(bounds[0], float32);
     const double hi = BoundValue(bounds[1], float32);
     InterpolateGrid<double> grid{};

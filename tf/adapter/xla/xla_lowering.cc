@@ -7,8 +7,10 @@
 #include <mutex>
 #include <utility>
 
+#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "tensorflow/core/platform/logging.h"
+#include "xla/ffi/api/ffi.h"
 #include "xla/hlo/builder/xla_builder.h"
 #include "xla/shape_util.h"
 
@@ -17,6 +19,13 @@ namespace tf_adapter {
 namespace {
 
 namespace ffi = ::xla::ffi;
+
+// The custom call's result dimensions before the op's describe: the data's.
+std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx) {
+  const absl::StatusOr<xla::Shape> shape = ctx->InputXlaShape(0);
+  if (!shape.ok()) return {};
+  return std::vector<std::int64_t>(shape->dimensions().begin(), shape->dimensions().end());
+}
 
 struct Form {
   const XlaLowering* lowering;
@@ -82,7 +91,10 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
                                            std::to_string(size)));
     std::vector<std::int64_t> dims = DataDims(ctx);
     std::string attributes = "{}";
-    if (lowering_.describe) OP_REQUIRES_OK(ctx, lowering_.describe(ctx, size, &dims, &attributes));
+    if (lowering_.describe) {
+      OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), size,
+                                             &dims, &attributes));
+    }
     // A custom call takes static shapes. Dimensions XLA marks dynamic (their size known only when
     // the program runs) are passed at their bound and marked again on the result, where each
     // element depends on its own position only; a dynamic table or row is refused.
@@ -182,12 +194,6 @@ bool RegisterXlaLowering(const XlaLowering& lowering) {
   RegisterHandler(*kept, "Host", kept->host_handler);
   RegisterHandler(*kept, "CUDA", kept->cuda_handler);
   return true;
-}
-
-std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx) {
-  const absl::StatusOr<xla::Shape> shape = ctx->InputXlaShape(0);
-  if (!shape.ok()) return {};
-  return std::vector<std::int64_t>(shape->dimensions().begin(), shape->dimensions().end());
 }
 
 }  // namespace tf_adapter

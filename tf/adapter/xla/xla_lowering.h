@@ -22,8 +22,12 @@
 
 #include "adapter/table_adapter.h"
 #include "constmem/status.hpp"
-#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
-#include "xla/ffi/api/ffi.h"
+#include "tensorflow/core/framework/node_def.pb.h"
+#include "tensorflow/core/framework/types.pb.h"
+#include "xla/ffi/api/c_api.h"
+
+// tf2xla's headers cost a translation unit about a minute to compile: only xla_lowering.cc
+// includes them, and an op's lowering sees its node and data type instead of the kernel context.
 
 namespace constmem {
 namespace tf_adapter {
@@ -38,10 +42,12 @@ struct XlaLowering {
   bool rows_along_last_axis =
       false;  // the last axis is a row (FirFilter), not independent elements
   // The result's dimensions from the data's (and the table's size), and the custom call's
-  // attributes as an MLIR dictionary ("{}" for none); an error for shapes the op refuses. Unset:
-  // the data's dimensions and no attributes, as for an elementwise op.
-  std::function<absl::Status(tensorflow::XlaOpKernelContext* ctx, std::int64_t table_size,
-                             std::vector<std::int64_t>* dims, std::string* attributes)>
+  // attributes as an MLIR dictionary ("{}" for none), from the node's attrs and the data's type;
+  // an error for shapes the op refuses. Unset: the data's dimensions and no attributes, as for an
+  // elementwise op.
+  std::function<absl::Status(const tensorflow::NodeDef& node, tensorflow::DataType dtype,
+                             std::int64_t table_size, std::vector<std::int64_t>* dims,
+                             std::string* attributes)>
       describe;
   XLA_FFI_Handler* host_handler = nullptr;
   XLA_FFI_Handler* cuda_handler = nullptr;  // null in builds without GPU kernels
@@ -55,9 +61,6 @@ XlaLowering MakeXlaLowering(std::string op, std::string target, const char* tabl
 // Registers the tf2xla kernels of the op's three forms and its FFI handlers, unless another copy
 // of the op library in this process has (see kernel_registration.h). Returns whether it did.
 bool RegisterXlaLowering(const XlaLowering& lowering);
-
-// The custom call's result dimensions: the data's.
-std::vector<std::int64_t> DataDims(tensorflow::XlaOpKernelContext* ctx);
 
 }  // namespace tf_adapter
 }  // namespace constmem
