@@ -63,7 +63,7 @@ PY
 # uv (from PyPI) installs the same pins in a fraction of pip's time (parallel downloads, wheels
 # linked from its cache); pip does it where uv cannot be had.
 if .venv/bin/python -m pip install -q --disable-pip-version-check "uv>=0.9" 2>/dev/null; then
-  .venv/bin/python -m uv pip install -q --python .venv/bin/python "${requirements[@]}"
+  .venv/bin/python -m uv pip install -q --compile-bytecode --python .venv/bin/python "${requirements[@]}"
 else
   .venv/bin/python -m pip install -q --disable-pip-version-check "${requirements[@]}"
 fi
