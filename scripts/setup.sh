@@ -67,5 +67,14 @@ if .venv/bin/python -m pip install -q --disable-pip-version-check "uv>=0.9" 2>/d
 else
   .venv/bin/python -m pip install -q --disable-pip-version-check "${requirements[@]}"
 fi
-echo "setup: $(.venv/bin/python -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null)," \
-  "$(.venv/bin/python -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null)"
+echo "setup: $(.venv/bin/python - <<'PY' 2>/dev/null
+import importlib.metadata as m
+found = []
+for name, dist in (("TensorFlow", "tensorflow"), ("PyTorch", "torch"), ("JAX", "jax")):
+    try:
+        found.append(f"{name} {m.version(dist)}")
+    except m.PackageNotFoundError:
+        pass
+print(", ".join(found))
+PY
+)"
