@@ -9,6 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+build=${CONSTMEM_BUILD_DIR:-build}
+# Ninja where it is installed; a build directory keeps the generator it was made with.
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && [ ! -e "$build/CMakeCache.txt" ]; then
+  export CMAKE_GENERATOR=Ninja
+fi
 # The development configuration, also where scripts/test-wheel.sh left the wheel's.
 args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -USKBUILD -DCONSTMEM_BUILD_TESTS=ON
   -DCONSTMEM_BUILD_BENCH=ON -DCONSTMEM_COPY_TO_PACKAGE=ON)
@@ -27,6 +32,6 @@ else
 fi
 # CONSTMEM_CMAKE_ARGS: extra -D options, split on spaces.
 read -r -a extra <<<"${CONSTMEM_CMAKE_ARGS:-}"
-cmake -S . -B "${CONSTMEM_BUILD_DIR:-build}" "${args[@]}" "${extra[@]}" >/dev/null
+cmake -S . -B "$build" "${args[@]}" "${extra[@]}" >/dev/null
 # Arguments go to `cmake --build` (for example `--target _constmem_ops`).
-cmake --build "${CONSTMEM_BUILD_DIR:-build}" -j "$(nproc)" "$@"
+cmake --build "$build" -j "$(nproc)" "$@"

@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${CONSTMEM_ASAN_BUILD_DIR:-build-asan}
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && [ ! -e "$build/CMakeCache.txt" ]; then
+  export CMAKE_GENERATOR=Ninja
+fi
 cmake -S . -B "$build" -DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -DCONSTMEM_WITH_GPU=OFF \
   -DCONSTMEM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONSTMEM_COPY_TO_PACKAGE=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \

@@ -15,6 +15,7 @@ command -v g++ >/dev/null || missing+=(g++)
 optional=()
 [ -e /usr/include/highwayhash/arch_specific.h ] || optional+=(libhighwayhash-dev)
 [ -e /usr/include/farmhash.h ] || optional+=(libfarmhash-dev)
+command -v ninja >/dev/null || optional+=(ninja-build)  # builds with make otherwise
 if [ $((${#missing[@]} + ${#optional[@]})) -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${missing[*]} ${optional[*]} with apt-get" >&2
@@ -23,7 +24,8 @@ if [ $((${#missing[@]} + ${#optional[@]})) -gt 0 ]; then
     echo "setup: please install: ${missing[*]} (and for the XLA lowering: ${optional[*]})" >&2
     exit 1
   else
-    echo "setup: without ${optional[*]} the ops have no XLA lowering" >&2
+    echo "setup: not installed: ${optional[*]} (without highwayhash and farmhash the ops have no" \
+      "XLA lowering; without ninja CMake uses make)" >&2
   fi
 fi
 

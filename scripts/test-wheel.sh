@@ -49,6 +49,7 @@ PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
   -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" >/dev/null
 cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
-APPLY_GAIN_LIBRARY="$work/custom_op/_apply_gain.so" "$OLDPWD/.venv/bin/python" -m pytest -q \
+APPLY_GAIN_LIBRARY="$work/custom_op/_apply_gain.so" PYTHONPATH="$work/site" \
+  "$OLDPWD/.venv/bin/python" -m pytest -q \
   -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"
 echo "test-wheel: OK (the wheel installs, its op runs, find_package finds its core, an op of one's own builds on it)"

@@ -3,8 +3,8 @@
 
 import os
 
-import numpy as np
 import tensorflow as tf
+from constmem.tensorflow import call_table_op
 
 _LIBRARY = os.environ.get(
     "APPLY_GAIN_LIBRARY", os.path.join(os.path.dirname(__file__), "build", "_apply_gain.so")
@@ -12,17 +12,20 @@ _LIBRARY = os.environ.get(
 _ops = tf.load_op_library(_LIBRARY)
 
 
-def apply_gain(x, gains, source="input"):
+def apply_gain(x, gains, source="auto"):
     """Scales every row of `x` (all but its last axis flattened) by its own gain.
 
     source: "input" (a tensor, read in place or copied into constant memory on the GPU), "host"
-    (a host-memory input: by value or through pinned staging) or "attr" (fixed per node).
+    (a host-memory input: by value or through pinned staging), "attr" (fixed per node), or "auto"
+    ("attr" for Python or NumPy gains, else "input").
     """
-    x = tf.convert_to_tensor(x, tf.float32)
-    if source == "attr":
-        bits = np.ascontiguousarray(gains, np.float32).view(np.uint32)
-        return _ops.example_apply_gain_attr(x=x, gains=[int(b) for b in bits])
-    gains = tf.convert_to_tensor(gains, tf.float32)
-    if source == "host":
-        return _ops.example_apply_gain_host_table(x=x, gains=gains)
-    return _ops.example_apply_gain(x=x, gains=gains)
+    return call_table_op(
+        _ops,
+        "Example>ApplyGain",
+        x,
+        gains,
+        data_name="x",
+        table_name="gains",
+        sizes=(1, 4096),
+        source=source,
+    )

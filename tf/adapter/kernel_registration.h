@@ -41,18 +41,17 @@ void RegisterKernel(tensorflow::KernelDefBuilder&& builder) {
   RegisterKernel<Kernel>(builder);
 }
 
-// The kernels of an op's three table forms on `device`, for data type T (the op's `type_attr`, or
-// none when it is null):
+// The kernels of an op's three table forms on `device`, for data type T (attr "T"; TableOp's
+// kernels, adapter/table_op.h):
 //   <op>           table is an ordinary input            Kernel<T, TableFrom::kInput>
 //   <op>HostTable  the same, the table in host memory    Kernel<T, TableFrom::kInput>
 //   <op>Attr       table is an attr                      Kernel<T, TableFrom::kAttr>
 template <template <class, TableFrom> class Kernel, class T>
-void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input,
-                              const char* type_attr = "T") {
+void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
   auto builder = [&](const std::string& name) {
     tensorflow::KernelDefBuilder* def = new tensorflow::KernelDefBuilder(name.c_str());
     def->Device(device);
-    if (type_attr != nullptr) def->TypeConstraint<T>(type_attr);
+    def->TypeConstraint<T>("T");
     return def;
   };
   std::unique_ptr<tensorflow::KernelDefBuilder> input(builder(op));
@@ -62,30 +61,6 @@ void RegisterTableFormKernels(const std::string& op, const char* device, const c
   RegisterKernel<Kernel<T, TableFrom::kInput>>(*host);
   std::unique_ptr<tensorflow::KernelDefBuilder> attr(builder(op + "Attr"));
   RegisterKernel<Kernel<T, TableFrom::kAttr>>(*attr);
-}
-
-namespace detail {
-template <template <TableFrom> class Kernel>
-struct OneTypeKernel {
-  template <class, TableFrom kFrom>
-  using Of = Kernel<kFrom>;
-};
-}  // namespace detail
-
-// The same for an op of one data type, which has no type attr: kernels templated on the table
-// form alone, `Kernel<TableFrom::kInput>` and `Kernel<TableFrom::kAttr>`.
-template <template <TableFrom> class Kernel>
-void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
-  RegisterTableFormKernels<detail::OneTypeKernel<Kernel>::template Of, float>(
-      op, device, table_input, /*type_attr=*/nullptr);
-}
-
-// The float32 and float64 kernels of an op's three table forms on `device` (type attr "T").
-template <template <class, TableFrom> class Kernel>
-void RegisterFloatTableFormKernels(const std::string& op, const char* device,
-                                   const char* table_input) {
-  RegisterTableFormKernels<Kernel, float>(op, device, table_input);
-  RegisterTableFormKernels<Kernel, double>(op, device, table_input);
 }
 
 }  // namespace tf_adapter
@@ -102,22 +77,3 @@ void RegisterFloatTableFormKernels(const std::string& op, const char* device,
     __VA_ARGS__;                                                                     \
     return true;                                                                     \
   }()
-
-// A float op's whole registration: float32 and float64 kernels of its three table forms
-// (RegisterFloatTableFormKernels), the CPU kernel template `cpu` always, the GPU kernel template
-// `gpu` in builds with GPU kernels (elsewhere `gpu` is never named, so it need not exist):
-//   CONSTMEM_REGISTER_FLOAT_TABLE_OP("Constmem>Polyval", "coeffs", constmem::ops::PolyvalCpuKernel,
-//                                    constmem::ops::PolyvalGpuKernel);
-#if CONSTMEM_WITH_GPU
-#define CONSTMEM_DETAIL_REGISTER_GPU_FORMS(op_name, table_input, gpu)                           \
-  ::constmem::tf_adapter::RegisterFloatTableFormKernels<gpu>(op_name, ::tensorflow::DEVICE_GPU, \
-                                                             table_input)
-#else
-#define CONSTMEM_DETAIL_REGISTER_GPU_FORMS(op_name, table_input, gpu) (void)0
-#endif
-#define CONSTMEM_REGISTER_FLOAT_TABLE_OP(op_name, table_input, cpu, gpu)                          \
-  CONSTMEM_REGISTER_KERNELS(op_name, {                                                            \
-    ::constmem::tf_adapter::RegisterFloatTableFormKernels<cpu>(op_name, ::tensorflow::DEVICE_CPU, \
-                                                               table_input);                      \
-    CONSTMEM_DETAIL_REGISTER_GPU_FORMS(op_name, table_input, gpu);                                \
-  })

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What every op wrapper shares: errors, the choice of table form, attr values known at build."""
+"""What every table op's wrapper shares (the ops come from tf/adapter/table_op.h).
+
+The choice of table form, each form's checks and encodings, errors, the gradients of the forms.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import tensorflow as tf
@@ -68,3 +72,105 @@ def attr_floats(bits: list[int], dtype: tf.DType) -> np.ndarray:
     if dtype == tf.float32:
         return np.asarray(bits, dtype=np.int64).astype(np.uint32).view(np.float32)
     return np.asarray(bits, dtype=np.int64).view(np.float64)
+
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def check_fits_int32(values: np.ndarray, name: str) -> None:
+    """Host values of an int32 table: every form accepts the integers that fit int32, only those."""
+    if values.dtype.kind not in "iu" and values.size > 0:
+        raise invalid(f"{name} must be int32 (or integers that fit it); got {values.dtype}")
+    if values.size and (values.min() < _INT32_MIN or values.max() > _INT32_MAX):
+        raise invalid(f"{name} entries must fit int32")
+
+
+def int32_table(table: TensorLike, name: str) -> tf.Tensor:
+    """An integer table as an int32 tensor, so that every form accepts the same tables.
+
+    Checked on the host when its values are known, else by assertions that run with the graph.
+    """
+    table = tf.convert_to_tensor(table, dtype_hint=tf.int32)
+    if table.dtype == tf.int32:
+        return table
+    if not table.dtype.is_integer:
+        raise invalid(f"{name} must be int32 (or integers that fit it); got {table.dtype.name}")
+    static = tf.get_static_value(table)
+    if static is not None:
+        check_fits_int32(static, name)
+        return tf.constant(static.astype(np.int32))
+    message = f"{name} entries must fit int32"
+    checks = [tf.debugging.assert_less_equal(table, tf.cast(_INT32_MAX, table.dtype), message)]
+    if not table.dtype.is_unsigned:
+        checks.append(
+            tf.debugging.assert_greater_equal(table, tf.cast(_INT32_MIN, table.dtype), message)
+        )
+    with tf.control_dependencies(checks):
+        return tf.cast(table, tf.int32)
+
+
+def op_function(library: Any, op: str, suffix: str = "") -> Callable[..., tf.Tensor]:
+    """The Python function TensorFlow generates for `op` ("Constmem>FirFilter" + suffix)."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", (op + suffix).replace(">", "_")).lower()
+    return getattr(library, snake)
+
+
+def call_table_op(
+    library: Any,
+    op: str,
+    data: TensorLike,
+    table: TensorLike,
+    *,
+    data_name: str,
+    table_name: str,
+    sizes: tuple[int, int],
+    source: Source = "auto",
+    int32: bool = False,
+    attrs: dict | Callable[[tf.DType], dict] | None = None,
+    name: str | None = None,
+) -> tf.Tensor:
+    """Runs the form of a table op (`op`, `op`HostTable, `op`Attr) that `source` picks.
+
+    Args:
+      library: the loaded op library (`tf.load_op_library`).
+      op: the op's name, "Constmem>Polyval".
+      data: float32 or float64 data.
+      table: a tensor, or a Python or NumPy sequence.
+      data_name: the op's name of its data input.
+      table_name: the op's name of its table.
+      sizes: the fewest and the most entries the table takes.
+      source: "input", "host", "attr", or "auto" ("attr" for Python or NumPy tables, else
+        "input").
+      int32: the table holds int32 entries (else values converted to the data's dtype).
+      attrs: the op's further attrs, or a function of the data's dtype that returns them.
+      name: the name scope of the op (default: the op's name without its namespace).
+
+    """
+    source = resolve_source(source, table)
+    with tf.name_scope(name or op.split(">")[-1]):
+        data = float_data(data, data_name)
+        extra = attrs(data.dtype) if callable(attrs) else dict(attrs or {})
+        if source == "attr":
+            values = attr_values(table, table_name)
+            if int32:
+                check_fits_int32(values, table_name)
+            if not sizes[0] <= values.size <= sizes[1]:
+                raise invalid(
+                    f"{table_name} must have {sizes[0]} to {sizes[1]} entries; got {values.size}"
+                )
+            encoded = [int(v) for v in values] if int32 else attr_bits(values, data.dtype)
+            call = op_function(library, op, "Attr")
+            return call(**{data_name: data, table_name: encoded}, **extra)
+        if int32:
+            table = int32_table(table, table_name)
+        else:
+            table = float_table(table, data.dtype, table_name)
+        call = op_function(library, op, "HostTable" if source == "host" else "")
+        return call(**{data_name: data, table_name: table}, **extra)
+
+
+def register_table_gradients(op: str, with_input: Callable, with_attr: Callable) -> None:
+    """Registers `with_input` as the gradient of `op` and `op`HostTable, `with_attr` of `op`Attr."""
+    tf.RegisterGradient(op)(with_input)
+    tf.RegisterGradient(op + "HostTable")(with_input)
+    tf.RegisterGradient(op + "Attr")(with_attr)

@@ -12,13 +12,11 @@ from constmem.tensorflow import _loader
 from constmem.tensorflow._tables import (
     Source,
     TensorLike,
-    attr_bits,
     attr_floats,
-    attr_values,
+    call_table_op,
     float_data,
-    float_table,
     invalid,
-    resolve_source,
+    register_table_gradients,
 )
 
 MAX_TAPS = _loader.library_constant("constmem_fir_filter_max_taps")
@@ -70,22 +68,21 @@ def fir_filter(
     """
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"padding must be 'SAME' or 'VALID'; got {padding!r}")
-    source = resolve_source(source, taps)
-    ops = _loader.ops()
-    with tf.name_scope(name or "FirFilter"):
-        x = float_data(x, "x")
-        if x.shape.rank == 0:
-            raise invalid("x must have rank 1 or more (the filter runs along the last axis)")
-        if source == "attr":
-            values = attr_values(taps, "taps")
-            if not 1 <= values.size <= MAX_TAPS:
-                raise invalid(f"taps must have 1 to {MAX_TAPS} entries; got {values.size}")
-            bits = attr_bits(values, x.dtype)
-            return ops.constmem_fir_filter_attr(x=x, taps=bits, padding=padding)
-        taps = float_table(taps, x.dtype, "taps")
-        if source == "host":
-            return ops.constmem_fir_filter_host_table(x=x, taps=taps, padding=padding)
-        return ops.constmem_fir_filter(x=x, taps=taps, padding=padding)
+    x = float_data(x, "x")
+    if x.shape.rank == 0:
+        raise invalid("x must have rank 1 or more (the filter runs along the last axis)")
+    return call_table_op(
+        _loader.ops(),
+        "Constmem>FirFilter",
+        x,
+        taps,
+        data_name="x",
+        table_name="taps",
+        sizes=(1, MAX_TAPS),
+        source=source,
+        attrs={"padding": padding},
+        name=name,
+    )
 
 
 def _pad_left(k: tf.Tensor, padding: str) -> tf.Tensor:
@@ -135,11 +132,9 @@ def _grad_with_input(op, grad):
     return [grad_x, _taps_gradient(grad, x, tf.shape(taps)[0], padding)]
 
 
-tf.RegisterGradient("Constmem>FirFilter")(_grad_with_input)
-tf.RegisterGradient("Constmem>FirFilterHostTable")(_grad_with_input)
-
-
-@tf.RegisterGradient("Constmem>FirFilterAttr")
-def _fir_filter_attr_grad(op, grad):
+def _grad_with_attr(op, grad):
     taps = attr_floats(op.get_attr("taps"), op.get_attr("T"))
     return _x_gradient(grad, op.inputs[0], taps, op.get_attr("padding").decode(), "attr")
+
+
+register_table_gradients("Constmem>FirFilter", _grad_with_input, _grad_with_attr)

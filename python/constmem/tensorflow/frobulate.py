@@ -3,54 +3,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from constmem.tensorflow import _loader
-from constmem.tensorflow._tables import Source, TensorLike, attr_values, float_data, resolve_source
-from constmem.tensorflow._tables import invalid as _invalid
+from constmem.tensorflow._tables import Source, TensorLike, call_table_op, register_table_gradients
 
 MAX_TABLE_SIZE = _loader.library_constant("constmem_frobulate_max_table_size")
 """The longest table: one 64 KiB constant bank of int32 entries (the op library's own limit)."""
-
-
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-
-
-def _check_fits_int32(values: np.ndarray) -> None:
-    """Host values of a table: every form accepts the integers that fit int32, and only those."""
-    if values.dtype.kind not in "iu" and values.size > 0:
-        raise _invalid(f"table must be int32 (or integers that fit it); got {values.dtype}")
-    if values.size and (values.min() < _INT32_MIN or values.max() > _INT32_MAX):
-        raise _invalid("table entries must fit int32")
-
-
-def _int32_table(table: tf.Tensor) -> tf.Tensor:
-    """An integer tensor table as int32, so that every form accepts the same tables.
-
-    Checked on the host when its values are known, else by assertions that run with the graph.
-    """
-    if table.dtype == tf.int32:
-        return table
-    if not table.dtype.is_integer:
-        raise _invalid(f"table must be int32 (or integers that fit it); got {table.dtype.name}")
-    static = tf.get_static_value(table)
-    if static is not None:
-        _check_fits_int32(static)
-        return tf.constant(static.astype(np.int32))
-    checks = [
-        tf.debugging.assert_less_equal(
-            table, tf.cast(_INT32_MAX, table.dtype), message="table entries must fit int32"
-        )
-    ]
-    if not table.dtype.is_unsigned:
-        checks.append(
-            tf.debugging.assert_greater_equal(
-                table, tf.cast(_INT32_MIN, table.dtype), message="table entries must fit int32"
-            )
-        )
-    with tf.control_dependencies(checks):
-        return tf.cast(table, tf.int32)
 
 
 @tf.autograph.experimental.do_not_convert
@@ -90,35 +49,28 @@ def frobulate(
     The gradient with respect to `data` is the incoming gradient; `table` has none.
 
     """
-    source = resolve_source(source, table)
-    ops = _loader.ops()
-    with tf.name_scope(name or "Frobulate"):
-        data = float_data(data, "data")
-        if source == "attr":
-            values = attr_values(table, "table")
-            _check_fits_int32(values)
-            return ops.constmem_frobulate_attr(data=data, table=[int(v) for v in values])
-        table = _int32_table(tf.convert_to_tensor(table, dtype_hint=tf.int32))
-        if source == "host":
-            return ops.constmem_frobulate_host_table(data=data, table=table)
-        return ops.constmem_frobulate(data=data, table=table)
+    return call_table_op(
+        _loader.ops(),
+        "Constmem>Frobulate",
+        data,
+        table,
+        data_name="data",
+        table_name="table",
+        sizes=(1, MAX_TABLE_SIZE),
+        source=source,
+        int32=True,
+        name=name,
+    )
 
 
-def _pass_through_gradient(op, grad):
+def _grad_with_input(op, grad):
+    del op
+    return [grad, None]
+
+
+def _grad_with_attr(op, grad):
     del op
     return grad
 
 
-@tf.RegisterGradient("Constmem>Frobulate")
-def _frobulate_grad(op, grad):
-    return [_pass_through_gradient(op, grad), None]
-
-
-@tf.RegisterGradient("Constmem>FrobulateHostTable")
-def _frobulate_host_table_grad(op, grad):
-    return [_pass_through_gradient(op, grad), None]
-
-
-@tf.RegisterGradient("Constmem>FrobulateAttr")
-def _frobulate_attr_grad(op, grad):
-    return _pass_through_gradient(op, grad)
+register_table_gradients("Constmem>Frobulate", _grad_with_input, _grad_with_attr)

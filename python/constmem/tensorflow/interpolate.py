@@ -12,11 +12,9 @@ from constmem.tensorflow._tables import (
     TensorLike,
     attr_bits,
     attr_floats,
-    attr_values,
-    float_data,
-    float_table,
+    call_table_op,
     invalid,
-    resolve_source,
+    register_table_gradients,
 )
 
 MAX_KNOTS = _loader.library_constant("constmem_interpolate_max_knots")
@@ -72,22 +70,18 @@ def interpolate(
     and "host" forms, to `knots`.
 
     """
-    source = resolve_source(source, knots)
-    ops = _loader.ops()
-    with tf.name_scope(name or "Interpolate"):
-        x = float_data(x, "x")
-        bounds = _bounds(lo, hi, x.dtype)
-        if source == "attr":
-            values = attr_values(knots, "knots")
-            if not 2 <= values.size <= MAX_KNOTS:
-                raise invalid(f"knots must have 2 to {MAX_KNOTS} entries; got {values.size}")
-            return ops.constmem_interpolate_attr(
-                x=x, knots=attr_bits(values, x.dtype), bounds=bounds
-            )
-        knots = float_table(knots, x.dtype, "knots")
-        if source == "host":
-            return ops.constmem_interpolate_host_table(x=x, knots=knots, bounds=bounds)
-        return ops.constmem_interpolate(x=x, knots=knots, bounds=bounds)
+    return call_table_op(
+        _loader.ops(),
+        "Constmem>Interpolate",
+        x,
+        knots,
+        data_name="x",
+        table_name="knots",
+        sizes=(2, MAX_KNOTS),
+        source=source,
+        name=name,
+        attrs=lambda dtype: {"bounds": _bounds(lo, hi, dtype)},
+    )
 
 
 def _gradients(x, knots, lo, hi, grad, with_knots: bool):
@@ -129,11 +123,9 @@ def _grad_with_input(op, grad):
     return list(_gradients(x, knots, *_range(op), grad, with_knots=True))
 
 
-tf.RegisterGradient("Constmem>Interpolate")(_grad_with_input)
-tf.RegisterGradient("Constmem>InterpolateHostTable")(_grad_with_input)
-
-
-@tf.RegisterGradient("Constmem>InterpolateAttr")
-def _interpolate_attr_grad(op, grad):
+def _grad_with_attr(op, grad):
     knots = tf.constant(attr_floats(op.get_attr("knots"), op.get_attr("T")))
     return _gradients(op.inputs[0], knots, *_range(op), grad, with_knots=False)[0]
+
+
+register_table_gradients("Constmem>Interpolate", _grad_with_input, _grad_with_attr)

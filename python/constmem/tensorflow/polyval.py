@@ -10,13 +10,9 @@ from constmem.tensorflow import _loader
 from constmem.tensorflow._tables import (
     Source,
     TensorLike,
-    attr_bits,
     attr_floats,
-    attr_values,
-    float_data,
-    float_table,
-    invalid,
-    resolve_source,
+    call_table_op,
+    register_table_gradients,
 )
 
 MAX_COEFFICIENTS = _loader.library_constant("constmem_polyval_max_coefficients")
@@ -58,21 +54,17 @@ def polyval(
     "input" and "host" forms, to `coeffs` (`sum(grad * x**k)`, computed with TensorFlow ops).
 
     """
-    source = resolve_source(source, coeffs)
-    ops = _loader.ops()
-    with tf.name_scope(name or "Polyval"):
-        x = float_data(x, "x")
-        if source == "attr":
-            values = attr_values(coeffs, "coeffs")
-            if not 1 <= values.size <= MAX_COEFFICIENTS:
-                raise invalid(
-                    f"coeffs must have 1 to {MAX_COEFFICIENTS} entries; got {values.size}"
-                )
-            return ops.constmem_polyval_attr(x=x, coeffs=attr_bits(values, x.dtype))
-        coeffs = float_table(coeffs, x.dtype, "coeffs")
-        if source == "host":
-            return ops.constmem_polyval_host_table(x=x, coeffs=coeffs)
-        return ops.constmem_polyval(x=x, coeffs=coeffs)
+    return call_table_op(
+        _loader.ops(),
+        "Constmem>Polyval",
+        x,
+        coeffs,
+        data_name="x",
+        table_name="coeffs",
+        sizes=(1, MAX_COEFFICIENTS),
+        source=source,
+        name=name,
+    )
 
 
 def _derivative(coeffs: tf.Tensor) -> tf.Tensor:
@@ -102,12 +94,10 @@ def _grad_with_input(op, grad):
     return [grad_x, _coeffs_gradient(x, grad, tf.shape(coeffs)[0])]
 
 
-tf.RegisterGradient("Constmem>Polyval")(_grad_with_input)
-tf.RegisterGradient("Constmem>PolyvalHostTable")(_grad_with_input)
-
-
-@tf.RegisterGradient("Constmem>PolyvalAttr")
-def _polyval_attr_grad(op, grad):
+def _grad_with_attr(op, grad):
     coeffs = attr_floats(op.get_attr("coeffs"), op.get_attr("T"))
     derivative = np.polyder(coeffs) if coeffs.size > 1 else np.zeros(1, coeffs.dtype)
     return grad * polyval(derivative.astype(coeffs.dtype), op.inputs[0], source="attr")
+
+
+register_table_gradients("Constmem>Polyval", _grad_with_input, _grad_with_attr)

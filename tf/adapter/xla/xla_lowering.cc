@@ -90,11 +90,9 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
                                            std::to_string(lowering_.max_table) + " entries, got " +
                                            std::to_string(size)));
     std::vector<std::int64_t> dims = DataDims(ctx);
-    std::string attributes = "{}";
-    if (lowering_.describe) {
-      OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), size,
-                                             &dims, &attributes));
-    }
+    std::string attributes;
+    OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), size, &dims,
+                                           &attributes));
     // A custom call takes static shapes. Dimensions XLA marks dynamic (their size known only when
     // the program runs) are passed at their bound and marked again on the result, where each
     // element depends on its own position only; a dynamic table or row is refused.
@@ -106,7 +104,7 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
     for (std::int64_t d = 0; d < rank; ++d) {
       if (!data_shape->is_dynamic_dimension(d)) continue;
       OP_REQUIRES(
-          ctx, !(lowering_.rows_along_last_axis && d + 1 == rank),
+          ctx, lowering_.elementwise || d + 1 != rank,
           absl::UnimplementedError(lowering_.op + " under XLA needs rows of static length"));
       dynamic.push_back(d);
       data = xla::RemoveDynamicDimension(data, d);
@@ -158,19 +156,6 @@ void RegisterHandler(const XlaLowering& lowering, const char* platform, XLA_FFI_
 }
 
 }  // namespace
-
-XlaLowering MakeXlaLowering(std::string op, std::string target, const char* table_attr,
-                            std::int64_t max_table, XLA_FFI_Handler* host_handler,
-                            XLA_FFI_Handler* cuda_handler) {
-  XlaLowering lowering;
-  lowering.op = std::move(op);
-  lowering.target = std::move(target);
-  lowering.table_attr = table_attr;
-  lowering.max_table = max_table;
-  lowering.host_handler = host_handler;
-  lowering.cuda_handler = cuda_handler;
-  return lowering;
-}
 
 bool RegisterXlaLowering(const XlaLowering& lowering) {
   const std::vector<std::string> registered = tensorflow::XlaOpRegistry::GetAllRegisteredOps();

@@ -20,9 +20,12 @@
 #include <utility>
 #include <vector>
 
+#include "adapter/kernel_registration.h"
 #include "adapter/table_adapter.h"
 #include "constmem/status.hpp"
 #include "tensorflow/core/framework/node_def.pb.h"
+#include "tensorflow/core/framework/node_def_util.h"
+#include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/framework/types.pb.h"
 #include "xla/ffi/api/c_api.h"
 
@@ -38,13 +41,11 @@ struct XlaLowering {
   std::string target;        // the FFI handlers' name, "constmem_polyval"
   const char* table_attr;    // the attr form's table attr
   std::int64_t max_table;    // table sizes allowed: 1 to max_table
-  bool int32_table = false;  // Frobulate's table is int32; the others' are of the data's type
-  bool rows_along_last_axis =
-      false;  // the last axis is a row (FirFilter), not independent elements
+  bool int32_table = false;  // int32 entries (else of the data's type)
+  bool elementwise = true;   // else the last axis is one unit, a row
   // The result's dimensions from the data's (and the table's size), and the custom call's
   // attributes as an MLIR dictionary ("{}" for none), from the node's attrs and the data's type;
-  // an error for shapes the op refuses. Unset: the data's dimensions and no attributes, as for an
-  // elementwise op.
+  // an error for shapes the op refuses.
   std::function<absl::Status(const tensorflow::NodeDef& node, tensorflow::DataType dtype,
                              std::int64_t table_size, std::vector<std::int64_t>* dims,
                              std::string* attributes)>
@@ -53,10 +54,47 @@ struct XlaLowering {
   XLA_FFI_Handler* cuda_handler = nullptr;  // null in builds without GPU kernels
 };
 
-// An elementwise op's lowering (describe unset); other fields are set on the result.
-XlaLowering MakeXlaLowering(std::string op, std::string target, const char* table_attr,
-                            std::int64_t max_table, XLA_FFI_Handler* host_handler,
-                            XLA_FFI_Handler* cuda_handler);
+// A node's attrs as a kernel's construction context offers them (TableOp's Params read these).
+struct NodeAttrs {
+  const tensorflow::NodeDef& node;
+  template <class V>
+  absl::Status GetAttr(absl::string_view name, V* value) const {
+    return tensorflow::GetNodeAttr(node, name, value);
+  }
+};
+
+// The lowering of the op a TableOp (adapter/table_op.h) describes, into FFI handlers named
+// `target`: its result shape and custom-call attributes come from the op's own description.
+template <class Op>
+XlaLowering TableOpLowering(std::string target, XLA_FFI_Handler* host_handler,
+                            XLA_FFI_Handler* cuda_handler) {
+  XlaLowering lowering;
+  lowering.op = Op::kName;
+  lowering.target = std::move(target);
+  lowering.table_attr = Op::kTable;
+  lowering.max_table = Op::kMaxTable;
+  lowering.host_handler = host_handler;
+  lowering.cuda_handler = cuda_handler;
+  lowering.int32_table = Op::kInt32Table;
+  lowering.elementwise = Op::kElementwise;
+  lowering.describe = [](const tensorflow::NodeDef& node, tensorflow::DataType dtype,
+                         std::int64_t table_size, std::vector<std::int64_t>* dims,
+                         std::string* attributes) {
+    typename Op::Params params;
+    TF_RETURN_IF_ERROR(params.Read(NodeAttrs{node}, dtype));
+    TF_RETURN_IF_ERROR(Op::CheckTable(params, table_size));
+    tensorflow::TensorShape x;
+    TF_RETURN_IF_ERROR(tensorflow::TensorShape::BuildTensorShape(*dims, &x));
+    typename Op::Shape shape;
+    tensorflow::TensorShape y;
+    TF_RETURN_IF_ERROR(Op::OutputShape(x, params, table_size, &shape, &y));
+    const auto sizes = y.dim_sizes();  // a copy: begin and end of one vector
+    dims->assign(sizes.begin(), sizes.end());
+    *attributes = Op::XlaAttributes(params);
+    return absl::OkStatus();
+  };
+  return lowering;
+}
 
 // Registers the tf2xla kernels of the op's three forms and its FFI handlers, unless another copy
 // of the op library in this process has (see kernel_registration.h). Returns whether it did.
@@ -72,7 +110,9 @@ bool RegisterXlaLowering(const XlaLowering& lowering);
 #define CONSTMEM_XLA_CUDA_HANDLER(handler) nullptr
 #endif
 
-// Registers `lowering` (an XlaLowering) when the library loads.
-#define CONSTMEM_REGISTER_XLA_LOWERING(name, lowering)     \
-  [[maybe_unused]] static const bool constmem_xla_##name = \
-      ::constmem::tf_adapter::RegisterXlaLowering(lowering)
+// Registers the XLA lowering of `Op` (a TableOp) into the FFI handlers `target` when the library
+// loads; `cuda` is CONSTMEM_XLA_CUDA_HANDLER(handler).
+#define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda)                  \
+  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__LINE__) = \
+      ::constmem::tf_adapter::RegisterXlaLowering(                              \
+          ::constmem::tf_adapter::TableOpLowering<Op>(target, host, cuda))

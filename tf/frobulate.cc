@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Frobulate for TensorFlow: Constmem>Frobulate, ...HostTable and ...Attr (adapter/table_op.h).
+#include <cstdint>
+#include <vector>
+
+#include "adapter/table_op.h"
+#include "frobulate/frobulate_cpu.h"
+#include "frobulate/frobulate_functor.h"
+#if CONSTMEM_WITH_XLA
+#include "adapter/xla/xla_lowering.h"
+#include "handlers.h"
+#endif
+#if CONSTMEM_WITH_GPU
+#include "frobulate/frobulate_launcher.h"
+#endif
+
+namespace constmem {
+namespace ops {
+
+struct FrobulateTf : tf_adapter::TableOp {
+  static constexpr const char* kName = "Constmem>Frobulate";
+  static constexpr const char* kData = "data";
+  static constexpr const char* kTable = "table";
+  static constexpr const char* kOutput = "output";
+  static constexpr bool kInt32Table = true;
+  static constexpr std::int64_t kMaxTable = kFrobulateMaxTableSize;
+  static constexpr std::int64_t kMaxElements = kFrobulateMaxElements;
+  static constexpr const char* kDoc = R"doc(
+output[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1]), left to right in T.
+On the GPU the table is read from __constant__ memory with warp-uniform indices.
+data: any shape, float32 or float64.
+table: int32 vector of 1 to 16384 entries.
+)doc";
+
+  template <class T, class Shard>
+  static void RunCpu(const Params&, const Shape& shape, const T* data, T* out,
+                     const std::int32_t* table, std::int64_t size, const Shard& shard) {
+    // The kernel adds entries converted to T, once per call.
+    const std::vector<T> entries(table, table + size);
+    shard(shape.elements, size + 2, [&](std::int64_t begin, std::int64_t end) {
+      FrobulateCpuRange(data, out, begin, end, entries.data(), size);
+    });
+  }
+#if CONSTMEM_WITH_GPU
+  template <class T>
+  static Status Launch(GpuStream stream, const Params&, const Shape& shape, const T* data, T* out,
+                       const TableView<std::int32_t>& table) {
+    return LaunchFrobulate<T>(stream, data, out, shape.elements, table);
+  }
+  template <class T>
+  static Placement Place(std::int64_t size, SourceKind source) {
+    return FrobulatePlacement(size, source);
+  }
+#endif
+};
+
+}  // namespace ops
+}  // namespace constmem
+
+CONSTMEM_REGISTER_TABLE_OP(constmem::ops::FrobulateTf);
+#if CONSTMEM_WITH_XLA
+CONSTMEM_REGISTER_TABLE_OP_XLA(constmem::ops::FrobulateTf, "constmem_frobulate",
+                               constmem_frobulate_host,
+                               CONSTMEM_XLA_CUDA_HANDLER(constmem_frobulate_cuda));
+#endif
