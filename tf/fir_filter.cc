@@ -7,23 +7,17 @@
 #include "adapter/table_op.h"
 #include "fir_filter/fir_filter_cpu.h"
 #include "fir_filter/fir_filter_functor.h"
-#if CONSTMEM_WITH_XLA
-#include "adapter/xla/xla_lowering.h"
-#include "handlers.h"
-#endif
-#if CONSTMEM_WITH_GPU
 #include "fir_filter/fir_filter_launcher.h"
+#if CONSTMEM_WITH_XLA
+#include "handlers.h"  // the FFI handlers
 #endif
 
 namespace constmem {
 namespace ops {
 
 struct FirFilterTf : tf_adapter::TableOp {
-  static constexpr const char* kName = "Constmem>FirFilter";
-  static constexpr const char* kData = "x";
-  static constexpr const char* kTable = "taps";
-  static constexpr std::int64_t kMaxTable = kFirMaxTaps;
-  static constexpr std::int64_t kMaxElements = kFirMaxElements;
+  static constexpr tf_adapter::TableOpNames kNames{"Constmem>FirFilter", "x", "taps"};
+  static constexpr tf_adapter::TableOpLimits kLimits{1, kFirMaxTaps, kFirMaxElements};
   static constexpr bool kElementwise = false;  // a row is filtered as a whole
   static constexpr const char* kDoc = R"doc(
 A 1-D FIR filter along the last axis, as a correlation (what tf.nn.conv1d computes):
@@ -88,7 +82,6 @@ padding: SAME (as many outputs as samples) or VALID (n - k + 1 outputs, none if 
       FirFilterCpuRange(x, y, shape, taps, begin, end);
     });
   }
-#if CONSTMEM_WITH_GPU
   template <class T>
   static Status Launch(GpuStream stream, const Params&, const Shape& shape, const T* x, T* y,
                        const TableView<T>& taps) {
@@ -98,15 +91,12 @@ padding: SAME (as many outputs as samples) or VALID (n - k + 1 outputs, none if 
   static Placement Place(std::int64_t count, SourceKind source) {
     return FirFilterPlacement<T>(count, source);
   }
-#endif
 };
 
 }  // namespace ops
 }  // namespace constmem
 
 CONSTMEM_REGISTER_TABLE_OP(constmem::ops::FirFilterTf);
-#if CONSTMEM_WITH_XLA
 CONSTMEM_REGISTER_TABLE_OP_XLA(constmem::ops::FirFilterTf, "constmem_fir_filter",
                                constmem_fir_filter_host,
                                CONSTMEM_XLA_CUDA_HANDLER(constmem_fir_filter_cuda));
-#endif

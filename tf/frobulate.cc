@@ -6,25 +6,19 @@
 #include "adapter/table_op.h"
 #include "frobulate/frobulate_cpu.h"
 #include "frobulate/frobulate_functor.h"
-#if CONSTMEM_WITH_XLA
-#include "adapter/xla/xla_lowering.h"
-#include "handlers.h"
-#endif
-#if CONSTMEM_WITH_GPU
 #include "frobulate/frobulate_launcher.h"
+#if CONSTMEM_WITH_XLA
+#include "handlers.h"  // the FFI handlers
 #endif
 
 namespace constmem {
 namespace ops {
 
 struct FrobulateTf : tf_adapter::TableOp {
-  static constexpr const char* kName = "Constmem>Frobulate";
-  static constexpr const char* kData = "data";
-  static constexpr const char* kTable = "table";
-  static constexpr const char* kOutput = "output";
+  static constexpr tf_adapter::TableOpNames kNames{"Constmem>Frobulate", "data", "table", "output"};
+  static constexpr tf_adapter::TableOpLimits kLimits{1, kFrobulateMaxTableSize,
+                                                     kFrobulateMaxElements};
   static constexpr bool kInt32Table = true;
-  static constexpr std::int64_t kMaxTable = kFrobulateMaxTableSize;
-  static constexpr std::int64_t kMaxElements = kFrobulateMaxElements;
   static constexpr const char* kDoc = R"doc(
 output[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1]), left to right in T.
 On the GPU the table is read from __constant__ memory with warp-uniform indices.
@@ -41,7 +35,6 @@ table: int32 vector of 1 to 16384 entries.
       FrobulateCpuRange(data, out, begin, end, entries.data(), size);
     });
   }
-#if CONSTMEM_WITH_GPU
   template <class T>
   static Status Launch(GpuStream stream, const Params&, const Shape& shape, const T* data, T* out,
                        const TableView<std::int32_t>& table) {
@@ -51,15 +44,12 @@ table: int32 vector of 1 to 16384 entries.
   static Placement Place(std::int64_t size, SourceKind source) {
     return FrobulatePlacement(size, source);
   }
-#endif
 };
 
 }  // namespace ops
 }  // namespace constmem
 
 CONSTMEM_REGISTER_TABLE_OP(constmem::ops::FrobulateTf);
-#if CONSTMEM_WITH_XLA
 CONSTMEM_REGISTER_TABLE_OP_XLA(constmem::ops::FrobulateTf, "constmem_frobulate",
                                constmem_frobulate_host,
                                CONSTMEM_XLA_CUDA_HANDLER(constmem_frobulate_cuda));
-#endif

@@ -12,24 +12,18 @@
 #include "adapter/table_op.h"
 #include "interpolate/interpolate_cpu.h"
 #include "interpolate/interpolate_functor.h"
-#if CONSTMEM_WITH_XLA
-#include "adapter/xla/xla_lowering.h"
-#include "handlers.h"
-#endif
-#if CONSTMEM_WITH_GPU
 #include "interpolate/interpolate_launcher.h"
+#if CONSTMEM_WITH_XLA
+#include "handlers.h"  // the FFI handlers
 #endif
 
 namespace constmem {
 namespace ops {
 
 struct InterpolateTf : tf_adapter::TableOp {
-  static constexpr const char* kName = "Constmem>Interpolate";
-  static constexpr const char* kData = "x";
-  static constexpr const char* kTable = "knots";
-  static constexpr std::int64_t kMinTable = kInterpolateMinKnots;
-  static constexpr std::int64_t kMaxTable = kInterpolateMaxKnots;
-  static constexpr std::int64_t kMaxElements = kInterpolateMaxElements;
+  static constexpr tf_adapter::TableOpNames kNames{"Constmem>Interpolate", "x", "knots"};
+  static constexpr tf_adapter::TableOpLimits kLimits{kInterpolateMinKnots, kInterpolateMaxKnots,
+                                                     kInterpolateMaxElements};
   static constexpr const char* kDoc = R"doc(
 Piecewise-linear interpolation into `knots`, n values at n equally spaced points over [lo, hi],
 clamped at the ends: np.interp(x, np.linspace(lo, hi, n), knots), with
@@ -88,7 +82,6 @@ bounds: [lo, hi] as IEEE-754 bit patterns of x's dtype (float32 in the low 32 bi
       InterpolateCpuRange(x, y, begin, end, knots, grid);
     });
   }
-#if CONSTMEM_WITH_GPU
   template <class T>
   static Status Launch(GpuStream stream, const Params& params, const Shape& shape, const T* x, T* y,
                        const TableView<T>& knots) {
@@ -98,15 +91,12 @@ bounds: [lo, hi] as IEEE-754 bit patterns of x's dtype (float32 in the low 32 bi
   static Placement Place(std::int64_t count, SourceKind source) {
     return InterpolatePlacement<T>(count, source);
   }
-#endif
 };
 
 }  // namespace ops
 }  // namespace constmem
 
 CONSTMEM_REGISTER_TABLE_OP(constmem::ops::InterpolateTf);
-#if CONSTMEM_WITH_XLA
 CONSTMEM_REGISTER_TABLE_OP_XLA(constmem::ops::InterpolateTf, "constmem_interpolate",
                                constmem_interpolate_host,
                                CONSTMEM_XLA_CUDA_HANDLER(constmem_interpolate_cuda));
-#endif

@@ -4,11 +4,8 @@
 // for float32 and float64 data, their registration and (xla/xla_lowering.h) its XLA lowering:
 //
 //   struct Scale : tf_adapter::TableOp {  // y = x * (g[0] + ... + g[n-1]): elementwise
-//     static constexpr const char* kName = "My>Scale";
-//     static constexpr const char* kData = "x";
-//     static constexpr const char* kTable = "gains";
-//     static constexpr std::int64_t kMaxTable = 1024;
-//     static constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+//     static constexpr tf_adapter::TableOpNames kNames{"My>Scale", "x", "gains"};
+//     static constexpr tf_adapter::TableOpLimits kLimits{1, 1024, std::int64_t{1} << 40};
 //     static constexpr const char* kDoc = "y = x * sum(gains).";
 //     template <class T, class Shard>  // on the CPU: shard(count, cost, fn(begin, end))
 //     static void RunCpu(const Params&, const Shape& shape, const T* x, T* y, const T* gains,
@@ -20,6 +17,8 @@
 //     static Placement Place(std::int64_t size, SourceKind source);
 //   };
 //   CONSTMEM_REGISTER_TABLE_OP(Scale);
+//   CONSTMEM_REGISTER_TABLE_OP_XLA(Scale, "my_scale", my_scale_host,  // optional: FFI handlers
+//                                  CONSTMEM_XLA_CUDA_HANDLER(my_scale_cuda));
 //
 // The forms are `My>Scale` (the table an input), `My>ScaleHostTable` (an input in host memory)
 // and `My>ScaleAttr` (fixed per node). TableOp's defaults make an elementwise op with no attr
@@ -36,6 +35,7 @@
 
 #include "adapter/kernel_registration.h"
 #include "adapter/table_adapter.h"
+#include "adapter/xla/xla_lowering.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor_shape.h"
@@ -44,10 +44,24 @@
 namespace constmem {
 namespace tf_adapter {
 
+// An op's names: the op (its forms add "HostTable" and "Attr"), its data input, its table (an
+// input, or an attr of that name) and its output.
+struct TableOpNames {
+  const char* op;
+  const char* data;
+  const char* table;
+  const char* output = "y";
+};
+
+// How many entries the table takes (min_table to max_table) and elements the data.
+struct TableOpLimits {
+  std::int64_t min_table;
+  std::int64_t max_table;
+  std::int64_t max_elements;
+};
+
 // The defaults of an op's description; see above.
 struct TableOp {
-  static constexpr const char* kOutput = "y";
-  static constexpr std::int64_t kMinTable = 1;
   // int32 entries, whatever the data's type (else entries of the data's type).
   static constexpr bool kInt32Table = false;
   // Data of float64 as well as float32 (attr T: {float, double}); else float32 alone.
@@ -130,7 +144,8 @@ template <class Op, class Context>
 absl::Status AttrTableSize(Context* c, tensorflow::DataType dtype, std::int64_t* size) {
   auto read = [&](auto zero) {
     std::vector<decltype(zero)> values;
-    absl::Status status = ReadAttrTable(c, Op::kTable, Op::kMaxTable, &values, Op::kMinTable);
+    absl::Status status =
+        ReadAttrTable(c, Op::kNames.table, Op::kLimits.max_table, &values, Op::kLimits.min_table);
     *size = static_cast<std::int64_t>(values.size());
     return status;
   };
@@ -140,14 +155,15 @@ absl::Status AttrTableSize(Context* c, tensorflow::DataType dtype, std::int64_t*
 
 template <class Op, TableFrom kFrom>
 absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c) {
-  TF_RETURN_IF_ERROR(InferElementCount(c, 0, Op::kData, Op::kMaxElements));
+  TF_RETURN_IF_ERROR(InferElementCount(c, 0, Op::kNames.data, Op::kLimits.max_elements));
   tensorflow::DataType dtype;
   TF_RETURN_IF_ERROR(c->GetAttr("T", &dtype));
   std::int64_t size = -1;
   if (kFrom == TableFrom::kAttr) {
     TF_RETURN_IF_ERROR(AttrTableSize<Op>(c, dtype, &size));
   } else {
-    TF_RETURN_IF_ERROR(InferTableShape(c, 1, Op::kTable, Op::kMaxTable, Op::kMinTable));
+    TF_RETURN_IF_ERROR(
+        InferTableShape(c, 1, Op::kNames.table, Op::kLimits.max_table, Op::kLimits.min_table));
     const tensorflow::shape_inference::ShapeHandle table = c->input(1);
     if (c->RankKnown(table) && c->ValueKnown(c->Dim(table, 0))) size = c->Value(c->Dim(table, 0));
   }
@@ -163,7 +179,8 @@ class TableOpKernel : public tensorflow::OpKernel {
  public:
   explicit TableOpKernel(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, params_.Read(*ctx, tensorflow::DataTypeToEnum<T>::value));
-    OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, Op::kTable, Op::kMaxTable, Op::kMinTable));
+    OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, Op::kNames.table, Op::kLimits.max_table,
+                                    Op::kLimits.min_table));
   }
 
  protected:
@@ -174,7 +191,7 @@ class TableOpKernel : public tensorflow::OpKernel {
                              typename Op::Shape* shape, tensorflow::Tensor** output) const {
     TF_RETURN_IF_ERROR(Op::CheckTable(params_, table_size));
     const tensorflow::TensorShape& x = ctx->input(0).shape();
-    TF_RETURN_IF_ERROR(CheckElementCount(x, Op::kData, Op::kMaxElements));
+    TF_RETURN_IF_ERROR(CheckElementCount(x, Op::kNames.data, Op::kLimits.max_elements));
     tensorflow::TensorShape y;
     TF_RETURN_IF_ERROR(Op::OutputShape(x, params_, table_size, shape, &y));
     if (Op::kElementwise) return ctx->forward_input_or_allocate_output({0}, 0, y, output);
@@ -229,22 +246,23 @@ struct TableOpKernels {
 // Registers Op's definitions and, unless another copy of the library has, its kernels.
 template <class Op>
 bool RegisterTableOp() {
-  RegisterTableOpDefs({Op::kName, Op::kData, Op::kTable, Op::kOutput, Op::kInt32Table, Op::kFloat64,
-                       Op::Attrs(), Op::kDoc, InferTableOpShape<Op, TableFrom::kInput>,
+  RegisterTableOpDefs({Op::kNames.op, Op::kNames.data, Op::kNames.table, Op::kNames.output,
+                       Op::kInt32Table, Op::kFloat64, Op::Attrs(), Op::kDoc,
+                       InferTableOpShape<Op, TableFrom::kInput>,
                        InferTableOpShape<Op, TableFrom::kAttr>});
-  if (KernelsAlreadyRegistered(Op::kName)) return false;
+  if (KernelsAlreadyRegistered(Op::kNames.op)) return false;
   RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, float>(
-      Op::kName, tensorflow::DEVICE_CPU, Op::kTable);
+      Op::kNames.op, tensorflow::DEVICE_CPU, Op::kNames.table);
   if constexpr (Op::kFloat64) {
     RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, double>(
-        Op::kName, tensorflow::DEVICE_CPU, Op::kTable);
+        Op::kNames.op, tensorflow::DEVICE_CPU, Op::kNames.table);
   }
 #if CONSTMEM_WITH_GPU
   RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, float>(
-      Op::kName, tensorflow::DEVICE_GPU, Op::kTable);
+      Op::kNames.op, tensorflow::DEVICE_GPU, Op::kNames.table);
   if constexpr (Op::kFloat64) {
     RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, double>(
-        Op::kName, tensorflow::DEVICE_GPU, Op::kTable);
+        Op::kNames.op, tensorflow::DEVICE_GPU, Op::kNames.table);
   }
 #endif
   return true;

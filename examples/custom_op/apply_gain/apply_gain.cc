@@ -10,11 +10,8 @@
 namespace example {
 
 struct ApplyGain : constmem::tf_adapter::TableOp {
-  static constexpr const char* kName = "Example>ApplyGain";
-  static constexpr const char* kData = "x";
-  static constexpr const char* kTable = "gains";
-  static constexpr std::int64_t kMaxTable = kMaxGains;
-  static constexpr std::int64_t kMaxElements = std::int64_t{1} << 62;
+  static constexpr constmem::tf_adapter::TableOpNames kNames{"Example>ApplyGain", "x", "gains"};
+  static constexpr constmem::tf_adapter::TableOpLimits kLimits{1, kMaxGains, std::int64_t{1} << 62};
   static constexpr bool kFloat64 = false;  // float32 data alone
 
   // x as a matrix: rows of row_length samples.
@@ -50,7 +47,6 @@ struct ApplyGain : constmem::tf_adapter::TableOp {
       for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] * gains[i / shape.row_length];
     });
   }
-#if CONSTMEM_WITH_GPU
   template <class T>
   static constmem::Status Launch(constmem::GpuStream stream, const Params&, const Shape& shape,
                                  const T* x, T* y, const constmem::TableView<T>& gains) {
@@ -60,7 +56,6 @@ struct ApplyGain : constmem::tf_adapter::TableOp {
   static constmem::Placement Place(std::int64_t count, constmem::SourceKind source) {
     return ApplyGainPlacement(count, source);
   }
-#endif
 };
 
 }  // namespace example

@@ -69,10 +69,10 @@ template <class Op>
 XlaLowering TableOpLowering(std::string target, XLA_FFI_Handler* host_handler,
                             XLA_FFI_Handler* cuda_handler) {
   XlaLowering lowering;
-  lowering.op = Op::kName;
+  lowering.op = Op::kNames.op;
   lowering.target = std::move(target);
-  lowering.table_attr = Op::kTable;
-  lowering.max_table = Op::kMaxTable;
+  lowering.table_attr = Op::kNames.table;
+  lowering.max_table = Op::kLimits.max_table;
   lowering.host_handler = host_handler;
   lowering.cuda_handler = cuda_handler;
   lowering.int32_table = Op::kInt32Table;
@@ -111,8 +111,12 @@ bool RegisterXlaLowering(const XlaLowering& lowering);
 #endif
 
 // Registers the XLA lowering of `Op` (a TableOp) into the FFI handlers `target` when the library
-// loads; `cuda` is CONSTMEM_XLA_CUDA_HANDLER(handler).
+// loads; `cuda` is CONSTMEM_XLA_CUDA_HANDLER(handler). Nothing in a library without XLA lowerings.
+#if CONSTMEM_WITH_XLA
 #define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda)                  \
   [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__LINE__) = \
       ::constmem::tf_adapter::RegisterXlaLowering(                              \
           ::constmem::tf_adapter::TableOpLowering<Op>(target, host, cuda))
+#else
+#define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda) static_assert(true, "")
+#endif
