@@ -99,13 +99,14 @@ op_tests=(tests/python/test_fir_filter.py tests/python/test_frobulate.py tests/p
   tests/python/test_interpolate.py tests/python/test_gpu.py)
 step tf_gpu_ops python3 -m pytest -q -p no:cacheprovider "${op_tests[@]}" \
   --junitxml="$results/tf_gpu_ops.xml"
-# PyTorch's and JAX's tests run with the host's own torch and jax and the bundle's op libraries.
+# PyTorch's and JAX's tests run with the host's own torch and jax and the bundle's op libraries
+# (which the README's snippets and the Keras backends of the integration step load too).
+export CONSTMEM_TORCH_LIBRARY=$small/lib/_constmem_torch.so CONSTMEM_JAX_LIBRARY=$small/lib/_constmem_jax.so
 framework_tests=(tests/python/test_torch.py tests/python/test_jax.py tests/python/test_layering.py
   tests/python/test_torch_tensorflow.py)
 step tf_gpu_integration python3 -m pytest -q -p no:cacheprovider tests/python \
   --ignore=tests/python/test_multi_device.py "${op_tests[@]/#/--ignore=}" \
   "${framework_tests[@]/#/--ignore=}" --junitxml="$results/tf_gpu_integration.xml"
-export CONSTMEM_TORCH_LIBRARY=$small/lib/_constmem_torch.so CONSTMEM_JAX_LIBRARY=$small/lib/_constmem_jax.so
 step torch_jax env PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider \
   "${framework_tests[@]:0:3}" --junitxml="$results/torch_jax.xml"
 step torch_tensorflow python3 -m pytest -q -p no:cacheprovider "${framework_tests[3]}"
