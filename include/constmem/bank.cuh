@@ -42,6 +42,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "constmem/cuda_support.cuh"
@@ -526,4 +527,31 @@ struct BankBytesUpTo<-1> {
   struct name##_bank {                                                                             \
     using Entry = T;                                                                               \
     static ::constmem::Bank<T>& get() { return name(); }                                           \
+  }
+
+namespace constmem {
+namespace detail {
+template <class T, class F32, class F64>
+struct FloatBankOf {
+  static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value,
+                "constmem: float banks hold float or double entries");
+  using type = std::conditional_t<std::is_same<T, float>::value, F32, F64>;
+};
+}  // namespace detail
+}  // namespace constmem
+
+// Two banks of the same shape, of float and of double entries, for an op over either data type:
+// `name_f32` and `name_f64` as CONSTMEM_DEFINE_BANK makes them, and `name_banks::Of<T>`, the bank
+// of T's entries (CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS: the same in global memory).
+#define CONSTMEM_DEFINE_FLOAT_BANKS(name, slot_elements, slot_count) \
+  CONSTMEM_DETAIL_FLOAT_BANKS(CONSTMEM_DEFINE_BANK, name, slot_elements, slot_count)
+#define CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(name, slot_elements, slot_count) \
+  CONSTMEM_DETAIL_FLOAT_BANKS(CONSTMEM_DEFINE_GLOBAL_BANK, name, slot_elements, slot_count)
+#define CONSTMEM_DETAIL_FLOAT_BANKS(define, name, slot_elements, slot_count)                 \
+  define(name##_f32, float, slot_elements, slot_count);                                      \
+  define(name##_f64, double, slot_elements, slot_count);                                     \
+  struct name##_banks {                                                                      \
+    template <class T>                                                                       \
+    using Of =                                                                               \
+        typename ::constmem::detail::FloatBankOf<T, name##_f32_bank, name##_f64_bank>::type; \
   }

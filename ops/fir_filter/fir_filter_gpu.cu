@@ -38,20 +38,11 @@ constexpr int kSlots = 4;
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_DEFINE_BANK(fir_taps_f32, float, constmem::ops::kSlotTaps, constmem::ops::kSlots);
-CONSTMEM_DEFINE_BANK(fir_taps_f64, double, constmem::ops::kSlotTaps, constmem::ops::kSlots);
+CONSTMEM_DEFINE_FLOAT_BANKS(fir_taps, constmem::ops::kSlotTaps, constmem::ops::kSlots);
 
 namespace constmem {
 namespace ops {
 namespace {
-
-// The bank of each dtype's taps.
-template <class T>
-struct FirBank;
-template <>
-struct FirBank<float> : fir_taps_f32_bank {};
-template <>
-struct FirBank<double> : fir_taps_f64_bank {};
 
 template <class T>
 using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
@@ -773,7 +764,7 @@ Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const
     return InvalidArgument("FirFilter: invalid shape");
   }
   if (shape.rows == 0 || shape.outputs == 0) return Status::Ok();
-  return LaunchWithTable<FirByValue<T>, FirBank<T>>(
+  return LaunchWithTable<FirByValue<T>, fir_taps_banks::Of<T>>(
       stream, taps, placement,
       [&](int device, const auto& reader) {
         std::size_t device_bytes = 0;

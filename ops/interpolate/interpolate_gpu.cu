@@ -30,31 +30,14 @@ constexpr int kGlobalSlots = 8;
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_DEFINE_BANK(interpolate_knots_f32, float, constmem::ops::kConstantSlotKnots,
-                     constmem::ops::kConstantSlots);
-CONSTMEM_DEFINE_BANK(interpolate_knots_f64, double, constmem::ops::kConstantSlotKnots,
-                     constmem::ops::kConstantSlots);
-CONSTMEM_DEFINE_GLOBAL_BANK(interpolate_global_knots_f32, float, constmem::ops::kGlobalSlotKnots,
-                            constmem::ops::kGlobalSlots);
-CONSTMEM_DEFINE_GLOBAL_BANK(interpolate_global_knots_f64, double, constmem::ops::kGlobalSlotKnots,
-                            constmem::ops::kGlobalSlots);
+CONSTMEM_DEFINE_FLOAT_BANKS(interpolate_knots, constmem::ops::kConstantSlotKnots,
+                            constmem::ops::kConstantSlots);
+CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(interpolate_global_knots, constmem::ops::kGlobalSlotKnots,
+                                   constmem::ops::kGlobalSlots);
 
 namespace constmem {
 namespace ops {
 namespace {
-
-template <class T>
-struct InterpolateBanks;
-template <>
-struct InterpolateBanks<float> {
-  using Constant = interpolate_knots_f32_bank;
-  using Global = interpolate_global_knots_f32_bank;
-};
-template <>
-struct InterpolateBanks<double> {
-  using Constant = interpolate_knots_f64_bank;
-  using Global = interpolate_global_knots_f64_bank;
-};
 
 template <class T>
 using InterpolateByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
@@ -166,8 +149,8 @@ Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::i
   if (count == 0) return Status::Ok();
   const bool aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
-  using Banks = InterpolateBanks<T>;
-  return LaunchWithTable<InterpolateByValue<T>, typename Banks::Constant, typename Banks::Global>(
+  return LaunchWithTable<InterpolateByValue<T>, interpolate_knots_banks::Of<T>,
+                         interpolate_global_knots_banks::Of<T>>(
       stream, knots, placement,
       [&](int device, const auto& table) {
         return aligned ? LaunchKernel<T, std::decay_t<decltype(table)>, true>(device, stream, x, y,

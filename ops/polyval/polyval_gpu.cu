@@ -25,22 +25,12 @@ constexpr int kSlots = 4;
 }  // namespace ops
 }  // namespace constmem
 
-CONSTMEM_DEFINE_BANK(polyval_coeffs_f32, float, constmem::ops::kSlotCoefficients,
-                     constmem::ops::kSlots);
-CONSTMEM_DEFINE_BANK(polyval_coeffs_f64, double, constmem::ops::kSlotCoefficients,
-                     constmem::ops::kSlots);
+CONSTMEM_DEFINE_FLOAT_BANKS(polyval_coeffs, constmem::ops::kSlotCoefficients,
+                            constmem::ops::kSlots);
 
 namespace constmem {
 namespace ops {
 namespace {
-
-// The bank of each dtype's coefficients.
-template <class T>
-struct PolyvalBank;
-template <>
-struct PolyvalBank<float> : polyval_coeffs_f32_bank {};
-template <>
-struct PolyvalBank<double> : polyval_coeffs_f64_bank {};
 
 // Host coefficients up to 4 KiB travel as a kernel parameter.
 template <class T>
@@ -94,7 +84,7 @@ Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64
     return InvalidArgument("Polyval handles at most 2^62 elements; got " + std::to_string(count));
   }
   if (count == 0) return Status::Ok();
-  return LaunchWithTable<PolyvalByValue<T>, PolyvalBank<T>>(
+  return LaunchWithTable<PolyvalByValue<T>, polyval_coeffs_banks::Of<T>>(
       stream, coeffs, placement,
       [&](int device, const auto& reader) {
         return LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, count,
