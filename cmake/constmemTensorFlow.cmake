@@ -3,16 +3,16 @@
 # (find_package(constmem CONFIG REQUIRED COMPONENTS tf_adapter) includes this file):
 #
 #   constmem_add_tf_op_library(_my_ops
-#     SOURCES     my_op/my_ops.cc my_op/my_kernels.cc     # g++, TensorFlow's headers
+#     SOURCES     my_op/my_op.cc                          # g++, TensorFlow's headers
 #     CUDA_SOURCES my_op/my_gpu.cu                        # nvcc, no TensorFlow header
 #     INCLUDE_DIRS ${CMAKE_CURRENT_SOURCE_DIR})
 #
 # (CUDA_LIBRARY names an existing static library of CUDA code, adapter_gpu.cu included, instead of
 # CUDA_SOURCES.)
 #
-# makes _my_ops.so with the TensorFlow adapter (constmem::tf_adapter: TableOperand,
-# GpuTableArgument, kernel registration) compiled in, TensorFlow's flags from CONSTMEM_PYTHON's TensorFlow, its
-# headers as system headers, and, when CUDA is enabled, the CUDA code with a static CUDA runtime
+# makes _my_ops.so with the TensorFlow adapter (constmem::tf_adapter: TableOp, TableOperand,
+# GpuTableArgument, kernel registration) compiled in, TensorFlow's flags from CONSTMEM_PYTHON's
+# TensorFlow, its headers as system headers, and, when CUDA is enabled, the CUDA code with a static CUDA runtime
 # whose symbols are hidden (so that they never bind to the libcudart TensorFlow loaded). Without
 # CUDA_SOURCES, or with CONSTMEM_WITH_GPU off, the library has CPU kernels only.
 include_guard(GLOBAL)
