@@ -28,4 +28,5 @@ def apply_gain(x, gains, source="auto"):
         table_name="gains",
         sizes=(1, 4096),
         source=source,
+        float64=False,
     )

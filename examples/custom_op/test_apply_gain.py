@@ -28,5 +28,7 @@ def test_wrong_gain_count_is_invalid_argument(device):
         apply_gain(np.ones((3, 4), np.float32), np.ones(2, np.float32))
     with tf.device(device), pytest.raises(wrong, match="4096"):
         apply_gain(np.ones((4097, 2), np.float32), np.ones(4097, np.float32))
+    with tf.device(device), pytest.raises(wrong, match="x must be float32; got float64"):
+        apply_gain(np.ones((2, 4), np.float64), [2.0, 3.0])
     with tf.device(device):
         assert apply_gain(np.ones((2, 4), np.float32), [2.0, 3.0]).numpy()[1, 0] == 3.0

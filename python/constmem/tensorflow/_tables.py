@@ -44,11 +44,13 @@ def attr_values(table: object, name: str) -> np.ndarray:
     return values
 
 
-def float_data(data: TensorLike, name: str) -> tf.Tensor:
-    """Data of a float op: float32 or float64."""
+def float_data(data: TensorLike, name: str, float64: bool = True) -> tf.Tensor:
+    """Data of a float op: float32 or float64 (float32 alone unless `float64`)."""
     data = tf.convert_to_tensor(data)
-    if data.dtype not in (tf.float32, tf.float64):
-        raise invalid(f"{name} must be float32 or float64; got {data.dtype.name}")
+    allowed = (tf.float32, tf.float64) if float64 else (tf.float32,)
+    if data.dtype not in allowed:
+        names = " or ".join(d.name for d in allowed)
+        raise invalid(f"{name} must be {names}; got {data.dtype.name}")
     return data
 
 
@@ -126,6 +128,7 @@ def call_table_op(
     sizes: tuple[int, int],
     source: Source = "auto",
     int32: bool = False,
+    float64: bool = True,
     attrs: dict | Callable[[tf.DType], dict] | None = None,
     name: str | None = None,
 ) -> tf.Tensor:
@@ -142,13 +145,14 @@ def call_table_op(
       source: "input", "host", "attr", or "auto" ("attr" for Python or NumPy tables, else
         "input").
       int32: the table holds int32 entries (else values converted to the data's dtype).
+      float64: the op takes float64 data as well as float32 (TableOp's kFloat64).
       attrs: the op's further attrs, or a function of the data's dtype that returns them.
       name: the name scope of the op (default: the op's name without its namespace).
 
     """
     source = resolve_source(source, table)
     with tf.name_scope(name or op.split(">")[-1]):
-        data = float_data(data, data_name)
+        data = float_data(data, data_name, float64)
         extra = attrs(data.dtype) if callable(attrs) else dict(attrs or {})
         if source == "attr":
             values = attr_values(table, table_name)
