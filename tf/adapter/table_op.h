@@ -24,7 +24,9 @@
 // and `My>ScaleAttr` (fixed per node). TableOp's defaults make an elementwise op with no attr
 // but the table; an op declares what differs: further attrs and what it reads from them
 // (Params), another output shape (Shape, OutputShape, InferOutput), checks of the table against
-// the attrs (CheckTable), int32 entries whatever the data's type (kInt32Table).
+// the attrs (CheckTable), int32 entries whatever the data's type (kInt32Table), float32 data
+// alone (kFloat64 = false). In Python, constmem.tensorflow.call_table_op runs the form a caller
+// picks.
 #pragma once
 
 #include <cstdint>
