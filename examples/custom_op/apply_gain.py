@@ -4,12 +4,19 @@
 import os
 
 import tensorflow as tf
-from constmem.tensorflow import call_table_op
+from constmem.tensorflow import TableOp
 
 _LIBRARY = os.environ.get(
     "APPLY_GAIN_LIBRARY", os.path.join(os.path.dirname(__file__), "build", "_apply_gain.so")
 )
-_ops = tf.load_op_library(_LIBRARY)
+_APPLY_GAIN = TableOp(
+    tf.load_op_library(_LIBRARY),
+    "Example>ApplyGain",
+    data="x",
+    table="gains",
+    sizes=(1, 4096),
+    float64=False,
+)
 
 
 def apply_gain(x, gains, source="auto"):
@@ -19,14 +26,4 @@ def apply_gain(x, gains, source="auto"):
     (a host-memory input: by value or through pinned staging), "attr" (fixed per node), or "auto"
     ("attr" for Python or NumPy gains, else "input").
     """
-    return call_table_op(
-        _ops,
-        "Example>ApplyGain",
-        x,
-        gains,
-        data_name="x",
-        table_name="gains",
-        sizes=(1, 4096),
-        source=source,
-        float64=False,
-    )
+    return _APPLY_GAIN(x, gains, source=source)

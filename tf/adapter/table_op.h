@@ -25,7 +25,7 @@
 // but the table; an op declares what differs: further attrs and what it reads from them
 // (Params), another output shape (Shape, OutputShape, InferOutput), checks of the table against
 // the attrs (CheckTable), int32 entries whatever the data's type (kInt32Table), float32 data
-// alone (kFloat64 = false). In Python, constmem.tensorflow.call_table_op runs the form a caller
+// alone (kFloat64 = false). In Python, constmem.tensorflow.TableOp runs the form a caller
 // picks.
 #pragma once
 

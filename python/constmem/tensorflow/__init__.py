@@ -8,7 +8,7 @@ package.
 
 from constmem.tensorflow import _loader
 from constmem.tensorflow._loader import build_info, library_path
-from constmem.tensorflow._tables import call_table_op, register_table_gradients
+from constmem.tensorflow._tables import TableOp
 from constmem.tensorflow.fir_filter import MAX_TAPS, fir_filter
 from constmem.tensorflow.frobulate import MAX_TABLE_SIZE, frobulate
 from constmem.tensorflow.interpolate import MAX_KNOTS, interpolate
@@ -23,13 +23,12 @@ __all__ = [
     "MAX_KNOTS",
     "MAX_TABLE_SIZE",
     "MAX_TAPS",
+    "TableOp",
     "build_info",
-    "call_table_op",
     "fir_filter",
     "frobulate",
     "interpolate",
     "library_path",
     "polyval",
-    "register_table_gradients",
     "upload_stats",
 ]

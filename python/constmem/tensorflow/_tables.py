@@ -6,6 +6,7 @@ The choice of table form, each form's checks and encodings, errors, the gradient
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -117,64 +118,74 @@ def op_function(library: Any, op: str, suffix: str = "") -> Callable[..., tf.Ten
     return getattr(library, snake)
 
 
-def call_table_op(
-    library: Any,
-    op: str,
-    data: TensorLike,
-    table: TensorLike,
-    *,
-    data_name: str,
-    table_name: str,
-    sizes: tuple[int, int],
-    source: Source = "auto",
-    int32: bool = False,
-    float64: bool = True,
-    attrs: dict | Callable[[tf.DType], dict] | None = None,
-    name: str | None = None,
-) -> tf.Tensor:
-    """Runs the form of a table op (`op`, `op`HostTable, `op`Attr) that `source` picks.
+@dataclasses.dataclass(frozen=True)
+class TableOp:
+    """A table op as Python calls it: the three forms TableOp (tf/adapter/table_op.h) registers.
 
-    Args:
+    Attributes:
       library: the loaded op library (`tf.load_op_library`).
-      op: the op's name, "Constmem>Polyval".
-      data: float32 or float64 data.
-      table: a tensor, or a Python or NumPy sequence.
-      data_name: the op's name of its data input.
-      table_name: the op's name of its table.
+      op: the op's name, "Constmem>Polyval" (its forms add "HostTable" and "Attr").
+      data: the op's name of its data input.
+      table: the op's name of its table (an input, or an attr).
       sizes: the fewest and the most entries the table takes.
-      source: "input", "host", "attr", or "auto" ("attr" for Python or NumPy tables, else
-        "input").
       int32: the table holds int32 entries (else values converted to the data's dtype).
       float64: the op takes float64 data as well as float32 (TableOp's kFloat64).
-      attrs: the op's further attrs, or a function of the data's dtype that returns them.
-      name: the name scope of the op (default: the op's name without its namespace).
 
     """
-    source = resolve_source(source, table)
-    with tf.name_scope(name or op.split(">")[-1]):
-        data = float_data(data, data_name, float64)
-        extra = attrs(data.dtype) if callable(attrs) else dict(attrs or {})
-        if source == "attr":
-            values = attr_values(table, table_name)
-            if int32:
-                check_fits_int32(values, table_name)
-            if not sizes[0] <= values.size <= sizes[1]:
-                raise invalid(
-                    f"{table_name} must have {sizes[0]} to {sizes[1]} entries; got {values.size}"
-                )
-            encoded = [int(v) for v in values] if int32 else attr_bits(values, data.dtype)
-            call = op_function(library, op, "Attr")
-            return call(**{data_name: data, table_name: encoded}, **extra)
-        if int32:
-            table = int32_table(table, table_name)
-        else:
-            table = float_table(table, data.dtype, table_name)
-        call = op_function(library, op, "HostTable" if source == "host" else "")
-        return call(**{data_name: data, table_name: table}, **extra)
 
+    library: Any
+    op: str
+    data: str
+    table: str
+    sizes: tuple[int, int]
+    int32: bool = False
+    float64: bool = True
 
-def register_table_gradients(op: str, with_input: Callable, with_attr: Callable) -> None:
-    """Registers `with_input` as the gradient of `op` and `op`HostTable, `with_attr` of `op`Attr."""
-    tf.RegisterGradient(op)(with_input)
-    tf.RegisterGradient(op + "HostTable")(with_input)
-    tf.RegisterGradient(op + "Attr")(with_attr)
+    def __call__(
+        self,
+        data: TensorLike,
+        table: TensorLike,
+        *,
+        source: Source = "auto",
+        attrs: dict | Callable[[tf.DType], dict] | None = None,
+        name: str | None = None,
+    ) -> tf.Tensor:
+        """Runs the form `source` picks, after checking and encoding the table for it.
+
+        Args:
+          data: float32 (or float64) data.
+          table: a tensor, or a Python or NumPy sequence.
+          source: "input", "host", "attr", or "auto" ("attr" for Python or NumPy tables, else
+            "input").
+          attrs: the op's further attrs, or a function of the data's dtype that returns them.
+          name: the name scope of the op (default: the op's name without its namespace).
+
+        """
+        source = resolve_source(source, table)
+        with tf.name_scope(name or self.op.split(">")[-1]):
+            data = float_data(data, self.data, self.float64)
+            extra = attrs(data.dtype) if callable(attrs) else dict(attrs or {})
+            if source == "attr":
+                values = attr_values(table, self.table)
+                if self.int32:
+                    check_fits_int32(values, self.table)
+                low, high = self.sizes
+                if not low <= values.size <= high:
+                    raise invalid(
+                        f"{self.table} must have {low} to {high} entries; got {values.size}"
+                    )
+                encoded = [int(v) for v in values] if self.int32 else attr_bits(values, data.dtype)
+                call = op_function(self.library, self.op, "Attr")
+                return call(**{self.data: data, self.table: encoded}, **extra)
+            if self.int32:
+                table = int32_table(table, self.table)
+            else:
+                table = float_table(table, data.dtype, self.table)
+            call = op_function(self.library, self.op, "HostTable" if source == "host" else "")
+            return call(**{self.data: data, self.table: table}, **extra)
+
+    def register_gradients(self, with_input: Callable, with_attr: Callable) -> None:
+        """Registers `with_input` as both input forms' gradient, `with_attr` as the attr form's."""
+        tf.RegisterGradient(self.op)(with_input)
+        tf.RegisterGradient(self.op + "HostTable")(with_input)
+        tf.RegisterGradient(self.op + "Attr")(with_attr)

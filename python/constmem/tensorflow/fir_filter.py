@@ -11,16 +11,18 @@ import tensorflow as tf
 from constmem.tensorflow import _loader
 from constmem.tensorflow._tables import (
     Source,
+    TableOp,
     TensorLike,
     attr_floats,
-    call_table_op,
     float_data,
     invalid,
-    register_table_gradients,
 )
 
 MAX_TAPS = _loader.library_constant("constmem_fir_filter_max_taps")
 """The most taps FirFilter takes (the op library's own limit)."""
+_FIR_FILTER = TableOp(
+    _loader.ops(), "Constmem>FirFilter", data="x", table="taps", sizes=(1, MAX_TAPS)
+)
 
 Padding = Literal["SAME", "VALID"]
 
@@ -71,18 +73,7 @@ def fir_filter(
     x = float_data(x, "x")
     if x.shape.rank == 0:
         raise invalid("x must have rank 1 or more (the filter runs along the last axis)")
-    return call_table_op(
-        _loader.ops(),
-        "Constmem>FirFilter",
-        x,
-        taps,
-        data_name="x",
-        table_name="taps",
-        sizes=(1, MAX_TAPS),
-        source=source,
-        attrs={"padding": padding},
-        name=name,
-    )
+    return _FIR_FILTER(x, taps, source=source, attrs={"padding": padding}, name=name)
 
 
 def _pad_left(k: tf.Tensor, padding: str) -> tf.Tensor:
@@ -137,4 +128,4 @@ def _grad_with_attr(op, grad):
     return _x_gradient(grad, op.inputs[0], taps, op.get_attr("padding").decode(), "attr")
 
 
-register_table_gradients("Constmem>FirFilter", _grad_with_input, _grad_with_attr)
+_FIR_FILTER.register_gradients(_grad_with_input, _grad_with_attr)

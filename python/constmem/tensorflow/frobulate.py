@@ -6,10 +6,18 @@ from __future__ import annotations
 import tensorflow as tf
 
 from constmem.tensorflow import _loader
-from constmem.tensorflow._tables import Source, TensorLike, call_table_op, register_table_gradients
+from constmem.tensorflow._tables import Source, TableOp, TensorLike
 
 MAX_TABLE_SIZE = _loader.library_constant("constmem_frobulate_max_table_size")
 """The longest table: one 64 KiB constant bank of int32 entries (the op library's own limit)."""
+_FROBULATE = TableOp(
+    _loader.ops(),
+    "Constmem>Frobulate",
+    data="data",
+    table="table",
+    sizes=(1, MAX_TABLE_SIZE),
+    int32=True,
+)
 
 
 @tf.autograph.experimental.do_not_convert
@@ -49,18 +57,7 @@ def frobulate(
     The gradient with respect to `data` is the incoming gradient; `table` has none.
 
     """
-    return call_table_op(
-        _loader.ops(),
-        "Constmem>Frobulate",
-        data,
-        table,
-        data_name="data",
-        table_name="table",
-        sizes=(1, MAX_TABLE_SIZE),
-        source=source,
-        int32=True,
-        name=name,
-    )
+    return _FROBULATE(data, table, source=source, name=name)
 
 
 def _grad_with_input(op, grad):
@@ -73,4 +70,4 @@ def _grad_with_attr(op, grad):
     return grad
 
 
-register_table_gradients("Constmem>Frobulate", _grad_with_input, _grad_with_attr)
+_FROBULATE.register_gradients(_grad_with_input, _grad_with_attr)

@@ -9,16 +9,18 @@ import tensorflow as tf
 from constmem.tensorflow import _loader
 from constmem.tensorflow._tables import (
     Source,
+    TableOp,
     TensorLike,
     attr_bits,
     attr_floats,
-    call_table_op,
     invalid,
-    register_table_gradients,
 )
 
 MAX_KNOTS = _loader.library_constant("constmem_interpolate_max_knots")
 """The most knots Interpolate takes (the op library's own limit); the least is 2."""
+_INTERPOLATE = TableOp(
+    _loader.ops(), "Constmem>Interpolate", data="x", table="knots", sizes=(2, MAX_KNOTS)
+)
 
 
 def _bounds(lo: float, hi: float, dtype: tf.DType) -> list[int]:
@@ -70,17 +72,8 @@ def interpolate(
     and "host" forms, to `knots`.
 
     """
-    return call_table_op(
-        _loader.ops(),
-        "Constmem>Interpolate",
-        x,
-        knots,
-        data_name="x",
-        table_name="knots",
-        sizes=(2, MAX_KNOTS),
-        source=source,
-        name=name,
-        attrs=lambda dtype: {"bounds": _bounds(lo, hi, dtype)},
+    return _INTERPOLATE(
+        x, knots, source=source, name=name, attrs=lambda dtype: {"bounds": _bounds(lo, hi, dtype)}
     )
 
 
@@ -128,4 +121,4 @@ def _grad_with_attr(op, grad):
     return _gradients(op.inputs[0], knots, *_range(op), grad, with_knots=False)[0]
 
 
-register_table_gradients("Constmem>Interpolate", _grad_with_input, _grad_with_attr)
+_INTERPOLATE.register_gradients(_grad_with_input, _grad_with_attr)

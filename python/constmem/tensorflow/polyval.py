@@ -9,14 +9,16 @@ import tensorflow as tf
 from constmem.tensorflow import _loader
 from constmem.tensorflow._tables import (
     Source,
+    TableOp,
     TensorLike,
     attr_floats,
-    call_table_op,
-    register_table_gradients,
 )
 
 MAX_COEFFICIENTS = _loader.library_constant("constmem_polyval_max_coefficients")
 """The most coefficients (degree + 1) Polyval takes (the op library's own limit)."""
+_POLYVAL = TableOp(
+    _loader.ops(), "Constmem>Polyval", data="x", table="coeffs", sizes=(1, MAX_COEFFICIENTS)
+)
 
 
 @tf.autograph.experimental.do_not_convert
@@ -54,17 +56,7 @@ def polyval(
     "input" and "host" forms, to `coeffs` (`sum(grad * x**k)`, computed with TensorFlow ops).
 
     """
-    return call_table_op(
-        _loader.ops(),
-        "Constmem>Polyval",
-        x,
-        coeffs,
-        data_name="x",
-        table_name="coeffs",
-        sizes=(1, MAX_COEFFICIENTS),
-        source=source,
-        name=name,
-    )
+    return _POLYVAL(x, coeffs, source=source, name=name)
 
 
 def _derivative(coeffs: tf.Tensor) -> tf.Tensor:
@@ -100,4 +92,4 @@ def _grad_with_attr(op, grad):
     return grad * polyval(derivative.astype(coeffs.dtype), op.inputs[0], source="attr")
 
 
-register_table_gradients("Constmem>Polyval", _grad_with_input, _grad_with_attr)
+_POLYVAL.register_gradients(_grad_with_input, _grad_with_attr)
