@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Frobulate for TensorFlow: Constmem>Frobulate, ...HostTable and ...Attr (adapter/table_op.h).
 #include <cstdint>
-#include <vector>
 
 #include "adapter/table_op.h"
 #include "frobulate/frobulate_cpu.h"
@@ -19,6 +18,7 @@ struct FrobulateTf : tf_adapter::TableOp {
   static constexpr tf_adapter::TableOpLimits kLimits{1, kFrobulateMaxTableSize,
                                                      kFrobulateMaxElements};
   static constexpr bool kInt32Table = true;
+  static constexpr bool kCpuTableInDataType = true;  // the kernel adds entries converted to T
   static constexpr const char* kDoc = R"doc(
 output[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1]), left to right in T.
 On the GPU the table is read from __constant__ memory with warp-uniform indices.
@@ -27,12 +27,10 @@ table: int32 vector of 1 to 16384 entries.
 )doc";
 
   template <class T, class Shard>
-  static void RunCpu(const Params&, const Shape& shape, const T* data, T* out,
-                     const std::int32_t* table, std::int64_t size, const Shard& shard) {
-    // The kernel adds entries converted to T, once per call.
-    const std::vector<T> entries(table, table + size);
+  static void RunCpu(const Params&, const Shape& shape, const T* data, T* out, const T* table,
+                     std::int64_t size, const Shard& shard) {
     shard(shape.elements, size + 2, [&](std::int64_t begin, std::int64_t end) {
-      FrobulateCpuRange(data, out, begin, end, entries.data(), size);
+      FrobulateCpuRange(data, out, begin, end, table, size);
     });
   }
   template <class T>

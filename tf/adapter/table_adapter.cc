@@ -96,14 +96,6 @@ absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c,
   return absl::OkStatus();
 }
 
-absl::Status ForwardOrAllocateElementwiseOutput(tensorflow::OpKernelContext* ctx, int input_index,
-                                                const char* name, std::int64_t max_elements,
-                                                tensorflow::Tensor** output) {
-  const tensorflow::TensorShape& shape = ctx->input(input_index).shape();
-  TF_RETURN_IF_ERROR(CheckElementCount(shape, name, max_elements));
-  return ctx->forward_input_or_allocate_output({input_index}, 0, shape, output);
-}
-
 GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {
   stream_executor::Stream* stream = ctx->op_device_context()->stream();
   return static_cast<GpuStream>(stream->platform_specific_handle().stream);

@@ -51,12 +51,6 @@ absl::Status CheckElementCount(const tensorflow::TensorShape& shape, const char*
 absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c, int input_index,
                                const char* name, std::int64_t max_elements);
 
-// The output of an elementwise op: input `input_index`'s shape, its buffer reused when nothing else
-// reads it (as TensorFlow's own elementwise ops do), after checking its element count.
-absl::Status ForwardOrAllocateElementwiseOutput(tensorflow::OpKernelContext* ctx, int input_index,
-                                                const char* name, std::int64_t max_elements,
-                                                tensorflow::Tensor** output);
-
 // TensorFlow's CUDA stream for this op, as the raw handle our launchers take.
 GpuStream ComputeStream(tensorflow::OpKernelContext* ctx);
 

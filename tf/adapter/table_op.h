@@ -66,6 +66,9 @@ struct TableOpLimits {
 struct TableOp {
   // int32 entries, whatever the data's type (else entries of the data's type).
   static constexpr bool kInt32Table = false;
+  // RunCpu takes the table converted to the data's type: an attr's once, when the kernel is built,
+  // an input's per call (for an op that adds int32 entries in the data's type, as Frobulate).
+  static constexpr bool kCpuTableInDataType = false;
   // Data of float64 as well as float32 (attr T: {float, double}); else float32 alone.
   static constexpr bool kFloat64 = true;
   // y[i] depends on x[i] alone: y may take x's buffer, and XLA may pass any dimension dynamic.
@@ -209,7 +212,12 @@ struct TableOpKernels {
   template <class T, TableFrom kFrom>
   class Cpu : public TableOpKernel<Op, T, kFrom> {
    public:
-    using TableOpKernel<Op, T, kFrom>::TableOpKernel;
+    explicit Cpu(tensorflow::OpKernelConstruction* ctx) : TableOpKernel<Op, T, kFrom>(ctx) {
+      if constexpr (kConverts) {
+        const auto& attr = this->table_.attr_values();
+        converted_.assign(attr.begin(), attr.end());
+      }
+    }
 
     void Compute(tensorflow::OpKernelContext* ctx) override {
       const typename Cpu::Entry* table = nullptr;
@@ -218,9 +226,24 @@ struct TableOpKernels {
       typename Op::Shape shape;
       tensorflow::Tensor* output = nullptr;
       OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, size, &shape, &output));
+      const CpuEntry* entries = nullptr;
+      std::vector<CpuEntry> per_call;
+      if constexpr (!kConverts) {
+        entries = table;
+      } else if (kFrom == TableFrom::kAttr) {
+        entries = converted_.data();
+      } else {
+        per_call.assign(table, table + size);
+        entries = per_call.data();
+      }
       Op::template RunCpu<T>(this->params_, shape, ctx->input(0).flat<T>().data(),
-                             output->flat<T>().data(), table, size, CpuWorkers{ctx});
+                             output->flat<T>().data(), entries, size, CpuWorkers{ctx});
     }
+
+   private:
+    using CpuEntry = std::conditional_t<Op::kCpuTableInDataType, T, typename Cpu::Entry>;
+    static constexpr bool kConverts = !std::is_same<CpuEntry, typename Cpu::Entry>::value;
+    std::vector<CpuEntry> converted_;  // an attr table in the data's type
   };
 
 #if CONSTMEM_WITH_GPU
