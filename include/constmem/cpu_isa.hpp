@@ -16,6 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace constmem {
 namespace cpu {
 
@@ -71,6 +75,38 @@ inline Isa BestIsa() {
     return Isa::kPortable;
   }();
   return chosen;
+}
+
+// Whether 512-bit arithmetic runs at twice the 256-bit rate. AMD's Zen 4 (family 19h, whose only
+// cores with AVX-512 are Zen 4) executes each 512-bit operation as two 256-bit halves: there
+// AVX-512 brings wider loads and shuffles but no more arithmetic.
+inline bool FullRateAvx512() {
+  static const bool full_rate = [] {
+#if CONSTMEM_CPU_X86
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return true;
+    char vendor[12];
+    std::memcpy(vendor, &ebx, 4);
+    std::memcpy(vendor + 4, &edx, 4);
+    std::memcpy(vendor + 8, &ecx, 4);
+    if (std::memcmp(vendor, "AuthenticAMD", 12) != 0) return true;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return true;
+    const unsigned base_family = (eax >> 8) & 0xf;
+    const unsigned family = base_family + (base_family == 0xf ? (eax >> 20) & 0xff : 0);
+    return family != 0x19;
+#else
+    return true;
+#endif
+  }();
+  return full_rate;
+}
+
+// The set for a kernel whose wider form pays for its width in shuffles and line-split loads
+// (FirFilter's transposes, its unaligned sample loads): BestIsa(), but AVX2 where 512-bit
+// arithmetic runs at half rate.
+inline Isa BestIsaForShuffles() {
+  const Isa best = BestIsa();
+  return best == Isa::kAvx512 && !FullRateAvx512() ? Isa::kAvx2 : best;
 }
 
 // A GCC/Clang vector of `Bytes` bytes of T: arithmetic on it compiles to the instruction set of

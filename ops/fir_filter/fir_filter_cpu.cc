@@ -113,17 +113,11 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512(const T* x, T* y, co
   FirRange<T, 64, 12>(x, y, shape, taps, begin, end);
 }
 
-// Sixteen float rows at once, transposed: each vector holds one sample position of the 16 rows,
-// so the sample vector a tap needs is one aligned load (no cache-line split) and every tap still
-// reaches every output in order. The samples go through a transposed, zero-padded copy per chunk
-// of outputs, the results through a transposed store.
-constexpr int kGroupRows = 16;
-constexpr int kGroupAccumulators = 12;
-// Taps a pass over a chunk: 8 load their 19 sample vectors once for 96 FMAs (bench/cpu_bench.cc,
-// docs/performance.md section 8).
-constexpr int kGroupTaps = 8;
-// Outputs per chunk: the chunk's transposed samples and results stay in L1.
-constexpr std::int64_t kGroupChunk = 16 * kGroupAccumulators;
+// Groups of float rows, transposed: each vector holds one sample position of as many rows as it
+// has lanes (16 under AVX-512, 8 under AVX2), so the sample vector a tap needs is one aligned
+// load (no cache-line split) and every tap still reaches every output in order. The samples go
+// through a transposed, zero-padded copy per chunk of outputs, the results through a transposed
+// store. A policy per instruction set says the vector, the transpose and the register blocking.
 
 // GCC 12 warns that the AVX-512 intrinsics' own undefined-register helpers may be used
 // uninitialised once they are inlined here; they are not (each is fully overwritten).
@@ -167,8 +161,71 @@ CONSTMEM_TARGET_AVX512 inline void Transpose16x16(const float* in, std::int64_t 
   }
 }
 
-// Its scratch: float storage on 64-byte boundaries (vectors of 16 floats are not kept in a
-// std::vector: its code is compiled without AVX-512 and would pass them by value).
+// The same for an 8 x 8 block under AVX2 (unpack, shuffle within 128-bit lanes, then swap the
+// lanes).
+template <bool kStream = false>
+CONSTMEM_TARGET_AVX2 inline void Transpose8x8(const float* in, std::int64_t in_stride, float* out,
+                                              std::int64_t out_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) {
+    if constexpr (kStream) {
+      _mm256_stream_ps(out + i * out_stride, t[i]);  // 32-byte aligned: checked by the caller
+    } else {
+      _mm256_storeu_ps(out + i * out_stride, t[i]);
+    }
+  }
+}
+
+// AVX-512: 12 accumulators cover the FMA latency with room to spare; eight taps a pass load their
+// 19 sample vectors once for 96 FMAs, so loads stay well below the FMAs (two of each per cycle).
+struct GroupAvx512 {
+  using V = cpu::Vector<float, 64>::type;
+  static constexpr int kRows = 16;
+  static constexpr int kAccumulators = 12;
+  static constexpr int kWindowTaps = 8;
+  static constexpr int kStreamTaps = 1;
+  template <bool kStream>
+  CONSTMEM_TARGET_AVX512 static void Transpose(const float* in, std::int64_t in_stride, float* out,
+                                               std::int64_t out_stride) {
+    Transpose16x16<kStream>(in, in_stride, out, out_stride);
+  }
+};
+
+// AVX2 has 16 registers, too few for a window of samples beside enough accumulators: two taps a
+// pass take the samples in order, each loaded once into a register for both taps' FMAs (13 loads
+// per 20 FMAs; AMD's Zen cores load two 256-bit vectors a cycle). 10 accumulators, 2 taps, a
+// sample and spare registers: 12 accumulators spill, 3 taps a pass or the samples as memory
+// operands of the FMAs are 5-10% slower (bench/cpu_bench.cc, docs/performance.md section 8).
+struct GroupAvx2 {
+  using V = cpu::Vector<float, 32>::type;
+  static constexpr int kRows = 8;
+  static constexpr int kAccumulators = 10;
+  static constexpr int kWindowTaps = 1;
+  static constexpr int kStreamTaps = 2;
+  template <bool kStream>
+  CONSTMEM_TARGET_AVX2 static void Transpose(const float* in, std::int64_t in_stride, float* out,
+                                             std::int64_t out_stride) {
+    Transpose8x8<kStream>(in, in_stride, out, out_stride);
+  }
+};
+
+// Its scratch: float storage on 64-byte boundaries (wide vectors are not kept in a std::vector:
+// its code is compiled for baseline x86-64 and would pass them by value).
 struct AlignedFloats {
   float* data = nullptr;
   std::size_t capacity = 0;
@@ -183,68 +240,69 @@ struct AlignedFloats {
   }
 };
 
-CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float* x, float* y,
-                                                                    const FirShape& shape,
-                                                                    const float* taps,
-                                                                    std::int64_t first_row,
-                                                                    AlignedFloats& scratch) {
-  using V = cpu::Vector<float, 64>::type;
+// One group of G::kRows rows, every output.
+template <class G>
+__attribute__((always_inline)) inline void RowGroup(const float* x, float* y, const FirShape& shape,
+                                                    const float* taps, std::int64_t first_row,
+                                                    AlignedFloats& scratch) {
+  using V = typename G::V;
+  constexpr int kRows = G::kRows, kAcc = G::kAccumulators, kTaps = G::kWindowTaps;
+  // Outputs per chunk: the chunk's transposed samples and results stay in L1.
+  constexpr std::int64_t kChunk = 16 * kAcc;
   const std::int64_t k = shape.taps;
-  for (std::int64_t begin = 0; begin < shape.outputs; begin += kGroupChunk) {
-    const std::int64_t count = std::min(kGroupChunk, shape.outputs - begin);
-    const std::int64_t tiles = (count + kGroupAccumulators - 1) / kGroupAccumulators;
-    const std::int64_t span = tiles * kGroupAccumulators + k - 1;
-    float* transposed =
-        scratch.Reserve(static_cast<std::size_t>((span + tiles * kGroupAccumulators) * kGroupRows));
-    float* results = transposed + span * kGroupRows;  // outputs by position, 16 rows each
+  for (std::int64_t begin = 0; begin < shape.outputs; begin += kChunk) {
+    const std::int64_t count = std::min(kChunk, shape.outputs - begin);
+    const std::int64_t tiles = (count + kAcc - 1) / kAcc;
+    const std::int64_t span = tiles * kAcc + k - 1;
+    float* transposed = scratch.Reserve(static_cast<std::size_t>((span + tiles * kAcc) * kRows));
+    float* results = transposed + span * kRows;  // outputs by position, kRows rows each
     const std::int64_t start = begin - shape.pad_left;
     const std::int64_t from = std::max<std::int64_t>(start, 0);
     const std::int64_t to = std::min(start + span, shape.length);
     // Zeros only where the chunk reaches past either end of the rows.
-    std::memset(transposed, 0, (from - start) * kGroupRows * sizeof(float));
-    std::memset(transposed + (to - start) * kGroupRows, 0,
-                (start + span - to) * kGroupRows * sizeof(float));
+    std::memset(transposed, 0, (from - start) * kRows * sizeof(float));
+    std::memset(transposed + (to - start) * kRows, 0, (start + span - to) * kRows * sizeof(float));
     const float* rows = x + first_row * shape.length;
     std::int64_t s = from;
-    for (; s + 16 <= to; s += 16) {
-      Transpose16x16(rows + s, shape.length, transposed + (s - start) * kGroupRows, kGroupRows);
+    for (; s + kRows <= to; s += kRows) {
+      G::template Transpose<false>(rows + s, shape.length, transposed + (s - start) * kRows, kRows);
     }
-    if (s < to && to - from >= 16) {  // the last positions: a block that overlaps the one before
-      Transpose16x16(rows + to - 16, shape.length, transposed + (to - 16 - start) * kGroupRows,
-                     kGroupRows);
+    if (s < to && to - from >= kRows) {  // the last positions: a block that overlaps the one before
+      G::template Transpose<false>(rows + to - kRows, shape.length,
+                                   transposed + (to - kRows - start) * kRows, kRows);
       s = to;
     }
-    for (int r = 0; r < kGroupRows; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       for (std::int64_t q = s; q < to; ++q) {
-        transposed[(q - start) * kGroupRows + r] = rows[r * shape.length + q];
+        transposed[(q - start) * kRows + r] = rows[r * shape.length + q];
       }
     }
-    // The next chunk's samples (16 rows, 64 bytes a line), requested a share per tile while this
-    // chunk computes: sixteen row streams are more than the hardware prefetchers follow. They go
-    // to L2 (prefetcht2), not L1, which this chunk's transposed samples and results fill.
-    const std::int64_t next = start + kGroupChunk;
+    // The next chunk's samples (kRows rows, 64 bytes a line), requested a share per tile while
+    // this chunk computes: that many row streams are more than the hardware prefetchers follow.
+    // They go to L2 (prefetcht2), not L1, which this chunk's transposed samples and results fill.
+    const std::int64_t next = start + kChunk;
     const std::int64_t lines_per_row = (span + 15) / 16;
-    const std::int64_t lines_per_tile = (kGroupRows * lines_per_row + tiles - 1) / tiles;
+    const std::int64_t lines_per_tile = (kRows * lines_per_row + tiles - 1) / tiles;
     std::int64_t prefetch_row = 0, prefetch_line = 0;  // a cursor: no division per line
-    // Back to rows: each block of 16 outputs transposed as soon as its tiles are done, so that the
-    // stores stream out while later tiles compute; the rest one by one at the end.
+    // Back to rows: each block of kRows outputs transposed as soon as its tiles are done, so that
+    // the stores stream out while later tiles compute; the rest one by one at the end.
     float* out_rows = y + first_row * shape.outputs + begin;
     std::int64_t o = 0;
     // Streaming stores write the outputs around the cache (no read of the lines first) where
-    // every row of the block starts on a 64-byte boundary.
+    // every row of the block starts on a vector boundary.
     const bool stream =
-        reinterpret_cast<std::uintptr_t>(out_rows) % 64 == 0 && shape.outputs % 16 == 0;
+        reinterpret_cast<std::uintptr_t>(out_rows) % sizeof(V) == 0 && shape.outputs % kRows == 0;
     auto store_blocks = [&](std::int64_t done) {
-      for (; o + 16 <= done; o += 16) {
+      for (; o + kRows <= done; o += kRows) {
         if (stream) {
-          Transpose16x16<true>(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+          G::template Transpose<true>(results + o * kRows, kRows, out_rows + o, shape.outputs);
         } else {
-          Transpose16x16(results + o * kGroupRows, kGroupRows, out_rows + o, shape.outputs);
+          G::template Transpose<false>(results + o * kRows, kRows, out_rows + o, shape.outputs);
         }
       }
     };
     for (std::int64_t t = 0; t < tiles; ++t) {
-      for (std::int64_t l = 0; l < lines_per_tile && prefetch_row < kGroupRows; ++l) {
+      for (std::int64_t l = 0; l < lines_per_tile && prefetch_row < kRows; ++l) {
         const std::int64_t at = next + prefetch_line * 16;
         if (at >= 0 && at < shape.length)
           __builtin_prefetch(rows + prefetch_row * shape.length + at, 0, 1);
@@ -253,79 +311,128 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512RowGroup(const float*
           ++prefetch_row;
         }
       }
-      const float* in = transposed + t * kGroupAccumulators * kGroupRows;
-      V acc[kGroupAccumulators] = {};
-      // kGroupTaps taps at a time: their samples are loaded once into registers and each feeds
-      // up to kGroupTaps FMAs, so loads stay well below the FMAs (two of each per cycle).
+      const float* in = transposed + t * kAcc * kRows;
+      V acc[kAcc] = {};
+      // kTaps taps at a time: their samples are loaded once into registers and each feeds up to
+      // kTaps FMAs.
       std::int64_t j = 0;
-      for (; j + kGroupTaps <= k; j += kGroupTaps) {
-        const float* samples = in + j * kGroupRows;
-        asm("" : "+r"(samples));  // fresh loads, not register moves from the last block's window
-        V window[kGroupAccumulators + kGroupTaps - 1];
+      if constexpr (kTaps > 1) {
+        for (; j + kTaps <= k; j += kTaps) {
+          const float* samples = in + j * kRows;
+          asm("" : "+r"(samples));  // fresh loads, not register moves from the last block's window
+          V window[kAcc + kTaps - 1];
 #pragma GCC unroll 32
-        for (int i = 0; i < kGroupAccumulators + kGroupTaps - 1; ++i) {
-          std::memcpy(&window[i], samples + i * kGroupRows, sizeof(V));
-        }
+          for (int i = 0; i < kAcc + kTaps - 1; ++i) {
+            std::memcpy(&window[i], samples + i * kRows, sizeof(V));
+          }
 #pragma GCC unroll 16
-        for (int jj = 0; jj < kGroupTaps; ++jj) {
-          V tap;
-          cpu::Broadcast(tap, taps + j + jj);
+          for (int jj = 0; jj < kTaps; ++jj) {
+            V tap;
+            cpu::Broadcast(tap, taps + j + jj);
 #pragma GCC unroll 16
-          for (int a = 0; a < kGroupAccumulators; ++a)
-            cpu::Fma(acc[a], window[a + jj], tap, acc[a]);
-          asm("" : : "v"(tap));
-        }
-        // The window and each tap stay live to here: otherwise GCC lets an FMA overwrite a sample
-        // or the tap at its last use and moves the sum back to its accumulator, a 512-bit
-        // register move (an FMA port's slot) per few FMAs.
+            for (int a = 0; a < kAcc; ++a) cpu::Fma(acc[a], window[a + jj], tap, acc[a]);
+            asm("" : : "v"(tap));
+          }
+          // The window and each tap stay live to here: otherwise GCC lets an FMA overwrite a
+          // sample or the tap at its last use and moves the sum back to its accumulator, a
+          // register move (an FMA port's slot) per few FMAs.
 #pragma GCC unroll 32
-        for (int i = 0; i < kGroupAccumulators + kGroupTaps - 1; ++i) asm("" : : "v"(window[i]));
+          for (int i = 0; i < kAcc + kTaps - 1; ++i) asm("" : : "v"(window[i]));
+        }
+      }
+      if constexpr (G::kStreamTaps > 1) {
+        // kStreamTaps taps a pass, the samples in order: each sample is loaded once and feeds the
+        // accumulators that need it for each of the taps (accumulator a takes sample a + jj for
+        // tap jj, after sample a + jj - 1 for tap jj - 1), so only the accumulators, the taps and
+        // one sample need registers.
+        constexpr int kT = G::kStreamTaps;
+        for (; j + kT <= k; j += kT) {
+          V tap[kT];
+#pragma GCC unroll 8
+          for (int jj = 0; jj < kT; ++jj) cpu::Broadcast(tap[jj], taps + j + jj);
+          const float* samples = in + j * kRows;
+          asm("" : "+r"(samples));
+#pragma GCC unroll 32
+          for (int i = 0; i < kAcc + kT - 1; ++i) {
+            V sample;
+            std::memcpy(&sample, samples + i * kRows, sizeof(V));
+            asm("" : "+v"(sample));  // one load into a register, not one folded into each FMA
+#pragma GCC unroll 8
+            for (int jj = 0; jj < kT; ++jj) {
+              if (i - jj >= 0 && i - jj < kAcc) cpu::Fma(acc[i - jj], sample, tap[jj], acc[i - jj]);
+            }
+          }
+        }
       }
       for (; j < k; ++j) {
         V tap;
         cpu::Broadcast(tap, taps + j);
-        const float* samples = in + j * kGroupRows;
+        const float* samples = in + j * kRows;
         // Opaque to the compiler: otherwise it keeps the sliding window of samples in registers
-        // and shifts it with a register move per FMA, and on this port layout a 512-bit move
-        // takes an FMA's slot. A load folded into each FMA costs no FMA slot.
+        // and shifts it with a register move per FMA, which takes an FMA port's slot. A load
+        // folded into each FMA costs no FMA slot.
         asm("" : "+r"(samples));
 #pragma GCC unroll 16
-        for (int a = 0; a < kGroupAccumulators; ++a) {
+        for (int a = 0; a < kAcc; ++a) {
           V sample;
-          std::memcpy(&sample, samples + a * kGroupRows, sizeof(V));
+          std::memcpy(&sample, samples + a * kRows, sizeof(V));
           cpu::Fma(acc[a], sample, tap, acc[a]);
         }
       }
-      for (int a = 0; a < kGroupAccumulators; ++a) {
-        std::memcpy(results + (t * kGroupAccumulators + a) * kGroupRows, &acc[a], sizeof(V));
+      // Unrolled, as every loop over the accumulators: an index known only at run time would keep
+      // them in memory rather than registers.
+#pragma GCC unroll 16
+      for (int a = 0; a < kAcc; ++a) {
+        std::memcpy(results + (t * kAcc + a) * kRows, &acc[a], sizeof(V));
       }
-      store_blocks(std::min(count, (t + 1) * kGroupAccumulators));
+      store_blocks(std::min(count, (t + 1) * kAcc));
     }
-    for (int r = 0; r < kGroupRows; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       for (std::int64_t q = o; q < count; ++q) {
-        out_rows[r * shape.outputs + q] = results[q * kGroupRows + r];
+        out_rows[r * shape.outputs + q] = results[q * kRows + r];
       }
     }
   }
 }
 
-// The outputs [begin, end): whole groups of 16 rows transposed, the rest row by row.
-CONSTMEM_TARGET_AVX512 void Avx512Grouped(const float* x, float* y, const FirShape& shape,
-                                          const float* taps, std::int64_t begin, std::int64_t end) {
+// The outputs [begin, end): whole groups of G::kRows rows transposed, the rest by `by_rows`.
+template <class G>
+__attribute__((always_inline)) inline void Grouped(const float* x, float* y, const FirShape& shape,
+                                                   const float* taps, std::int64_t begin,
+                                                   std::int64_t end,
+                                                   void (*by_rows)(const float*, float*,
+                                                                   const FirShape&, const float*,
+                                                                   std::int64_t, std::int64_t)) {
   const std::int64_t m = shape.outputs;
   const std::int64_t first_full_row = (begin + m - 1) / m;
   const std::int64_t end_full_row = end / m;
-  const std::int64_t groups = std::max<std::int64_t>(0, end_full_row - first_full_row) / kGroupRows;
-  if (groups == 0) return Avx512(x, y, shape, taps, begin, end);
+  const std::int64_t groups = std::max<std::int64_t>(0, end_full_row - first_full_row) / G::kRows;
+  if (groups == 0) return by_rows(x, y, shape, taps, begin, end);
   const std::int64_t grouped_begin = first_full_row * m;
-  const std::int64_t grouped_end = (first_full_row + groups * kGroupRows) * m;
-  Avx512(x, y, shape, taps, begin, grouped_begin);
+  const std::int64_t grouped_end = (first_full_row + groups * G::kRows) * m;
+  by_rows(x, y, shape, taps, begin, grouped_begin);
   AlignedFloats scratch;
   for (std::int64_t g = 0; g < groups; ++g) {
-    Avx512RowGroup(x, y, shape, taps, first_full_row + g * kGroupRows, scratch);
+    RowGroup<G>(x, y, shape, taps, first_full_row + g * G::kRows, scratch);
   }
   _mm_sfence();  // the streaming stores are visible before the op returns
-  Avx512(x, y, shape, taps, grouped_end, end);
+  by_rows(x, y, shape, taps, grouped_end, end);
+}
+
+CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512Grouped(const float* x, float* y,
+                                                                   const FirShape& shape,
+                                                                   const float* taps,
+                                                                   std::int64_t begin,
+                                                                   std::int64_t end) {
+  Grouped<GroupAvx512>(x, y, shape, taps, begin, end, Avx512<float>);
+}
+
+CONSTMEM_TARGET_AVX2 __attribute__((flatten)) void Avx2Grouped(const float* x, float* y,
+                                                               const FirShape& shape,
+                                                               const float* taps,
+                                                               std::int64_t begin,
+                                                               std::int64_t end) {
+  Grouped<GroupAvx2>(x, y, shape, taps, begin, end, Avx2<float>);
 }
 
 #pragma GCC diagnostic pop
@@ -345,6 +452,9 @@ void FirFilterCpuRange(const T* x, T* y, const FirShape& shape, const T* taps, s
       }
       return Avx512(x, y, shape, taps, begin, end);
     case cpu::Isa::kAvx2:
+      if constexpr (std::is_same<T, float>::value) {
+        return Avx2Grouped(x, y, shape, taps, begin, end);
+      }
       return Avx2(x, y, shape, taps, begin, end);
 #endif
     default:

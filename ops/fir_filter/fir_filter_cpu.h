@@ -13,10 +13,11 @@ namespace ops {
 
 // Outputs [begin, end) of the rows-by-outputs result, flattened row-major: `x` holds
 // shape.rows x shape.length samples, `y` shape.rows x shape.outputs outputs. `isa` must be
-// supported (cpu::IsaSupported).
+// supported (cpu::IsaSupported); the default is AVX2 on CPUs whose AVX-512 runs at half rate
+// (cpu::BestIsaForShuffles), where the 256-bit kernels are 10-30% faster.
 template <class T>
 void FirFilterCpuRange(const T* x, T* y, const FirShape& shape, const T* taps, std::int64_t begin,
-                       std::int64_t end, cpu::Isa isa = cpu::BestIsa());
+                       std::int64_t end, cpu::Isa isa = cpu::BestIsaForShuffles());
 
 extern template void FirFilterCpuRange<float>(const float*, float*, const FirShape&, const float*,
                                               std::int64_t, std::int64_t, cpu::Isa);

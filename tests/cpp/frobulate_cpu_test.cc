@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -132,16 +133,43 @@ INSTANTIATE_TEST_SUITE_P(EveryInstructionSet, FrobulateCpu,
 
 TEST(CpuIsa, BestIsTheWidestSupportedUnderTheCap) {
   EXPECT_TRUE(cpu::IsaSupported(Isa::kPortable));
-  const char* cap = std::getenv("CONSTMEM_CPU_ISA");
-  if (cap != nullptr && std::string(cap) == "portable") {
+  const char* cap_env = std::getenv("CONSTMEM_CPU_ISA");
+  const std::string cap = cap_env != nullptr ? cap_env : "";
+  if (cap == "portable") {
     EXPECT_EQ(cpu::BestIsa(), Isa::kPortable);
-  } else if (cpu::IsaSupported(Isa::kAvx512)) {
+  } else if (cpu::IsaSupported(Isa::kAvx512) && cap != "avx2") {
     EXPECT_EQ(cpu::BestIsa(), Isa::kAvx512);
   } else if (cpu::IsaSupported(Isa::kAvx2)) {
     EXPECT_EQ(cpu::BestIsa(), Isa::kAvx2);
   } else {
     EXPECT_EQ(cpu::BestIsa(), Isa::kPortable);
   }
+}
+
+// /proc/cpuinfo's vendor and family, an independent reading of what cpuid says.
+bool HalfRateAvx512FromCpuinfo(bool* known) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, vendor;
+  int family = -1;
+  while (std::getline(cpuinfo, line) && (vendor.empty() || family < 0)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "vendor_id") vendor = value;
+    if (key == "cpu family") family = std::atoi(value.c_str());
+  }
+  *known = !vendor.empty() && family >= 0;
+  return vendor == "AuthenticAMD" && family == 0x19;
+}
+
+TEST(CpuIsa, ShuffleHeavyKernelsTakeAvx2WhereAvx512RunsAtHalfRate) {
+  bool known = false;
+  const bool half_rate = HalfRateAvx512FromCpuinfo(&known);
+  if (!known) GTEST_SKIP() << "no /proc/cpuinfo vendor and family";
+  EXPECT_EQ(cpu::FullRateAvx512(), !half_rate);
+  const Isa expected = cpu::BestIsa() == Isa::kAvx512 && half_rate ? Isa::kAvx2 : cpu::BestIsa();
+  EXPECT_EQ(cpu::BestIsaForShuffles(), expected);
 }
 
 }  // namespace
