@@ -199,6 +199,10 @@ struct GroupAvx512 {
   static constexpr int kAccumulators = 12;
   static constexpr int kWindowTaps = 8;
   static constexpr int kStreamTaps = 1;
+  // Outputs per chunk: its transposed samples and results (29 KB at 63 taps) fill L1, so the next
+  // chunk's samples are prefetched to L2.
+  static constexpr std::int64_t kChunkOutputs = 16 * 12;
+  static constexpr int kPrefetchLocality = 1;
   template <bool kStream>
   CONSTMEM_TARGET_AVX512 static void Transpose(const float* in, std::int64_t in_stride, float* out,
                                                std::int64_t out_stride) {
@@ -217,6 +221,11 @@ struct GroupAvx2 {
   static constexpr int kAccumulators = 10;
   static constexpr int kWindowTaps = 1;
   static constexpr int kStreamTaps = 2;
+  // 320 outputs a chunk (22 KB of transposed samples and results, within a 32 KB L1) and the next
+  // chunk's samples prefetched to L1: 8-10% faster on Zen 4 than 160 outputs prefetched to L2
+  // (fewer halo samples transposed twice).
+  static constexpr std::int64_t kChunkOutputs = 32 * 10;
+  static constexpr int kPrefetchLocality = 3;
   template <bool kStream>
   CONSTMEM_TARGET_AVX2 static void Transpose(const float* in, std::int64_t in_stride, float* out,
                                              std::int64_t out_stride) {
@@ -247,8 +256,8 @@ __attribute__((always_inline)) inline void RowGroup(const float* x, float* y, co
                                                     AlignedFloats& scratch) {
   using V = typename G::V;
   constexpr int kRows = G::kRows, kAcc = G::kAccumulators, kTaps = G::kWindowTaps;
-  // Outputs per chunk: the chunk's transposed samples and results stay in L1.
-  constexpr std::int64_t kChunk = 16 * kAcc;
+  constexpr std::int64_t kChunk = G::kChunkOutputs;
+  static_assert(kChunk % kAcc == 0, "a chunk is whole tiles");
   const std::int64_t k = shape.taps;
   for (std::int64_t begin = 0; begin < shape.outputs; begin += kChunk) {
     const std::int64_t count = std::min(kChunk, shape.outputs - begin);
@@ -279,7 +288,6 @@ __attribute__((always_inline)) inline void RowGroup(const float* x, float* y, co
     }
     // The next chunk's samples (kRows rows, 64 bytes a line), requested a share per tile while
     // this chunk computes: that many row streams are more than the hardware prefetchers follow.
-    // They go to L2 (prefetcht2), not L1, which this chunk's transposed samples and results fill.
     const std::int64_t next = start + kChunk;
     const std::int64_t lines_per_row = (span + 15) / 16;
     const std::int64_t lines_per_tile = (kRows * lines_per_row + tiles - 1) / tiles;
@@ -305,7 +313,7 @@ __attribute__((always_inline)) inline void RowGroup(const float* x, float* y, co
       for (std::int64_t l = 0; l < lines_per_tile && prefetch_row < kRows; ++l) {
         const std::int64_t at = next + prefetch_line * 16;
         if (at >= 0 && at < shape.length)
-          __builtin_prefetch(rows + prefetch_row * shape.length + at, 0, 1);
+          __builtin_prefetch(rows + prefetch_row * shape.length + at, 0, G::kPrefetchLocality);
         if (++prefetch_line == lines_per_row) {
           prefetch_line = 0;
           ++prefetch_row;
