@@ -191,17 +191,17 @@ CONSTMEM_TARGET_AVX2 inline void Transpose8x8(const float* in, std::int64_t in_s
   }
 }
 
-// AVX-512: 12 accumulators cover the FMA latency with room to spare; eight taps a pass load their
-// 19 sample vectors once for 96 FMAs, so loads stay well below the FMAs (two of each per cycle).
+// AVX-512: 16 accumulators and four taps a pass (21 of 32 registers): 20 sample loads and 4
+// broadcasts per 64 FMAs. Up to 8-10% faster than eight taps through a window of 19 samples into
+// 12 accumulators on a Xeon and on Zen 4 (alternating runs, docs/performance.md section 8).
 struct GroupAvx512 {
   using V = cpu::Vector<float, 64>::type;
   static constexpr int kRows = 16;
-  static constexpr int kAccumulators = 12;
-  static constexpr int kWindowTaps = 8;
-  static constexpr int kStreamTaps = 1;
-  // Outputs per chunk: its transposed samples and results (29 KB at 63 taps) fill L1, so the next
+  static constexpr int kAccumulators = 16;
+  static constexpr int kTapsPerPass = 4;
+  // Outputs per chunk: its transposed samples and results (37 KB at 63 taps) fill L1, so the next
   // chunk's samples are prefetched to L2.
-  static constexpr std::int64_t kChunkOutputs = 16 * 12;
+  static constexpr std::int64_t kChunkOutputs = 16 * 16;
   static constexpr int kPrefetchLocality = 1;
   // Each transposed store is a whole 64-byte line of a row: streamed around the cache.
   static constexpr bool kStreamingStores = true;
@@ -212,17 +212,15 @@ struct GroupAvx512 {
   }
 };
 
-// AVX2 has 16 registers, too few for a window of samples beside enough accumulators: two taps a
-// pass take the samples in order, each loaded once into a register for both taps' FMAs (13 loads
-// per 20 FMAs; AMD's Zen cores load two 256-bit vectors a cycle). 10 accumulators, 2 taps, a
-// sample and spare registers: 12 accumulators spill, 3 taps a pass or the samples as memory
-// operands of the FMAs are 5-10% slower (bench/cpu_bench.cc, docs/performance.md section 8).
+// AVX2: 10 accumulators and two taps a pass in 16 registers (11 sample loads and 2 broadcasts per
+// 20 FMAs; AMD's Zen cores load two 256-bit vectors a cycle): 12 accumulators spill, 3 taps a
+// pass or the samples as memory operands of the FMAs are 5-10% slower (docs/performance.md
+// section 8).
 struct GroupAvx2 {
   using V = cpu::Vector<float, 32>::type;
   static constexpr int kRows = 8;
   static constexpr int kAccumulators = 10;
-  static constexpr int kWindowTaps = 1;
-  static constexpr int kStreamTaps = 2;
+  static constexpr int kTapsPerPass = 2;
   // 320 outputs a chunk (22 KB of transposed samples and results, within a 32 KB L1) and the next
   // chunk's samples prefetched to L1: 8-10% faster on Zen 4 than 160 outputs prefetched to L2
   // (fewer halo samples transposed twice).
@@ -260,7 +258,7 @@ __attribute__((always_inline)) inline void RowGroup(const float* x, float* y, co
                                                     const float* taps, std::int64_t first_row,
                                                     AlignedFloats& scratch) {
   using V = typename G::V;
-  constexpr int kRows = G::kRows, kAcc = G::kAccumulators, kTaps = G::kWindowTaps;
+  constexpr int kRows = G::kRows, kAcc = G::kAccumulators, kTaps = G::kTapsPerPass;
   constexpr std::int64_t kChunk = G::kChunkOutputs;
   static_assert(kChunk % kAcc == 0, "a chunk is whole tiles");
   const std::int64_t k = shape.taps;
@@ -327,39 +325,13 @@ __attribute__((always_inline)) inline void RowGroup(const float* x, float* y, co
       }
       const float* in = transposed + t * kAcc * kRows;
       V acc[kAcc] = {};
-      // kTaps taps at a time: their samples are loaded once into registers and each feeds up to
-      // kTaps FMAs.
       std::int64_t j = 0;
-      if constexpr (kTaps > 1) {
-        for (; j + kTaps <= k; j += kTaps) {
-          const float* samples = in + j * kRows;
-          asm("" : "+r"(samples));  // fresh loads, not register moves from the last block's window
-          V window[kAcc + kTaps - 1];
-#pragma GCC unroll 32
-          for (int i = 0; i < kAcc + kTaps - 1; ++i) {
-            std::memcpy(&window[i], samples + i * kRows, sizeof(V));
-          }
-#pragma GCC unroll 16
-          for (int jj = 0; jj < kTaps; ++jj) {
-            V tap;
-            cpu::Broadcast(tap, taps + j + jj);
-#pragma GCC unroll 16
-            for (int a = 0; a < kAcc; ++a) cpu::Fma(acc[a], window[a + jj], tap, acc[a]);
-            asm("" : : "v"(tap));
-          }
-          // The window and each tap stay live to here: otherwise GCC lets an FMA overwrite a
-          // sample or the tap at its last use and moves the sum back to its accumulator, a
-          // register move (an FMA port's slot) per few FMAs.
-#pragma GCC unroll 32
-          for (int i = 0; i < kAcc + kTaps - 1; ++i) asm("" : : "v"(window[i]));
-        }
-      }
-      if constexpr (G::kStreamTaps > 1) {
-        // kStreamTaps taps a pass, the samples in order: each sample is loaded once and feeds the
+      {
+        // kTaps taps a pass, the samples in order: each sample is loaded once and feeds the
         // accumulators that need it for each of the taps (accumulator a takes sample a + jj for
         // tap jj, after sample a + jj - 1 for tap jj - 1), so only the accumulators, the taps and
         // one sample need registers.
-        constexpr int kT = G::kStreamTaps;
+        constexpr int kT = kTaps;
         for (; j + kT <= k; j += kT) {
           V tap[kT];
 #pragma GCC unroll 8
