@@ -192,8 +192,8 @@ CONSTMEM_TARGET_AVX2 inline void Transpose8x8(const float* in, std::int64_t in_s
 }
 
 // AVX-512: 16 accumulators and four taps a pass (21 of 32 registers): 20 sample loads and 4
-// broadcasts per 64 FMAs. Up to 8-10% faster than eight taps through a window of 19 samples into
-// 12 accumulators on a Xeon and on Zen 4 (alternating runs, docs/performance.md section 8).
+// broadcasts per 64 FMAs. 1.1-1.2x eight taps through a window of 19 samples into 12
+// accumulators on a Xeon, 1.1x on Zen 4 (alternating runs, docs/performance.md section 8).
 struct GroupAvx512 {
   using V = cpu::Vector<float, 64>::type;
   static constexpr int kRows = 16;
