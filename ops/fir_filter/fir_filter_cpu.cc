@@ -163,7 +163,6 @@ CONSTMEM_TARGET_AVX512 inline void Transpose16x16(const float* in, std::int64_t 
 
 // The same for an 8 x 8 block under AVX2 (unpack, shuffle within 128-bit lanes, then swap the
 // lanes).
-template <bool kStream = false>
 CONSTMEM_TARGET_AVX2 inline void Transpose8x8(const float* in, std::int64_t in_stride, float* out,
                                               std::int64_t out_stride) {
   __m256 r[8], t[8];
@@ -182,13 +181,7 @@ CONSTMEM_TARGET_AVX2 inline void Transpose8x8(const float* in, std::int64_t in_s
     t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
     t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
   }
-  for (int i = 0; i < 8; ++i) {
-    if constexpr (kStream) {
-      _mm256_stream_ps(out + i * out_stride, t[i]);  // 32-byte aligned: checked by the caller
-    } else {
-      _mm256_storeu_ps(out + i * out_stride, t[i]);
-    }
-  }
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + i * out_stride, t[i]);
 }
 
 // AVX-512: 16 accumulators and four taps a pass (21 of 32 registers): 20 sample loads and 4
@@ -205,10 +198,13 @@ struct GroupAvx512 {
   static constexpr int kPrefetchLocality = 1;
   // Each transposed store is a whole 64-byte line of a row: streamed around the cache.
   static constexpr bool kStreamingStores = true;
-  template <bool kStream>
   CONSTMEM_TARGET_AVX512 static void Transpose(const float* in, std::int64_t in_stride, float* out,
                                                std::int64_t out_stride) {
-    Transpose16x16<kStream>(in, in_stride, out, out_stride);
+    Transpose16x16(in, in_stride, out, out_stride);
+  }
+  CONSTMEM_TARGET_AVX512 static void TransposeStreaming(const float* in, std::int64_t in_stride,
+                                                        float* out, std::int64_t out_stride) {
+    Transpose16x16<true>(in, in_stride, out, out_stride);
   }
 };
 
@@ -229,10 +225,9 @@ struct GroupAvx2 {
   // Plain stores: a streamed 8x8 block would write half a line of each row, and an Intel core's
   // write-combining buffers then flush partial lines (3-4x slower on a Xeon; no faster on Zen 4).
   static constexpr bool kStreamingStores = false;
-  template <bool kStream>
   CONSTMEM_TARGET_AVX2 static void Transpose(const float* in, std::int64_t in_stride, float* out,
                                              std::int64_t out_stride) {
-    Transpose8x8<kStream>(in, in_stride, out, out_stride);
+    Transpose8x8(in, in_stride, out, out_stride);
   }
 };
 
@@ -277,11 +272,11 @@ __attribute__((always_inline)) inline void RowGroup(const float* x, float* y, co
     const float* rows = x + first_row * shape.length;
     std::int64_t s = from;
     for (; s + kRows <= to; s += kRows) {
-      G::template Transpose<false>(rows + s, shape.length, transposed + (s - start) * kRows, kRows);
+      G::Transpose(rows + s, shape.length, transposed + (s - start) * kRows, kRows);
     }
     if (s < to && to - from >= kRows) {  // the last positions: a block that overlaps the one before
-      G::template Transpose<false>(rows + to - kRows, shape.length,
-                                   transposed + (to - kRows - start) * kRows, kRows);
+      G::Transpose(rows + to - kRows, shape.length, transposed + (to - kRows - start) * kRows,
+                   kRows);
       s = to;
     }
     for (int r = 0; r < kRows; ++r) {
@@ -306,11 +301,13 @@ __attribute__((always_inline)) inline void RowGroup(const float* x, float* y, co
                         shape.outputs % kRows == 0;
     auto store_blocks = [&](std::int64_t done) {
       for (; o + kRows <= done; o += kRows) {
-        if (stream) {
-          G::template Transpose<true>(results + o * kRows, kRows, out_rows + o, shape.outputs);
-        } else {
-          G::template Transpose<false>(results + o * kRows, kRows, out_rows + o, shape.outputs);
+        if constexpr (G::kStreamingStores) {
+          if (stream) {
+            G::TransposeStreaming(results + o * kRows, kRows, out_rows + o, shape.outputs);
+            continue;
+          }
         }
+        G::Transpose(results + o * kRows, kRows, out_rows + o, shape.outputs);
       }
     };
     for (std::int64_t t = 0; t < tiles; ++t) {
