@@ -186,7 +186,7 @@ CONSTMEM_TARGET_AVX2 inline void Transpose8x8(const float* in, std::int64_t in_s
 
 // AVX-512: 16 accumulators and four taps a pass (21 of 32 registers): 20 sample loads and 4
 // broadcasts per 64 FMAs. 1.1-1.2x eight taps through a window of 19 samples into 12
-// accumulators on a Xeon, 1.1x on Zen 4 (alternating runs, docs/performance.md section 8).
+// accumulators on a Xeon, 1.1x on Zen 4 (alternating runs).
 struct GroupAvx512 {
   using V = cpu::Vector<float, 64>::type;
   static constexpr int kRows = 16;
@@ -210,8 +210,7 @@ struct GroupAvx512 {
 
 // AVX2: 10 accumulators and two taps a pass in 16 registers (11 sample loads and 2 broadcasts per
 // 20 FMAs; AMD's Zen cores load two 256-bit vectors a cycle): 12 accumulators spill, 3 taps a
-// pass or the samples as memory operands of the FMAs are 5-10% slower (docs/performance.md
-// section 8).
+// pass or the samples as memory operands of the FMAs are 5-10% slower on Zen 4.
 struct GroupAvx2 {
   using V = cpu::Vector<float, 32>::type;
   static constexpr int kRows = 8;
