@@ -4,7 +4,8 @@
 # what changed is rebuilt).
 # CUDA code is compiled whenever nvcc exists (no GPU needed). The development build compiles the
 # architectures its code differs for: sm_75 (no asynchronous copies) and sm_90 (bulk copies), or
-# on a machine with a GPU that GPU's own; a release (pip install .) builds sm_75, 80, 86, 89, 90 and
+# on a machine with a GPU that GPU's own (the C++ tests and benchmarks, which only a GPU runs, sm_90
+# alone on a machine without one); a release (pip install .) builds sm_75, 80, 86, 89, 90 and
 # PTX. CONSTMEM_CUDA_ARCHS overrides the list (CMake's CMAKE_CUDA_ARCHITECTURES syntax).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,11 +22,17 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   args+=(-DCONSTMEM_WITH_GPU=ON)
   archs=${CONSTMEM_CUDA_ARCHS:-}
+  tools_archs=""
   if [ -z "$archs" ]; then
     archs="75-real;90-real"
-    if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then archs=native; fi
+    # Without a GPU the C++ tests and benchmarks cannot run: they are compiled for one of them.
+    tools_archs=90-real
+    if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+      archs=native
+      tools_archs=""
+    fi
   fi
-  args+=(-DCMAKE_CUDA_ARCHITECTURES="$archs")
+  args+=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCONSTMEM_TOOLS_CUDA_ARCHITECTURES="$tools_archs")
 else
   echo "build: no nvcc found; building the CPU kernels only" >&2
   args+=(-DCONSTMEM_WITH_GPU=OFF)

@@ -489,9 +489,9 @@ struct BankBytesUpTo<-1> {
 
 // Declares `static __constant__ T name##_constmem_symbol[slot_elements * slot_count]`, its host
 // handle `name()`, a device-side reader `name##_reader{offset}` for kernels of this file, and
-// `name##_bank`, the two together (Entry, Reader, get()), which LaunchWithTable takes so that a
-// reader can never be paired with another bank. Use it at global scope, outside any namespace: it
-// opens namespaces of its own.
+// `name##_bank`, the two together (Entry, Reader, kBytes, get()), which LaunchWithTable takes so
+// that a reader can never be paired with another bank. Use it at global scope, outside any
+// namespace: it opens namespaces of its own.
 #define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                                   \
   static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                  \
   static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                    \
@@ -509,14 +509,15 @@ struct BankBytesUpTo<-1> {
   struct name##_bank {                                                                             \
     using Entry = T;                                                                               \
     using Reader = name##_reader;                                                                  \
+    static constexpr std::size_t kBytes = sizeof(T) * (slot_elements) * (slot_count);              \
     static ::constmem::Bank<T>& get() { return name(); }                                           \
   }
 
 // The same bank protocol over `static __device__ T name##_constmem_symbol[...]`: slots of global
 // memory, for tables that a kernel reads at divergent indices (through the read-only cache, or
 // staged into shared memory) but that come from the host. Its size does not count against the
-// 64 KiB of __constant__ space. Declares `name()` and `name##_bank` (Entry, get()); kernels read a
-// lease through its address, `lease.data()`, so there is no reader type.
+// 64 KiB of __constant__ space. Declares `name()` and `name##_bank` (Entry, kBytes, get()); kernels
+// read a lease through its address, `lease.data()`, so there is no reader type.
 #define CONSTMEM_DEFINE_GLOBAL_BANK(name, T, slot_elements, slot_count)                            \
   static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                  \
   static __device__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                      \
@@ -526,6 +527,7 @@ struct BankBytesUpTo<-1> {
   }                                                                                                \
   struct name##_bank {                                                                             \
     using Entry = T;                                                                               \
+    static constexpr std::size_t kBytes = sizeof(T) * (slot_elements) * (slot_count);              \
     static ::constmem::Bank<T>& get() { return name(); }                                           \
   }
 

@@ -12,14 +12,14 @@
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
 
+// Four slots of 16 KiB: up to four streams use the bank at once with tables of up to 4,096
+// entries; a table of up to 16,384 entries takes a run of slots.
+CONSTMEM_DEFINE_BANK(frobulate_table, std::int32_t, 4096, 4);
+
 namespace constmem {
 namespace ops {
 namespace {
 
-// Four slots of 16 KiB: up to four streams use the bank at once with tables of up to 4,096
-// entries; a table of up to 16,384 entries takes a run of slots.
-constexpr std::size_t kSlotEntries = 4096;
-constexpr int kSlots = 4;
 // Host-known tables up to this many entries travel as a kernel parameter.
 constexpr std::size_t kByValueEntries = kDefaultByValueBytes / sizeof(std::int32_t);
 // For float data the host converts the table once (rounding to nearest, as the kernel would), which
@@ -28,17 +28,6 @@ template <class T>
 using ByValueEntry = std::conditional_t<std::is_same<T, float>::value, float, std::int32_t>;
 template <class T>
 using FrobulateByValueTable = ByValueTable<ByValueEntry<T>, kByValueEntries>;
-
-}  // namespace
-}  // namespace ops
-}  // namespace constmem
-
-CONSTMEM_DEFINE_BANK(frobulate_table, std::int32_t, constmem::ops::kSlotEntries,
-                     constmem::ops::kSlots);
-
-namespace constmem {
-namespace ops {
-namespace {
 
 // Each thread keeps this many 16-byte vectors (48 floats or 24 doubles) in registers: every table
 // entry read (one constant load per warp) then feeds 48 or 24 additions, which keeps the adder
@@ -66,7 +55,7 @@ struct FrobulateStep {
 StrategyLimits FrobulateLimits() {
   StrategyLimits limits;
   limits.by_value_bytes = kByValueEntries * sizeof(std::int32_t);
-  limits.constant_bank_bytes = kSlotEntries * kSlots * sizeof(std::int32_t);
+  limits.constant_bank_bytes = frobulate_table_bank::kBytes;
   // Each table read feeds 48 additions here, so a warp-uniform read from L1 costs what a constant
   // cache read costs, and up to 1,024 entries the device-to-device copy measured slower than
   // reading the table where it is (docs/performance.md, placement matrix).

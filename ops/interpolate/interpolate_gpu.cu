@@ -15,25 +15,11 @@
 #include "interpolate/interpolate_functor.h"
 #include "interpolate/interpolate_launcher.h"
 
-namespace constmem {
-namespace ops {
-namespace {
-
 // Constant banks exist for the placement benchmark: divergent reads serialise there.
-constexpr std::size_t kConstantSlotKnots = 1024;
-constexpr int kConstantSlots = 4;
+CONSTMEM_DEFINE_FLOAT_BANKS(interpolate_knots, 1024, 4);
 // Global memory: two tables of the largest size at once, or eight of 4,096 knots.
-constexpr std::size_t kGlobalSlotKnots = kInterpolateMaxKnots / 4;
-constexpr int kGlobalSlots = 8;
-
-}  // namespace
-}  // namespace ops
-}  // namespace constmem
-
-CONSTMEM_DEFINE_FLOAT_BANKS(interpolate_knots, constmem::ops::kConstantSlotKnots,
-                            constmem::ops::kConstantSlots);
-CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(interpolate_global_knots, constmem::ops::kGlobalSlotKnots,
-                                   constmem::ops::kGlobalSlots);
+CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(interpolate_global_knots,
+                                   constmem::ops::kInterpolateMaxKnots / 4, 8);
 
 namespace constmem {
 namespace ops {
@@ -54,7 +40,7 @@ constexpr int kVectorsPerThread = 4;
 template <class T>
 StrategyLimits InterpolateLimits() {
   StrategyLimits limits;
-  limits.constant_bank_bytes = kConstantSlotKnots * kConstantSlots * sizeof(T);
+  limits.constant_bank_bytes = interpolate_knots_banks::Of<T>::kBytes;
   // float64 data moves 16 bytes an element, and L1 serves the knots' divergent reads within 1.5%
   // of shared memory at every size (placement_bench): staging would only cost it.
   if (sizeof(T) == 8) limits.divergent_global_bytes = kInterpolateMaxKnots * sizeof(T);

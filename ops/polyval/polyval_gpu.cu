@@ -12,21 +12,9 @@
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_launcher.h"
 
-namespace constmem {
-namespace ops {
-namespace {
-
 // Four slots per dtype: four streams evaluate polynomials of up to 1,024 coefficients at once; a
 // longer one takes a run of slots. 16 KiB + 32 KiB of the module's 64 KiB.
-constexpr std::size_t kSlotCoefficients = kPolyvalMaxCoefficients / 4;
-constexpr int kSlots = 4;
-
-}  // namespace
-}  // namespace ops
-}  // namespace constmem
-
-CONSTMEM_DEFINE_FLOAT_BANKS(polyval_coeffs, constmem::ops::kSlotCoefficients,
-                            constmem::ops::kSlots);
+CONSTMEM_DEFINE_FLOAT_BANKS(polyval_coeffs, constmem::ops::kPolyvalMaxCoefficients / 4, 4);
 
 namespace constmem {
 namespace ops {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -79,3 +80,35 @@ def library_counters(path: str) -> dict[str, int]:
         library.constmem_counter_name(i).decode(): int(library.constmem_counter_value(i))
         for i in range(library.constmem_counter_count())
     }
+
+
+# Each op's limit, as its op library exports it.
+_LIMITS = {
+    "MAX_TABLE_SIZE": "constmem_frobulate_max_table_size",
+    "MAX_COEFFICIENTS": "constmem_polyval_max_coefficients",
+    "MAX_TAPS": "constmem_fir_filter_max_taps",
+    "MAX_KNOTS": "constmem_interpolate_max_knots",
+}
+
+
+def op_limits(path: str) -> tuple[int, int, int, int]:
+    """MAX_TABLE_SIZE, MAX_COEFFICIENTS, MAX_TAPS and MAX_KNOTS of the op library at `path`."""
+    return tuple(library_constant(path, symbol) for symbol in _LIMITS.values())
+
+
+def accessors(framework: str, path: str) -> tuple[Callable[[], dict[str, int]], Callable[[], str]]:
+    """upload_stats() and library_path() of `framework`'s loaded op library at `path`."""
+    name = _DISPLAY[framework]
+
+    def upload_stats() -> dict[str, int]:
+        return library_counters(path)
+
+    def loaded_library_path() -> str:
+        return path
+
+    upload_stats.__doc__ = (
+        f"The core's counters in the {name} op library: which path each table took, by name."
+    )
+    loaded_library_path.__doc__ = f"The loaded {name} op library."
+    loaded_library_path.__name__ = loaded_library_path.__qualname__ = "library_path"
+    return upload_stats, loaded_library_path

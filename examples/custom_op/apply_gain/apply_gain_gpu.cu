@@ -29,7 +29,7 @@ __global__ void ApplyGainKernel(const float* x, float* y, std::int64_t count,
 
 constmem::Placement ApplyGainPlacement(std::int64_t count, constmem::SourceKind source) {
   constmem::StrategyLimits limits;
-  limits.constant_bank_bytes = 4 * 1024 * sizeof(float);
+  limits.constant_bank_bytes = gain_table_bank::kBytes;
   return constmem::ChoosePlacement(static_cast<std::size_t>(count) * sizeof(float),
                                    constmem::LocationOf(source), limits);
 }
@@ -37,9 +37,7 @@ constmem::Placement ApplyGainPlacement(std::int64_t count, constmem::SourceKind 
 constmem::Status LaunchApplyGain(constmem::GpuStream stream, const float* x, float* y,
                                  std::int64_t rows, std::int64_t row_length,
                                  const constmem::TableView<float>& gains) {
-  if (gains.size != rows) {
-    return constmem::InvalidArgument("ApplyGain needs one gain per row");
-  }
+  if (gains.size != rows) return constmem::InvalidArgument("ApplyGain needs one gain per row");
   if (rows == 0 || row_length == 0) return constmem::Status::Ok();
   const std::int64_t count = rows * row_length;
   return constmem::LaunchWithTable<GainsByValue, gain_table_bank>(

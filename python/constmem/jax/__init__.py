@@ -45,10 +45,8 @@ for _op in _OPS:
                 _target, jax.ffi.pycapsule(getattr(_library, f"{_target}_cuda")), "CUDA"
             )
 
-MAX_TABLE_SIZE = _libraries.library_constant(LIBRARY_PATH, "constmem_frobulate_max_table_size")
-MAX_COEFFICIENTS = _libraries.library_constant(LIBRARY_PATH, "constmem_polyval_max_coefficients")
-MAX_TAPS = _libraries.library_constant(LIBRARY_PATH, "constmem_fir_filter_max_taps")
-MAX_KNOTS = _libraries.library_constant(LIBRARY_PATH, "constmem_interpolate_max_knots")
+MAX_TABLE_SIZE, MAX_COEFFICIENTS, MAX_TAPS, MAX_KNOTS = _libraries.op_limits(LIBRARY_PATH)
+upload_stats, library_path = _libraries.accessors("jax", LIBRARY_PATH)
 
 TableLike = jax.Array | np.ndarray | Sequence[float]
 Padding = Literal["SAME", "VALID"]
@@ -400,16 +398,6 @@ def interpolate(x, knots: TableLike, lo: float, hi: float) -> jax.Array:
         return _interpolate(x, _array_table(knots, "knots", x.dtype, MAX_KNOTS, 2), lo, hi)
     values = _static_table(knots, "knots", x.dtype, MAX_KNOTS, 2)
     return _interpolate_static(x, values, lo, hi)
-
-
-def upload_stats() -> dict[str, int]:
-    """The core's counters in the JAX op library: which path each table took, by name."""
-    return _libraries.library_counters(LIBRARY_PATH)
-
-
-def library_path() -> str:
-    """The loaded JAX op library."""
-    return LIBRARY_PATH
 
 
 __all__ = [

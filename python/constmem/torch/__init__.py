@@ -38,6 +38,8 @@ from constmem.torch._library import (
     MAX_TAPS,
 )
 
+upload_stats, library_path = _libraries.accessors("torch", LIBRARY_PATH)
+
 TableLike = torch.Tensor | np.ndarray | Sequence[float]
 Padding = Literal["SAME", "VALID"]
 
@@ -135,16 +137,6 @@ def interpolate(x: torch.Tensor, knots: TableLike, lo: float, hi: float) -> torc
         return _call(torch.ops.constmem.interpolate.default, x, knots, lo, hi)
     values = _static_values(knots, "knots", numbers.Real)
     return _call(torch.ops.constmem.interpolate_static.default, x, values, lo, hi)
-
-
-def upload_stats() -> dict[str, int]:
-    """The core's counters in the PyTorch op library: which path each table took, by name."""
-    return _libraries.library_counters(LIBRARY_PATH)
-
-
-def library_path() -> str:
-    """The loaded PyTorch op library."""
-    return LIBRARY_PATH
 
 
 __all__ = [

@@ -43,14 +43,7 @@ def _load() -> str:
 LIBRARY_PATH = _load()
 
 
-def _constant(name: str) -> int:
-    return _libraries.library_constant(LIBRARY_PATH, name)
-
-
-MAX_TABLE_SIZE = _constant("constmem_frobulate_max_table_size")
-MAX_COEFFICIENTS = _constant("constmem_polyval_max_coefficients")
-MAX_TAPS = _constant("constmem_fir_filter_max_taps")
-MAX_KNOTS = _constant("constmem_interpolate_max_knots")
+MAX_TABLE_SIZE, MAX_COEFFICIENTS, MAX_TAPS, MAX_KNOTS = _libraries.op_limits(LIBRARY_PATH)
 
 
 def _check_float(tensor: torch.Tensor, name: str) -> None:
