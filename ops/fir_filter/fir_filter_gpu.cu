@@ -197,14 +197,9 @@ struct ThreadOutputs {
       }
     }
   }
-  // The taps from c on, fewer than K, against a ring loaded afresh from c by load(segment, offset):
-  // each tap guarded.
-  template <class Taps, class Load>
-  __device__ __forceinline__ void ApplyLastTaps(const Taps& taps, int c, int tap_count,
-                                                const Load& load) {
-    if (c >= tap_count) return;
-#pragma unroll
-    for (int s = 0; s < S; ++s) load(ring[s], c + s * K);
+  // Fewer than K taps left from c, against a ring loaded afresh from c: each tap guarded.
+  template <class Taps>
+  __device__ __forceinline__ void ApplyLastTaps(const Taps& taps, int c, int tap_count) {
 #pragma unroll
     for (int jj = 0; jj < K - 1; ++jj) {
       if (c + jj < tap_count) {
@@ -232,13 +227,6 @@ struct ThreadOutputs {
   }
 };
 
-// How many outputs tile `column` of a row has: kTile, fewer in the row's last.
-template <class Tune>
-__device__ __forceinline__ int TileOutputCount(std::int64_t outputs, std::int64_t column) {
-  const std::int64_t remaining = outputs - column * Tune::kTile;
-  return remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
-}
-
 // The outputs of a tile from vector `from_vector` on, one at a time (a tile's tail, or outputs
 // that do not start on 16-byte boundaries).
 template <class T, int kTeam>
@@ -247,24 +235,6 @@ __device__ __forceinline__ void StoreOutputs(const T* staged, T* tile_y, int fro
   for (int e = from_output + thread; e < tile_outputs; e += kTeam) {
     tile_y[e] = staged[Padded<T, kTeam>(e)];
   }
-}
-
-// Stages a tile's samples one at a time (rows that do not start on 16-byte boundaries): staged
-// sample e is row sample first_sample + e, zero outside the row.
-template <class T, int kTeam>
-__device__ __forceinline__ void StageSampleBySample(T* buffer, const T* row_x,
-                                                    std::int64_t first_sample, std::int64_t length,
-                                                    int staged_count, unsigned thread) {
-  for (int e = thread; e < staged_count; e += kTeam) {
-    const std::int64_t s = first_sample + e;
-    const bool inside = s >= 0 && s < length;
-    CopyAsync(buffer + Padded<T, kTeam>(e), inside ? row_x + s : row_x, inside);
-  }
-}
-
-// A staged vector index k (relative to the tile's first) clamped to [0, staged_vectors].
-__device__ __forceinline__ int ClampToStaged(std::int64_t k, int staged_vectors) {
-  return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
 }
 
 // kShift: how far a tile's first sample lies past the vector boundary its staging starts from
@@ -323,16 +293,23 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     const T* row_x = x + row * length;
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
     if (!vector_rows) {
-      return StageSampleBySample<T, kTeam>(buffer, row_x, first_sample, length, staged_count,
-                                           thread);
+      for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
+        const std::int64_t s = first_sample + e;
+        const bool inside = s >= 0 && s < length;
+        CopyAsync(buffer + Padded<T, kTeam>(e), inside ? row_x + s : row_x, inside);
+      }
+      return;
     }
     const V* row_vectors = reinterpret_cast<const V*>(row_x);
     const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
     const int staged_vectors = staged_count / L;
     if constexpr (kBulkCopies) {
       if (bulk) {  // one copy of the samples inside the row; threads write the zeros outside it
-        const int inside_begin = ClampToStaged(-first, staged_vectors);
-        const int inside_end = ClampToStaged(length / L - first, staged_vectors);
+        auto clamp = [&](std::int64_t k) {
+          return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
+        };
+        const int inside_begin = clamp(-first);
+        const int inside_end = clamp(length / L - first);
         // The bulk store of the tile that last used this buffer has read it.
         if (thread == 0) BulkStoresReadAll<B - 2>();
         __syncwarp();
@@ -449,14 +426,21 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
         }
       }
     }
-    out.ApplyLastTaps(taps, whole_chunk_taps, tap_count, load);
+    const int c = whole_chunk_taps;
+    if (c < tap_count) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) load(out.ring[s], c + s * K);
+      out.ApplyLastTaps(taps, c, tap_count);
+    }
 
     // The outputs leave through shared memory, so that a warp's stores are contiguous: written
     // straight from registers, each 16-byte store would land 128 bytes from its neighbour's.
     __syncwarp();  // every thread is done reading the staged samples
     out.StoreToShared(thread_samples);
-    T* const tile_y = y + row * outputs + column * Tune::kTile;
-    const int tile_outputs = TileOutputCount<Tune>(outputs, column);
+    const std::int64_t first_output = column * Tune::kTile;
+    T* tile_y = y + row * outputs + first_output;
+    const std::int64_t remaining = outputs - first_output;
+    const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     if constexpr (kBulkCopies) {
       if (bulk) {  // unpadded: the tile's outputs lie in order from the buffer's start
         FenceForBulkCopies();
@@ -527,8 +511,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     const T* row_x = x + row * length;
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
     if (!vector_rows) {
-      return StageSampleBySample<T, kTeam>(buffer, row_x, first_sample, length, staged_count,
-                                           thread);
+      for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
+        const std::int64_t s = first_sample + e;
+        const bool inside = s >= 0 && s < length;
+        CopyAsync(buffer + Padded<T, kTeam>(e), inside ? row_x + s : row_x, inside);
+      }
+      return;
     }
     const V* row_vectors = reinterpret_cast<const V*>(row_x);
     const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
@@ -538,8 +526,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     V* to = staged_vectors_at + PaddedVector<T, kTeam>(thread);
     // Staged vectors [inside_begin, inside_begin + inside_count) lie inside the row; a copy from
     // outside reads nothing and is pointed at the row's start.
-    const int inside_begin = ClampToStaged(-first, staged_vectors);
-    const unsigned inside_count = ClampToStaged(length / L - first, staged_vectors) - inside_begin;
+    auto clamp = [&](std::int64_t k) {
+      return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
+    };
+    const int inside_begin = clamp(-first);
+    const unsigned inside_count = clamp(length / L - first) - inside_begin;
     const unsigned k0 = thread - inside_begin;
     // Away from the tensor's first and last row every address read from lies inside the tensor,
     // so a copy from outside the row may keep its own.
@@ -607,12 +598,18 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
         }
       }
     }
-    out.ApplyLastTaps(taps, c, tap_count, load);
+    if (c < tap_count) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) load(out.ring[s], c + s * K);
+      out.ApplyLastTaps(taps, c, tap_count);
+    }
 
     __syncthreads();  // every thread is done reading the staged samples
     out.StoreToShared(thread_samples);
-    T* const tile_y = y + row * outputs + column * Tune::kTile;
-    const int tile_outputs = TileOutputCount<Tune>(outputs, column);
+    const std::int64_t first_output = column * Tune::kTile;
+    T* tile_y = y + row * outputs + first_output;
+    const std::int64_t remaining = outputs - first_output;
+    const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     __syncthreads();
     if (!vector_output) {
       StoreOutputs<T, kTeam>(staged, tile_y, 0, tile_outputs, thread);
