@@ -174,6 +174,24 @@ def test_bad_input_raises_when_traced_and_the_next_call_is_right(call, message):
     np.testing.assert_array_equal(np.asarray(cm.frobulate(jnp.zeros(2), [1, 2])), [3, 3])
 
 
+@pytest.mark.parametrize(
+    ("target", "table", "attributes", "message"),
+    [
+        ("constmem_polyval", np.ones(3, np.int32), {}, "x's dtype"),
+        ("constmem_frobulate", np.ones(3, np.float32), {}, "int32"),
+        ("constmem_fir_filter", np.ones(3, np.float64), {"same": np.int64(1)}, "x's dtype"),
+    ],
+)
+def test_the_handlers_refuse_a_table_of_another_dtype(target, table, attributes, message):
+    # Past the wrapper's checks: the FFI handler's own, an error that names the table, and the
+    # next call right.
+    x = jnp.ones(8, jnp.float32)
+    call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))
+    with pytest.raises(Exception, match=message):
+        np.asarray(call(x, jnp.asarray(table), **attributes))
+    np.testing.assert_array_equal(np.asarray(cm.polyval([2.0, 1.0], x)), 3.0)
+
+
 def test_same_bits_as_torch_and_tensorflow():
     torch = pytest.importorskip("torch")
     import constmem.torch as ct
