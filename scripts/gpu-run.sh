@@ -92,7 +92,7 @@ step() {  # name, command...: runs, logs, records pass/fail counts
 # 3. The C++ GPU suite (no TensorFlow), then TensorFlow on the GPU.
 step cpp_gpu_suite scripts/gpu-core.sh "$small/bin" "$results/cpp"
 step cpp_cpu_kernels bash -c "\"\$1/frobulate_cpu_test\" && \"\$1/ops_cpu_test\"" _ "$small/bin"
-# The suite in three steps, each well inside a 10-minute call on two GPUs (every op test runs on
+# The suite in steps, each well inside a 10-minute call on two GPUs (every op test runs on
 # every GPU): the ops' own tests, the rest, and the multi-device tests, which start GPU processes
 # of their own.
 op_tests=(tests/python/test_fir_filter.py tests/python/test_frobulate.py tests/python/test_polyval.py
@@ -104,9 +104,15 @@ step tf_gpu_ops python3 -m pytest -q -p no:cacheprovider "${op_tests[@]}" \
 export CONSTMEM_TORCH_LIBRARY=$small/lib/_constmem_torch.so CONSTMEM_JAX_LIBRARY=$small/lib/_constmem_jax.so
 framework_tests=(tests/python/test_torch.py tests/python/test_jax.py tests/python/test_layering.py
   tests/python/test_torch_tensorflow.py)
+# The rest in two steps, each inside a 10-minute call on one H200: the docs, the installed package
+# and the integration tests; then Keras, SavedModels and the scripts, which start fresh processes.
+model_tests=(tests/python/test_keras.py tests/python/test_saved_model.py tests/python/test_scripts.py)
 step tf_gpu_integration python3 -m pytest -q -p no:cacheprovider tests/python \
   --ignore=tests/python/test_multi_device.py "${op_tests[@]/#/--ignore=}" \
-  "${framework_tests[@]/#/--ignore=}" --junitxml="$results/tf_gpu_integration.xml"
+  "${framework_tests[@]/#/--ignore=}" "${model_tests[@]/#/--ignore=}" \
+  --junitxml="$results/tf_gpu_integration.xml"
+step tf_gpu_models python3 -m pytest -q -p no:cacheprovider "${model_tests[@]}" \
+  --junitxml="$results/tf_gpu_models.xml"
 step torch_jax env PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider \
   "${framework_tests[@]:0:3}" --junitxml="$results/torch_jax.xml"
 step torch_tensorflow python3 -m pytest -q -p no:cacheprovider "${framework_tests[3]}"
