@@ -67,13 +67,13 @@ void RegisterTableFormKernels(const std::string& op, const char* device, const c
 }  // namespace constmem
 
 #define CONSTMEM_REGISTER_KERNELS_CONCAT(a, b) a##b
-#define CONSTMEM_REGISTER_KERNELS_NAME(line) \
-  CONSTMEM_REGISTER_KERNELS_CONCAT(constmem_kernels_, line)
+#define CONSTMEM_REGISTER_KERNELS_NAME(unique) \
+  CONSTMEM_REGISTER_KERNELS_CONCAT(constmem_kernels_, unique)
 // Runs `body` (RegisterKernel calls) at load unless `op_name`'s kernels are registered already.
-#define CONSTMEM_REGISTER_KERNELS(op_name, ...)                                      \
-  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__LINE__) = [] { \
-    using ::tensorflow::register_kernel::Name;                                       \
-    if (::constmem::tf_adapter::KernelsAlreadyRegistered(op_name)) return false;     \
-    __VA_ARGS__;                                                                     \
-    return true;                                                                     \
+#define CONSTMEM_REGISTER_KERNELS(op_name, ...)                                         \
+  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__COUNTER__) = [] { \
+    using ::tensorflow::register_kernel::Name;                                          \
+    if (::constmem::tf_adapter::KernelsAlreadyRegistered(op_name)) return false;        \
+    __VA_ARGS__;                                                                        \
+    return true;                                                                        \
   }()

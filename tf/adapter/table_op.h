@@ -297,6 +297,6 @@ bool RegisterTableOp() {
 }  // namespace constmem
 
 // Registers the op that `Op` (a TableOp) describes, when the library loads.
-#define CONSTMEM_REGISTER_TABLE_OP(Op)                                          \
-  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__LINE__) = \
+#define CONSTMEM_REGISTER_TABLE_OP(Op)                                             \
+  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__COUNTER__) = \
       ::constmem::tf_adapter::RegisterTableOp<Op>()

@@ -113,9 +113,9 @@ bool RegisterXlaLowering(const XlaLowering& lowering);
 // Registers the XLA lowering of `Op` (a TableOp) into the FFI handlers `target` when the library
 // loads; `cuda` is CONSTMEM_XLA_CUDA_HANDLER(handler). Nothing in a library without XLA lowerings.
 #if CONSTMEM_WITH_XLA
-#define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda)                  \
-  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__LINE__) = \
-      ::constmem::tf_adapter::RegisterXlaLowering(                              \
+#define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda)                     \
+  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__COUNTER__) = \
+      ::constmem::tf_adapter::RegisterXlaLowering(                                 \
           ::constmem::tf_adapter::TableOpLowering<Op>(target, host, cuda))
 #else
 #define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda) static_assert(true, "")
