@@ -30,6 +30,31 @@ if(NOT TARGET constmem::tf_adapter)
     INTERFACE_LINK_LIBRARIES constmem::core)
 endif()
 
+# Sets `var` to the lines `code` prints in CONSTMEM_PYTHON, as a list (empty if it fails), which
+# the cache keeps
+# for as long as that Python has the same version of `distribution`: importing a framework
+# takes seconds, and every configure asks.
+function(constmem_ask_python var distribution code)
+  execute_process(COMMAND ${CONSTMEM_PYTHON} -c
+                          "import importlib.metadata as m; print(m.version('${distribution}'))"
+                  OUTPUT_VARIABLE version OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE no_version ERROR_QUIET)
+  string(MD5 key "${CONSTMEM_PYTHON}|${distribution}|${version}|${code}")
+  if(NOT no_version AND DEFINED CACHE{_CONSTMEM_ANSWER_${key}})
+    set(${var} "$CACHE{_CONSTMEM_ANSWER_${key}}" PARENT_SCOPE)
+    return()
+  endif()
+  execute_process(COMMAND ${CONSTMEM_PYTHON} -c "${code}" OUTPUT_VARIABLE answer
+                  OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE failed ERROR_QUIET)
+  string(REPLACE "\n" ";" answer "${answer}")
+  if(failed)
+    set(answer "")
+  elseif(NOT no_version)
+    set(_CONSTMEM_ANSWER_${key} "${answer}" CACHE INTERNAL "")
+  endif()
+  set(${var} "${answer}" PARENT_SCOPE)
+endfunction()
+
 # TensorFlow's compile and link flags, from the Python that has it: sets TF_INCLUDE_DIRS,
 # TF_COMPILE_FLAGS (without the -I), TF_LINK_FLAGS and CONSTMEM_TF_VERSION in the caller's scope.
 macro(constmem_find_tensorflow)
@@ -37,15 +62,11 @@ macro(constmem_find_tensorflow)
     find_package(Python3 REQUIRED COMPONENTS Interpreter)
     set(CONSTMEM_PYTHON ${Python3_EXECUTABLE})
   endif()
-  execute_process(
-    COMMAND ${CONSTMEM_PYTHON} -c
-            "import tensorflow as tf; print('|'.join(tf.sysconfig.get_compile_flags())); print('|'.join(tf.sysconfig.get_link_flags())); print(tf.__version__)"
-    OUTPUT_VARIABLE _constmem_tf_flags OUTPUT_STRIP_TRAILING_WHITESPACE
-    RESULT_VARIABLE _constmem_tf_result ERROR_QUIET)
-  if(NOT _constmem_tf_result EQUAL 0)
+  constmem_ask_python(_constmem_tf_flags tensorflow
+    "import tensorflow as tf; print('|'.join(tf.sysconfig.get_compile_flags())); print('|'.join(tf.sysconfig.get_link_flags())); print(tf.__version__)")
+  if(NOT _constmem_tf_flags)
     message(FATAL_ERROR "constmem: TensorFlow is not importable from ${CONSTMEM_PYTHON}; set CONSTMEM_PYTHON")
   endif()
-  string(REPLACE "\n" ";" _constmem_tf_flags "${_constmem_tf_flags}")
   list(GET _constmem_tf_flags 0 TF_COMPILE_FLAGS)
   list(GET _constmem_tf_flags 1 TF_LINK_FLAGS)
   list(GET _constmem_tf_flags 2 CONSTMEM_TF_VERSION)
@@ -91,6 +112,11 @@ function(constmem_add_tf_op_library target)
   target_compile_options(${target} PRIVATE ${TF_COMPILE_FLAGS})
   target_link_libraries(${target} PRIVATE constmem::tf_adapter ${TF_LINK_FLAGS})
   constmem_use_fast_linker(${target})
+  # The adapter's sources compile as one: most of each one's time is TensorFlow's headers. (Other
+  # sources join a group only where a UNITY_GROUP source property puts them in one.)
+  get_target_property(adapter_sources constmem::tf_adapter INTERFACE_SOURCES)
+  set_source_files_properties(${adapter_sources} PROPERTIES UNITY_GROUP constmem_tf_adapter)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
   get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
   set(cuda_library ${ARG_CUDA_LIBRARY})
   if(NOT cuda_library AND ARG_CUDA_SOURCES AND "CUDA" IN_LIST languages
