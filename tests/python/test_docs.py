@@ -3,6 +3,7 @@ where there is one); an excerpt (a block whose first line is `// From PATH` or `
 found, line for line, in the file it names. Shell blocks name commands that other tests run."""
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -49,11 +50,36 @@ def nvcc():
     )
 
 
-@pytest.mark.parametrize("code", snippets("python"))
-def test_python_snippet_runs(code):
-    if "import keras" in code:
+def framework(code):
+    """The framework a Python snippet is about: the first it imports."""
+    imports = re.findall(r"^(?:import|from) (keras|torch|jax|tensorflow)\b", code, re.M)
+    return imports[0] if imports else "tensorflow"
+
+
+def python_snippets_by_framework():
+    """Python snippets grouped by framework: a group runs in one fresh process (starting a
+    framework takes seconds), each snippet in a namespace of its own, in document order."""
+    groups = {}
+    for doc, i, block in blocks("python"):
+        if not EXCERPT.match(block):
+            groups.setdefault(framework(block), []).append((f"{doc}-{i}", block))
+    return [pytest.param(group, id=name) for name, group in groups.items()]
+
+
+RUN_SNIPPETS = """
+import json, sys
+for name, code in json.load(open(sys.argv[1])):
+    print("running", name, flush=True)
+    exec(compile(code, name, "exec"), {"__name__": "__main__"})
+"""
+
+
+@pytest.mark.parametrize("group", python_snippets_by_framework())
+def test_python_snippets_run(group, tmp_path):
+    if any(framework(code) == "keras" for _, code in group):
         pytest.importorskip("keras")
-    run_python("-c", code)
+    (tmp_path / "snippets.json").write_text(json.dumps(group))
+    run_python("-c", RUN_SNIPPETS, str(tmp_path / "snippets.json"))
 
 
 @pytest.mark.parametrize("code", snippets("cpp"))
@@ -94,5 +120,5 @@ def test_every_snippet_is_covered():
     for path in DOCS:
         languages |= set(re.findall(r"```(\w+)\n", open(path, encoding="utf-8").read()))
     assert languages <= {"python", "cpp", "bash", "cmake"}, languages
-    assert snippets("python") and snippets("cpp") and excerpts()
+    assert python_snippets_by_framework() and snippets("cpp") and excerpts()
     assert all(EXCERPT.match(block) for _, _, block in blocks("cmake"))

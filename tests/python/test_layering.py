@@ -12,24 +12,26 @@ from subprocesses import ROOT, run_python
 FRAMEWORKS = ("tensorflow", "torch", "jax", "keras")
 
 
-def imported_frameworks(statement):
-    code = f"import sys\n{statement}\nprint(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules))"
-    return run_python("-c", code).stdout.strip().splitlines()[-1]
+def imported_frameworks(*statements):
+    """The frameworks imported after each statement, run in turn in one fresh process."""
+    report = f"print(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules))\n"
+    code = "import sys\n" + "".join(statement + "\n" + report for statement in statements)
+    return run_python("-c", code).stdout.strip().splitlines()[-len(statements) :]
 
 
 def test_import_constmem_imports_no_framework():
-    assert imported_frameworks("import constmem; constmem.build_info()") == "[]"
-    assert imported_frameworks("import constmem.sysconfig as s; s.get_include()") == "[]"
+    statements = ("import constmem; constmem.build_info()", "import constmem.sysconfig as s")
+    assert imported_frameworks(*statements, "s.get_include()") == ["[]", "[]", "[]"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_constmem_torch_imports_torch_alone():
-    assert imported_frameworks("import constmem.torch") == "['torch']"
+    assert imported_frameworks("import constmem.torch") == ["['torch']"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
 def test_constmem_jax_imports_jax_alone():
-    assert imported_frameworks("import constmem.jax") == "['jax']"
+    assert imported_frameworks("import constmem.jax") == ["['jax']"]
 
 
 @pytest.mark.skipif(
@@ -37,9 +39,9 @@ def test_constmem_jax_imports_jax_alone():
 )
 def test_constmem_tensorflow_imports_what_tensorflow_does():
     # TensorFlow's Keras imports JAX where it is installed; constmem adds no framework to that.
-    imported = imported_frameworks("import constmem.tensorflow")
-    assert imported == imported_frameworks("import tensorflow")
-    assert "torch" not in imported
+    alone, with_constmem = imported_frameworks("import tensorflow", "import constmem.tensorflow")
+    assert with_constmem == alone
+    assert "torch" not in with_constmem
 
 
 def test_moved_names_say_where_they_went():

@@ -5,42 +5,35 @@ import os
 import subprocess
 import textwrap
 
+import constmem.tensorflow as cm
 import numpy as np
 import pytest
 import tensorflow as tf
 from reference import frobulate_reference
 from subprocesses import ROOT, python_env, run_python
+from tensorflow.python.tools import saved_model_utils
 
 TABLE = np.arange(1, 101, dtype=np.int32)
 DATA = np.linspace(-3.0, 3.0, 33, dtype=np.float32)
 
-SAVE = textwrap.dedent(
-    """
-    import sys
-    import numpy as np
-    import tensorflow as tf
-    import constmem.tensorflow as cm
 
-    table = np.arange(1, 101, dtype=np.int32)
+class FrobulateModel(tf.Module):
+    """Frobulate with the table as an attribute and as a host input, and a serving signature."""
 
-    class Model(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
-        def attr_table(self, x):
-            return cm.frobulate(x, table)
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def attr_table(self, x):
+        return cm.frobulate(x, TABLE)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32),
-                                      tf.TensorSpec([None], tf.int32)])
-        def host_table(self, x, t):
-            return cm.frobulate(x, t, source="host")
+    @tf.function(
+        input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32)]
+    )
+    def host_table(self, x, t):
+        return cm.frobulate(x, t, source="host")
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
-        def serve(self, x):
-            return {"y": cm.frobulate(x, table)}
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def serve(self, x):
+        return {"y": cm.frobulate(x, TABLE)}
 
-    model = Model()
-    tf.saved_model.save(model, sys.argv[1], signatures={"serving_default": model.serve})
-    """
-)
 
 LOAD = textwrap.dedent(
     """
@@ -61,7 +54,8 @@ LOAD = textwrap.dedent(
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("saved") / "model")
-    run_python("-c", SAVE, path)
+    model = FrobulateModel()
+    tf.saved_model.save(model, path, signatures={"serving_default": model.serve})
     return path
 
 
@@ -109,8 +103,6 @@ def test_version_mismatch_is_a_clear_import_error(tmp_path):
     # A library whose build info names another TensorFlow is refused before it is loaded.
     import shutil
 
-    import constmem.tensorflow as cm
-
     lib = tmp_path / "_constmem_ops.so"
     shutil.copy(cm.library_path(), lib)
     (tmp_path / "_constmem_ops.json").write_text('{"tensorflow": "2.0.0", "gpu_kernels": false}')
@@ -124,41 +116,32 @@ def test_version_mismatch_is_a_clear_import_error(tmp_path):
     assert "built against TensorFlow 2.0.0" in result.stderr
 
 
-SERVE = textwrap.dedent(
-    """
-    import sys
-    import numpy as np
-    import tensorflow as tf
-    import constmem.tensorflow as cm
+class ServingModel(tf.Module):
+    """Every table form, one table of 2,000 entries (a constant bank on a GPU)."""
 
-    big = np.arange(-700, 1300, dtype=np.int32)  # 2,000 entries: a constant bank on a GPU
+    big = np.arange(-700, 1300, dtype=np.int32)
 
-    class Model(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
-        def serve(self, x):
-            host = cm.frobulate(x, tf.constant([5, -6, 7]), source="host")
-            return {"y": cm.frobulate(cm.frobulate(host, [1, 2, 3]), big)}
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    def serve(self, x):
+        host = cm.frobulate(x, tf.constant([5, -6, 7]), source="host")
+        return {"y": cm.frobulate(cm.frobulate(host, [1, 2, 3]), self.big)}
 
-    model = Model()
-    tf.saved_model.save(model, sys.argv[1], signatures={"serving_default": model.serve})
-    x = np.load(sys.argv[2])
-    np.save(sys.argv[3], model.serve(tf.constant(x))["y"].numpy())
-    # The graph operations the signature feeds and fetches, as a C client looks them up.
-    from tensorflow.python.tools import saved_model_utils
 
-    signature = saved_model_utils.get_meta_graph_def(sys.argv[1], "serve").signature_def
-    serving = signature["serving_default"]
+@pytest.fixture(scope="module")
+def serving_model(tmp_path_factory):
+    """The saved model's path and the graph operations its signature feeds and fetches, as a C
+    client looks them up."""
+    path = str(tmp_path_factory.mktemp("serving") / "model")
+    model = ServingModel()
+    tf.saved_model.save(model, path, signatures={"serving_default": model.serve})
+    serving = saved_model_utils.get_meta_graph_def(path, "serve").signature_def["serving_default"]
     names = [serving.inputs["x"].name, serving.outputs["y"].name]
-    print(" ".join(name.split(":")[0] for name in names))
-    """
-)
+    return path, *(name.split(":")[0] for name in names)
 
 
 @pytest.mark.parametrize("client", ["c_api_saved_model", "cc_saved_model"])
-def test_served_without_python_matches_python(client, tmp_path):
+def test_served_without_python_matches_python(client, serving_model, tmp_path):
     """TensorFlow's C API, and its C++ API (libtensorflow_cc from the wheel), serve the model."""
-    import constmem.tensorflow as cm
-
     # The built example: in the build directory, or where $CONSTMEM_EXAMPLES_DIR says (GPU bundle).
     examples = os.environ.get("CONSTMEM_EXAMPLES_DIR") or os.path.join(
         ROOT, os.environ.get("CONSTMEM_BUILD_DIR", "build")
@@ -166,11 +149,9 @@ def test_served_without_python_matches_python(client, tmp_path):
     program = os.path.join(examples, client)
     if not os.path.exists(program):
         pytest.skip(f"{client} is not built (scripts/build.sh)")
+    model, input_op, output_op = serving_model
     data = np.random.default_rng(8).standard_normal(1031).astype(np.float32) * 100
-    np.save(tmp_path / "x.npy", data)
-    model = str(tmp_path / "model")
-    saved = run_python("-c", SERVE, model, str(tmp_path / "x.npy"), str(tmp_path / "python.npy"))
-    input_op, output_op = saved.stdout.split()[-2:]
+    from_python = tf.saved_model.load(model).serve(tf.constant(data))["y"].numpy()
     data.tofile(tmp_path / "x.raw")
     # The program links TensorFlow's C library, which lives in the installed TensorFlow package: a
     # build directory sets an rpath to it, a relocated binary (the GPU bundle) needs the path.
@@ -195,5 +176,4 @@ def test_served_without_python_matches_python(client, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     served = np.fromfile(tmp_path / "c.raw", dtype=np.float32)
-    from_python = np.load(tmp_path / "python.npy")
     assert served.tobytes() == from_python.tobytes()
