@@ -26,7 +26,8 @@ cp build-gpu/pytorch/_constmem_torch.so build-gpu/pytorch/_constmem_torch.json \
   build-gpu/xla_ffi/_constmem_jax.so build-gpu/xla_ffi/_constmem_jax.json "$out/small/lib/"
 cp build-gpu/tests/cpp/core_gpu_test build-gpu/tests/cpp/core_reliability_gpu_test \
   build-gpu/tests/cpp/frobulate_gpu_test build-gpu/tests/cpp/frobulate_cpu_test \
-  build-gpu/tests/cpp/ops_gpu_test build-gpu/tests/cpp/ops_cpu_test build-gpu/c_api_frobulate build-gpu/cc_saved_model \
+  build-gpu/tests/cpp/ops_gpu_test build-gpu/tests/cpp/ops_cpu_test build-gpu/tests/cpp/capture_gpu_test \
+  build-gpu/tests/cpp/capture_gpu_test_unsafe build-gpu/c_api_frobulate build-gpu/cc_saved_model \
   build-gpu/c_api_saved_model "$out/small/bin/"
 find build-gpu/bench -maxdepth 1 -type f -perm -u+x -exec cp {} "$out/small/bin/" \;
 # The out-of-tree example op, built from an installed constmem as a user would build it.
