@@ -30,7 +30,11 @@ run frobulate_gpu_test "$frob" --gtest_output=json:"$results/frobulate_gpu_test.
 run ops_gpu_test "$ops" --gtest_output=json:"$results/ops_gpu_test.json"
 run capture_gpu_test "$capture" --gtest_output=json:"$results/capture_gpu_test.json"
 # With hazard tracking off, captured launches share a bank slot: the concurrent test must fail.
-if run_step "$results" "$summary" capture_unsafe_must_fail '^\[  PASSED  \]|^\[  FAILED  \]|mismatching' \
+if [ -z "$capture_unsafe" ]; then
+  echo "capture_unsafe_must_fail: no capture_gpu_test_unsafe in $bin (configure with" \
+    "-DCONSTMEM_BUILD_UNSAFE_VARIANT=ON)" | tee -a "$summary"
+  failed=1
+elif run_step "$results" "$summary" capture_unsafe_must_fail '^\[  PASSED  \]|^\[  FAILED  \]|mismatching' \
   "$capture_unsafe" --gtest_filter='CapturedConcurrency.*'; then
   echo "capture_unsafe_must_fail: the concurrent capture test passed without its protection" |
     tee -a "$summary"

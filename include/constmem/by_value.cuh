@@ -31,6 +31,10 @@ struct ByValueTable {
   __host__ __device__ __forceinline__ T operator[](int i) const { return values[i]; }
 };
 
+// A by-value table of the default size, kDefaultByValueBytes of values.
+template <class T>
+using DefaultByValueTable = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
+
 // Copies host values into a by-value table, converting each to the table's element type (so that
 // a kernel can read ready-made values: a float table spares every warp one conversion per entry).
 template <class T, std::size_t Capacity, class Source>

@@ -3,7 +3,7 @@
 // The CPU counterpart of elementwise.cuh: every element walks the whole table in order,
 //
 //   state = Op::Start(x, table[0]);  for j in 1..n-1: Op::Step(state, table[j]);
-//   y = Op::Finish(state)
+//   y = state.y
 //
 // vectorised and register-tiled: a tile of elements stays in vector registers while the table
 // streams past, each entry broadcast once and applied to every accumulator. Each element still gets
@@ -14,12 +14,11 @@
 // instruction set, indexed by cpu::Isa:
 //
 //   struct FrobulateCpuStep {
-//     template <class V> struct State { V sum; };
+//     template <class V> struct State { V y; };  // y: the result so far
 //     static constexpr int kAccumulators[] = {8, 12, 24};  // portable, AVX2, AVX-512
 //     template <class V>
-//     static void Start(State<V>& s, const V& x, const V& first) { s.sum = x + first; }
-//     template <class V> static void Step(State<V>& s, const V& entry) { s.sum += entry; }
-//     template <class V> static void Finish(const State<V>& s, V& y) { y = s.sum; }
+//     static void Start(State<V>& s, const V& x, const V& first) { s.y = x + first; }
+//     template <class V> static void Step(State<V>& s, const V& entry) { s.y += entry; }
 //   };
 //
 //   ElementwiseTableCpu<FrobulateCpuStep>(data, out, begin, end, table, table_size, isa);
@@ -151,9 +150,7 @@ __attribute__((always_inline)) inline void ElementwiseTiles(const T* data, T* ou
     }
 #pragma GCC unroll 64
     for (int k = 0; k < kAccumulators; ++k) {
-      V y;
-      Op::Finish(state[k], y);
-      decltype(store)::Store(result + k * kLanes, y);
+      decltype(store)::Store(result + k * kLanes, state[k].y);
     }
   };
   std::int64_t i = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace constmem {
 
@@ -102,6 +103,14 @@ inline Placement ChoosePlacement(std::size_t table_bytes, TableLocation location
   }
   if (table_bytes <= limits.constant_bank_bytes) return Placement::kConstantBank;
   return Placement::kGlobalMemory;
+}
+
+// The same for a table of `count` entries of T from `source`: what an op's launcher asks.
+template <class T>
+Placement ChoosePlacementFor(std::int64_t count, SourceKind source, const StrategyLimits& limits,
+                             TableAccess access = TableAccess::kUniform) {
+  return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source), limits,
+                         access);
 }
 
 }  // namespace constmem

@@ -33,9 +33,6 @@ namespace constmem {
 namespace ops {
 namespace {
 
-template <class T>
-using FirByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
-
 // Threads a block: 256, or 64 on GPUs that offer too little shared memory a block for tiles of
 // 256 threads (64 KiB on compute capability 7.5; 99 KiB on 8.6 and 8.9, less than float64 filters
 // of more than 64 taps need).
@@ -729,8 +726,7 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Fir
 
 template <class T>
 Placement FirFilterPlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source),
-                         FirLimits<T>());
+  return ChoosePlacementFor<T>(count, source, FirLimits<T>());
 }
 
 template <class T>
@@ -753,7 +749,7 @@ Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const
     return InvalidArgument("FirFilter: invalid shape");
   }
   if (shape.rows == 0 || shape.outputs == 0) return Status::Ok();
-  return LaunchWithTable<FirByValue<T>, fir_taps_banks::Of<T>>(
+  return LaunchWithTable<DefaultByValueTable<T>, fir_taps_banks::Of<T>>(
       stream, taps, placement,
       [&](int device, const auto& reader) {
         std::size_t device_bytes = 0;

@@ -66,8 +66,7 @@ StrategyLimits FrobulateLimits() {
 }  // namespace
 
 Placement FrobulatePlacement(std::int64_t table_size, SourceKind source) {
-  return ChoosePlacement(static_cast<std::size_t>(table_size) * sizeof(std::int32_t),
-                         LocationOf(source), FrobulateLimits());
+  return ChoosePlacementFor<std::int32_t>(table_size, source, FrobulateLimits());
 }
 
 template <class T>

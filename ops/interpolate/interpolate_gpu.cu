@@ -25,9 +25,6 @@ namespace constmem {
 namespace ops {
 namespace {
 
-template <class T>
-using InterpolateByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
-
 constexpr int kThreads = 256;
 // Blocks that stage the table first: one of 1,024 threads an SM, which copies it once per SM.
 // With warp-uniform inputs, 256-thread blocks (as many as fit) cost up to 1.13x global memory at
@@ -116,8 +113,7 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, std::int6
 
 template <class T>
 Placement InterpolatePlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source),
-                         InterpolateLimits<T>(), TableAccess::kDivergent);
+  return ChoosePlacementFor<T>(count, source, InterpolateLimits<T>(), TableAccess::kDivergent);
 }
 
 template <class T>
@@ -135,7 +131,7 @@ Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::i
   if (count == 0) return Status::Ok();
   const bool aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
-  return LaunchWithTable<InterpolateByValue<T>, interpolate_knots_banks::Of<T>,
+  return LaunchWithTable<DefaultByValueTable<T>, interpolate_knots_banks::Of<T>,
                          interpolate_global_knots_banks::Of<T>>(
       stream, knots, placement,
       [&](int device, const auto& table) {

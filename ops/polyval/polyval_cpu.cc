@@ -29,10 +29,6 @@ struct PolyvalCpuStep {
   static void Step(State<V>& state, const V& coeff) {
     cpu::Fma(state.y, state.y, state.x, coeff);
   }
-  template <class V>
-  static void Finish(const State<V>& state, V& y) {
-    y = state.y;
-  }
 };
 
 }  // namespace

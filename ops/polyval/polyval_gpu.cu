@@ -20,10 +20,6 @@ namespace constmem {
 namespace ops {
 namespace {
 
-// Host coefficients up to 4 KiB travel as a kernel parameter.
-template <class T>
-using PolyvalByValue = ByValueTable<T, kDefaultByValueBytes / sizeof(T)>;
-
 template <class T>
 struct PolyvalStep {
   struct State {
@@ -55,8 +51,7 @@ StrategyLimits PolyvalLimits() {
 
 template <class T>
 Placement PolyvalPlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source),
-                         PolyvalLimits<T>());
+  return ChoosePlacementFor<T>(count, source, PolyvalLimits<T>());
 }
 
 template <class T>
@@ -72,7 +67,8 @@ Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64
     return InvalidArgument("Polyval handles at most 2^62 elements; got " + std::to_string(count));
   }
   if (count == 0) return Status::Ok();
-  return LaunchWithTable<PolyvalByValue<T>, polyval_coeffs_banks::Of<T>>(
+  // Host coefficients up to 4 KiB travel as a kernel parameter.
+  return LaunchWithTable<DefaultByValueTable<T>, polyval_coeffs_banks::Of<T>>(
       stream, coeffs, placement,
       [&](int device, const auto& reader) {
         return LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, count,

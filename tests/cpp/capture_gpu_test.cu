@@ -67,8 +67,7 @@ Status Launch(cudaStream_t stream, const TableView<Entry>& table, const Entry* i
               long long spin_ns = 0, LaunchReport* report = nullptr) {
   StrategyLimits limits;
   limits.by_value_bytes = sizeof(Entry) * SmallByValue::kCapacity;
-  const Placement placement = ChoosePlacement(static_cast<std::size_t>(table.size) * sizeof(Entry),
-                                              LocationOf(table.source), limits);
+  const Placement placement = ChoosePlacementFor<Entry>(table.size, table.source, limits);
   return LaunchWithTable<SmallByValue, capture_table_bank>(
       stream, table, placement,
       [&](int, const auto& reader) {

@@ -30,8 +30,7 @@ __global__ void ApplyGainKernel(const float* x, float* y, std::int64_t count,
 constmem::Placement ApplyGainPlacement(std::int64_t count, constmem::SourceKind source) {
   constmem::StrategyLimits limits;
   limits.constant_bank_bytes = gain_table_bank::kBytes;
-  return constmem::ChoosePlacement(static_cast<std::size_t>(count) * sizeof(float),
-                                   constmem::LocationOf(source), limits);
+  return constmem::ChoosePlacementFor<float>(count, source, limits);
 }
 
 constmem::Status LaunchApplyGain(constmem::GpuStream stream, const float* x, float* y,
