@@ -37,5 +37,5 @@ fi
 # One pytest worker per core, at most four (each imports TensorFlow, PyTorch and JAX).
 workers=$(($(nproc) < 4 ? $(nproc) : 4))
 step pytest env PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest \
-  tests/python -q -n "$workers" "$@"
+  tests/python -q -n "$workers" --dist worksteal "$@"
 echo "test: all passed in $SECONDS s" >&2

@@ -4,6 +4,7 @@ here or in a fresh process:
 
     python keras_models.py train DIRECTORY SOURCE   # on $KERAS_BACKEND: model.keras, x.npy, out.npy
     python keras_models.py reload DIRECTORY...      # on $KERAS_BACKEND: <backend>.npy beside each
+    python keras_models.py train DIRECTORY SOURCE reload DIRECTORY...   # one, then the other
 """
 
 import os
@@ -51,4 +52,10 @@ def reload(*directories):
 
 
 if __name__ == "__main__":
-    {"train": train, "reload": reload}[sys.argv[1]](*sys.argv[2:])
+    args = sys.argv[1:]
+    if args[0] == "train":
+        train(*args[1:3])
+        args = args[3:]
+    if args:
+        assert args[0] == "reload", args
+        reload(*args[1:])

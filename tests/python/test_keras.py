@@ -1,6 +1,6 @@
 """constmem.keras: layers trained in model.fit, saved as .keras and reloaded with the same outputs;
-a model saved on any of the TensorFlow, JAX and PyTorch backends reloads on every one of them in a
-fresh process; a clear error on another backend."""
+a model saved on any of the TensorFlow, JAX and PyTorch backends reloads on every one of them,
+on each other backend in a process that never saw it; a clear error on another backend."""
 
 import importlib.util
 import os
@@ -62,19 +62,23 @@ def test_models_saved_on_each_backend_reload_on_every_one(tmp_path):
     # A deployment loads the file in a fresh process, perhaps on another backend: the layers call
     # that backend's own op, and every backend computes the same bits. The TensorFlow model reads
     # its Frobulate table as a host input, the others as a static table (TensorFlow's attr form).
+    # One process a backend trains, and the last to train reloads every model at once; the others
+    # reload in fresh processes of their own, this process's backend here.
+    own = keras.backend.backend()
     backends = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
-    directories = []
-    for backend in backends:
-        directory = tmp_path / backend
-        directory.mkdir()
-        directories.append(str(directory))
-        if backend == keras.backend.backend():  # this process's own
-            keras_models.train(str(directory), "host" if backend == "tensorflow" else "attr")
-            continue
+    backends.sort(key=lambda b: b != own)  # this process's own first, then the others
+    directories = [str(tmp_path / backend) for backend in backends]
+    for directory in directories:
+        os.mkdir(directory)
+    keras_models.train(directories[0], "host" if own == "tensorflow" else "attr")
+    for i, backend in enumerate(backends[1:], start=1):
+        last = i == len(backends) - 1
+        then_reload = ["reload", *directories] if last else []
         env = python_env(KERAS_BACKEND=backend)
-        run_python(KERAS_MODELS, "train", str(directory), "attr", env=env)
-    for backend in backends:
+        run_python(KERAS_MODELS, "train", directories[i], "attr", *then_reload, env=env)
+    for backend in backends[1:-1]:
         run_python(KERAS_MODELS, "reload", *directories, env=python_env(KERAS_BACKEND=backend))
+    keras_models.reload(*directories)
     for directory in directories:
         trained = np.load(os.path.join(directory, "out.npy"))
         for backend in backends:

@@ -150,7 +150,7 @@ def test_cpu_data_with_a_cuda_table_is_refused():
 
 
 def test_gradients_match_finite_differences(device):
-    x = torch.linspace(-1, 1, 11, dtype=torch.float64, device=device).reshape(1, 11)
+    x = torch.linspace(-1, 1, 22, dtype=torch.float64, device=device).reshape(2, 11)
     coeffs = torch.tensor([0.5, -1.0, 2.0, 0.25], dtype=torch.float64, device=device)
     taps = torch.tensor([0.25, 0.5, -0.75], dtype=torch.float64, device=device)
     for fn, inputs in [
@@ -165,6 +165,11 @@ def test_gradients_match_finite_differences(device):
     ]:
         inputs = tuple(t.clone().requires_grad_(True) for t in inputs)
         assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-7)
+    # More taps than samples: no outputs, and gradients of zeros.
+    short = x[:, :2].clone().requires_grad_(True)
+    taps = taps.clone().requires_grad_(True)
+    cm.fir_filter(short, taps, padding="VALID").sum().backward()
+    assert not short.grad.any() and not taps.grad.any()
 
 
 def opcheck_cases(device):

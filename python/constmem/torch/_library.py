@@ -172,8 +172,13 @@ def _fir_backward(ctx, grad):
         pad_left = _pad_left(k, padding)
         pad_right = m + k - 1 - x.shape[-1] - pad_left
         xp = torch.nn.functional.pad(x.reshape(-1, x.shape[-1]), (pad_left, pad_right))
-        windows = xp.unfold(-1, m, 1)  # [rows, k, m]
-        grad_taps = torch.einsum("rkm,rm->k", windows, grad.reshape(-1, m)).to(taps.device)
+        if grad.numel() == 0:
+            grad_taps = torch.zeros_like(taps)
+        else:
+            # A correlation of the padded rows with the gradient's, the rows as channels that the
+            # convolution sums over: no intermediate k times the input's size.
+            grad_taps = torch.nn.functional.conv1d(xp[None], grad.reshape(1, -1, m)).reshape(k)
+            grad_taps = grad_taps.to(taps.device)
     return grad_x, grad_taps, None
 
 
