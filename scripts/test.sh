@@ -34,7 +34,8 @@ if [ -n "$sanitize_pid" ]; then
   cat "$sanitize_log" >&2
   [ "$status" = 0 ] || { echo "test: the sanitizer step failed" >&2; exit "$status"; }
 fi
-# One pytest worker per core, at most four (each imports TensorFlow, PyTorch and JAX).
+# One pytest worker per core, at most four (each imports TensorFlow, PyTorch and JAX); a worker
+# that runs out of tests takes half of the queue of another.
 workers=$(($(nproc) < 4 ? $(nproc) : 4))
 step pytest env PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest \
   tests/python -q -n "$workers" --dist worksteal "$@"
