@@ -163,15 +163,18 @@ def _fir_backward(ctx, grad):
     x, taps = ctx.saved_tensors
     padding = ctx.inputs[2]
     k = taps.shape[0]
-    padded = _fir_x_gradient(grad, x, k, padding)
-    grad_x = torch.ops.constmem.fir_filter(padded, taps.flip(0).contiguous(), "VALID")
-    grad_taps = None
+    grad_x = grad_taps = None
+    if ctx.needs_input_grad[0]:
+        padded = _fir_x_gradient(grad, x, k, padding)
+        grad_x = torch.ops.constmem.fir_filter(padded, taps.flip(0).contiguous(), "VALID")
     if ctx.needs_input_grad[1]:
         # dtaps[j] = sum over rows and outputs of g[o] xp[o + j].
         m = grad.shape[-1]
         pad_left = _pad_left(k, padding)
         pad_right = m + k - 1 - x.shape[-1] - pad_left
-        xp = torch.nn.functional.pad(x.reshape(-1, x.shape[-1]), (pad_left, pad_right))
+        xp = x.reshape(-1, x.shape[-1])
+        if pad_left or pad_right:
+            xp = torch.nn.functional.pad(xp, (pad_left, pad_right))
         if grad.numel() == 0:
             grad_taps = torch.zeros_like(taps)
         else:
