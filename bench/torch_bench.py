@@ -6,7 +6,9 @@ in this run:
   torch.compile, degree 16 and 256, 16 Mi float32 elements;
 - FirFilter against torch.nn.functional.conv1d (cuDNN), [4096, 16384] float32, 17 and 63 taps;
 - the per-call cost at 1 Ki elements against torch.add, eagerly;
-- Frobulate at 64 Mi elements (100 entries), for comparison with kernel_bench's figure.
+- Frobulate at 64 Mi elements (100 entries), for comparison with kernel_bench's figure;
+- Polyval's coefficient gradient at degree 256 on 16 Mi float32 elements (blocks of powers) against
+  every power at once: GPU time and peak memory beyond the inputs, in multiples of the input's size.
 
     python3 bench/torch_bench.py [--json FILE]
 """
@@ -53,6 +55,16 @@ def host_us_per_call(fn, calls=20000, rounds=5):
         torch.cuda.synchronize()
         results.append((time.perf_counter() - start) / calls * 1e6)
     return statistics.median(results)
+
+
+def peak_bytes(fn):
+    """GPU memory allocated at the peak of one call of `fn`, beyond what was allocated before."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - before
 
 
 def horner(coeffs, x):
@@ -122,6 +134,27 @@ def main():
     large = torch.randn(64 << 20, device="cuda")
     ms = gpu_ms(lambda: cm.frobulate(large, table))
     results["frobulate_64mi_100"] = {"ms": ms, "g_adds_per_s": large.numel() * 100 / ms / 1e6}
+
+    coeffs = torch.randn(257, device="cuda", requires_grad=True)
+    grad = torch.randn_like(x)
+    exponents = torch.arange(256, -1, -1, dtype=x.dtype, device="cuda")
+
+    def blocked():
+        return torch.autograd.grad(cm.polyval(coeffs, x), coeffs, grad)[0]
+
+    def all_powers():
+        return ((x.reshape(-1, 1) ** exponents) * grad.reshape(-1, 1)).sum(0)
+
+    torch.testing.assert_close(blocked(), all_powers(), rtol=1e-3, atol=1e-3 * grad.norm().item())
+    ours, theirs = gpu_ms(blocked, repetitions=5), gpu_ms(all_powers, repetitions=5)
+    ours_bytes, theirs_bytes = peak_bytes(blocked), peak_bytes(all_powers)
+    results["polyval_coeffs_gradient_degree_256"] = {
+        "constmem_ms": ours,
+        "all_powers_ms": theirs,
+        "speedup": theirs / ours,
+        "constmem_peak_inputs": ours_bytes / x.nbytes,
+        "all_powers_peak_inputs": theirs_bytes / x.nbytes,
+    }
 
     print(json.dumps(results, indent=1))
     if args.json:

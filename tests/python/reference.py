@@ -136,6 +136,13 @@ def polyval_fma_reference(coeffs, x, flush=False):
     return out
 
 
+def polyval_coefficient_gradient(count, x, grad):
+    """d(sum(grad * polyval(coeffs, x))) / d coeffs for `count` coefficients, in float64, and the
+    magnitudes sum(|grad| * |x|**k) that bound each entry's rounding error."""
+    x, grad = np.asarray(x, np.float64).ravel(), np.asarray(grad, np.float64).ravel()
+    return np.vander(x, count).T @ grad, np.vander(np.abs(x), count).T @ np.abs(grad)
+
+
 def polyval_error_bound(coeffs, x):
     """A bound on |computed - exact| for Horner's rule in x's dtype (Higham, eq. 5.3, doubled)."""
     x = np.asarray(x)

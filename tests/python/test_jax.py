@@ -16,6 +16,7 @@ from reference import (  # noqa: E402
     fir_fma_reference,
     frobulate_reference,
     interpolate_fma_reference,
+    polyval_coefficient_gradient,
     polyval_fma_reference,
     random_case,
 )
@@ -111,6 +112,17 @@ def test_gradients_match_finite_differences(device):
     for padding in ("SAME", "VALID"):
         check_grads(lambda a, t, p=padding: cm.fir_filter(a, t, padding=p), (x, taps), 1, ["rev"])
     check_grads(lambda a, k: cm.interpolate(a + 0.013, k, -0.9, 0.8), (x, coeffs), 1, ["rev"])
+
+
+@pytest.mark.parametrize("count", [1, 17, 100, 4096])
+def test_coefficient_gradient_of_many_coefficients_matches_float64(device, count):
+    rng = np.random.default_rng(count)
+    x, grad = rng.uniform(-1.02, 1.02, size=(2, 37)), rng.standard_normal((2, 37))
+    expected, magnitude = polyval_coefficient_gradient(count, x, grad)
+    x_on_device = jax.device_put(x, device)
+    coeffs = jax.device_put(rng.standard_normal(count), device)
+    result = jax.jit(jax.grad(lambda c: (cm.polyval(c, x_on_device) * grad).sum()))(coeffs)
+    assert np.all(np.abs(np.asarray(result) - expected) <= 1e-13 * magnitude)
 
 
 def test_static_tables_give_the_array_tables_gradients_for_the_data(device):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from reference import (
+    polyval_coefficient_gradient,
     polyval_error_bound,
     polyval_fma_reference,
     special_values,
@@ -103,6 +104,29 @@ def test_gradients_with_respect_to_x_and_coeffs(device, source):
         )
     for t, n in zip(theoretical, numerical, strict=True):
         np.testing.assert_allclose(t, n, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("count", [1, 17, 100, 4096])
+def test_coefficient_gradient_of_many_coefficients_matches_float64(device, count):
+    # More coefficients than one block of powers, in eager mode, with an unknown table size and
+    # under XLA.
+    rng = np.random.default_rng(count)
+    x, grad = rng.uniform(-1.02, 1.02, size=(2, 37)), rng.standard_normal((2, 37))
+    expected, magnitude = polyval_coefficient_gradient(count, x, grad)
+
+    def coeffs_gradient(coeffs, source="input"):
+        with tf.GradientTape() as tape:
+            tape.watch(coeffs)
+            y = tf.reduce_sum(cm.polyval(coeffs, tf.constant(x), source=source) * grad)
+        return tape.gradient(y, coeffs)
+
+    unknown_size = tf.function(coeffs_gradient, input_signature=[tf.TensorSpec([None], tf.float64)])
+    with tf.device(device):
+        coeffs = tf.constant(rng.standard_normal(count))
+        results = [coeffs_gradient(coeffs, source) for source in ("input", "host")]
+        results += [unknown_size(coeffs), tf.function(coeffs_gradient, jit_compile=True)(coeffs)]
+    for result in results:
+        assert np.all(np.abs(result.numpy() - expected) <= 1e-13 * magnitude)
 
 
 def test_gradient_of_the_attr_form_flows_to_x(device):

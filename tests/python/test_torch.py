@@ -12,6 +12,7 @@ from reference import (
     frobulate_reference,
     interpolate_float64,
     interpolate_fma_reference,
+    polyval_coefficient_gradient,
     polyval_fma_reference,
     random_case,
 )
@@ -170,6 +171,16 @@ def test_gradients_match_finite_differences(device):
     taps = taps.clone().requires_grad_(True)
     cm.fir_filter(short, taps, padding="VALID").sum().backward()
     assert not short.grad.any() and not taps.grad.any()
+
+
+@pytest.mark.parametrize("count", [1, 17, 100, 4096])
+def test_coefficient_gradient_of_many_coefficients_matches_float64(device, count):
+    rng = np.random.default_rng(count)
+    x, grad = rng.uniform(-1.02, 1.02, size=(2, 37)), rng.standard_normal((2, 37))
+    expected, magnitude = polyval_coefficient_gradient(count, x, grad)
+    coeffs = torch.tensor(rng.standard_normal(count), device=device, requires_grad=True)
+    cm.polyval(coeffs, torch.tensor(x, device=device)).backward(torch.tensor(grad, device=device))
+    assert np.all(np.abs(as_numpy(coeffs.grad) - expected) <= 1e-13 * magnitude)
 
 
 def opcheck_cases(device):

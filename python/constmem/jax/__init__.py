@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from constmem import _libraries
+from constmem._polyval import coefficient_gradient_blocks
 
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
@@ -210,8 +211,19 @@ def _polyval_bwd(residuals, g):
     coeffs, x = residuals
     n = coeffs.shape[0]
     grad_x = g * _polyval_call(x, _derivative(coeffs, n, jnp.arange))
-    powers = x.reshape(-1, 1) ** jnp.arange(n - 1, -1, -1, dtype=x.dtype)
-    return (powers * g.reshape(-1, 1)).sum(0), grad_x
+    return _coeffs_gradient(x.reshape(-1), g.reshape(-1), n), grad_x
+
+
+def _coeffs_gradient(x, g, n: int):
+    """d(sum(g * y)) / d coeffs[i] = sum(g * x**(n-1-i)), in blocks of powers."""
+    blocks, per_block = coefficient_gradient_blocks(n)
+    low_powers = x[:, None] ** jnp.arange(per_block, dtype=x.dtype)
+
+    def block(m):
+        return (low_powers * (g * x ** (m * per_block).astype(x.dtype))[:, None]).sum(0)
+
+    sums = block(jnp.int32(0)) if blocks == 1 else jax.lax.map(block, jnp.arange(blocks))
+    return sums.reshape(-1)[:n][::-1]
 
 
 _polyval.defvjp(_polyval_fwd, _polyval_bwd)

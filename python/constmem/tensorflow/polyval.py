@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from constmem._polyval import coefficient_gradient_blocks
 from constmem.tensorflow import _loader
 from constmem.tensorflow._tables import (
     Source,
@@ -72,18 +73,29 @@ def _derivative(coeffs: tf.Tensor) -> tf.Tensor:
     return tf.cond(n > 1, lambda: derivative, lambda: tf.zeros([1], coeffs.dtype))
 
 
-def _coeffs_gradient(x: tf.Tensor, grad: tf.Tensor, n: tf.Tensor) -> tf.Tensor:
-    """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i))."""
-    exponents = tf.cast(tf.range(n - 1, -1, -1), x.dtype)
-    powers = tf.math.pow(tf.reshape(x, [-1, 1]), exponents)
-    # Elementwise and a reduction: no cuBLAS call, so the gradient runs wherever the op does.
-    return tf.reduce_sum(powers * tf.reshape(grad, [-1, 1]), axis=0)
+def _coeffs_gradient(x: tf.Tensor, grad: tf.Tensor, n) -> tf.Tensor:
+    """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i)), in blocks of powers."""
+    blocks, per_block = coefficient_gradient_blocks(n)
+    x, grad = tf.reshape(x, [-1]), tf.reshape(grad, [-1])
+    low_powers = tf.math.pow(tf.expand_dims(x, 1), tf.cast(tf.range(per_block), x.dtype))
+
+    def block(m):
+        scaled = grad * tf.math.pow(x, tf.cast(m * per_block, x.dtype))
+        # Elementwise and a reduction: no cuBLAS call, so the gradient runs wherever the op does.
+        return tf.reduce_sum(low_powers * tf.expand_dims(scaled, 1), axis=0)
+
+    if isinstance(blocks, int) and blocks == 1:
+        sums = block(0)
+    else:
+        sums = tf.map_fn(block, tf.range(blocks), fn_output_signature=x.dtype)
+    return tf.reverse(tf.reshape(sums, [-1])[:n], [0])
 
 
 def _grad_with_input(op, grad):
     x, coeffs = op.inputs
     grad_x = grad * polyval(_derivative(coeffs), x, source="input")
-    return [grad_x, _coeffs_gradient(x, grad, tf.shape(coeffs)[0])]
+    n = coeffs.shape[0] if coeffs.shape[0] is not None else tf.shape(coeffs)[0]
+    return [grad_x, _coeffs_gradient(x, grad, n)]
 
 
 def _grad_with_attr(op, grad):

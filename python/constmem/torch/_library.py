@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from constmem import _libraries
+from constmem._polyval import coefficient_gradient_blocks
 
 _SCHEMAS = {
     "frobulate": "(Tensor data, Tensor table) -> Tensor",
@@ -121,13 +122,22 @@ def _polyval_backward(ctx, grad):
         derivative = coeffs[:-1] * torch.arange(
             n - 1, 0, -1, dtype=coeffs.dtype, device=coeffs.device
         )
-    grad_x = grad * torch.ops.constmem.polyval(derivative, x)
-    grad_coeffs = None
+    grad_coeffs = grad_x = None
+    if ctx.needs_input_grad[1]:
+        grad_x = grad * torch.ops.constmem.polyval(derivative, x)
     if ctx.needs_input_grad[0]:
-        exponents = torch.arange(n - 1, -1, -1, dtype=x.dtype, device=x.device)
-        powers = x.reshape(-1, 1) ** exponents
-        grad_coeffs = (powers * grad.reshape(-1, 1)).sum(0).to(coeffs.device)
+        grad_coeffs = _coeffs_gradient(x.reshape(-1), grad.reshape(-1), n).to(coeffs.device)
     return grad_coeffs, grad_x
+
+
+def _coeffs_gradient(x: torch.Tensor, grad: torch.Tensor, n: int) -> torch.Tensor:
+    """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i)), in blocks of powers."""
+    blocks, per_block = coefficient_gradient_blocks(n)
+    low_powers = x.reshape(-1, 1) ** torch.arange(per_block, dtype=x.dtype, device=x.device)
+    sums = [
+        (low_powers * (grad * x ** (m * per_block)).reshape(-1, 1)).sum(0) for m in range(blocks)
+    ]
+    return torch.cat(sums)[:n].flip(0)
 
 
 def _polyval_static_backward(ctx, grad):

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Polyval's coefficient gradient, planned once for every framework binding.
+
+d(sum(grad * polyval(coeffs, x))) / d coeffs[n-1-k] = sum(grad * x**k), for k < n coefficients. The
+bindings compute it in blocks of powers, x**(m*b + j) = x**(m*b) * x**j for j < b, so that at most
+[elements, b] powers exist at once instead of [elements, n] (n reaches 4,096).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_POWERS_PER_BLOCK = 16
+
+
+def coefficient_gradient_blocks(n: Any) -> tuple[Any, Any]:
+    """(blocks, powers per block) covering the exponents 0 .. n-1 in near-equal blocks.
+
+    `n` is an int or an integer tensor (TensorFlow's dynamic sizes): only `+` and `//` are used.
+    """
+    blocks = (n + MAX_POWERS_PER_BLOCK - 1) // MAX_POWERS_PER_BLOCK
+    return blocks, (n + blocks - 1) // blocks
