@@ -6,7 +6,10 @@
   both with the table as a jax.Array and as a static (NumPy) table;
 - Frobulate at 64 Mi elements (100 entries, a jax.Array table), for comparison with kernel_bench's
   figure of the same run (`kernel_bench --elements 67108864 --quick`);
-- the cost of one op at 1 Ki elements inside jit against a jitted elementwise op.
+- the cost of one op at 1 Ki elements inside jit against a jitted elementwise op;
+- Polyval's coefficient gradient at degree 256 on 16 Mi float32 elements, jitted and eagerly,
+  against every power at once eagerly: time, and peak GPU memory beyond the inputs in multiples of
+  the input's size (measured first, while the process's peak is still the inputs').
 
 Kernel-bound cases run 20 times inside one jitted, unrolled `fori_loop`, each call's output the
 next one's input, so that the host's dispatch of a jitted call is not counted (as CUDA events
@@ -55,6 +58,38 @@ def loop_ms(op, *args):
     return ms_per_call(run, *args, calls=1) / iterations
 
 
+def coefficient_gradient(key, x):
+    coeffs = jax.random.normal(key, (257,), jnp.float32)
+    grad = jax.random.normal(jax.random.PRNGKey(1), x.shape, jnp.float32)
+    exponents = jnp.arange(256, -1, -1, dtype=x.dtype)
+    eager = jax.grad(lambda c: (cm.polyval(c, x) * grad).sum())
+    jitted = jax.jit(eager)
+
+    def all_powers(c):
+        return (x[:, None] ** exponents * grad[:, None]).sum(0)
+
+    device = x.devices().pop()
+    in_use = device.memory_stats()["bytes_in_use"]
+    peaks = []
+    for fn in (eager, all_powers):  # the peak only grows: the smaller first
+        jax.block_until_ready(fn(coeffs))
+        peaks.append((device.memory_stats()["peak_bytes_in_use"] - in_use) / x.nbytes)
+    np.testing.assert_allclose(eager(coeffs), jitted(coeffs), rtol=1e-4, atol=1e-2)
+    np.testing.assert_allclose(eager(coeffs), all_powers(coeffs), rtol=1e-3, atol=4)
+    ours, ours_eager = ms_per_call(jitted, coeffs, calls=5), ms_per_call(eager, coeffs, calls=5)
+    theirs = ms_per_call(all_powers, coeffs, calls=5)
+    temp = jitted.lower(coeffs).compile().memory_analysis().temp_size_in_bytes
+    return {
+        "constmem_jit_ms": ours,
+        "constmem_eager_ms": ours_eager,
+        "all_powers_eager_ms": theirs,
+        "speedup_eager": theirs / ours_eager,
+        "constmem_jit_temp_inputs": temp / x.nbytes,
+        "constmem_eager_peak_inputs": peaks[0],
+        "all_powers_eager_peak_inputs": peaks[1],
+    }
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
@@ -63,6 +98,7 @@ def main():
     results = {"device": str(jax.devices()[0]), "jax": jax.__version__}
 
     x = jax.random.uniform(key, (16 << 20,), jnp.float32, -1, 1)
+    results["polyval_coeffs_gradient_degree_256"] = coefficient_gradient(key, x)
     for degree in (16, 256):
         coeffs = jax.random.normal(key, (degree + 1,), jnp.float32)
         ours = loop_ms(lambda y, c: cm.polyval(c, y), x, coeffs)

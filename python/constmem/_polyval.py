@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Polyval's coefficient gradient, planned once for every framework binding.
+"""Polyval's coefficient gradient, planned once for the framework bindings that run it eagerly.
 
-d(sum(grad * polyval(coeffs, x))) / d coeffs[n-1-k] = sum(grad * x**k), for k < n coefficients. The
-bindings compute it in blocks of powers, x**(m*b + j) = x**(m*b) * x**j for j < b, so that at most
-[elements, b] powers exist at once instead of [elements, n] (n reaches 4,096).
+d(sum(grad * polyval(coeffs, x))) / d coeffs[n-1-k] = sum(grad * x**k), for k < n coefficients.
+TensorFlow and PyTorch compute it in blocks of at most 16 powers, so that at most [elements, 16]
+powers exist at once instead of [elements, n] (n reaches 4,096); each power is one `pow`, as when
+they were all computed at once. JAX compiles the whole sum, which XLA fuses into one reduction.
 """
 
 from __future__ import annotations

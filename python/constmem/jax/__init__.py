@@ -29,7 +29,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from constmem import _libraries
-from constmem._polyval import coefficient_gradient_blocks
 
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
@@ -214,16 +213,14 @@ def _polyval_bwd(residuals, g):
     return _coeffs_gradient(x.reshape(-1), g.reshape(-1), n), grad_x
 
 
+@functools.partial(jax.jit, static_argnums=2)
 def _coeffs_gradient(x, g, n: int):
-    """d(sum(g * y)) / d coeffs[i] = sum(g * x**(n-1-i)), in blocks of powers."""
-    blocks, per_block = coefficient_gradient_blocks(n)
-    low_powers = x[:, None] ** jnp.arange(per_block, dtype=x.dtype)
+    """d(sum(g * y)) / d coeffs[i] = sum(g * x**(n-1-i)).
 
-    def block(m):
-        return (low_powers * (g * x ** (m * per_block).astype(x.dtype))[:, None]).sum(0)
-
-    sums = block(jnp.int32(0)) if blocks == 1 else jax.lax.map(block, jnp.arange(blocks))
-    return sums.reshape(-1)[:n][::-1]
+    Compiled also when the caller is not: XLA fuses the powers into the reduction, so that no
+    [elements, n] array of powers is ever stored.
+    """
+    return (x[:, None] ** jnp.arange(n - 1, -1, -1, dtype=x.dtype) * g[:, None]).sum(0)
 
 
 _polyval.defvjp(_polyval_fwd, _polyval_bwd)

@@ -76,13 +76,12 @@ def _derivative(coeffs: tf.Tensor) -> tf.Tensor:
 def _coeffs_gradient(x: tf.Tensor, grad: tf.Tensor, n) -> tf.Tensor:
     """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i)), in blocks of powers."""
     blocks, per_block = coefficient_gradient_blocks(n)
-    x, grad = tf.reshape(x, [-1]), tf.reshape(grad, [-1])
-    low_powers = tf.math.pow(tf.expand_dims(x, 1), tf.cast(tf.range(per_block), x.dtype))
+    x, grad = tf.reshape(x, [-1, 1]), tf.reshape(grad, [-1, 1])
 
     def block(m):
-        scaled = grad * tf.math.pow(x, tf.cast(m * per_block, x.dtype))
+        exponents = tf.cast(m * per_block + tf.range(per_block), x.dtype)
         # Elementwise and a reduction: no cuBLAS call, so the gradient runs wherever the op does.
-        return tf.reduce_sum(low_powers * tf.expand_dims(scaled, 1), axis=0)
+        return tf.reduce_sum(tf.math.pow(x, exponents) * grad, axis=0)
 
     if isinstance(blocks, int) and blocks == 1:
         sums = block(0)

@@ -133,9 +133,12 @@ def _polyval_backward(ctx, grad):
 def _coeffs_gradient(x: torch.Tensor, grad: torch.Tensor, n: int) -> torch.Tensor:
     """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i)), in blocks of powers."""
     blocks, per_block = coefficient_gradient_blocks(n)
-    low_powers = x.reshape(-1, 1) ** torch.arange(per_block, dtype=x.dtype, device=x.device)
+    exponents = torch.arange(blocks * per_block, dtype=x.dtype, device=x.device)
     sums = [
-        (low_powers * (grad * x ** (m * per_block)).reshape(-1, 1)).sum(0) for m in range(blocks)
+        (
+            x.reshape(-1, 1) ** exponents[m * per_block : (m + 1) * per_block] * grad.reshape(-1, 1)
+        ).sum(0)
+        for m in range(blocks)
     ]
     return torch.cat(sums)[:n].flip(0)
 
