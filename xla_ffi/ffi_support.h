@@ -1,17 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-// What every op's XLA FFI handlers share. Only XLA's FFI header, a C ABI that TensorFlow's wheel
-// and jaxlib both ship: the same handlers serve TensorFlow's XLA lowering (tf/adapter/xla/) and
-// JAX (jax.ffi), each compiled against its own copy of the header.
+// An op's XLA FFI handlers, made from its description (constmem/op_description.hpp). Only XLA's
+// FFI header, a C ABI that TensorFlow's wheel and jaxlib both ship: the same handlers serve
+// TensorFlow's XLA lowering (tf/adapter/) and JAX (jax.ffi), each compiled against its own copy
+// of the header.
+//
+// Each op has four handlers: "host" runs the CPU kernel, "cuda" the GPU launcher on XLA's stream
+// with the table read from device memory, and the "static" forms take the table as an attribute
+// `table` instead (float64 values already rounded to the data's dtype, or int32 values), host
+// memory whose bytes repeat at every call. The op's own attributes come by name, as their kinds
+// say: a choice as a string, a float64 as f64, an int64 as i64.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "constmem/cpu_float_mode.hpp"
+#include "constmem/op_description.hpp"
 #include "constmem/status.hpp"
 #include "constmem/table.hpp"
 #include "xla/ffi/api/ffi.h"
@@ -39,7 +50,7 @@ ffi::Error ForFloatType(ffi::DataType type, Fn&& fn) {
     case ffi::DataType::F64:
       return fn(double{});
     default:
-      return ffi::Error(ffi::ErrorCode::kInvalidArgument, "float32 or float64 data");
+      return ffi::Error(ffi::ErrorCode::kInvalidArgument, "the data must be float32 or float64");
   }
 }
 
@@ -51,29 +62,6 @@ ffi::Error ForFloatTypeOnHost(ffi::DataType type, Fn&& fn) {
   return ForFloatType(type, std::forward<Fn>(fn));
 }
 
-// A static table as the JAX wrapper sends it: an attribute of float64 values already rounded to T
-// (int32 values for an int32 table), in XLA's storage for the call, so the same bytes come at
-// every call (the launcher passes them by value or uploads them once per device and content).
-template <class T, class Stored>
-class StaticTable {
- public:
-  explicit StaticTable(ffi::Span<const Stored> values) {
-    if constexpr (std::is_same<T, Stored>::value) {
-      data_ = values.begin();
-    } else {
-      converted_.assign(values.begin(), values.end());  // exact: the values are T's
-      data_ = converted_.data();
-    }
-    size_ = static_cast<std::int64_t>(values.size());
-  }
-  TableView<T> View() const { return {data_, size_, SourceKind::kPageableHost, /*repeats=*/true}; }
-
- private:
-  std::vector<T> converted_;
-  const T* data_ = nullptr;
-  std::int64_t size_ = 0;
-};
-
 template <class T>
 constexpr ffi::DataType DataTypeOf() {
   if constexpr (std::is_same<T, float>::value) return ffi::DataType::F32;
@@ -81,166 +69,246 @@ constexpr ffi::DataType DataTypeOf() {
   return ffi::DataType::S32;
 }
 
-// make() with the attributes of the types A..., named `names` in order, bound after its own.
-// (A binding can be neither copied nor moved: each step builds on a call's result.)
-template <class... A>
-struct BindAttrs;
-template <>
-struct BindAttrs<> {
-  template <class Make>
-  static auto To(Make make, const char* const*) {
-    return make();
+inline const char* DataTypeName(ffi::DataType type) {
+  switch (type) {
+    case ffi::DataType::F32:
+      return "float32";
+    case ffi::DataType::F64:
+      return "float64";
+    case ffi::DataType::S32:
+      return "int32";
+    default:
+      return "another dtype";
   }
-};
-template <class A0, class... A>
-struct BindAttrs<A0, A...> {
-  template <class Make>
-  static auto To(Make make, const char* const* names) {
-    return BindAttrs<A...>::To([&] { return make().template Attr<A0>(names[0]); }, names + 1);
+}
+
+inline Dims DimsOf(const ffi::AnyBuffer& buffer) {
+  const auto dims = buffer.dimensions();
+  return Dims(dims.begin(), dims.end());
+}
+
+// An op's handlers (see the top of this file).
+template <class Op>
+struct TableHandlers {
+  template <class T>
+  using Entry = TableEntryOf<Op, T>;
+  using Stored = std::conditional_t<Op::kTable.int32, std::int32_t, double>;
+
+  // The op's Params and launch Shape for x and a table of `size`, checked against y's buffer.
+  template <class T>
+  static Status Prepare(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
+                        const ffi::AnyBuffer& y, std::int64_t size, typename Op::Params* params,
+                        typename Op::Shape* shape) {
+    std::array<AttrValue, Op::kAttrCount + 1> values{};
+    for (int i = 0; i < Op::kAttrCount; ++i) {
+      const AttrSpec& spec = Op::kAttrs[i];
+      bool found = false;
+      if (spec.kind == AttrKind::kChoice) {
+        auto value = attrs.get<std::string_view>(spec.name);
+        if ((found = value.has_value())) values[i].choice = *value;
+      } else if (spec.kind == AttrKind::kFloat64) {
+        auto value = attrs.get<double>(spec.name);
+        if ((found = value.has_value())) values[i].float64 = *value;
+      } else {
+        auto value = attrs.get<std::int64_t>(spec.name);
+        if ((found = value.has_value())) values[i].int64 = *value;
+      }
+      if (!found) {
+        return InvalidArgument(std::string(Op::kNames.name) + " needs the attribute " + spec.name);
+      }
+    }
+    CONSTMEM_RETURN_IF_ERROR(CheckTableSize<Op>(size));
+    CONSTMEM_RETURN_IF_ERROR(params->Read(
+        values.data(), std::is_same<T, double>::value ? DataType::kFloat64 : DataType::kFloat32));
+    Dims y_dims;
+    CONSTMEM_RETURN_IF_ERROR(Op::Output(DimsOf(x), *params, size, shape, &y_dims));
+    if (y_dims != DimsOf(y)) {
+      return InvalidArgument(std::string(Op::kNames.name) +
+                             ": the result buffer's shape is not the op's output shape");
+    }
+    return Status::Ok();
   }
-};
-
-// The defaults of an op's description for TableHandlers: a table of the data's type and no
-// attributes but the static forms' `table`.
-struct FfiTableOp {
-  static constexpr bool kInt32Table = false;  // int32 entries, whatever the data's type
-  using Attrs = std::tuple<>;                 // the types of further attributes, in order,
-  static constexpr const char* const* kAttrNames = nullptr;  // and their names
-};
-
-// An op's four handlers (handlers.h), written once, from a description:
-//
-//   struct PolyvalFfi : FfiTableOp {
-//     template <class T>  // the CPU kernel over all of x
-//     static Status RunOnHost(const ffi::AnyBuffer& x, T* y, const TableView<T>& coeffs);
-//     template <class T>  // the GPU launcher on XLA's stream
-//     static Status RunOnCuda(GpuStream, const ffi::AnyBuffer& x, T* y, const TableView<T>&
-//     coeffs);
-//   };
-//
-// Both take the op's further attributes after the table. The table comes as a buffer (host memory
-// for "host", device memory for "cuda") or, in the static forms, as the attribute `table`.
-template <class Op, class Attrs = typename Op::Attrs>
-struct TableHandlers;
-template <class Op, class... A>
-struct TableHandlers<Op, std::tuple<A...>> {
-  template <class T>
-  using Entry = std::conditional_t<Op::kInt32Table, std::int32_t, T>;
-  using Stored = std::conditional_t<Op::kInt32Table, std::int32_t, double>;
-  using StaticSpan = ffi::Span<const Stored>;
 
   template <class T>
-  static ffi::Error CheckTable(const ffi::AnyBuffer& table) {
-    if (table.element_type() == DataTypeOf<Entry<T>>()) return ffi::Error::Success();
-    return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                      Op::kInt32Table ? "the table must be int32" : "the table must be x's dtype");
+  static Status CheckTable(const ffi::AnyBuffer& table) {
+    if (table.element_type() == DataTypeOf<Entry<T>>()) return Status::Ok();
+    return InvalidArgument(std::string(Op::kNames.table) + " must be " +
+                           DataTypeName(DataTypeOf<Entry<T>>()) + "; got " +
+                           DataTypeName(table.element_type()));
   }
+
+  // Runs the CPU kernel over all of x, the table converted where the op asks for it.
   template <class T>
-  static TableView<Entry<T>> DeviceView(const ffi::AnyBuffer& table, SourceKind source) {
-    return {table.typed_data<Entry<T>>(), static_cast<std::int64_t>(table.element_count()), source};
+  static Status RunOnHost(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x, ffi::AnyBuffer& y,
+                          const Entry<T>* table, std::int64_t size) {
+    typename Op::Params params;
+    typename Op::Shape shape;
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, size, &params, &shape));
+    if constexpr (std::is_same<CpuTableEntryOf<Op, T>, Entry<T>>::value) {
+      Op::template RunCpu<T>(params, shape, x.typed_data<T>(), y.typed_data<T>(), table, size,
+                             SerialShard{});
+    } else {
+      const std::vector<CpuTableEntryOf<Op, T>> converted(table, table + size);
+      Op::template RunCpu<T>(params, shape, x.typed_data<T>(), y.typed_data<T>(), converted.data(),
+                             size, SerialShard{});
+    }
+    return Status::Ok();
+  }
+
+  // The static forms' attribute `table`: float64 values already rounded to T (exact in T), or
+  // int32 values.
+  template <class T>
+  static Status StaticTable(const ffi::Dictionary& attrs, std::vector<Entry<T>>* converted,
+                            TableView<Entry<T>>* view) {
+    auto values = attrs.get<ffi::Span<const Stored>>("table");
+    if (!values.has_value()) {
+      return InvalidArgument(std::string(Op::kNames.name) + " needs the attribute table");
+    }
+    const auto size = static_cast<std::int64_t>(values->size());
+    if constexpr (std::is_same<Entry<T>, Stored>::value) {
+      *view = {values->begin(), size, SourceKind::kPageableHost, /*repeats=*/true};
+    } else {
+      converted->assign(values->begin(), values->end());
+      *view = {converted->data(), size, SourceKind::kPageableHost, /*repeats=*/true};
+    }
+    return Status::Ok();
   }
 
   static ffi::Error Host(ffi::AnyBuffer x, ffi::AnyBuffer table, ffi::Result<ffi::AnyBuffer> y,
-                         A... attrs) {
+                         ffi::Dictionary attrs) {
     return ForFloatTypeOnHost(x.element_type(), [&](auto zero) {
       using T = decltype(zero);
-      if (ffi::Error error = CheckTable<T>(table); error.failure()) return error;
-      return FfiError(Op::template RunOnHost<T>(
-          x, y->typed_data<T>(), DeviceView<T>(table, SourceKind::kPageableHost), attrs...));
+      if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
+      return FfiError(RunOnHost<T>(attrs, x, *y, table.typed_data<Entry<T>>(),
+                                   static_cast<std::int64_t>(table.element_count())));
     });
   }
-  static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, A... attrs,
-                               StaticSpan table) {
+  static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
+                               ffi::Dictionary attrs) {
     return ForFloatTypeOnHost(x.element_type(), [&](auto zero) {
       using T = decltype(zero);
-      const StaticTable<Entry<T>, Stored> values(table);
-      return FfiError(Op::template RunOnHost<T>(x, y->typed_data<T>(), values.View(), attrs...));
+      std::vector<Entry<T>> converted;
+      TableView<Entry<T>> view;
+      if (Status status = StaticTable<T>(attrs, &converted, &view); !status.ok()) {
+        return FfiError(status);
+      }
+      return FfiError(RunOnHost<T>(attrs, x, *y, view.values, view.size));
     });
   }
 #if CONSTMEM_WITH_GPU
+  template <class T>
+  static Status RunOnCuda(GpuStream stream, const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
+                          ffi::AnyBuffer& y, const TableView<Entry<T>>& table) {
+    typename Op::Params params;
+    typename Op::Shape shape;
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, table.size, &params, &shape));
+    return Op::template Launch<T>(stream, params, shape, x.typed_data<T>(), y.typed_data<T>(),
+                                  table);
+  }
   static ffi::Error Cuda(GpuStream stream, ffi::AnyBuffer x, ffi::AnyBuffer table,
-                         ffi::Result<ffi::AnyBuffer> y, A... attrs) {
+                         ffi::Result<ffi::AnyBuffer> y, ffi::Dictionary attrs) {
     return ForFloatType(x.element_type(), [&](auto zero) {
       using T = decltype(zero);
-      if (ffi::Error error = CheckTable<T>(table); error.failure()) return error;
-      return FfiError(Op::template RunOnCuda<T>(
-          stream, x, y->typed_data<T>(), DeviceView<T>(table, SourceKind::kDevice), attrs...));
+      if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
+      const TableView<Entry<T>> view{table.typed_data<Entry<T>>(),
+                                     static_cast<std::int64_t>(table.element_count()),
+                                     SourceKind::kDevice};
+      return FfiError(RunOnCuda<T>(stream, attrs, x, *y, view));
     });
   }
   static ffi::Error StaticCuda(GpuStream stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
-                               A... attrs, StaticSpan table) {
+                               ffi::Dictionary attrs) {
     return ForFloatType(x.element_type(), [&](auto zero) {
       using T = decltype(zero);
-      const StaticTable<Entry<T>, Stored> values(table);
-      return FfiError(
-          Op::template RunOnCuda<T>(stream, x, y->typed_data<T>(), values.View(), attrs...));
+      std::vector<Entry<T>> converted;
+      TableView<Entry<T>> view;
+      if (Status status = StaticTable<T>(attrs, &converted, &view); !status.ok()) {
+        return FfiError(status);
+      }
+      return FfiError(RunOnCuda<T>(stream, attrs, x, *y, view));
     });
   }
 #endif
 
-  static auto HostBinding() {
-    return BindAttrs<A...>::To(
-        [] {
-          return ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>();
-        },
-        Op::kAttrNames);
+  // The handlers as XLA calls them.
+  static XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
+    static auto* handler = ffi::Ffi::Bind()
+                               .Arg<ffi::AnyBuffer>()
+                               .Arg<ffi::AnyBuffer>()
+                               .Ret<ffi::AnyBuffer>()
+                               .Attrs<ffi::Dictionary>()
+                               .To(Host)
+                               .release();
+    return handler->Call(frame);
   }
-  static auto StaticHostBinding() {
-    return BindAttrs<A..., StaticSpan>::To(
-        [] { return ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>(); },
-        AttrNamesAndTable());
+  static XLA_FFI_Error* StaticHostHandler(XLA_FFI_CallFrame* frame) {
+    static auto* handler = ffi::Ffi::Bind()
+                               .Arg<ffi::AnyBuffer>()
+                               .Ret<ffi::AnyBuffer>()
+                               .Attrs<ffi::Dictionary>()
+                               .To(StaticHost)
+                               .release();
+    return handler->Call(frame);
   }
-  static auto CudaBinding() {
-    return BindAttrs<A...>::To(
-        [] {
-          return ffi::Ffi::Bind()
-              .Ctx<ffi::PlatformStream<GpuStream>>()
-              .Arg<ffi::AnyBuffer>()
-              .Arg<ffi::AnyBuffer>()
-              .Ret<ffi::AnyBuffer>();
-        },
-        Op::kAttrNames);
+#if CONSTMEM_WITH_GPU
+  static XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
+    static auto* handler = ffi::Ffi::Bind()
+                               .Ctx<ffi::PlatformStream<GpuStream>>()
+                               .Arg<ffi::AnyBuffer>()
+                               .Arg<ffi::AnyBuffer>()
+                               .Ret<ffi::AnyBuffer>()
+                               .Attrs<ffi::Dictionary>()
+                               .To(Cuda, {ffi::Traits::kCmdBufferCompatible})
+                               .release();
+    return handler->Call(frame);
   }
-  static auto StaticCudaBinding() {
-    return BindAttrs<A..., StaticSpan>::To(
-        [] {
-          return ffi::Ffi::Bind()
-              .Ctx<ffi::PlatformStream<GpuStream>>()
-              .Arg<ffi::AnyBuffer>()
-              .Ret<ffi::AnyBuffer>();
-        },
-        AttrNamesAndTable());
+  static XLA_FFI_Error* StaticCudaHandler(XLA_FFI_CallFrame* frame) {
+    static auto* handler = ffi::Ffi::Bind()
+                               .Ctx<ffi::PlatformStream<GpuStream>>()
+                               .Arg<ffi::AnyBuffer>()
+                               .Ret<ffi::AnyBuffer>()
+                               .Attrs<ffi::Dictionary>()
+                               .To(StaticCuda, {ffi::Traits::kCmdBufferCompatible})
+                               .release();
+    return handler->Call(frame);
   }
-  static const char* const* AttrNamesAndTable() {
-    static const auto names = [] {
-      std::array<const char*, sizeof...(A) + 1> all{};
-      for (std::size_t i = 0; i < sizeof...(A); ++i) all[i] = Op::kAttrNames[i];
-      all[sizeof...(A)] = "table";
-      return all;
-    }();
-    return names.data();
-  }
+#endif
 };
+
+// The handler of the FFI target `target` ("library_name" or "library_name_static") for
+// `platform` ("cpu" or "CUDA") among Ops..., or nullptr: what an op library exports so that
+// its Python package registers every op's handlers from the op registry alone.
+template <class... Ops>
+void* FindTableHandler(const char* target, const char* platform) {
+  const std::string_view wanted(target);
+  const bool cuda = std::string_view(platform) == "CUDA";
+  void* found = nullptr;
+  auto match = [&](auto* op) {
+    using Op = std::remove_pointer_t<decltype(op)>;
+    const std::string base = std::string(Op::kNames.library) + "_" + Op::kNames.name;
+    const bool is_static = wanted == base + "_static";
+    if (found != nullptr || (wanted != base && !is_static)) return;
+    if (!cuda) {
+      found = reinterpret_cast<void*>(is_static ? &TableHandlers<Op>::StaticHostHandler
+                                                : &TableHandlers<Op>::HostHandler);
+    }
+#if CONSTMEM_WITH_GPU
+    if (cuda) {
+      found = reinterpret_cast<void*>(is_static ? &TableHandlers<Op>::StaticCudaHandler
+                                                : &TableHandlers<Op>::CudaHandler);
+    }
+#endif
+  };
+  (match(static_cast<Ops*>(nullptr)), ...);
+  return found;
+}
 
 }  // namespace xla_ffi
 }  // namespace constmem
 
-// The op's handler symbols prefix_host, prefix_static_host, prefix_cuda and prefix_static_cuda
-// (the last two with GPU kernels), from the description `op` (TableHandlers above).
-#define CONSTMEM_DETAIL_FFI_HANDLER(symbol, op, form, ...)  \
-  XLA_FFI_DEFINE_HANDLER_SYMBOL(                            \
-      symbol, ::constmem::xla_ffi::TableHandlers<op>::form, \
-      ::constmem::xla_ffi::TableHandlers<op>::form##Binding(), ##__VA_ARGS__)
-#if CONSTMEM_WITH_GPU
-#define CONSTMEM_DEFINE_FFI_TABLE_HANDLERS(prefix, op)                     \
-  CONSTMEM_DETAIL_FFI_HANDLER(prefix##_host, op, Host);                    \
-  CONSTMEM_DETAIL_FFI_HANDLER(prefix##_static_host, op, StaticHost);       \
-  CONSTMEM_DETAIL_FFI_HANDLER(prefix##_cuda, op, Cuda,                     \
-                              {::xla::ffi::Traits::kCmdBufferCompatible}); \
-  CONSTMEM_DETAIL_FFI_HANDLER(prefix##_static_cuda, op, StaticCuda,        \
-                              {::xla::ffi::Traits::kCmdBufferCompatible})
-#else
-#define CONSTMEM_DEFINE_FFI_TABLE_HANDLERS(prefix, op)  \
-  CONSTMEM_DETAIL_FFI_HANDLER(prefix##_host, op, Host); \
-  CONSTMEM_DETAIL_FFI_HANDLER(prefix##_static_host, op, StaticHost)
-#endif
+// Exports `void* symbol(const char* target, const char* platform)`: FindTableHandler over Ops.
+#define CONSTMEM_EXPORT_FFI_HANDLERS(symbol, ...)                                        \
+  extern "C" __attribute__((visibility("default"))) void* symbol(const char* target,     \
+                                                                 const char* platform) { \
+    return ::constmem::xla_ffi::FindTableHandler<__VA_ARGS__>(target, platform);         \
+  }

@@ -7,18 +7,25 @@ import constmem.keras
 model = keras.Sequential([keras.Input((8,)), constmem.keras.Frobulate(table=[1, 2, 3])])
 model.save("model.keras")          # reloads wherever `constmem.keras` has been imported
 
-Frobulate has a fixed table; Polyval and FirFilter train their coefficients and taps. Each layer
-calls the op of the backend Keras runs on (`constmem.tensorflow`, `constmem.jax` or
-`constmem.torch`), so one `.keras` file trains and reloads on each, with the same results.
+Each op whose description (constmem.ops) has a LAYER gets one, made from it: a layer that trains
+its table (`Polyval(degree=3)`, `FirFilter(taps=5)`, `Interpolate(knots=9, lo=-1.0, hi=1.0)`: the
+table's size, the op's attributes, optional starting values `initial`), or one whose table is
+fixed in its configuration (`Frobulate(table=[...])`). Each layer calls the op of the backend
+Keras runs on (`constmem.tensorflow`, `constmem.jax` or `constmem.torch`), so one `.keras` file
+trains and reloads on each, with the same results.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import keras
 import numpy as np
+
+from constmem import _libraries, _registry
+from constmem import ops as descriptions
 
 _BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -50,210 +57,169 @@ if keras.backend.backend() == "tensorflow":
     import constmem.tensorflow  # noqa: F401
 
 
-def _value(variable):
-    """A weight as the backend's own tensor."""
-    return keras.ops.convert_to_tensor(variable)
+def _registry_of_backend() -> dict[str, _registry.OpSpec]:
+    """The op registry of the backend's op library (the layers' ops and attributes)."""
+    framework = keras.backend.backend() if keras.backend.backend() in _BACKENDS else "tensorflow"
+    return _registry.read_registry(_libraries.library_path(framework))
 
 
-@keras.saving.register_keras_serializable(package="constmem")
-class Frobulate(keras.layers.Layer):
-    """`constmem.frobulate` with a table fixed per layer: adds every entry to every element.
+class _FixedTableLayer(keras.layers.Layer):
+    """An op with a table fixed per layer, kept in the layer's configuration; no weights."""
 
-    Args:
-      table: 1 to 16,384 integers that fit int32, kept in the layer's config.
-      source: "attr" (default: uploaded at most once per device and content) or "host" (the
-        table travels as a host-memory input on every call).
-      **kwargs: passed to `keras.layers.Layer`.
+    _op_name = ""
 
-    The gradient with respect to the input is the incoming gradient; the layer has no weights.
-
-    """
-
-    def __init__(self, table: Sequence[int], source: str = "attr", **kwargs: Any) -> None:
+    def __init__(self, table: Sequence[Any], source: str = "attr", **kwargs: Any) -> None:
         _require_supported_backend()
         super().__init__(**kwargs)
         if source not in ("attr", "host"):
             raise ValueError(f"source must be 'attr' or 'host'; got {source!r}")
-        self.table = [int(v) for v in np.asarray(table).reshape(-1)]
+        spec = _SPECS[self._op_name]
+        kind = int if spec.int32_table else float
+        self.table = [kind(v) for v in np.asarray(table).reshape(-1)]
         self.source = source
 
     def call(self, inputs):
-        """Applies the op to `inputs` (float32 or float64, any shape)."""
-        ops = _ops()
+        """Applies the op to `inputs`."""
+        op = getattr(_ops(), self._op_name)
         if keras.backend.backend() != "tensorflow":  # a static table: the attr form's equal
-            return ops.frobulate(inputs, self.table)
+            return op(inputs, self.table)
         if self.source == "host":
             import tensorflow as tf
 
-            return ops.frobulate(inputs, tf.constant(self.table, tf.int32), source="host")
-        return ops.frobulate(inputs, self.table, source="attr")
+            dtype = tf.int32 if _SPECS[self._op_name].int32_table else inputs.dtype
+            return op(inputs, tf.constant(self.table, dtype), source="host")
+        return op(inputs, self.table, source="attr")
 
     def compute_output_shape(self, input_shape):
-        """The input's shape."""
-        return input_shape
+        """The op's output shape."""
+        description = descriptions.describe(self._op_name)
+        return descriptions.output_shape(description, input_shape, len(self.table), {})
 
     def get_config(self) -> dict[str, Any]:
         """The layer's configuration, table included, for saving."""
         return {**super().get_config(), "table": list(self.table), "source": self.source}
 
 
-@keras.saving.register_keras_serializable(package="constmem")
-class Polyval(keras.layers.Layer):
-    """`constmem.polyval` with trainable coefficients: y = polyval(coefficients, x) elementwise.
+class _TrainedTableLayer(keras.layers.Layer):
+    """An op whose table is a trainable weight, passed as a tensor on every call."""
 
-    Args:
-      degree: the polynomial's degree; the layer holds degree + 1 coefficients, highest degree
-        first, initialised to `initial` or to the identity polynomial (x).
-      initial: optional starting coefficients (length degree + 1).
-      **kwargs: passed to `keras.layers.Layer`.
+    _op_name = ""
+    _signature: inspect.Signature
 
-    The coefficients travel as an input on every call (so they can change with each step), and
-    gradients flow to both them and the input.
-
-    """
-
-    def __init__(self, degree: int, initial: Sequence[float] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         _require_supported_backend()
+        own = {
+            name: kwargs.pop(name) for name in list(kwargs) if name in self._signature.parameters
+        }
+        bound = self._signature.bind(*args, **own)
+        bound.apply_defaults()
         super().__init__(**kwargs)
-        self.degree = int(degree)
+        layer = descriptions.describe(self._op_name).LAYER
+        self._size = int(bound.arguments[layer["size"]])
+        setattr(self, layer["size"], self._size)
+        self._attrs = {a.name: bound.arguments[a.name] for a in _SPECS[self._op_name].attrs}
+        for name, value in self._attrs.items():
+            setattr(self, name, value)
+        entries = layer["size_to_entries"](self._size)
+        initial = bound.arguments["initial"]
         if initial is None:
-            initial = [0.0] * (self.degree - 1) + [1.0, 0.0] if self.degree >= 1 else [0.0]
+            initial = layer["initial"](entries, self._attrs)
         self.initial = [float(v) for v in initial]
-        if len(self.initial) != self.degree + 1:
-            raise ValueError(f"initial needs {self.degree + 1} coefficients; got {len(initial)}")
+        if len(self.initial) != entries:
+            raise ValueError(f"initial needs {entries} values; got {len(initial)}")
 
     def build(self, input_shape):
-        """Creates the coefficients."""
-        self.coefficients = self.add_weight(
-            name="coefficients",
-            shape=(self.degree + 1,),
+        """Creates the table's weight."""
+        layer = descriptions.describe(self._op_name).LAYER
+        weight = self.add_weight(
+            name=layer["weight"],
+            shape=(len(self.initial),),
             initializer=keras.initializers.Constant(self.initial),
         )
+        setattr(self, layer.get("variable", layer["weight"]), weight)
 
     def call(self, inputs):
-        """Evaluates the polynomial at every element of `inputs`."""
-        return _ops().polyval(_value(self.coefficients), inputs)
+        """Applies the op with the current table."""
+        layer = descriptions.describe(self._op_name).LAYER
+        table = keras.ops.convert_to_tensor(getattr(self, layer.get("variable", layer["weight"])))
+        return _binding_call(self._op_name, inputs, table, self._attrs)
 
     def compute_output_shape(self, input_shape):
-        """The input's shape."""
-        return input_shape
+        """The op's output shape."""
+        description = descriptions.describe(self._op_name)
+        return descriptions.output_shape(description, input_shape, len(self.initial), self._attrs)
 
     def get_config(self) -> dict[str, Any]:
-        """The layer's configuration, for saving (the coefficients are weights)."""
-        return {**super().get_config(), "degree": self.degree, "initial": list(self.initial)}
-
-
-@keras.saving.register_keras_serializable(package="constmem")
-class FirFilter(keras.layers.Layer):
-    """`constmem.fir_filter` with trainable taps along the last axis.
-
-    Args:
-      taps: the number of taps; initialised to `initial` or to a unit impulse at the centre.
-      padding: "SAME" (as many outputs as samples) or "VALID".
-      initial: optional starting taps.
-      **kwargs: passed to `keras.layers.Layer`.
-
-    Gradients flow to the taps and to the input.
-
-    """
-
-    def __init__(
-        self,
-        taps: int,
-        padding: str = "SAME",
-        initial: Sequence[float] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        _require_supported_backend()
-        super().__init__(**kwargs)
-        self.taps = int(taps)
-        self.padding = padding
-        if initial is None:
-            initial = [0.0] * self.taps
-            initial[(self.taps - 1) // 2] = 1.0
-        self.initial = [float(v) for v in initial]
-        if len(self.initial) != self.taps:
-            raise ValueError(f"initial needs {self.taps} taps; got {len(initial)}")
-
-    def build(self, input_shape):
-        """Creates the taps."""
-        self.kernel = self.add_weight(
-            name="taps", shape=(self.taps,), initializer=keras.initializers.Constant(self.initial)
-        )
-
-    def call(self, inputs):
-        """Filters every row of `inputs` (its last axis)."""
-        return _ops().fir_filter(inputs, _value(self.kernel), padding=self.padding)
-
-    def compute_output_shape(self, input_shape):
-        """The input's shape, the last dimension as many outputs as the padding leaves."""
-        if self.padding == "SAME" or input_shape[-1] is None:
-            return input_shape
-        return (*input_shape[:-1], max(input_shape[-1] - self.taps + 1, 0))
-
-    def get_config(self) -> dict[str, Any]:
-        """The layer's configuration, for saving (the taps are weights)."""
+        """The layer's configuration, for saving (the table is a weight)."""
+        layer = descriptions.describe(self._op_name).LAYER
         return {
             **super().get_config(),
-            "taps": self.taps,
-            "padding": self.padding,
+            layer["size"]: self._size,
+            **self._attrs,
             "initial": list(self.initial),
         }
 
 
-@keras.saving.register_keras_serializable(package="constmem")
-class Interpolate(keras.layers.Layer):
-    """`constmem.interpolate` with trainable knots: a learned piecewise-linear curve over [lo, hi].
+def _binding_call(op_name: str, inputs, table, attrs: dict[str, Any]):
+    """The backend's op, its table first or second as its signature says."""
+    description = descriptions.describe(op_name)
+    spec = _SPECS[op_name]
+    arguments = {spec.data: inputs, spec.table: table, **attrs}
+    positional = [arguments.pop(name) for name in description.SIGNATURE]
+    return getattr(_ops(), op_name)(*positional, **arguments)
 
-    Args:
-      knots: the number of knots (2 to 16,384), equally spaced over [lo, hi]; initialised to
-        `initial` or to the identity (y = x inside the range, clamped outside).
-      lo, hi: the range the knots span.
-      initial: optional starting knot values.
-      **kwargs: passed to `keras.layers.Layer`.
 
-    Gradients flow to the knots and to the input.
-
-    """
-
-    def __init__(
-        self,
-        knots: int,
-        lo: float = -1.0,
-        hi: float = 1.0,
-        initial: Sequence[float] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        _require_supported_backend()
-        super().__init__(**kwargs)
-        self.knots = int(knots)
-        self.lo, self.hi = float(lo), float(hi)
-        if initial is None:
-            initial = np.linspace(self.lo, self.hi, self.knots).tolist()
-        self.initial = [float(v) for v in initial]
-        if len(self.initial) != self.knots:
-            raise ValueError(f"initial needs {self.knots} knots; got {len(initial)}")
-
-    def build(self, input_shape):
-        """Creates the knots."""
-        self.values = self.add_weight(
-            name="knots", shape=(self.knots,), initializer=keras.initializers.Constant(self.initial)
+def _make_layer(spec: _registry.OpSpec) -> type | None:
+    description = descriptions.describe(spec.name)
+    layer = getattr(description, "LAYER", None)
+    if layer is None:
+        return None
+    namespace = {"_op_name": spec.name, "__doc__": _layer_doc(spec, description, layer)}
+    if layer.get("fixed_table"):
+        cls = type(layer["name"], (_FixedTableLayer,), namespace)
+    else:
+        defaults = {**getattr(description, "DEFAULTS", {}), **layer.get("defaults", {})}
+        parameters = [inspect.Parameter(layer["size"], inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        parameters += [
+            inspect.Parameter(
+                a.name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=defaults.get(a.name, inspect.Parameter.empty),
+            )
+            for a in spec.attrs
+        ]
+        parameters.append(
+            inspect.Parameter("initial", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
         )
+        namespace["_signature"] = inspect.Signature(parameters)
+        cls = type(layer["name"], (_TrainedTableLayer,), namespace)
+    cls.__module__ = __name__
+    return keras.saving.register_keras_serializable(package="constmem")(cls)
 
-    def call(self, inputs):
-        """Interpolates every element of `inputs`."""
-        return _ops().interpolate(inputs, _value(self.values), self.lo, self.hi)
 
-    def compute_output_shape(self, input_shape):
-        """The input's shape."""
-        return input_shape
+def _layer_doc(spec: _registry.OpSpec, description, layer: dict) -> str:
+    function = f"`constmem.<framework>.{spec.name}`"
+    if layer.get("fixed_table"):
+        return (
+            f"{function} with a {spec.table} fixed per layer, kept in its configuration.\n\n"
+            f"Args:\n  table: the op's {spec.table}.\n  source: 'attr' (default: uploaded at most"
+            " once per device and content) or 'host' (a host-memory input on every call, on"
+            " TensorFlow).\n  **kwargs: passed to `keras.layers.Layer`.\n"
+        )
+    attrs = "".join(f"  {a.name}: the op's {a.name}.\n" for a in spec.attrs)
+    return (
+        f"{function} with a trainable {spec.table}.\n\n"
+        f"Args:\n  {layer['size']}: the {spec.table}'s size.\n{attrs}"
+        f"  initial: optional starting values of the {spec.table}.\n"
+        "  **kwargs: passed to `keras.layers.Layer`.\n\n"
+        f"Gradients flow to the {spec.table} and to the input.\n"
+    )
 
-    def get_config(self) -> dict[str, Any]:
-        """The layer's configuration, for saving (the knots are weights)."""
-        return {
-            **super().get_config(),
-            "knots": self.knots,
-            "lo": self.lo,
-            "hi": self.hi,
-            "initial": list(self.initial),
-        }
+
+_SPECS = _registry_of_backend()
+__all__ = []
+for _spec in _SPECS.values():
+    _layer = _make_layer(_spec)
+    if _layer is not None:
+        globals()[_layer.__name__] = _layer
+        __all__.append(_layer.__name__)

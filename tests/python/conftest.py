@@ -25,7 +25,12 @@ if importlib.util.find_spec("tensorflow") is not None:
         tf.config.experimental.set_memory_growth(gpu, True)
     GPUS = [f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))]
 else:
-    WITHOUT_TENSORFLOW = ("test_jax.py", "test_layering.py", "test_torch.py")  # the rest need TF
+    WITHOUT_TENSORFLOW = (
+        "test_bad_input.py",
+        "test_jax.py",
+        "test_layering.py",
+        "test_torch.py",
+    )  # the rest need TF
     collect_ignore = [
         os.path.basename(path)
         for path in glob.glob(os.path.join(os.path.dirname(__file__), "test_*.py"))

@@ -195,8 +195,8 @@ def test_raw_op_rejects_bad_input_in_the_kernel(device):
         )
 
 
-def test_unknown_padding_is_a_value_error():
-    with pytest.raises(ValueError, match="padding"):
+def test_unknown_padding_is_an_invalid_argument():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="padding must be 'SAME' or 'VALID'"):
         cm.fir_filter([1.0, 2.0], [1.0], padding="FULL")
 
 

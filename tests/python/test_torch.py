@@ -125,7 +125,7 @@ def test_non_contiguous_data_is_read_by_value(device):
         (lambda d: cm.polyval(torch.ones(4097, device=d), torch.ones(3, device=d)), "1 to 4096"),
         (
             lambda d: cm.polyval(torch.ones(3, dtype=torch.float64), torch.ones(3, device=d)),
-            "dtype",
+            "coeffs must be float32; got float64",
         ),
         (lambda d: cm.fir_filter(torch.tensor(1.0, device=d), [1.0]), "rank 1 or more"),
         (lambda d: cm.fir_filter(torch.ones(3, device=d), [1.0], padding="FULL"), "SAME"),
@@ -195,7 +195,7 @@ def opcheck_cases(device):
             c = torch.tensor([0.5, -1.0, 2.0], dtype=x.dtype, device=table_device)
             yield (
                 torch.ops.constmem.polyval,
-                (c.requires_grad_(True), x.clone().requires_grad_(True)),
+                (x.clone().requires_grad_(True), c.requires_grad_(True)),
             )
             t = torch.tensor([0.25, 0.5, 0.75], dtype=x.dtype, device=table_device)
             for padding in ("SAME", "VALID"):
@@ -203,7 +203,7 @@ def opcheck_cases(device):
                     torch.ops.constmem.fir_filter,
                     (x.clone().requires_grad_(True), t.requires_grad_(True), padding),
                 )
-        yield torch.ops.constmem.polyval_static, (np.asarray([0.5, 2.0], np_dtype).tolist(), x)
+        yield torch.ops.constmem.polyval_static, (x, np.asarray([0.5, 2.0], np_dtype).tolist())
         yield torch.ops.constmem.fir_filter_static, (x, [0.25, 0.5], "VALID")
         for table_device in {device, "cpu"}:
             k = torch.tensor([0.5, -1.0, 2.0, 0.0], dtype=x.dtype, device=table_device)

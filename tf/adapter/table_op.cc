@@ -1,10 +1,66 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "adapter/table_op.h"
 
+#include <cctype>
+#include <cinttypes>
+#include <cstdio>
+
 #include "tensorflow/core/framework/op.h"
 
 namespace constmem {
 namespace tf_adapter {
+
+std::string TfOpName(const OpNames& names) {
+  std::string name = names.library;
+  if (!name.empty()) name[0] = static_cast<char>(std::toupper(name[0]));
+  return name + ">" + names.type;
+}
+
+std::vector<std::string> TfAttrSpecs(const AttrSpec* attrs, int count) {
+  std::vector<std::string> specs;
+  for (int i = 0; i < count; ++i) {
+    std::string spec = std::string(attrs[i].name) + ": ";
+    if (attrs[i].kind != AttrKind::kChoice) {
+      specs.push_back(spec + "int");
+      continue;
+    }
+    spec += "{";
+    std::string choices = attrs[i].choices;
+    for (std::size_t start = 0; start <= choices.size();) {
+      std::size_t end = choices.find(',', start);
+      if (end == std::string::npos) end = choices.size();
+      spec += (start == 0 ? "'" : ", '") + choices.substr(start, end - start) + "'";
+      start = end + 1;
+    }
+    specs.push_back(spec + "}");
+  }
+  return specs;
+}
+
+std::string XlaAttributeDictionary(const AttrSpec* specs, int count, const AttrValue* values) {
+  std::string dictionary = "{";
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) dictionary += ", ";
+    dictionary += specs[i].name;
+    char text[64];
+    switch (specs[i].kind) {
+      case AttrKind::kChoice:
+        dictionary += " = \"" + std::string(values[i].choice) + "\"";
+        break;
+      case AttrKind::kFloat64: {  // by its bit pattern, which keeps it exact
+        std::uint64_t bits;
+        std::memcpy(&bits, &values[i].float64, sizeof(bits));
+        std::snprintf(text, sizeof(text), " = 0x%016" PRIX64 " : f64", bits);
+        dictionary += text;
+        break;
+      }
+      case AttrKind::kInt64:
+        dictionary += " = " + std::to_string(values[i].int64) + " : i64";
+        break;
+    }
+  }
+  return dictionary + "}";
+}
 
 void RegisterTableOpDefs(const TableOpDef& def) {
   const std::string table_type = def.int32_table ? "int32" : "T";

@@ -1,35 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// An op with one table, written once. From a struct that describes the op, the adapter makes its
-// TensorFlow op definitions (the three table forms, with shape functions), its CPU and GPU kernels
-// for float32 and float64 data, their registration and (xla/xla_lowering.h) its XLA lowering:
+// An op's TensorFlow binding, made from its description (constmem/op_description.hpp): its op
+// definitions in the three table forms (with shape functions), its CPU and GPU kernels for
+// float32 and float64 data, their registration and (xla/xla_lowering.h) its XLA lowering:
 //
-//   struct Scale : tf_adapter::TableOp {  // y = x * (g[0] + ... + g[n-1]): elementwise
-//     static constexpr tf_adapter::TableOpNames kNames{"My>Scale", "x", "gains"};
-//     static constexpr tf_adapter::TableOpLimits kLimits{1, 1024, std::int64_t{1} << 40};
-//     static constexpr const char* kDoc = "y = x * sum(gains).";
-//     template <class T, class Shard>  // on the CPU: shard(count, cost, fn(begin, end))
-//     static void RunCpu(const Params&, const Shape& shape, const T* x, T* y, const T* gains,
-//                        std::int64_t size, const Shard& shard);
-//     template <class T>  // on the GPU: the op's CUDA launcher
-//     static Status Launch(GpuStream stream, const Params&, const Shape& shape, const T* x, T* y,
-//                          const TableView<T>& gains);
-//     template <class T>
-//     static Placement Place(std::int64_t size, SourceKind source);
-//   };
-//   CONSTMEM_REGISTER_TABLE_OP(Scale);
-//   CONSTMEM_REGISTER_TABLE_OP_XLA(Scale, "my_scale", my_scale_host,  // optional: FFI handlers
-//                                  CONSTMEM_XLA_CUDA_HANDLER(my_scale_cuda));
+//   CONSTMEM_REGISTER_TABLE_OP(my::ScaleOp);
+//   CONSTMEM_REGISTER_TABLE_OP_XLA(my::ScaleOp);  // optional: under tf.function(jit_compile=True)
 //
 // The forms are `My>Scale` (the table an input), `My>ScaleHostTable` (an input in host memory)
-// and `My>ScaleAttr` (fixed per node). TableOp's defaults make an elementwise op with no attr
-// but the table; an op declares what differs: further attrs and what it reads from them
-// (Params), another output shape (Shape, OutputShape, InferOutput), checks of the table against
-// the attrs (CheckTable), int32 entries whatever the data's type (kInt32Table), float32 data
-// alone (kFloat64 = false). In Python, constmem.tensorflow.TableOp runs the form a caller
-// picks.
+// and `My>ScaleAttr` (fixed per node). An attribute of kind choice is a string attr of those
+// values, one of kind float64 an int attr holding its IEEE-754 bits, one of kind int64 an int
+// attr. In Python, constmem.tensorflow.TableOp runs the form a caller picks.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -38,87 +23,88 @@
 #include "adapter/kernel_registration.h"
 #include "adapter/table_adapter.h"
 #include "adapter/xla/xla_lowering.h"
+#include "constmem/op_description.hpp"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/framework/types.h"
+#if CONSTMEM_WITH_XLA
+#include "ffi_support.h"  // the FFI handlers the lowering calls
+#endif
 
 namespace constmem {
 namespace tf_adapter {
 
-// An op's names: the op (its forms add "HostTable" and "Attr"), its data input, its table (an
-// input, or an attr of that name) and its output.
-struct TableOpNames {
-  const char* op;
-  const char* data;
-  const char* table;
-  const char* output = "y";
-};
+// TensorFlow's name of an op: "Library>Type", the library's first letter capitalised.
+std::string TfOpName(const OpNames& names);
 
-// How many entries the table takes (min_table to max_table) and elements the data.
-struct TableOpLimits {
-  std::int64_t min_table;
-  std::int64_t max_table;
-  std::int64_t max_elements;
-};
+// The REGISTER_OP attr specs of an op's attributes.
+std::vector<std::string> TfAttrSpecs(const AttrSpec* attrs, int count);
 
-// The defaults of an op's description; see above.
-struct TableOp {
-  // int32 entries, whatever the data's type (else entries of the data's type).
-  static constexpr bool kInt32Table = false;
-  // RunCpu takes the table converted to the data's type: an attr's once, when the kernel is built,
-  // an input's per call (for an op that adds int32 entries in the data's type, as Frobulate).
-  static constexpr bool kCpuTableInDataType = false;
-  // Data of float64 as well as float32 (attr T: {float, double}); else float32 alone.
-  static constexpr bool kFloat64 = true;
-  // y[i] depends on x[i] alone: y may take x's buffer, and XLA may pass any dimension dynamic.
-  // Otherwise the last axis is one unit (a row), as for a filter.
-  static constexpr bool kElementwise = true;
-  static constexpr const char* kDoc = "";
-  // Attrs beyond T and the table, as REGISTER_OP's .Attr() specs.
-  static std::vector<std::string> Attrs() { return {}; }
-  // What the kernels, shape functions and XLA lowering read from those attrs. `attrs` has
-  // GetAttr(name, &value), as OpKernelConstruction and InferenceContext do.
-  struct Params {
-    template <class Attrs>
-    absl::Status Read(const Attrs&, tensorflow::DataType) {
-      return absl::OkStatus();
+// Reads an op's attributes from a TensorFlow attr source (OpKernelConstruction,
+// InferenceContext, a node's attrs): `storage` keeps the choices' text alive.
+template <class Attrs>
+absl::Status ReadTfAttrs(const Attrs& attrs, const AttrSpec* specs, int count, AttrValue* values,
+                         std::string* storage) {
+  for (int i = 0; i < count; ++i) {
+    switch (specs[i].kind) {
+      case AttrKind::kChoice:
+        TF_RETURN_IF_ERROR(attrs.GetAttr(specs[i].name, &storage[i]));
+        values[i].choice = storage[i];
+        break;
+      case AttrKind::kFloat64: {
+        std::int64_t bits = 0;
+        TF_RETURN_IF_ERROR(attrs.GetAttr(specs[i].name, &bits));
+        std::memcpy(&values[i].float64, &bits, sizeof(bits));
+        break;
+      }
+      case AttrKind::kInt64: {
+        std::int64_t value = 0;
+        TF_RETURN_IF_ERROR(attrs.GetAttr(specs[i].name, &value));
+        values[i].int64 = value;
+        break;
+      }
     }
-  };
-  // What the CPU kernel and launcher need of the data's shape.
-  struct Shape {
-    std::int64_t elements = 0;
-  };
-  // Checks the table's size against the attrs.
-  template <class P>
-  static absl::Status CheckTable(const P&, std::int64_t /*size*/) {
-    return absl::OkStatus();
   }
-  // y's shape (and the launch's Shape) from x's, or an error for shapes the op refuses.
-  template <class P, class S>
-  static absl::Status OutputShape(const tensorflow::TensorShape& x, const P&, std::int64_t,
-                                  S* shape, tensorflow::TensorShape* y) {
-    shape->elements = x.num_elements();
-    *y = x;
-    return absl::OkStatus();
-  }
-  // The same at graph construction; `size` is -1 while the table's size is unknown.
-  template <class P>
-  static absl::Status InferOutput(tensorflow::shape_inference::InferenceContext* c, const P&,
-                                  std::int64_t /*size*/) {
-    c->set_output(0, c->input(0));
-    return absl::OkStatus();
-  }
-  // The XLA custom call's attributes, an MLIR dictionary.
-  template <class P>
-  static std::string XlaAttributes(const P&) {
-    return "{}";
-  }
-};
+  return absl::OkStatus();
+}
 
-// The entries of Op's table for data of type T.
-template <class Op, class T>
-using TableEntry = std::conditional_t<Op::kInt32Table, std::int32_t, T>;
+// Op's Params from TensorFlow attrs, for data of `dtype`.
+template <class Op, class Attrs>
+absl::Status ReadParams(const Attrs& attrs, tensorflow::DataType dtype,
+                        typename Op::Params* params) {
+  constexpr int kCount = Op::kAttrCount;
+  std::array<AttrValue, kCount + 1> values{};
+  std::array<std::string, kCount + 1> storage{};
+  TF_RETURN_IF_ERROR(ReadTfAttrs(attrs, Op::kAttrs, kCount, values.data(), storage.data()));
+  return ToTfStatus(params->Read(
+      values.data(), dtype == tensorflow::DT_DOUBLE ? DataType::kFloat64 : DataType::kFloat32));
+}
+
+// The XLA custom call's attributes, an MLIR dictionary, from an op's attributes.
+std::string XlaAttributeDictionary(const AttrSpec* specs, int count, const AttrValue* values);
+
+template <class Op, class Attrs>
+absl::Status XlaAttributes(const Attrs& attrs, std::string* dictionary) {
+  constexpr int kCount = Op::kAttrCount;
+  std::array<AttrValue, kCount + 1> values{};
+  std::array<std::string, kCount + 1> storage{};
+  TF_RETURN_IF_ERROR(ReadTfAttrs(attrs, Op::kAttrs, kCount, values.data(), storage.data()));
+  *dictionary = XlaAttributeDictionary(Op::kAttrs, kCount, values.data());
+  return absl::OkStatus();
+}
+
+// y's shape and the launch's Shape from x's, by the op's Output.
+template <class Op>
+absl::Status OutputShape(const tensorflow::TensorShape& x, const typename Op::Params& params,
+                         std::int64_t table_size, typename Op::Shape* shape,
+                         tensorflow::TensorShape* y) {
+  const auto sizes = x.dim_sizes();
+  Dims y_dims;
+  TF_RETURN_IF_ERROR(
+      ToTfStatus(Op::Output(Dims(sizes.begin(), sizes.end()), params, table_size, shape, &y_dims)));
+  return tensorflow::TensorShape::BuildTensorShape(y_dims, y);
+}
 
 // Registers the op definitions of the three forms (not the kernels).
 struct TableOpDef {
@@ -150,32 +136,51 @@ absl::Status AttrTableSize(Context* c, tensorflow::DataType dtype, std::int64_t*
   auto read = [&](auto zero) {
     std::vector<decltype(zero)> values;
     absl::Status status =
-        ReadAttrTable(c, Op::kNames.table, Op::kLimits.max_table, &values, Op::kLimits.min_table);
+        ReadAttrTable(c, Op::kNames.table, Op::kTable.max_size, &values, Op::kTable.min_size);
     *size = static_cast<std::int64_t>(values.size());
     return status;
   };
-  if constexpr (Op::kInt32Table) return read(std::int32_t{});
+  if constexpr (Op::kTable.int32) return read(std::int32_t{});
   return dtype == tensorflow::DT_FLOAT ? read(float{}) : read(double{});
 }
 
 template <class Op, TableFrom kFrom>
 absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c) {
-  TF_RETURN_IF_ERROR(InferElementCount(c, 0, Op::kNames.data, Op::kLimits.max_elements));
+  TF_RETURN_IF_ERROR(InferElementCount(c, 0, Op::kNames.data, Op::kMaxElements));
   tensorflow::DataType dtype;
   TF_RETURN_IF_ERROR(c->GetAttr("T", &dtype));
-  std::int64_t size = -1;
+  std::int64_t size = kUnknownDim;
   if (kFrom == TableFrom::kAttr) {
     TF_RETURN_IF_ERROR(AttrTableSize<Op>(c, dtype, &size));
   } else {
     TF_RETURN_IF_ERROR(
-        InferTableShape(c, 1, Op::kNames.table, Op::kLimits.max_table, Op::kLimits.min_table));
+        InferTableShape(c, 1, Op::kNames.table, Op::kTable.max_size, Op::kTable.min_size));
     const tensorflow::shape_inference::ShapeHandle table = c->input(1);
     if (c->RankKnown(table) && c->ValueKnown(c->Dim(table, 0))) size = c->Value(c->Dim(table, 0));
   }
   typename Op::Params params;
-  TF_RETURN_IF_ERROR(params.Read(*c, dtype));
-  if (size >= 0) TF_RETURN_IF_ERROR(Op::CheckTable(params, size));
-  return Op::InferOutput(c, params, size);
+  TF_RETURN_IF_ERROR(ReadParams<Op>(*c, dtype, &params));
+  const tensorflow::shape_inference::ShapeHandle x = c->input(0);
+  if (!c->RankKnown(x)) {
+    c->set_output(0, Op::kElementwise ? x : c->UnknownShape());
+    return absl::OkStatus();
+  }
+  Dims x_dims(c->Rank(x));
+  for (int d = 0; d < c->Rank(x); ++d) x_dims[d] = c->Value(c->Dim(x, d));
+  typename Op::Shape shape;
+  Dims y_dims;
+  TF_RETURN_IF_ERROR(ToTfStatus(Op::Output(x_dims, params, size, &shape, &y_dims)));
+  if (Op::kElementwise) {  // the input's own handle keeps what TensorFlow knows of its dimensions
+    c->set_output(0, x);
+    return absl::OkStatus();
+  }
+  std::vector<tensorflow::shape_inference::DimensionHandle> dims;
+  for (std::size_t d = 0; d < y_dims.size(); ++d) {
+    dims.push_back(y_dims[d] == x_dims[d] ? c->Dim(x, static_cast<std::int64_t>(d))
+                                          : c->MakeDim(y_dims[d] < 0 ? -1 : y_dims[d]));
+  }
+  c->set_output(0, c->MakeShape(dims));
+  return absl::OkStatus();
 }
 
 // What the CPU and GPU kernels of one form share: the attrs, the table operand, the output.
@@ -183,22 +188,21 @@ template <class Op, class T, TableFrom kFrom>
 class TableOpKernel : public tensorflow::OpKernel {
  public:
   explicit TableOpKernel(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, params_.Read(*ctx, tensorflow::DataTypeToEnum<T>::value));
-    OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, Op::kNames.table, Op::kLimits.max_table,
-                                    Op::kLimits.min_table));
+    OP_REQUIRES_OK(ctx, ReadParams<Op>(*ctx, tensorflow::DataTypeToEnum<T>::value, &params_));
+    OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, Op::kNames.table, Op::kTable.max_size,
+                                    Op::kTable.min_size));
   }
 
  protected:
-  using Entry = TableEntry<Op, T>;
+  using Entry = TableEntryOf<Op, T>;
 
   // Checks x and the table's size against the attrs, works out the shape, allocates y.
   absl::Status PrepareOutput(tensorflow::OpKernelContext* ctx, std::int64_t table_size,
                              typename Op::Shape* shape, tensorflow::Tensor** output) const {
-    TF_RETURN_IF_ERROR(Op::CheckTable(params_, table_size));
     const tensorflow::TensorShape& x = ctx->input(0).shape();
-    TF_RETURN_IF_ERROR(CheckElementCount(x, Op::kNames.data, Op::kLimits.max_elements));
+    TF_RETURN_IF_ERROR(CheckElementCount(x, Op::kNames.data, Op::kMaxElements));
     tensorflow::TensorShape y;
-    TF_RETURN_IF_ERROR(Op::OutputShape(x, params_, table_size, shape, &y));
+    TF_RETURN_IF_ERROR(OutputShape<Op>(x, params_, table_size, shape, &y));
     if (Op::kElementwise) return ctx->forward_input_or_allocate_output({0}, 0, y, output);
     return ctx->allocate_output(0, y, output);
   }
@@ -241,7 +245,7 @@ struct TableOpKernels {
     }
 
    private:
-    using CpuEntry = std::conditional_t<Op::kCpuTableInDataType, T, typename Cpu::Entry>;
+    using CpuEntry = CpuTableEntryOf<Op, T>;
     static constexpr bool kConverts = !std::is_same<CpuEntry, typename Cpu::Entry>::value;
     std::vector<CpuEntry> converted_;  // an attr table in the data's type
   };
@@ -270,33 +274,84 @@ struct TableOpKernels {
 
 // Registers Op's definitions and, unless another copy of the library has, its kernels.
 template <class Op>
-bool RegisterTableOp() {
-  RegisterTableOpDefs({Op::kNames.op, Op::kNames.data, Op::kNames.table, Op::kNames.output,
-                       Op::kInt32Table, Op::kFloat64, Op::Attrs(), Op::kDoc,
+bool RegisterOneTableOp() {
+  const std::string name = TfOpName(Op::kNames);
+  RegisterTableOpDefs({name, Op::kNames.data, Op::kNames.table, "y", Op::kTable.int32, Op::kFloat64,
+                       TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc,
                        InferTableOpShape<Op, TableFrom::kInput>,
                        InferTableOpShape<Op, TableFrom::kAttr>});
-  if (KernelsAlreadyRegistered(Op::kNames.op)) return false;
-  RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, float>(
-      Op::kNames.op, tensorflow::DEVICE_CPU, Op::kNames.table);
+  if (KernelsAlreadyRegistered(name.c_str())) return false;
+  RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, float>(name, tensorflow::DEVICE_CPU,
+                                                                    Op::kNames.table);
   if constexpr (Op::kFloat64) {
-    RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, double>(
-        Op::kNames.op, tensorflow::DEVICE_CPU, Op::kNames.table);
+    RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, double>(name, tensorflow::DEVICE_CPU,
+                                                                       Op::kNames.table);
   }
 #if CONSTMEM_WITH_GPU
-  RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, float>(
-      Op::kNames.op, tensorflow::DEVICE_GPU, Op::kNames.table);
+  RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, float>(name, tensorflow::DEVICE_GPU,
+                                                                    Op::kNames.table);
   if constexpr (Op::kFloat64) {
-    RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, double>(
-        Op::kNames.op, tensorflow::DEVICE_GPU, Op::kNames.table);
+    RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, double>(name, tensorflow::DEVICE_GPU,
+                                                                       Op::kNames.table);
   }
 #endif
   return true;
 }
+template <class... Ops>
+void RegisterTableOp() {
+  (RegisterOneTableOp<Ops>(), ...);
+}
+
+#if CONSTMEM_WITH_XLA
+// Op's XLA lowering into its FFI handlers: the result's shape and the custom call's attributes
+// from the op's own description.
+template <class Op>
+XlaLowering TableOpLowering() {
+  XlaLowering lowering;
+  lowering.op = TfOpName(Op::kNames);
+  lowering.target = std::string(Op::kNames.library) + "_" + Op::kNames.name;
+  lowering.table_attr = Op::kNames.table;
+  lowering.min_table = Op::kTable.min_size;
+  lowering.max_table = Op::kTable.max_size;
+  lowering.int32_table = Op::kTable.int32;
+  lowering.elementwise = Op::kElementwise;
+  lowering.host_handler = &xla_ffi::TableHandlers<Op>::HostHandler;
+#if CONSTMEM_WITH_GPU
+  lowering.cuda_handler = &xla_ffi::TableHandlers<Op>::CudaHandler;
+#endif
+  lowering.describe = [](const tensorflow::NodeDef& node, tensorflow::DataType dtype,
+                         std::int64_t table_size, std::vector<std::int64_t>* dims,
+                         std::string* attributes) {
+    typename Op::Params params;
+    TF_RETURN_IF_ERROR(ReadParams<Op>(NodeAttrs{node}, dtype, &params));
+    typename Op::Shape shape;
+    Dims y;
+    TF_RETURN_IF_ERROR(ToTfStatus(Op::Output(*dims, params, table_size, &shape, &y)));
+    *dims = y;
+    return XlaAttributes<Op>(NodeAttrs{node}, attributes);
+  };
+  return lowering;
+}
+template <class... Ops>
+void RegisterTableOpLowering() {
+  (RegisterXlaLowering(TableOpLowering<Ops>()), ...);
+}
+#endif
 
 }  // namespace tf_adapter
 }  // namespace constmem
 
-// Registers the op that `Op` (a TableOp) describes, when the library loads.
-#define CONSTMEM_REGISTER_TABLE_OP(Op)                                             \
+// Registers the ops `...` (OpDescriptions) when the library loads.
+#define CONSTMEM_REGISTER_TABLE_OP(...)                                            \
   [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__COUNTER__) = \
-      ::constmem::tf_adapter::RegisterTableOp<Op>()
+      (::constmem::tf_adapter::RegisterTableOp<__VA_ARGS__>(), true)
+
+// Registers the XLA lowerings of the ops `...` when the library loads; nothing in a library
+// without XLA lowerings.
+#if CONSTMEM_WITH_XLA
+#define CONSTMEM_REGISTER_TABLE_OP_XLA(...)                                        \
+  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__COUNTER__) = \
+      (::constmem::tf_adapter::RegisterTableOpLowering<__VA_ARGS__>(), true)
+#else
+#define CONSTMEM_REGISTER_TABLE_OP_XLA(...) static_assert(true, "")
+#endif

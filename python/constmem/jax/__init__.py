@@ -12,93 +12,84 @@ PyTorch ops (bitwise equal to them), under `jax.jit`, `jax.vmap` (a table per ba
 one call each) and `jax.grad` (gradients for the data and a jax.Array table, as TensorFlow's).
 A static table reaches the handler as host memory with the same bytes at every call, so the GPU
 launcher passes it by value or uploads it once per device and content, as a TensorFlow attr; a
-jax.Array table is a device buffer, read in place or copied into constant memory. The CUDA
-handlers are command-buffer compatible: XLA may record them into CUDA graphs. Bad shapes and
-dtypes raise ValueError when the function is traced.
+jax.Array table is a device buffer, read in place or copied into constant memory, and must have
+the op's table dtype exactly (int32, or the data's dtype). The CUDA handlers are command-buffer
+compatible: XLA may record them into CUDA graphs. Bad shapes, dtypes and values raise ValueError
+when the function is traced.
+
+The library exports its op registry and its handlers: every op of the build is registered and
+has a function here, with its limit (MAX_TAPS, ...).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Sequence
-from typing import Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from constmem import _libraries
+from constmem import _binding, _libraries, _registry
+from constmem import ops as descriptions
+from constmem._registry import OpSpec
 
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
-_library = ctypes.CDLL(LIBRARY_PATH)
+OPS = _registry.read_registry(LIBRARY_PATH)
 _GPU = bool(_libraries.library_info("jax").get("gpu_kernels"))
-_OPS = ("frobulate", "polyval", "fir_filter", "interpolate")
-for _op in _OPS:
-    for _target in (f"constmem_{_op}", f"constmem_{_op}_static"):
-        jax.ffi.register_ffi_target(
-            _target, jax.ffi.pycapsule(getattr(_library, f"{_target}_host")), "cpu"
-        )
-        if _GPU:
-            jax.ffi.register_ffi_target(
-                _target, jax.ffi.pycapsule(getattr(_library, f"{_target}_cuda")), "CUDA"
-            )
 
-MAX_TABLE_SIZE, MAX_COEFFICIENTS, MAX_TAPS, MAX_KNOTS = _libraries.op_limits(LIBRARY_PATH)
+
+def _register_handlers() -> None:
+    """Registers both forms of every op of the library, for the CPU and (with GPU kernels) CUDA."""
+    find = ctypes.CDLL(LIBRARY_PATH).constmem_ffi_handler
+    find.restype = ctypes.c_void_p
+    find.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
+    for spec in OPS.values():
+        for target in (spec.target, spec.target + "_static"):
+            for platform in ("cpu", "CUDA") if _GPU else ("cpu",):
+                handler = find(target.encode(), platform.encode())
+                jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform)
+
+
+_register_handlers()
 upload_stats, library_path = _libraries.accessors("jax", LIBRARY_PATH)
-
-TableLike = jax.Array | np.ndarray | Sequence[float]
-Padding = Literal["SAME", "VALID"]
+_DESCRIPTIONS = {name: _binding.description(spec) for name, spec in OPS.items()}
 
 
-def _float_data(x, name: str) -> jax.Array:
-    x = jnp.asarray(x)
-    if x.dtype not in (jnp.float32, jnp.float64):
-        raise ValueError(f"{name} must be float32 or float64; got {x.dtype}")
-    return x
+def _attribute(kind: str, value: Any) -> Any:
+    """An attribute as the FFI handler decodes it by kind."""
+    if kind == "float64":
+        return np.float64(value)
+    if kind == "int64":
+        return np.int64(value)
+    return str(value)
 
 
-def _check_length(size: int, name: str, max_size: int, min_size: int = 1) -> None:
-    if not min_size <= size <= max_size:
-        raise ValueError(f"{name} must have {min_size} to {max_size} entries; got {size}")
+def _output_shape(spec: OpSpec, shape, size: int, attrs: dict) -> tuple:
+    return descriptions.output_shape(_DESCRIPTIONS[spec.name], shape, size, attrs)
 
 
-def _static_table(table, name: str, dtype, max_size: int, min_size: int = 1) -> tuple:
-    """A Python or NumPy table as a tuple of `dtype`'s values: the static form.
-
-    It becomes an attribute of the call and a hashable argument of the gradient rules.
-    """
-    values = np.asarray(table)
-    if values.dtype.kind not in ("iu" if dtype == jnp.int32 else "iuf") and values.size:
-        kind = "integers that fit int32" if dtype == jnp.int32 else "real numbers"
-        raise ValueError(f"{name} must be {kind}; got {values.dtype}")
-    if dtype == jnp.int32 and values.size and (values.min() < -(2**31) or values.max() >= 2**31):
-        raise ValueError(f"{name} entries must fit int32")
-    if values.ndim != 1:
-        raise ValueError(f"{name} must be a vector (rank 1); got shape {values.shape}")
-    _check_length(values.shape[0], name, max_size, min_size)
-    return tuple(values.astype(dtype).tolist())
+def _encoded(spec: OpSpec, attrs: dict) -> dict:
+    return {a.name: _attribute(a.kind, attrs[a.name]) for a in spec.attrs}
 
 
-def _array_table(table: jax.Array, name: str, dtype, max_size: int, min_size: int = 1) -> jax.Array:
-    """A jax.Array table as a vector of `dtype` (cast if of another real dtype)."""
-    if table.dtype != dtype:
-        if dtype == jnp.int32 and not jnp.issubdtype(table.dtype, jnp.integer):
-            raise ValueError(f"{name} must be int32; got {table.dtype}")
-        table = table.astype(dtype)
-    if table.ndim != 1:
-        raise ValueError(f"{name} must be a vector (rank 1); got shape {table.shape}")
-    _check_length(table.shape[0], name, max_size, min_size)
-    return table
+@functools.cache
+def _array_call(spec: OpSpec, attr_items: tuple):
+    """`call(data, table)` with a jax.Array table, with a rule for vmap.
 
-
-def _batching(call):
-    """`call(data, table)` with a rule for vmap.
-
-    Batched data alone is one call over the larger array (the ops are elementwise, or filter along
+    Batched data alone is one call over the larger array (the ops are elementwise, or work along
     the last axis); a batched table takes one call per batch element.
     """
+    attrs = dict(attr_items)
+
+    def call(data, table):
+        result = jax.ShapeDtypeStruct(
+            _output_shape(spec, data.shape, table.shape[0], attrs), data.dtype
+        )
+        return jax.ffi.ffi_call(spec.target, result)(data, table, **_encoded(spec, attrs))
+
     batched = jax.custom_batching.custom_vmap(call)
 
     @batched.def_vmap
@@ -113,312 +104,190 @@ def _batching(call):
     return batched
 
 
-def _ffi(target: str, out_shape, **attributes):
-    def call(data, table):
-        result = jax.ShapeDtypeStruct(out_shape(data, table), data.dtype)
-        return jax.ffi.ffi_call(target, result)(data, table, **attributes)
+def _static_call(spec: OpSpec, data, values: tuple, attrs: dict):
+    """The op with a static table, sent as the attribute `table`.
 
-    return _batching(call)
-
-
-_frobulate_call = _ffi("constmem_frobulate", lambda d, t: d.shape)
-_polyval_call = _ffi("constmem_polyval", lambda x, c: x.shape)
-
-
-def _static_ffi(target: str, out_shape, int32_table: bool = False, **attributes):
-    """`call(data, values)` for a static table, sent as the attribute `table`.
-
-    int32 entries (Frobulate), or float64 holding values of data's dtype. Batched data is one call
-    over the larger array.
+    int32 values, or float64 holding values of the data's dtype; batched data is one call over the
+    larger array.
     """
-
-    def call(data, values: tuple):
-        result = jax.ShapeDtypeStruct(out_shape(data, len(values)), data.dtype)
-        if int32_table:
-            table = np.asarray(values, np.int32)
-        else:
-            table = np.asarray(values, data.dtype).astype(np.float64)
-        return jax.ffi.ffi_call(target, result, vmap_method="expand_dims")(
-            data, table=table, **attributes
-        )
-
-    return call
-
-
-_frobulate_static_call = _static_ffi(
-    "constmem_frobulate_static", lambda d, n: d.shape, int32_table=True
-)
-_polyval_static_call = _static_ffi("constmem_polyval_static", lambda x, n: x.shape)
-
-
-def _fir_outputs(n: int, k: int, padding: str) -> int:
-    return n if padding == "SAME" else max(n - k + 1, 0)
-
-
-@functools.cache
-def _fir_call(padding: str):
-    return _ffi(
-        "constmem_fir_filter",
-        lambda x, t: (*x.shape[:-1], _fir_outputs(x.shape[-1], t.shape[0], padding)),
-        same=np.int64(padding == "SAME"),
+    result = jax.ShapeDtypeStruct(_output_shape(spec, data.shape, len(values), attrs), data.dtype)
+    if spec.int32_table:
+        table = np.asarray(values, np.int32)
+    else:
+        table = np.asarray(values, data.dtype).astype(np.float64)
+    return jax.ffi.ffi_call(spec.target + "_static", result, vmap_method="expand_dims")(
+        data, table=table, **_encoded(spec, attrs)
     )
 
 
-@functools.cache
-def _fir_static_call(padding: str):
-    return _static_ffi(
-        "constmem_fir_filter_static",
-        lambda x, n: (*x.shape[:-1], _fir_outputs(x.shape[-1], n, padding)),
-        same=np.int64(padding == "SAME"),
-    )
+class JaxArrays:
+    """The array namespace F of the ops' backward formulas (constmem.ops.ARRAY_API), in JAX."""
 
+    def __init__(self, spec: OpSpec, attrs: dict) -> None:
+        self._spec = spec
+        self._attrs = attrs
 
-# Gradients: the data's through the same ops, a jax.Array table's with jnp.
+    def op(self, data, table, **attrs):
+        merged = {**self._attrs, **attrs}
+        return _array_call(self._spec, tuple(merged.items()))(data, table)
 
+    @staticmethod
+    def length(table):
+        return table.shape[0]
 
-@jax.custom_vjp
-def _frobulate(data, table):
-    return _frobulate_call(data, table)
+    @staticmethod
+    def size(t, axis):
+        return t.shape[axis]
 
+    @staticmethod
+    def scalar(value, like):
+        return jnp.asarray(value, like.dtype)
 
-_frobulate.defvjp(lambda d, t: (_frobulate_call(d, t), None), lambda _, g: (g, None))
+    @staticmethod
+    def cast(t, like):
+        return jnp.asarray(t).astype(like.dtype)
 
+    @staticmethod
+    def zeros(n, like):
+        return jnp.zeros(n, like.dtype)
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
-def _frobulate_static(data, values):
-    return _frobulate_static_call(data, values)
+    @staticmethod
+    def arange(start, stop, step, like):
+        return jnp.arange(start, stop, step, dtype=like.dtype)
 
+    @staticmethod
+    def concat(vectors):
+        return jnp.concatenate(vectors)
 
-_frobulate_static.defvjp(lambda d, v: (_frobulate_static_call(d, v), None), lambda v, _, g: (g,))
+    @staticmethod
+    def flip(vector):
+        return vector[::-1]
 
+    @staticmethod
+    def where(condition, a, b):
+        return jnp.where(condition, a, b)
 
-def _derivative(coeffs, n: int, arange):
-    """Coefficients of a polynomial's derivative, highest degree first, in either form."""
-    return coeffs[:-1] * arange(n - 1, 0, -1, dtype=coeffs.dtype) if n > 1 else coeffs * 0
+    @staticmethod
+    def minimum(t, number):
+        return jnp.minimum(t, number)
 
+    @staticmethod
+    def floor_int(t):
+        return jnp.floor(t).astype(jnp.int32)
 
-@jax.custom_vjp
-def _polyval(coeffs, x):
-    return _polyval_call(x, coeffs)
+    @staticmethod
+    def gather(vector, indices):
+        return vector[indices]
 
+    @staticmethod
+    def scatter_add(n, indices, values, like):
+        return jnp.zeros(n, values.dtype).at[indices.reshape(-1)].add(values.reshape(-1))
 
-def _polyval_fwd(coeffs, x):
-    return _polyval_call(x, coeffs), (coeffs, x)
+    @staticmethod
+    def pad_last(t, before, after):
+        return jnp.pad(t, [(0, 0)] * (t.ndim - 1) + [(before, after)])
 
+    @staticmethod
+    def power_sums(x, g, n):
+        return _power_sums(x.reshape(-1), g.reshape(-1), n)
 
-def _polyval_bwd(residuals, g):
-    coeffs, x = residuals
-    n = coeffs.shape[0]
-    grad_x = g * _polyval_call(x, _derivative(coeffs, n, jnp.arange))
-    return _coeffs_gradient(x.reshape(-1), g.reshape(-1), n), grad_x
+    @staticmethod
+    def correlate_rows(padded, g):
+        m = g.shape[-1]
+        k = padded.shape[-1] - m + 1
+
+        def tap(j):
+            return jnp.sum(g * jax.lax.dynamic_slice_in_dim(padded, j, m, axis=-1))
+
+        return jax.lax.map(tap, jnp.arange(k))
 
 
 @functools.partial(jax.jit, static_argnums=2)
-def _coeffs_gradient(x, g, n: int):
-    """d(sum(g * y)) / d coeffs[i] = sum(g * x**(n-1-i)).
+def _power_sums(x, g, n: int):
+    """sum(g * x**k) for k < n, compiled also when the caller is not.
 
-    Compiled also when the caller is not: XLA fuses the powers into the reduction, so that no
-    [elements, n] array of powers is ever stored.
+    XLA fuses the powers into the reduction, so that no [elements, n] array of powers is stored.
     """
-    return (x[:, None] ** jnp.arange(n - 1, -1, -1, dtype=x.dtype) * g[:, None]).sum(0)
+    return (x[:, None] ** jnp.arange(n, dtype=x.dtype) * g[:, None]).sum(0)
 
 
-_polyval.defvjp(_polyval_fwd, _polyval_bwd)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _polyval_static(values, x):
-    return _polyval_static_call(x, values)
-
-
-def _polyval_static_bwd(values, x, g):
-    coeffs = np.asarray(values, x.dtype)
-    derivative = tuple(_derivative(coeffs, len(values), np.arange).tolist())
-    return (g * _polyval_static_call(x, derivative),)
-
-
-_polyval_static.defvjp(lambda v, x: (_polyval_static_call(x, v), x), _polyval_static_bwd)
-
-
-def _pad_left(k: int, padding: str) -> int:
-    return (k - 1) // 2 if padding == "SAME" else 0
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
-def _fir_filter(x, taps, padding):
-    return _fir_call(padding)(x, taps)
-
-
-def _fir_fwd(x, taps, padding):
-    return _fir_call(padding)(x, taps), (x, taps)
-
-
-def _fir_bwd(padding, residuals, g):
-    x, taps = residuals
-    k, n, m = taps.shape[0], x.shape[-1], g.shape[-1]
-    pad_left = _pad_left(k, padding)
-    widths = [(0, 0)] * (g.ndim - 1)
-    grad_x = _fir_call("VALID")(_grad_x_padding(g, k, n, padding), taps[::-1])
-    # dtaps[j] = sum over rows and outputs of g[o] xp[o + j].
-    xp = jnp.pad(x, [*widths, (pad_left, m + k - 1 - n - pad_left)])
-
-    def tap(j):
-        return jnp.sum(g * jax.lax.dynamic_slice_in_dim(xp, j, m, axis=-1))
-
-    return grad_x, jax.lax.map(tap, jnp.arange(k))
-
-
-_fir_filter.defvjp(_fir_fwd, _fir_bwd)
-
-
-def _grad_x_padding(g, k: int, n: int, padding: str):
-    """The gradient `g` padded so that a VALID filter with the reversed taps gives x's."""
-    m = g.shape[-1]
-    pad_left = _pad_left(k, padding)
-    return jnp.pad(g, [(0, 0)] * (g.ndim - 1) + [(k - 1 - pad_left, n - m + pad_left)])
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
-def _fir_filter_static(x, values, padding):
-    return _fir_static_call(padding)(x, values)
-
-
-def _fir_static_bwd(values, padding, x, g):
-    padded = _grad_x_padding(g, len(values), x.shape[-1], padding)
-    return (_fir_static_call("VALID")(padded, values[::-1]),)
-
-
-_fir_filter_static.defvjp(lambda x, v, p: (_fir_static_call(p)(x, v), x), _fir_static_bwd)
-
-
-@functools.cache
-def _interpolate_call(lo: float, hi: float):
-    return _ffi("constmem_interpolate", lambda x, k: x.shape, lo=np.float64(lo), hi=np.float64(hi))
-
-
-@functools.cache
-def _interpolate_static_call(lo: float, hi: float):
-    return _static_ffi(
-        "constmem_interpolate_static", lambda x, n: x.shape, lo=np.float64(lo), hi=np.float64(hi)
+def _gradients(spec: OpSpec, attrs: dict, grad, data, table, need_table: bool):
+    return _DESCRIPTIONS[spec.name].backward(
+        JaxArrays(spec, attrs), grad, data, table, attrs, True, need_table
     )
 
 
-def _interpolate_gradients(x, knots, lo: float, hi: float, g):
-    """d/dx and d/dknots of sum(g * y), with jnp, in the op's own arithmetic."""
-    n = knots.shape[0]
-    lo_t = jnp.asarray(lo, x.dtype)
-    scale = jnp.asarray(n - 1, x.dtype) / (jnp.asarray(hi, x.dtype) - lo_t)
-    t = (x - lo_t) * scale
-    inside = (t > 0) & (t < n - 1)
-    t_inside = jnp.where(inside, t, 0)
-    i = jnp.minimum(jnp.floor(t_inside).astype(jnp.int32), n - 2)
-    f = t_inside - i.astype(x.dtype)
-    below, above = knots[i], knots[i + 1]
-    grad_x = jnp.where(inside, g * ((above - below) * scale), 0)
-    at_below = jnp.where(inside, g * (1 - f), jnp.where(t <= 0, g, 0))
-    at_above = jnp.where(inside, g * f, 0)
-    grad_knots = (
-        jnp.zeros(n, x.dtype)
-        .at[i.reshape(-1)]
-        .add(at_below.reshape(-1))
-        .at[(i + 1).reshape(-1)]
-        .add(at_above.reshape(-1))
-        .at[n - 1]
-        .add(jnp.sum(jnp.where(t >= n - 1, g, 0)))
-    )
-    return grad_x, grad_knots
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 3))
+def _with_array(spec: OpSpec, data, table, attr_items: tuple):
+    return _array_call(spec, attr_items)(data, table)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
-def _interpolate(x, knots, lo, hi):
-    return _interpolate_call(lo, hi)(x, knots)
+def _with_array_fwd(spec, data, table, attr_items):
+    return _array_call(spec, attr_items)(data, table), (data, table)
 
 
-def _interpolate_fwd(x, knots, lo, hi):
-    return _interpolate_call(lo, hi)(x, knots), (x, knots)
+def _with_array_bwd(spec, attr_items, residuals, grad):
+    data, table = residuals
+    need_table = not spec.int32_table
+    grad_data, grad_table = _gradients(spec, dict(attr_items), grad, data, table, need_table)
+    return grad_data, grad_table
 
 
-def _interpolate_bwd(lo, hi, residuals, g):
-    x, knots = residuals
-    return _interpolate_gradients(x, knots, lo, hi, g)
+_with_array.defvjp(_with_array_fwd, _with_array_bwd)
 
 
-_interpolate.defvjp(_interpolate_fwd, _interpolate_bwd)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 2, 3))
+def _with_static(spec: OpSpec, data, values: tuple, attr_items: tuple):
+    return _static_call(spec, data, values, dict(attr_items))
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
-def _interpolate_static(x, values, lo, hi):
-    return _interpolate_static_call(lo, hi)(x, values)
+def _with_static_fwd(spec, data, values, attr_items):
+    return _static_call(spec, data, values, dict(attr_items)), data
 
 
-def _interpolate_static_bwd(values, lo, hi, x, g):
-    knots = jnp.asarray(np.asarray(values, x.dtype))
-    return (_interpolate_gradients(x, knots, lo, hi, g)[0],)
+def _with_static_bwd(spec, values, attr_items, data, grad):
+    dtype = np.int32 if spec.int32_table else data.dtype
+    table = jnp.asarray(np.asarray(values, dtype))
+    return (_gradients(spec, dict(attr_items), grad, data, table, False)[0],)
 
 
-_interpolate_static.defvjp(
-    lambda x, v, lo, hi: (_interpolate_static_call(lo, hi)(x, v), x), _interpolate_static_bwd
-)
+_with_static.defvjp(_with_static_fwd, _with_static_bwd)
 
 
-def frobulate(data, table: TableLike | Sequence[int]) -> jax.Array:
-    """`(((data + table[0]) + table[1]) + ... + table[n-1])`, left to right in data's dtype.
-
-    data: float32 or float64, any shape. table: 1 to 16,384 integers that fit int32.
-    """
-    data = _float_data(data, "data")
+def _call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
+    """The op with a jax.Array or static table, after the checks every framework makes."""
+    data = jnp.asarray(data)
+    dtype = str(data.dtype)
+    if dtype not in spec.data_dtypes():
+        raise ValueError(_registry.data_dtype_message(spec, dtype))
+    given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
+    checked = _registry.attr_values(spec, given, dtype)
+    check = getattr(_DESCRIPTIONS[spec.name], "check", None)
+    if check is not None:
+        check(checked)
+    attr_items = tuple(checked.items())
     if isinstance(table, jax.Array):
-        return _frobulate(data, _array_table(table, "table", jnp.int32, MAX_TABLE_SIZE))
-    return _frobulate_static(data, _static_table(table, "table", jnp.int32, MAX_TABLE_SIZE))
+        if table.ndim != 1:
+            raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
+        _registry.check_size(spec, table.shape[0])
+        if str(table.dtype) != spec.table_dtype(dtype):
+            raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
+        _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
+        return _with_array(spec, data, table, attr_items)
+    values = tuple(_registry.static_values(spec, table, dtype).tolist())
+    _output_shape(spec, data.shape, len(values), checked)
+    return _with_static(spec, data, values, attr_items)
 
 
-def polyval(coeffs: TableLike, x) -> jax.Array:
-    """Horner's rule with one fused multiply-add per step (highest degree first, as np.polyval)."""
-    x = _float_data(x, "x")
-    if isinstance(coeffs, jax.Array):
-        return _polyval(_array_table(coeffs, "coeffs", x.dtype, MAX_COEFFICIENTS), x)
-    return _polyval_static(_static_table(coeffs, "coeffs", x.dtype, MAX_COEFFICIENTS), x)
+_FORMS = """
 
+A table may be a jax.Array (of the op's table dtype) or a Python or NumPy sequence (a static
+table). Raises ValueError for bad input when traced, naming the argument.
+"""
 
-def fir_filter(x, taps: TableLike, *, padding: Padding = "SAME") -> jax.Array:
-    """Filters every row of x (its last axis) with `taps`, as a correlation (`np.correlate`)."""
-    if padding not in ("SAME", "VALID"):
-        raise ValueError(f"padding must be 'SAME' or 'VALID'; got {padding!r}")
-    x = _float_data(x, "x")
-    if x.ndim < 1:
-        raise ValueError("x must have rank 1 or more (the filter runs along the last axis)")
-    if isinstance(taps, jax.Array):
-        return _fir_filter(x, _array_table(taps, "taps", x.dtype, MAX_TAPS), padding)
-    return _fir_filter_static(x, _static_table(taps, "taps", x.dtype, MAX_TAPS), padding)
+for _spec in OPS.values():
+    globals()[_spec.name] = _binding.make_function(_spec, _call, doc_suffix=_FORMS)
+globals().update(_binding.limits(OPS))
 
-
-def interpolate(x, knots: TableLike, lo: float, hi: float) -> jax.Array:
-    """Interpolates linearly into `knots` (n values at n equally spaced points over [lo, hi]).
-
-    `np.interp(x, np.linspace(lo, hi, n), knots)`, clamped outside [lo, hi], bitwise equal to
-    `constmem.tensorflow.interpolate`. knots: 2 to 16,384 values; lo < hi, finite in x's dtype.
-    """
-    x = _float_data(x, "x")
-    bounds = np.asarray([lo, hi], x.dtype)
-    if not (np.all(np.isfinite(bounds)) and bounds[0] < bounds[1]):
-        raise ValueError(f"the range [lo, hi] must be finite with lo < hi; got [{lo}, {hi}]")
-    lo, hi = float(bounds[0]), float(bounds[1])
-    if isinstance(knots, jax.Array):
-        return _interpolate(x, _array_table(knots, "knots", x.dtype, MAX_KNOTS, 2), lo, hi)
-    values = _static_table(knots, "knots", x.dtype, MAX_KNOTS, 2)
-    return _interpolate_static(x, values, lo, hi)
-
-
-__all__ = [
-    "MAX_COEFFICIENTS",
-    "MAX_KNOTS",
-    "MAX_TABLE_SIZE",
-    "MAX_TAPS",
-    "fir_filter",
-    "frobulate",
-    "interpolate",
-    "library_path",
-    "polyval",
-    "upload_stats",
-]
-del _op
+__all__ = sorted(["library_path", "upload_stats", *OPS, *_binding.limits(OPS)])
+del _spec

@@ -24,12 +24,6 @@ def build_info() -> dict[str, Any]:
     return _libraries.library_info("tensorflow")
 
 
-def library_constant(name: str) -> int:
-    """An integer the op library exports as `long long name()`: its limits, defined once in C++."""
-    ops()  # loaded through TensorFlow first; ctypes then shares the same handle
-    return _libraries.library_constant(library_path(), name)
-
-
 def ops():
     """The loaded op module (`tf.load_op_library`), loaded once per process."""
     global _ops

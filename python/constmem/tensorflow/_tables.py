@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What every table op's wrapper shares (the ops come from tf/adapter/table_op.h).
+"""Every table op's TensorFlow wrapper, made from its description (tf/adapter/table_op.h).
 
-The choice of table form, each form's checks and encodings, errors, the gradients of the forms.
+The choice of table form, each form's checks and encodings, errors, and the forms' gradients from
+the op's backward formula (constmem.ops).
 """
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
 import tensorflow as tf
+
+from constmem import _registry
+from constmem._polyval import coefficient_gradient_blocks
+from constmem._registry import OpSpec
 
 TensorLike = tf.Tensor | np.ndarray | Sequence | float | int
 Source = Literal["auto", "input", "host", "attr"]
@@ -33,36 +39,6 @@ def resolve_source(source: str, table: object) -> str:
     return source
 
 
-def attr_values(table: object, name: str) -> np.ndarray:
-    """The values of a table for an attr: known when the graph is built, a vector."""
-    if tf.is_tensor(table):
-        table = tf.get_static_value(table)
-        if table is None:
-            raise invalid(f"source='attr' needs a {name} known when the graph is built")
-    values = np.asarray(table)
-    if values.ndim != 1:
-        raise invalid(f"{name} must be a vector (rank 1); got shape {values.shape}")
-    return values
-
-
-def float_data(data: TensorLike, name: str, float64: bool = True) -> tf.Tensor:
-    """Data of a float op: float32 or float64 (float32 alone unless `float64`)."""
-    data = tf.convert_to_tensor(data)
-    allowed = (tf.float32, tf.float64) if float64 else (tf.float32,)
-    if data.dtype not in allowed:
-        names = " or ".join(d.name for d in allowed)
-        raise invalid(f"{name} must be {names}; got {data.dtype.name}")
-    return data
-
-
-def float_table(table: TensorLike, dtype: tf.DType, name: str) -> tf.Tensor:
-    """A float table as a tensor of the data's dtype (integer or other float tensors are cast)."""
-    table = tf.convert_to_tensor(table, dtype_hint=dtype)
-    if not (table.dtype.is_floating or table.dtype.is_integer):
-        raise invalid(f"{name} must be real numbers; got {table.dtype.name}")
-    return table if table.dtype == dtype else tf.cast(table, dtype)
-
-
 def attr_bits(values: np.ndarray, dtype: tf.DType) -> list[int]:
     """A float table as its attr: the IEEE-754 bit patterns in `dtype`, which keep it exact."""
     as_dtype = np.ascontiguousarray(values, dtype=dtype.as_numpy_dtype)
@@ -77,39 +53,14 @@ def attr_floats(bits: list[int], dtype: tf.DType) -> np.ndarray:
     return np.asarray(bits, dtype=np.int64).view(np.float64)
 
 
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+def float64_bits(value: float) -> int:
+    """A float64 attribute as its TensorFlow int attr: its IEEE-754 bits."""
+    return int(np.asarray(value, np.float64).view(np.int64))
 
 
-def check_fits_int32(values: np.ndarray, name: str) -> None:
-    """Host values of an int32 table: every form accepts the integers that fit int32, only those."""
-    if values.dtype.kind not in "iu" and values.size > 0:
-        raise invalid(f"{name} must be int32 (or integers that fit it); got {values.dtype}")
-    if values.size and (values.min() < _INT32_MIN or values.max() > _INT32_MAX):
-        raise invalid(f"{name} entries must fit int32")
-
-
-def int32_table(table: TensorLike, name: str) -> tf.Tensor:
-    """An integer table as an int32 tensor, so that every form accepts the same tables.
-
-    Checked on the host when its values are known, else by assertions that run with the graph.
-    """
-    table = tf.convert_to_tensor(table, dtype_hint=tf.int32)
-    if table.dtype == tf.int32:
-        return table
-    if not table.dtype.is_integer:
-        raise invalid(f"{name} must be int32 (or integers that fit it); got {table.dtype.name}")
-    static = tf.get_static_value(table)
-    if static is not None:
-        check_fits_int32(static, name)
-        return tf.constant(static.astype(np.int32))
-    message = f"{name} entries must fit int32"
-    checks = [tf.debugging.assert_less_equal(table, tf.cast(_INT32_MAX, table.dtype), message)]
-    if not table.dtype.is_unsigned:
-        checks.append(
-            tf.debugging.assert_greater_equal(table, tf.cast(_INT32_MIN, table.dtype), message)
-        )
-    with tf.control_dependencies(checks):
-        return tf.cast(table, tf.int32)
+def float64_value(bits: int) -> float:
+    """The inverse of float64_bits."""
+    return float(np.asarray(bits, np.int64).view(np.float64))
 
 
 def op_function(library: Any, op: str, suffix: str = "") -> Callable[..., tf.Tensor]:
@@ -120,72 +71,243 @@ def op_function(library: Any, op: str, suffix: str = "") -> Callable[..., tf.Ten
 
 @dataclasses.dataclass(frozen=True)
 class TableOp:
-    """A table op as Python calls it: the three forms TableOp (tf/adapter/table_op.h) registers.
+    """A table op as Python calls it: the three forms tf/adapter/table_op.h registers.
 
     Attributes:
       library: the loaded op library (`tf.load_op_library`).
-      op: the op's name, "Constmem>Polyval" (its forms add "HostTable" and "Attr").
-      data: the op's name of its data input.
-      table: the op's name of its table (an input, or an attr).
-      sizes: the fewest and the most entries the table takes.
-      int32: the table holds int32 entries (else values converted to the data's dtype).
-      float64: the op takes float64 data as well as float32 (TableOp's kFloat64).
+      spec: the op, as the library's registry describes it.
+      description: the op's Python description (constmem.ops), for checks and gradients.
 
     """
 
     library: Any
-    op: str
-    data: str
-    table: str
-    sizes: tuple[int, int]
-    int32: bool = False
-    float64: bool = True
+    spec: OpSpec
+    description: ModuleType
+
+    def attrs(self, given: dict[str, Any], dtype: tf.DType) -> dict[str, Any]:
+        """The op's attributes, checked in the data's dtype, as Python values."""
+        try:
+            values = _registry.attr_values(self.spec, given, dtype.name)
+            check = getattr(self.description, "check", None)
+            if check is not None:
+                check(values)
+        except ValueError as error:
+            raise invalid(str(error)) from None
+        return values
+
+    def encoded(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The attributes as TensorFlow's attrs: a float64 as its bits."""
+        return {
+            a.name: float64_bits(attrs[a.name]) if a.kind == "float64" else attrs[a.name]
+            for a in self.spec.attrs
+        }
+
+    def decoded(self, op: tf.Operation) -> dict[str, Any]:
+        """The attributes of a node of the op, as Python values."""
+        values = {}
+        for a in self.spec.attrs:
+            value = op.get_attr(a.name)
+            values[a.name] = (
+                float64_value(value)
+                if a.kind == "float64"
+                else value.decode()
+                if isinstance(value, bytes)
+                else value
+            )
+        return values
 
     def __call__(
         self,
         data: TensorLike,
         table: TensorLike,
+        attrs: dict[str, Any],
         *,
         source: Source = "auto",
-        attrs: dict | Callable[[tf.DType], dict] | None = None,
         name: str | None = None,
     ) -> tf.Tensor:
         """Runs the form `source` picks, after checking and encoding the table for it.
 
         Args:
           data: float32 (or float64) data.
-          table: a tensor, or a Python or NumPy sequence.
+          table: a tensor (of the op's table dtype), or a Python or NumPy sequence.
+          attrs: the op's attributes by name.
           source: "input", "host", "attr", or "auto" ("attr" for Python or NumPy tables, else
             "input").
-          attrs: the op's further attrs, or a function of the data's dtype that returns them.
-          name: the name scope of the op (default: the op's name without its namespace).
+          name: the name scope of the op (default: the op's type).
 
         """
+        spec = self.spec
         source = resolve_source(source, table)
-        with tf.name_scope(name or self.op.split(">")[-1]):
-            data = float_data(data, self.data, self.float64)
-            extra = attrs(data.dtype) if callable(attrs) else dict(attrs or {})
-            if source == "attr":
-                values = attr_values(table, self.table)
-                if self.int32:
-                    check_fits_int32(values, self.table)
-                low, high = self.sizes
-                if not low <= values.size <= high:
+        with tf.name_scope(name or spec.type):
+            data = tf.convert_to_tensor(data)
+            if data.dtype.name not in spec.data_dtypes():
+                raise invalid(_registry.data_dtype_message(spec, data.dtype.name))
+            extra = self.encoded(self.attrs(attrs, data.dtype))
+            if tf.is_tensor(table) and source == "attr":
+                static = tf.get_static_value(table)
+                if static is None:
                     raise invalid(
-                        f"{self.table} must have {low} to {high} entries; got {values.size}"
+                        f"source='attr' needs a {spec.table} known when the graph is built"
                     )
-                encoded = [int(v) for v in values] if self.int32 else attr_bits(values, data.dtype)
-                call = op_function(self.library, self.op, "Attr")
-                return call(**{self.data: data, self.table: encoded}, **extra)
-            if self.int32:
-                table = int32_table(table, self.table)
-            else:
-                table = float_table(table, data.dtype, self.table)
-            call = op_function(self.library, self.op, "HostTable" if source == "host" else "")
-            return call(**{self.data: data, self.table: table}, **extra)
+                table = static
+            if source == "attr" or not tf.is_tensor(table):
+                try:
+                    values = _registry.static_values(spec, table, data.dtype.name)
+                except ValueError as error:
+                    raise invalid(str(error)) from None
+                if source == "attr":
+                    encoded = values.tolist() if spec.int32_table else attr_bits(values, data.dtype)
+                    call = op_function(self.library, spec.tf_name, "Attr")
+                    return call(**{spec.data: data, spec.table: encoded}, **extra)
+                table = tf.constant(values)
+            table = tf.convert_to_tensor(table)  # a variable reads as its value
+            expected = spec.table_dtype(data.dtype.name)
+            if table.dtype.name != expected:
+                raise invalid(
+                    _registry.table_dtype_message(spec, data.dtype.name, table.dtype.name)
+                )
+            call = op_function(self.library, spec.tf_name, "HostTable" if source == "host" else "")
+            return call(**{spec.data: data, spec.table: table}, **extra)
 
-    def register_gradients(self, with_input: Callable, with_attr: Callable) -> None:
-        """Registers `with_input` as both input forms' gradient, `with_attr` as the attr form's."""
-        tf.RegisterGradient(self.op)(with_input)
-        tf.RegisterGradient(self.op + "HostTable")(with_input)
-        tf.RegisterGradient(self.op + "Attr")(with_attr)
+    def register_gradients(self) -> None:
+        """Registers the forms' gradients, from the op's backward formula."""
+
+        def with_input(op, grad):
+            data, table = op.inputs
+            attrs = self.decoded(op)
+            grad_data, grad_table = self.description.backward(
+                TfArrays(self, attrs), grad, data, table, attrs, True, not self.spec.int32_table
+            )
+            return [grad_data, grad_table]
+
+        def with_attr(op, grad):
+            dtype = op.get_attr("T")
+            values = op.get_attr(self.spec.table)
+            table = tf.constant(
+                np.asarray(values, np.int32)
+                if self.spec.int32_table
+                else attr_floats(values, dtype)
+            )
+            attrs = self.decoded(op)
+            return self.description.backward(
+                TfArrays(self, attrs), grad, op.inputs[0], table, attrs, True, False
+            )[0]
+
+        for suffix, gradient in (("", with_input), ("HostTable", with_input), ("Attr", with_attr)):
+            if self.spec.tf_name + suffix not in _REGISTERED:  # once per process
+                tf.RegisterGradient(self.spec.tf_name + suffix)(gradient)
+                _REGISTERED.add(self.spec.tf_name + suffix)
+
+
+_REGISTERED: set[str] = set()
+
+
+def _tensor(value, like):
+    """`value` (a number or tensor) as a tensor of like's dtype."""
+    return tf.cast(value, like.dtype)
+
+
+class TfArrays:
+    """The array namespace F of the ops' backward formulas (constmem.ops.ARRAY_API).
+
+    In TensorFlow, where sizes may be known only when the graph runs.
+    """
+
+    def __init__(self, op: TableOp, attrs: dict[str, Any]) -> None:
+        self._op = op
+        self._attrs = attrs
+
+    def op(self, data, table, **attrs):
+        return self._op(data, table, {**self._attrs, **attrs}, source="input")
+
+    @staticmethod
+    def length(table):
+        return table.shape[0] if table.shape[0] is not None else tf.shape(table)[0]
+
+    @staticmethod
+    def size(t, axis):
+        static = t.shape[axis] if t.shape.rank is not None else None
+        return static if static is not None else tf.shape(t)[axis]
+
+    @staticmethod
+    def scalar(value, like):
+        return _tensor(value, like)
+
+    @staticmethod
+    def cast(t, like):
+        return _tensor(t, like)
+
+    @staticmethod
+    def zeros(n, like):
+        return tf.zeros([n], like.dtype)
+
+    @staticmethod
+    def arange(start, stop, step, like):
+        return tf.cast(tf.range(start, stop, step), like.dtype)
+
+    @staticmethod
+    def concat(vectors):
+        return tf.concat(vectors, 0)
+
+    @staticmethod
+    def flip(vector):
+        return tf.reverse(vector, [0])
+
+    @staticmethod
+    def where(condition, a, b):
+        like = a if tf.is_tensor(a) else b
+        return tf.where(condition, _tensor(a, like), _tensor(b, like))
+
+    @staticmethod
+    def minimum(t, number):
+        return tf.minimum(t, tf.cast(number, t.dtype))
+
+    @staticmethod
+    def floor_int(t):
+        return tf.cast(tf.floor(t), tf.int32)
+
+    @staticmethod
+    def gather(vector, indices):
+        return tf.gather(vector, indices)
+
+    @staticmethod
+    def scatter_add(n, indices, values, like):
+        return tf.math.unsorted_segment_sum(tf.reshape(values, [-1]), tf.reshape(indices, [-1]), n)
+
+    @staticmethod
+    def pad_last(t, before, after):
+        rank = tf.rank(t)
+        last = tf.reshape(tf.cast(tf.stack([before, after]), tf.int32), [1, 2])
+        return tf.pad(t, tf.concat([tf.zeros([rank - 1, 2], tf.int32), last], 0))
+
+    @staticmethod
+    def power_sums(x, g, n):
+        """sum(g * x**k) for k < n, in blocks of at most 16 powers (one map_fn step each)."""
+        blocks, per_block = coefficient_gradient_blocks(n)
+        x, g = tf.reshape(x, [-1, 1]), tf.reshape(g, [-1, 1])
+
+        def block(m):
+            exponents = tf.cast(m * per_block + tf.range(per_block), x.dtype)
+            # Elementwise and a reduction: no cuBLAS call, so it runs wherever the op does.
+            return tf.reduce_sum(tf.math.pow(x, exponents) * g, axis=0)
+
+        if isinstance(blocks, int) and blocks == 1:
+            sums = block(0)
+        else:
+            sums = tf.map_fn(block, tf.range(blocks), fn_output_signature=x.dtype)
+        return tf.reshape(sums, [-1])[:n]
+
+    @staticmethod
+    def correlate_rows(padded, g):
+        """One tap at a time, with elementwise products and reductions.
+
+        No cuDNN convolution, so that the gradient runs wherever the op does.
+        """
+        length, m = tf.shape(padded)[-1], tf.shape(g)[-1]
+        rows = tf.reshape(padded, [-1, length])
+        rows_g = tf.reshape(g, [-1, m])
+        return tf.map_fn(
+            lambda j: tf.reduce_sum(rows_g * rows[:, j : j + m]),
+            tf.range(length - m + 1),
+            fn_output_signature=g.dtype,
+        )

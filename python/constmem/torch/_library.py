@@ -1,32 +1,67 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The ops' schemas, fake kernels and autograd formulas, then the kernels from _constmem_torch.so.
+"""The ops' schemas, fake kernels and autograd from the op library's registry, then its kernels.
 
-The C++ library registers only kernels (CompositeExplicitAutograd: one for CPU and CUDA tensors);
-everything PyTorch needs to trace, compile and differentiate the ops is here.
+The C++ library registers only kernels (CompositeExplicitAutograd: one for CPU and CUDA tensors),
+made from each op's description. Everything PyTorch needs to trace, compile and differentiate the
+ops is made here from the same op registry and the ops' Python descriptions (constmem.ops):
+`name` takes a tensor table, `name_static` a list that is part of the schema.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
+
 import torch
 
-from constmem import _libraries
+from constmem import _libraries, _registry
+from constmem import ops as descriptions
 from constmem._polyval import coefficient_gradient_blocks
+from constmem._registry import OpSpec
 
-_SCHEMAS = {
-    "frobulate": "(Tensor data, Tensor table) -> Tensor",
-    "frobulate_static": "(Tensor data, int[] table) -> Tensor",
-    "polyval": "(Tensor coeffs, Tensor x) -> Tensor",
-    "polyval_static": "(float[] coeffs, Tensor x) -> Tensor",
-    "fir_filter": "(Tensor x, Tensor taps, str padding) -> Tensor",
-    "fir_filter_static": "(Tensor x, float[] taps, str padding) -> Tensor",
-    "interpolate": "(Tensor x, Tensor knots, float lo, float hi) -> Tensor",
-    "interpolate_static": "(Tensor x, float[] knots, float lo, float hi) -> Tensor",
-}
 _MINIMUM_TORCH = (2, 10)
+_SCHEMA_TYPES = {"choice": "str", "float64": "float", "int64": "int"}
+_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32"}
 
 
-def _load() -> str:
+def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype as the error messages name it: float32, not torch.float32."""
+    return _DTYPES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def schema(spec: OpSpec, static: bool) -> str:
+    """The op's schema: (data, table, attributes...) -> result."""
+    table = ("int[]" if spec.int32_table else "float[]") if static else "Tensor"
+    attrs = "".join(f", {_SCHEMA_TYPES[a.kind]} {a.name}" for a in spec.attrs)
+    return f"(Tensor {spec.data}, {table} {spec.table}{attrs}) -> Tensor"
+
+
+def check_data(spec: OpSpec, data: torch.Tensor) -> None:
+    """Data the op takes: float32 (or float64) on the CPU, a GPU or the meta device."""
+    if data.dtype not in (torch.float32, torch.float64) or (
+        data.dtype == torch.float64 and not spec.float64
+    ):
+        raise ValueError(_registry.data_dtype_message(spec, dtype_name(data.dtype)))
+
+
+def check_table(spec: OpSpec, table: torch.Tensor, data: torch.Tensor) -> None:
+    """A tensor table the op takes: a vector of the op's dtype and size.
+
+    On the host or the data's device: a table on any other device, the meta device among them, is
+    refused.
+    """
+    if table.dim() != 1:
+        raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {tuple(table.shape)}")
+    _registry.check_size(spec, table.shape[0])
+    expected = torch.int32 if spec.int32_table else data.dtype
+    if table.dtype != expected:
+        raise ValueError(
+            _registry.table_dtype_message(spec, dtype_name(data.dtype), dtype_name(table.dtype))
+        )
+    if table.device.type != "cpu" and table.device != data.device:
+        raise ValueError(_registry.device_message(spec, str(table.device), str(data.device)))
+
+
+def _load() -> tuple[str, dict[str, OpSpec]]:
     version = tuple(int(part) for part in torch.__version__.split(".")[:2])
     if version < _MINIMUM_TORCH:
         raise ImportError(
@@ -35,77 +70,40 @@ def _load() -> str:
         )
     path = _libraries.library_path("torch")
     _libraries.check_framework_version("torch", None)
-    for name, schema in _SCHEMAS.items():
-        torch.library.define(f"constmem::{name}", schema)
+    ops = _registry.read_registry(path)
+    for spec in ops.values():
+        for static in (False, True):
+            name = spec.name + ("_static" if static else "")
+            torch.library.define(f"{spec.library}::{name}", schema(spec, static))
+            torch.library.register_fake(f"{spec.library}::{name}", _fake(spec, static))
+            torch.library.register_autograd(
+                f"{spec.library}::{name}",
+                _backward(spec, static),
+                setup_context=_save_inputs,
+            )
     torch.ops.load_library(path)
-    return path
+    return path, ops
 
 
-LIBRARY_PATH = _load()
+def _fake(spec: OpSpec, static: bool):
+    """The op's fake kernel: its checks and its result's shape, for meta tensors and tracing."""
+    description = descriptions.describe(spec.name)
 
-
-MAX_TABLE_SIZE, MAX_COEFFICIENTS, MAX_TAPS, MAX_KNOTS = _libraries.op_limits(LIBRARY_PATH)
-
-
-def _check_float(tensor: torch.Tensor, name: str) -> None:
-    if tensor.dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"{name} must be float32 or float64; got {tensor.dtype}")
-
-
-def _fir_outputs(length, taps, padding: str):
-    if padding == "SAME":
-        return length
-    return torch.sym_max(length - taps + 1, 0)
-
-
-def _elementwise_fake(data_index: int, name: str):
-    """The fake kernel of an op whose output is its data's shape and dtype."""
-
-    def fake(*args):
-        data = args[data_index]
-        _check_float(data, name)
-        return torch.empty_like(data, memory_format=torch.contiguous_format)
+    def fake(data, table, *attr_values):
+        check_data(spec, data)
+        if static:
+            _registry.check_size(spec, len(table))
+            size = len(table)
+        else:
+            check_table(spec, table, data)
+            size = table.shape[0]
+        attrs = {a.name: v for a, v in zip(spec.attrs, attr_values, strict=True)}
+        shape = descriptions.output_shape(description, data.shape, size, attrs, torch.sym_max)
+        if spec.elementwise:
+            return torch.empty_like(data, memory_format=torch.contiguous_format)
+        return data.new_empty(shape)
 
     return fake
-
-
-for _op, _data_index, _name in [
-    ("frobulate", 0, "data"),
-    ("frobulate_static", 0, "data"),
-    ("polyval", 1, "x"),
-    ("polyval_static", 1, "x"),
-    ("interpolate", 0, "x"),
-    ("interpolate_static", 0, "x"),
-]:
-    torch.library.register_fake(f"constmem::{_op}", _elementwise_fake(_data_index, _name))
-
-
-def _fir_fake(x, k, padding):
-    _check_float(x, "x")
-    if x.dim() < 1:
-        raise ValueError("x must have rank 1 or more (the filter runs along the last axis)")
-    return x.new_empty((*x.shape[:-1], _fir_outputs(x.shape[-1], k, padding)))
-
-
-@torch.library.register_fake("constmem::fir_filter")
-def _(x, taps, padding):
-    return _fir_fake(x, taps.shape[0], padding)
-
-
-@torch.library.register_fake("constmem::fir_filter_static")
-def _(x, taps, padding):
-    return _fir_fake(x, len(taps), padding)
-
-
-# Gradients: the data's through the same ops; a tensor table's with PyTorch's own operations.
-
-
-def _frobulate_backward(ctx, grad):
-    return grad, None
-
-
-torch.library.register_autograd("constmem::frobulate", _frobulate_backward)
-torch.library.register_autograd("constmem::frobulate_static", _frobulate_backward)
 
 
 def _save_inputs(ctx, inputs, output):
@@ -113,150 +111,123 @@ def _save_inputs(ctx, inputs, output):
     ctx.save_for_backward(*(t for t in inputs if isinstance(t, torch.Tensor)))
 
 
-def _polyval_backward(ctx, grad):
-    coeffs, x = ctx.saved_tensors
-    n = coeffs.shape[0]
-    if n == 1:
-        derivative = torch.zeros_like(coeffs)
-    else:
-        derivative = coeffs[:-1] * torch.arange(
-            n - 1, 0, -1, dtype=coeffs.dtype, device=coeffs.device
-        )
-    grad_coeffs = grad_x = None
-    if ctx.needs_input_grad[1]:
-        grad_x = grad * torch.ops.constmem.polyval(derivative, x)
-    if ctx.needs_input_grad[0]:
-        grad_coeffs = _coeffs_gradient(x.reshape(-1), grad.reshape(-1), n).to(coeffs.device)
-    return grad_coeffs, grad_x
+def _backward(spec: OpSpec, static: bool):
+    """The op's autograd formula: its description's backward over PyTorch's tensors."""
+    description = descriptions.describe(spec.name)
 
-
-def _coeffs_gradient(x: torch.Tensor, grad: torch.Tensor, n: int) -> torch.Tensor:
-    """d(sum(grad * y)) / d coeffs[i] = sum(grad * x**(n-1-i)), in blocks of powers."""
-    blocks, per_block = coefficient_gradient_blocks(n)
-    exponents = torch.arange(blocks * per_block, dtype=x.dtype, device=x.device)
-    sums = [
-        (
-            x.reshape(-1, 1) ** exponents[m * per_block : (m + 1) * per_block] * grad.reshape(-1, 1)
-        ).sum(0)
-        for m in range(blocks)
-    ]
-    return torch.cat(sums)[:n].flip(0)
-
-
-def _polyval_static_backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    coeffs = np.asarray(ctx.inputs[0], dtype=_numpy_dtype(x.dtype))
-    derivative = np.polyder(coeffs) if coeffs.size > 1 else np.zeros(1, coeffs.dtype)
-    return None, grad * torch.ops.constmem.polyval_static(derivative.tolist(), x)
-
-
-torch.library.register_autograd("constmem::polyval", _polyval_backward, setup_context=_save_inputs)
-torch.library.register_autograd(
-    "constmem::polyval_static", _polyval_static_backward, setup_context=_save_inputs
-)
-
-
-def _numpy_dtype(dtype: torch.dtype):
-    return np.float32 if dtype == torch.float32 else np.float64
-
-
-def _pad_left(k: int, padding: str) -> int:
-    return (k - 1) // 2 if padding == "SAME" else 0
-
-
-def _fir_x_gradient(grad, x, k, padding):
-    """The gradient padded so that filtering it with the taps reversed gives dx (VALID)."""
-    pad_left = _pad_left(k, padding)
-    before = k - 1 - pad_left
-    after = x.shape[-1] - grad.shape[-1] + pad_left
-    return torch.nn.functional.pad(grad, (before, after))
-
-
-def _fir_backward(ctx, grad):
-    x, taps = ctx.saved_tensors
-    padding = ctx.inputs[2]
-    k = taps.shape[0]
-    grad_x = grad_taps = None
-    if ctx.needs_input_grad[0]:
-        padded = _fir_x_gradient(grad, x, k, padding)
-        grad_x = torch.ops.constmem.fir_filter(padded, taps.flip(0).contiguous(), "VALID")
-    if ctx.needs_input_grad[1]:
-        # dtaps[j] = sum over rows and outputs of g[o] xp[o + j].
-        m = grad.shape[-1]
-        pad_left = _pad_left(k, padding)
-        pad_right = m + k - 1 - x.shape[-1] - pad_left
-        xp = x.reshape(-1, x.shape[-1])
-        if pad_left or pad_right:
-            xp = torch.nn.functional.pad(xp, (pad_left, pad_right))
-        if grad.numel() == 0:
-            grad_taps = torch.zeros_like(taps)
+    def backward(ctx, grad):
+        if static:
+            (data,) = ctx.saved_tensors
+            dtype = torch.int32 if spec.int32_table else data.dtype
+            table = torch.tensor(ctx.inputs[1], dtype=dtype, device=data.device)
         else:
-            # A correlation of the padded rows with the gradient's, the rows as channels that the
-            # convolution sums over: no intermediate k times the input's size.
-            grad_taps = torch.nn.functional.conv1d(xp[None], grad.reshape(1, -1, m)).reshape(k)
-            grad_taps = grad_taps.to(taps.device)
-    return grad_x, grad_taps, None
+            data, table = ctx.saved_tensors
+        attrs = {a.name: v for a, v in zip(spec.attrs, ctx.inputs[2:], strict=True)}
+        need_table = not static and not spec.int32_table and ctx.needs_input_grad[1]
+        grad_data, grad_table = description.backward(
+            TorchArrays(spec, attrs), grad, data, table, attrs, ctx.needs_input_grad[0], need_table
+        )
+        if grad_table is not None:
+            grad_table = grad_table.to(table.device)
+        return grad_data, grad_table if need_table else None, *([None] * len(spec.attrs))
+
+    return backward
 
 
-def _fir_static_backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    taps, padding = ctx.inputs[1], ctx.inputs[2]
-    padded = _fir_x_gradient(grad, x, len(taps), padding)
-    return torch.ops.constmem.fir_filter_static(padded, list(reversed(taps)), "VALID"), None, None
+class TorchArrays:
+    """The array namespace F of the ops' backward formulas (constmem.ops.ARRAY_API), in PyTorch."""
+
+    def __init__(self, spec: OpSpec, attrs: dict[str, Any]) -> None:
+        self._op = getattr(getattr(torch.ops, spec.library), spec.name).default
+        self._spec = spec
+        self._attrs = attrs
+
+    def op(self, data, table, **attrs):
+        merged = {**self._attrs, **attrs}
+        return self._op(data, table.contiguous(), *(merged[a.name] for a in self._spec.attrs))
+
+    @staticmethod
+    def length(table):
+        return table.shape[0]
+
+    @staticmethod
+    def size(t, axis):
+        return t.shape[axis]
+
+    @staticmethod
+    def scalar(value, like):
+        return torch.tensor(value, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def cast(t, like):
+        if isinstance(t, torch.Tensor):
+            return t.to(like.dtype)
+        return torch.tensor(t, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def zeros(n, like):
+        return torch.zeros(n, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def arange(start, stop, step, like):
+        return torch.arange(start, stop, step, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def concat(vectors):
+        return torch.cat(vectors)
+
+    @staticmethod
+    def flip(vector):
+        return vector.flip(0)
+
+    @staticmethod
+    def where(condition, a, b):
+        return torch.where(condition, a, b)
+
+    @staticmethod
+    def minimum(t, number):
+        return torch.clamp(t, max=number)
+
+    @staticmethod
+    def floor_int(t):
+        return torch.floor(t).long()
+
+    @staticmethod
+    def gather(vector, indices):
+        return vector.to(indices.device)[indices]
+
+    @staticmethod
+    def scatter_add(n, indices, values, like):
+        sums = torch.zeros(n, dtype=values.dtype, device=values.device)
+        return sums.index_add_(0, indices.reshape(-1), values.reshape(-1))
+
+    @staticmethod
+    def pad_last(t, before, after):
+        return torch.nn.functional.pad(t, (before, after)) if before or after else t
+
+    @staticmethod
+    def power_sums(x, g, n):
+        """sum(g * x**k) for k < n, in blocks of powers: at most [elements, 16] at once."""
+        x, g = x.reshape(-1, 1), g.reshape(-1, 1)
+        blocks, per_block = coefficient_gradient_blocks(n)
+        exponents = torch.arange(blocks * per_block, dtype=x.dtype, device=x.device)
+        sums = [
+            (x ** exponents[m * per_block : (m + 1) * per_block] * g).sum(0) for m in range(blocks)
+        ]
+        return torch.cat(sums)[:n]
+
+    @staticmethod
+    def correlate_rows(padded, g):
+        """A correlation of the rows with the gradient's.
+
+        The rows are channels that the convolution sums over: no intermediate k times the input.
+        """
+        m = g.shape[-1]
+        k = padded.shape[-1] - m + 1
+        if g.numel() == 0:
+            return torch.zeros(k, dtype=g.dtype, device=g.device)
+        rows = padded.reshape(1, -1, padded.shape[-1])
+        return torch.nn.functional.conv1d(rows, g.reshape(1, -1, m)).reshape(k)
 
 
-torch.library.register_autograd("constmem::fir_filter", _fir_backward, setup_context=_save_inputs)
-torch.library.register_autograd(
-    "constmem::fir_filter_static", _fir_static_backward, setup_context=_save_inputs
-)
-
-
-def _interpolate_gradients(x, knots, lo: float, hi: float, grad, with_knots: bool):
-    """d/dx and d/dknots of sum(grad * y), with PyTorch's operations, in the op's arithmetic."""
-    n = knots.shape[0]
-    lo_t = torch.tensor(lo, dtype=x.dtype, device=x.device)
-    scale = (n - 1) / (torch.tensor(hi, dtype=x.dtype, device=x.device) - lo_t)
-    t = (x - lo_t) * scale
-    inside = (t > 0) & (t < n - 1)
-    t_inside = torch.where(inside, t, torch.zeros_like(t))
-    i = torch.clamp(torch.floor(t_inside).long(), max=n - 2)
-    f = t_inside - i.to(x.dtype)
-    knots = knots.to(x.device)
-    below, above = knots[i], knots[i + 1]
-    zero = torch.zeros_like(grad)
-    grad_x = torch.where(inside, grad * ((above - below) * scale), zero)
-    if not with_knots:
-        return grad_x, None
-    at_below = torch.where(inside, grad * (1 - f), torch.where(t <= 0, grad, zero))
-    at_above = torch.where(inside, grad * f, zero)
-    grad_knots = torch.zeros(n, dtype=x.dtype, device=x.device)
-    grad_knots.index_add_(0, i.reshape(-1), at_below.reshape(-1))
-    grad_knots.index_add_(0, (i + 1).reshape(-1), at_above.reshape(-1))
-    grad_knots[n - 1] += torch.where(t >= n - 1, grad, zero).sum()
-    return grad_x, grad_knots
-
-
-def _interpolate_backward(ctx, grad):
-    x, knots = ctx.saved_tensors
-    lo, hi = ctx.inputs[2], ctx.inputs[3]
-    grad_x, grad_knots = _interpolate_gradients(
-        x, knots, lo, hi, grad, with_knots=ctx.needs_input_grad[1]
-    )
-    if grad_knots is not None:
-        grad_knots = grad_knots.to(knots.device)
-    return grad_x, grad_knots, None, None
-
-
-def _interpolate_static_backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    knots, lo, hi = ctx.inputs[1], ctx.inputs[2], ctx.inputs[3]
-    values = torch.tensor(knots, dtype=x.dtype, device=x.device)
-    return _interpolate_gradients(x, values, lo, hi, grad, with_knots=False)[0], None, None, None
-
-
-torch.library.register_autograd(
-    "constmem::interpolate", _interpolate_backward, setup_context=_save_inputs
-)
-torch.library.register_autograd(
-    "constmem::interpolate_static", _interpolate_static_backward, setup_context=_save_inputs
-)
+LIBRARY_PATH, OPS = _load()

@@ -49,15 +49,18 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
     if (from_ != TableFrom::kAttr) return;
     const char* attr = lowering_.table_attr;
     if (lowering_.int32_table) {
-      OP_REQUIRES_OK(ctx, ReadAttrTable(ctx, attr, lowering_.max_table, &ints_));
+      OP_REQUIRES_OK(ctx,
+                     ReadAttrTable(ctx, attr, lowering_.max_table, &ints_, lowering_.min_table));
       return;
     }
     tensorflow::DataType dtype;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype));
     if (dtype == tensorflow::DT_FLOAT) {
-      OP_REQUIRES_OK(ctx, ReadAttrTable(ctx, attr, lowering_.max_table, &floats_));
+      OP_REQUIRES_OK(ctx,
+                     ReadAttrTable(ctx, attr, lowering_.max_table, &floats_, lowering_.min_table));
     } else {
-      OP_REQUIRES_OK(ctx, ReadAttrTable(ctx, attr, lowering_.max_table, &doubles_));
+      OP_REQUIRES_OK(ctx,
+                     ReadAttrTable(ctx, attr, lowering_.max_table, &doubles_, lowering_.min_table));
     }
   }
 
@@ -85,10 +88,8 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
       size = shape->dimensions(0);
       table = ctx->Input(1);
     }
-    OP_REQUIRES(ctx, size >= 1 && size <= lowering_.max_table,
-                absl::InvalidArgumentError(std::string(lowering_.table_attr) + " must have 1 to " +
-                                           std::to_string(lowering_.max_table) + " entries, got " +
-                                           std::to_string(size)));
+    OP_REQUIRES_OK(ctx, ValidateTableSize(size, lowering_.table_attr, lowering_.max_table,
+                                          lowering_.min_table));
     std::vector<std::int64_t> dims = DataDims(ctx);
     std::string attributes;
     OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), size, &dims,

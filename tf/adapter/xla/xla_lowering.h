@@ -7,7 +7,7 @@
 // registers
 //   - one tf2xla kernel for its three table forms: the table is the custom call's second operand,
 //     an input's buffer or the attr's values as a constant;
-//   - its FFI handlers (xla_ffi/handlers.h, the same JAX registers) for the platforms "Host"
+//   - its FFI handlers (xla_ffi/ffi_support.h, the same JAX registers) for the platforms "Host"
 //     (the CPU kernel) and "CUDA" (the GPU launcher on XLA's stream, the table read from device
 //     memory).
 // Built when the headers tf2xla needs beyond TensorFlow's wheel are found (highwayhash and
@@ -37,10 +37,11 @@ namespace tf_adapter {
 
 // What one op's lowering needs to know.
 struct XlaLowering {
-  std::string op;            // the op's base name, "Constmem>Polyval"
-  std::string target;        // the FFI handlers' name, "constmem_polyval"
-  const char* table_attr;    // the attr form's table attr
-  std::int64_t max_table;    // table sizes allowed: 1 to max_table
+  std::string op;          // the op's base name, "Constmem>Polyval"
+  std::string target;      // the FFI handlers' name, "constmem_polyval"
+  const char* table_attr;  // the attr form's table attr
+  std::int64_t min_table;  // table sizes allowed: min_table to max_table
+  std::int64_t max_table;
   bool int32_table = false;  // int32 entries (else of the data's type)
   bool elementwise = true;   // else the last axis is one unit, a row
   // The result's dimensions from the data's (and the table's size), and the custom call's
@@ -54,7 +55,7 @@ struct XlaLowering {
   XLA_FFI_Handler* cuda_handler = nullptr;  // null in builds without GPU kernels
 };
 
-// A node's attrs as a kernel's construction context offers them (TableOp's Params read these).
+// A node's attrs as a kernel's construction context offers them (an op's Params read these).
 struct NodeAttrs {
   const tensorflow::NodeDef& node;
   template <class V>
@@ -63,60 +64,9 @@ struct NodeAttrs {
   }
 };
 
-// The lowering of the op a TableOp (adapter/table_op.h) describes, into FFI handlers named
-// `target`: its result shape and custom-call attributes come from the op's own description.
-template <class Op>
-XlaLowering TableOpLowering(std::string target, XLA_FFI_Handler* host_handler,
-                            XLA_FFI_Handler* cuda_handler) {
-  XlaLowering lowering;
-  lowering.op = Op::kNames.op;
-  lowering.target = std::move(target);
-  lowering.table_attr = Op::kNames.table;
-  lowering.max_table = Op::kLimits.max_table;
-  lowering.host_handler = host_handler;
-  lowering.cuda_handler = cuda_handler;
-  lowering.int32_table = Op::kInt32Table;
-  lowering.elementwise = Op::kElementwise;
-  lowering.describe = [](const tensorflow::NodeDef& node, tensorflow::DataType dtype,
-                         std::int64_t table_size, std::vector<std::int64_t>* dims,
-                         std::string* attributes) {
-    typename Op::Params params;
-    TF_RETURN_IF_ERROR(params.Read(NodeAttrs{node}, dtype));
-    TF_RETURN_IF_ERROR(Op::CheckTable(params, table_size));
-    tensorflow::TensorShape x;
-    TF_RETURN_IF_ERROR(tensorflow::TensorShape::BuildTensorShape(*dims, &x));
-    typename Op::Shape shape;
-    tensorflow::TensorShape y;
-    TF_RETURN_IF_ERROR(Op::OutputShape(x, params, table_size, &shape, &y));
-    const auto sizes = y.dim_sizes();  // a copy: begin and end of one vector
-    dims->assign(sizes.begin(), sizes.end());
-    *attributes = Op::XlaAttributes(params);
-    return absl::OkStatus();
-  };
-  return lowering;
-}
-
 // Registers the tf2xla kernels of the op's three forms and its FFI handlers, unless another copy
 // of the op library in this process has (see kernel_registration.h). Returns whether it did.
 bool RegisterXlaLowering(const XlaLowering& lowering);
 
 }  // namespace tf_adapter
 }  // namespace constmem
-
-// A CUDA handler where the library has GPU kernels, none elsewhere (the name need not exist).
-#if CONSTMEM_WITH_GPU
-#define CONSTMEM_XLA_CUDA_HANDLER(handler) handler
-#else
-#define CONSTMEM_XLA_CUDA_HANDLER(handler) nullptr
-#endif
-
-// Registers the XLA lowering of `Op` (a TableOp) into the FFI handlers `target` when the library
-// loads; `cuda` is CONSTMEM_XLA_CUDA_HANDLER(handler). Nothing in a library without XLA lowerings.
-#if CONSTMEM_WITH_XLA
-#define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda)                     \
-  [[maybe_unused]] static const bool CONSTMEM_REGISTER_KERNELS_NAME(__COUNTER__) = \
-      ::constmem::tf_adapter::RegisterXlaLowering(                                 \
-          ::constmem::tf_adapter::TableOpLowering<Op>(target, host, cuda))
-#else
-#define CONSTMEM_REGISTER_TABLE_OP_XLA(Op, target, host, cuda) static_assert(true, "")
-#endif

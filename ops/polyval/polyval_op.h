@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// Polyval for TensorFlow: Constmem>Polyval, ...HostTable and ...Attr (adapter/table_op.h).
+// Polyval as every framework binds it (constmem/op_description.hpp): the op's names, its table and
+// how its CPU kernel and GPU launcher run.
+#pragma once
+
 #include <cstdint>
 
-#include "adapter/table_op.h"
+#include "constmem/op_description.hpp"
 #include "polyval/polyval_cpu.h"
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_launcher.h"
-#if CONSTMEM_WITH_XLA
-#include "handlers.h"  // the FFI handlers
-#endif
 
 namespace constmem {
 namespace ops {
 
-struct PolyvalTf : tf_adapter::TableOp {
-  static constexpr tf_adapter::TableOpNames kNames{"Constmem>Polyval", "x", "coeffs"};
-  static constexpr tf_adapter::TableOpLimits kLimits{1, kPolyvalMaxCoefficients,
-                                                     kPolyvalMaxElements};
+struct PolyvalOp : OpDescription {
+  static constexpr OpNames kNames{"constmem", "Polyval", "polyval", "x", "coeffs"};
+  static constexpr TableRule kTable{1, kPolyvalMaxCoefficients};
+  static constexpr std::int64_t kMaxElements = kPolyvalMaxElements;
   static constexpr const char* kDoc = R"doc(
 y = polyval(coeffs, x) by Horner's rule with one fused multiply-add per coefficient:
 y = coeffs[0]; y = fma(y, x, coeffs[j]) for j = 1 .. n-1. Highest degree first, as np.polyval.
@@ -44,7 +44,3 @@ coeffs: vector of 1 to 4096 coefficients of x's dtype.
 
 }  // namespace ops
 }  // namespace constmem
-
-CONSTMEM_REGISTER_TABLE_OP(constmem::ops::PolyvalTf);
-CONSTMEM_REGISTER_TABLE_OP_XLA(constmem::ops::PolyvalTf, "constmem_polyval", constmem_polyval_host,
-                               CONSTMEM_XLA_CUDA_HANDLER(constmem_polyval_cuda));

@@ -1,24 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// Frobulate for TensorFlow: Constmem>Frobulate, ...HostTable and ...Attr (adapter/table_op.h).
+// Frobulate as every framework binds it (constmem/op_description.hpp).
+#pragma once
+
 #include <cstdint>
 
-#include "adapter/table_op.h"
+#include "constmem/op_description.hpp"
 #include "frobulate/frobulate_cpu.h"
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
-#if CONSTMEM_WITH_XLA
-#include "handlers.h"  // the FFI handlers
-#endif
 
 namespace constmem {
 namespace ops {
 
-struct FrobulateTf : tf_adapter::TableOp {
-  static constexpr tf_adapter::TableOpNames kNames{"Constmem>Frobulate", "data", "table", "output"};
-  static constexpr tf_adapter::TableOpLimits kLimits{1, kFrobulateMaxTableSize,
-                                                     kFrobulateMaxElements};
-  static constexpr bool kInt32Table = true;
-  static constexpr bool kCpuTableInDataType = true;  // the kernel adds entries converted to T
+struct FrobulateOp : OpDescription {
+  static constexpr OpNames kNames{"constmem", "Frobulate", "frobulate", "data", "table"};
+  static constexpr TableRule kTable{1, kFrobulateMaxTableSize, /*int32=*/true};
+  static constexpr bool kCpuTableInDataType = true;  // the CPU kernel adds entries converted to T
+  static constexpr std::int64_t kMaxElements = kFrobulateMaxElements;
   static constexpr const char* kDoc = R"doc(
 output[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1]), left to right in T.
 On the GPU the table is read from __constant__ memory with warp-uniform indices.
@@ -46,8 +44,3 @@ table: int32 vector of 1 to 16384 entries.
 
 }  // namespace ops
 }  // namespace constmem
-
-CONSTMEM_REGISTER_TABLE_OP(constmem::ops::FrobulateTf);
-CONSTMEM_REGISTER_TABLE_OP_XLA(constmem::ops::FrobulateTf, "constmem_frobulate",
-                               constmem_frobulate_host,
-                               CONSTMEM_XLA_CUDA_HANDLER(constmem_frobulate_cuda));

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// An op with one table, described once, in no framework's terms. The bindings make everything
+// else from the description: TensorFlow's op definitions, kernels and XLA lowering
+// (tf/adapter/table_op.h), PyTorch's kernels (pytorch/binding.h), the XLA FFI handlers JAX calls
+// (xla_ffi/ffi_support.h), and the registry each op library exports, from which the Python
+// packages make schemas, wrappers and limits.
+//
+//   struct ScaleOp : constmem::OpDescription {  // y = x * (g[0] + ... + g[n-1]), elementwise
+//     static constexpr constmem::OpNames kNames{"my", "Scale", "scale", "x", "gains"};
+//     static constexpr constmem::TableRule kTable{1, 1024};
+//     template <class T, class Shard>  // the CPU kernel: shard(count, cost, fn(begin, end))
+//     static void RunCpu(const Params&, const Shape& shape, const T* x, T* y, const T* gains,
+//                        std::int64_t size, const Shard& shard);
+//     template <class T>  // the op's CUDA launcher (nvcc code, declared in a plain header)
+//     static Status Launch(GpuStream stream, const Params&, const Shape& shape, const T* x, T* y,
+//                          const TableView<T>& gains);
+//     template <class T>
+//     static Placement Place(std::int64_t size, SourceKind source);
+//   };
+//
+// The defaults below make an elementwise op on float32 and float64 data whose table has the
+// data's type and which has no attribute; an op declares what differs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "constmem/status.hpp"
+#include "constmem/table.hpp"
+
+namespace constmem {
+
+// An op's names: `library` and `type` make TensorFlow's "Library>Type" (its forms add "HostTable"
+// and "Attr"); `library` and `name` make PyTorch's "library::name" and the XLA FFI targets
+// "library_name" (their static-table forms add "_static"). `data` and `table` name the two inputs
+// in every framework and in every error message.
+struct OpNames {
+  const char* library;
+  const char* type;
+  const char* name;
+  const char* data;
+  const char* table;
+};
+
+// What the table holds and how many entries it takes.
+struct TableRule {
+  std::int64_t min_size;
+  std::int64_t max_size;
+  // int32 entries whatever the data's type, else entries of the data's type (the one documented
+  // rule in every framework: a tensor table must have that dtype exactly).
+  bool int32 = false;
+};
+
+// An attribute beyond the table. Every framework passes its value by kind: a choice among names
+// (a string), a float64 (TensorFlow keeps its IEEE-754 bits in an int attr, which keeps it exact),
+// or an int64.
+enum class AttrKind { kChoice, kFloat64, kInt64 };
+struct AttrSpec {
+  const char* name;
+  AttrKind kind;
+  const char* choices = "";  // a kChoice's names, comma-separated ("SAME,VALID"); the first is
+                             // the default
+};
+
+// The data's type, as Params::Read sees it.
+enum class DataType { kFloat32, kFloat64 };
+
+// One attribute's value, as a binding read it (only the field of its kind is set).
+struct AttrValue {
+  std::string_view choice;
+  double float64 = 0;
+  std::int64_t int64 = 0;
+};
+
+// A shape's dimensions. While TensorFlow infers shapes a dimension may be unknown: kUnknownDim.
+using Dims = std::vector<std::int64_t>;
+constexpr std::int64_t kUnknownDim = -1;
+
+// The product of dims, or kUnknownDim if one of them is unknown.
+inline std::int64_t ElementCount(const Dims& dims) {
+  std::int64_t count = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0) return kUnknownDim;
+    count *= d;
+  }
+  return count;
+}
+
+// The defaults of an op's description.
+struct OpDescription {
+  // RunCpu takes the table converted to the data's type (an op that adds int32 entries in the
+  // data's type, as Frobulate); else as it is.
+  static constexpr bool kCpuTableInDataType = false;
+  // Data of float64 as well as float32; else float32 alone.
+  static constexpr bool kFloat64 = true;
+  // y[i] depends on x[i] alone: y may take x's buffer, and XLA may pass any dimension dynamic.
+  // Otherwise the last axis is one unit (a row), as for a filter.
+  static constexpr bool kElementwise = true;
+  // The most elements the data may have.
+  static constexpr std::int64_t kMaxElements = std::int64_t{1} << 62;
+  static constexpr const char* kDoc = "";
+  // The attributes, in the order the bindings pass them (an array of AttrSpec; none here).
+  static constexpr AttrSpec* kAttrs = nullptr;
+  static constexpr int kAttrCount = 0;
+
+  // What the kernels read from the attributes (`values[i]` is kAttrs[i]'s), checked for data of
+  // `dtype`.
+  struct Params {
+    Status Read(const AttrValue* /*values*/, DataType /*dtype*/) { return Status::Ok(); }
+  };
+  // What the CPU kernel and the launcher need of the data's shape.
+  struct Shape {
+    std::int64_t elements = 0;
+  };
+  // y's dimensions and the launch's Shape from x's dimensions and the table's size, or an error
+  // for what the op refuses. While shapes are inferred, dimensions and table_size may be
+  // kUnknownDim: y's are then kUnknownDim where they depend on them, and `shape` is not used.
+  template <class P, class S>
+  static Status Output(const Dims& x, const P&, std::int64_t /*table_size*/, S* shape, Dims* y) {
+    shape->elements = ElementCount(x);
+    *y = x;
+    return Status::Ok();
+  }
+};
+
+// The entries of Op's table for data of type T, and those RunCpu takes.
+template <class Op, class T>
+using TableEntryOf = std::conditional_t<Op::kTable.int32, std::int32_t, T>;
+template <class Op, class T>
+using CpuTableEntryOf = std::conditional_t<Op::kCpuTableInDataType, T, TableEntryOf<Op, T>>;
+
+// "expected N to M entries" as every binding words a table's size.
+inline std::string TableSizeRule(const TableRule& rule) {
+  return std::to_string(rule.min_size) + " to " + std::to_string(rule.max_size) + " entries";
+}
+
+// The error for a table of the wrong size, worded alike in every framework.
+template <class Op>
+Status CheckTableSize(std::int64_t size) {
+  if (size >= Op::kTable.min_size && size <= Op::kTable.max_size) return Status::Ok();
+  return InvalidArgument(std::string(Op::kNames.table) + " must have " + TableSizeRule(Op::kTable) +
+                         "; got " + std::to_string(size));
+}
+
+// Runs fn(begin, end) over [0, count) on the calling thread: a binding whose caller shards
+// (XLA's CPU handlers).
+struct SerialShard {
+  template <class Fn>
+  void operator()(std::int64_t count, std::int64_t /*cost*/, const Fn& fn) const {
+    if (count > 0) fn(0, count);
+  }
+};
+
+namespace detail {
+
+inline void AppendJsonString(std::string* out, std::string_view text) {
+  out->push_back('"');
+  for (char c : text) {
+    if (c == '"' || c == '\\') out->push_back('\\');
+    if (c == '\n') {
+      out->append("\\n");
+      continue;
+    }
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+template <class Op>
+void AppendOpJson(std::string* out) {
+  auto field = [&](const char* key, std::string_view value) {
+    AppendJsonString(out, key);
+    out->push_back(':');
+    AppendJsonString(out, value);
+    out->push_back(',');
+  };
+  auto number = [&](const char* key, std::int64_t value) {
+    AppendJsonString(out, key);
+    out->append(":" + std::to_string(value) + ",");
+  };
+  auto flag = [&](const char* key, bool value) {
+    AppendJsonString(out, key);
+    out->append(value ? ":true," : ":false,");
+  };
+  out->push_back('{');
+  field("library", Op::kNames.library);
+  field("type", Op::kNames.type);
+  field("name", Op::kNames.name);
+  field("data", Op::kNames.data);
+  field("table", Op::kNames.table);
+  number("min_table", Op::kTable.min_size);
+  number("max_table", Op::kTable.max_size);
+  flag("int32_table", Op::kTable.int32);
+  flag("float64", Op::kFloat64);
+  flag("elementwise", Op::kElementwise);
+  field("doc", Op::kDoc);
+  AppendJsonString(out, "attrs");
+  out->append(":[");
+  for (int i = 0; i < Op::kAttrCount; ++i) {
+    const AttrSpec& attr = Op::kAttrs[i];
+    static constexpr const char* kKinds[] = {"choice", "float64", "int64"};
+    if (i > 0) out->push_back(',');
+    out->push_back('{');
+    field("name", attr.name);
+    field("choices", attr.choices);
+    AppendJsonString(out, "kind");
+    out->push_back(':');
+    AppendJsonString(out, kKinds[static_cast<int>(attr.kind)]);
+    out->push_back('}');
+  }
+  out->append("]}");
+}
+
+}  // namespace detail
+
+// The registry of ops Ops... as JSON: a list of each op's names, table rule, flags and attributes,
+// which an op library exports (constmem_op_registry) for its Python package.
+template <class... Ops>
+std::string OpRegistryJson() {
+  std::string out = "[";
+  bool first = true;
+  ((out += first ? "" : ",", first = false, detail::AppendOpJson<Ops>(&out)), ...);
+  return out + "]";
+}
+
+}  // namespace constmem
+
+// The registry of an op library's ops, exported as `const char* symbol()` for its Python package.
+#define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                           \
+  extern "C" __attribute__((visibility("default"))) const char* symbol() { \
+    static const std::string* registry =                                   \
+        new std::string(::constmem::OpRegistryJson<__VA_ARGS__>());        \
+    return registry->c_str();                                              \
+  }

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FirFilter in Python: its signature, output shape, gradient and Keras layer, for every framework.
+
+The op's C++ description (fir_filter_op.h) gives its names, table and attributes; this file what
+the Python packages add to them (constmem.ops).
+"""
+
+# The name of the module constant that holds the most entries the table takes.
+LIMIT = "MAX_TAPS"
+SIGNATURE = ("x", "taps")
+DEFAULTS = {"padding": "SAME"}
+DOC = """Filters every row of `x` (its last axis) with `taps`, as a correlation (`np.correlate`).
+
+`y[..., i] = sum_j xp[..., i + j] * taps[j]`, what `tf.nn.conv1d` computes: the taps are applied
+in order, one fused multiply-add each starting from +0, on the CPU as on the GPU, so that the two
+agree bit for bit. `xp` is the row with zero padding: for "SAME", `(k - 1) // 2` zeros before it
+and the rest after (TensorFlow's rule), as many outputs as samples; for "VALID", none, `n - k + 1`
+outputs (none when the taps outnumber the samples). On a GPU the taps are read from `__constant__`
+memory (or a by-value kernel parameter) with warp-uniform indices while the samples are staged in
+shared memory.
+
+Args:
+  x: float32 or float64 of rank 1 or more; every leading dimension is a batch.
+  taps: 1 to 2,048 taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed per call
+    site, rounded to x's dtype).
+  padding: "SAME" or "VALID".
+
+Gradients flow to x (the same filter with the taps reversed) and to a tensor `taps`.
+"""
+
+# The Keras layer: `taps` trainable taps, a unit impulse at the centre at first.
+LAYER = {
+    "name": "FirFilter",
+    "size": "taps",
+    "size_to_entries": lambda taps: taps,
+    "initial": lambda k, attrs: [1.0 if j == (k - 1) // 2 else 0.0 for j in range(k)],
+    "weight": "taps",
+    "variable": "kernel",
+}
+
+
+def output_shape(shape, taps, attrs, maximum=max):
+    """X's shape with the last dimension n (SAME) or max(n - k + 1, 0) (VALID)."""
+    if len(shape) < 1:
+        raise ValueError("x must have rank 1 or more (the filter runs along the last axis)")
+    if attrs["padding"] == "SAME" or shape[-1] is None or taps is None:
+        return tuple(shape) if attrs["padding"] == "SAME" else (*shape[:-1], None)
+    return (*shape[:-1], maximum(shape[-1] - taps + 1, 0))
+
+
+def _pad_left(k, padding):
+    return (k - 1) // 2 if padding == "SAME" else 0
+
+
+def backward(F, grad, x, taps, attrs, need_x, need_taps):
+    """dx: the taps reversed over the shifted gradient; dtaps: the padded rows against it."""
+    k, n, m = F.length(taps), F.size(x, -1), F.size(grad, -1)
+    pad_left = _pad_left(k, attrs["padding"])
+    grad_x = grad_taps = None
+    if need_x:
+        # dx[i] = sum_j g[i + pad_left - j] taps[j]: VALID over g padded to n + k - 1.
+        padded = F.pad_last(grad, k - 1 - pad_left, n - m + pad_left)
+        grad_x = F.op(padded, F.flip(taps), padding="VALID")
+    if need_taps:
+        # dtaps[j] = sum over rows and outputs of g[o] xp[o + j].
+        padded = F.pad_last(x, pad_left, m + k - 1 - n - pad_left)
+        grad_taps = F.correlate_rows(padded, grad)
+    return grad_x, grad_taps

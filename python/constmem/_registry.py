@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The op registry an op library exports, and the rules every framework's binding applies.
+
+Each op library exports `const char* constmem_op_registry()`: a JSON list with each op's names,
+table rule, flags and attributes, made from the op's C++ description (ops/<op>/<op>_op.h). The
+framework packages make their schemas, wrappers and limits from it, and word the errors for bad
+input alike. Imports no framework.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Attr:
+    """An attribute beyond the table: a choice among names, a float64 or an int64."""
+
+    name: str
+    kind: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class OpSpec:
+    """One op as its library describes it."""
+
+    library: str
+    type: str
+    name: str
+    data: str
+    table: str
+    min_table: int
+    max_table: int
+    int32_table: bool
+    float64: bool
+    elementwise: bool
+    doc: str
+    attrs: tuple[Attr, ...]
+
+    @property
+    def tf_name(self) -> str:
+        """TensorFlow's name of the op: "Constmem>FirFilter"."""
+        return f"{self.library[:1].upper()}{self.library[1:]}>{self.type}"
+
+    @property
+    def target(self) -> str:
+        """The XLA FFI target: "constmem_fir_filter" (the static form adds "_static")."""
+        return f"{self.library}_{self.name}"
+
+    @property
+    def sizes(self) -> str:
+        """The table's sizes, as every message words them: "1 to 2048 entries"."""
+        return f"{self.min_table} to {self.max_table} entries"
+
+    def data_dtypes(self) -> tuple[str, ...]:
+        """The data's dtypes, by name."""
+        return ("float32", "float64") if self.float64 else ("float32",)
+
+    def table_dtype(self, data_dtype: str) -> str:
+        """The dtype a tensor table must have for data of `data_dtype` (the one rule)."""
+        return "int32" if self.int32_table else data_dtype
+
+
+def read_registry(path: str) -> dict[str, OpSpec]:
+    """The ops of the op library at `path`, by name."""
+    library = ctypes.CDLL(path)
+    library.constmem_op_registry.restype = ctypes.c_char_p
+    ops = {}
+    for op in json.loads(library.constmem_op_registry().decode()):
+        attrs = tuple(
+            Attr(a["name"], a["kind"], tuple(c for c in a["choices"].split(",") if c))
+            for a in op.pop("attrs")
+        )
+        spec = OpSpec(attrs=attrs, **op)
+        ops[spec.name] = spec
+    return ops
+
+
+def size_message(spec: OpSpec, size: Any) -> str:
+    """The error for a table of `size` entries outside the op's limits."""
+    return f"{spec.table} must have {spec.sizes}; got {size}"
+
+
+def check_size(spec: OpSpec, size: int) -> None:
+    """Raises ValueError for a table size outside the op's limits."""
+    if not spec.min_table <= size <= spec.max_table:
+        raise ValueError(size_message(spec, size))
+
+
+def data_dtype_message(spec: OpSpec, dtype: str) -> str:
+    """The error for data of a dtype the op does not take."""
+    return f"{spec.data} must be {' or '.join(spec.data_dtypes())}; got {dtype}"
+
+
+def table_dtype_message(spec: OpSpec, data_dtype: str, dtype: str) -> str:
+    """The error for a tensor table of the wrong dtype."""
+    return f"{spec.table} must be {spec.table_dtype(data_dtype)}; got {dtype}"
+
+
+def device_message(spec: OpSpec, device: str, data_device: str) -> str:
+    """The error for a tensor table on a device that is neither the host nor the data's."""
+    return (
+        f"{spec.table} must be on the CPU or on {spec.data}'s device ({data_device}); "
+        f"got a tensor on {device}"
+    )
+
+
+def static_values(spec: OpSpec, table: Any, data_dtype: str) -> np.ndarray:
+    """A Python or NumPy table as the static form's values, checked.
+
+    int32 tables take integers that fit int32; others real numbers, rounded to the data's dtype
+    (the values the op computes with). Raises ValueError naming the table.
+    """
+    values = np.asarray(table)
+    if values.ndim != 1:
+        raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {values.shape}")
+    check_size(spec, values.shape[0])
+    if values.dtype == object or values.dtype.kind not in ("biu" if spec.int32_table else "biuf"):
+        kind = "integers that fit int32" if spec.int32_table else "real numbers"
+        raise ValueError(f"{spec.table} must be {kind}; got {values.dtype}")
+    if spec.int32_table:
+        if values.size and (values.min() < -(2**31) or values.max() >= 2**31):
+            raise ValueError(f"{spec.table} entries must fit int32")
+        return values.astype(np.int32)
+    return values.astype(data_dtype)
+
+
+def static_list(spec: OpSpec, table: Any) -> list:
+    """A Python or NumPy table as a list of Python numbers, checked as static_values checks it.
+
+    Plain Python, which torch.compile traces: the op's kernel rounds the values to the data's
+    dtype.
+    """
+    if isinstance(table, np.ndarray):
+        if table.ndim != 1:
+            raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
+        table = table.tolist()
+    values = list(table)
+    check_size(spec, len(values))
+    for v in values:
+        if isinstance(v, bool) or not isinstance(
+            v, numbers.Integral if spec.int32_table else numbers.Real
+        ):
+            kind = "integers that fit int32" if spec.int32_table else "real numbers"
+            raise ValueError(f"{spec.table} must be {kind}; got {v!r}")
+    if spec.int32_table:
+        values = [int(v) for v in values]
+        if any(v < -(2**31) or v >= 2**31 for v in values):
+            raise ValueError(f"{spec.table} entries must fit int32")
+        return values
+    return [float(v) for v in values]
+
+
+def attr_values(spec: OpSpec, given: dict[str, Any], data_dtype: str) -> dict[str, Any]:
+    """The op's attributes, checked by kind: choices among their names, float64s finite.
+
+    A float64 is rounded to the data's dtype first (the value the op computes with).
+    """
+    values = {}
+    for attr in spec.attrs:
+        value = given[attr.name]
+        if attr.kind == "choice":
+            if value not in attr.choices:
+                names = " or ".join(repr(c) for c in attr.choices)
+                raise ValueError(f"{attr.name} must be {names}; got {value!r}")
+        elif attr.kind == "float64":
+            value = float(np.asarray(value, data_dtype))
+            if not math.isfinite(value):
+                raise ValueError(
+                    f"{attr.name} must be finite in {data_dtype}; got {given[attr.name]}"
+                )
+        else:
+            value = int(value)
+        values[attr.name] = value
+    return values

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Each op's Python description: `constmem.ops.<op>`, the file ops/<op>/<op>.py of its folder.
+
+An op's folder holds everything specific to it. Its C++ description (<op>_op.h) gives the names,
+table rule and attributes that every op library exports in its registry; its Python description
+adds what the framework packages need beyond them, written once for all of them:
+
+- SIGNATURE: the public function's positional parameters (the data, the table and attributes
+  without a default, in the order users pass them); DEFAULTS: the keyword attributes' defaults;
+- DOC: the public function's documentation;
+- output_shape(shape, table_size, attrs, maximum=max): the result's shape (default: the data's);
+- check(attrs): checks beyond each attribute's kind (optional);
+- backward(F, grad, data, table, attrs, need_data, need_table): the gradients, over the array
+  namespace F that each framework package provides (constmem.ops.ARRAY_API lists its functions);
+- LAYER: the Keras layer's description.
+
+An installed package has the files here; a source tree's are found in its op folders. Imports no
+framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+_SOURCE_OPS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "ops"))
+if os.path.exists(os.path.join(_SOURCE_OPS, "registry.cc")):
+    __path__ = [
+        *__path__,
+        *(
+            os.path.join(_SOURCE_OPS, name)
+            for name in sorted(os.listdir(_SOURCE_OPS))
+            if os.path.isdir(os.path.join(_SOURCE_OPS, name))
+        ),
+    ]
+
+# The functions F offers to backward(), in every framework: F.op(data, table, **attrs) runs the op
+# itself with a tensor table (attributes not given keep the forward call's); the others are
+# array functions on the framework's tensors, whose shapes may be dynamic (TensorFlow).
+ARRAY_API = (
+    "op",  # op(data, table, **attrs): the op with a tensor table
+    "length",  # length(table): its number of entries (an int, or a scalar tensor)
+    "size",  # size(t, axis): one dimension of t
+    "scalar",  # scalar(value, like): a 0-d tensor of like's dtype and device
+    "cast",  # cast(t, like): t (or a number) in like's dtype
+    "zeros",  # zeros(n, like): a vector of n zeros
+    "arange",  # arange(start, stop, step, like): a vector in like's dtype
+    "concat",  # concat(vectors)
+    "flip",  # flip(vector)
+    "where",  # where(condition, a, b): a or b (either may be a number)
+    "minimum",  # minimum(t, number)
+    "floor_int",  # floor_int(t): floor(t) as int32 indices
+    "gather",  # gather(vector, indices)
+    "scatter_add",  # scatter_add(n, indices, values, like): a vector of n sums
+    "pad_last",  # pad_last(t, before, after): zeros around the last axis
+    "power_sums",  # power_sums(x, g, n): [sum(g * x**k) for k in 0 .. n-1]
+    "correlate_rows",  # correlate_rows(padded, g): [sum over rows of g . padded[j:j+m]] for j
+)
+
+
+def describe(name: str) -> ModuleType:
+    """The Python description of the op `name` (its folder's <name>.py)."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def output_shape(description: ModuleType, shape, table_size, attrs, maximum=max) -> tuple:
+    """The op's result shape: its description's rule, else the data's shape."""
+    rule = getattr(description, "output_shape", None)
+    return tuple(shape) if rule is None else rule(shape, table_size, attrs, maximum)

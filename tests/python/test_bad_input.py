@@ -1,0 +1,206 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The same rules for bad input in every framework, for every op of the registry and every table
+form: the framework's own error kind, a message that names the argument, what was expected and
+what was received, worded alike everywhere; and the next call right.
+
+Rules: the data is float32 (or float64); a tensor table is a vector of the op's table dtype
+exactly (int32, or the data's dtype) on the host or on the data's device (never the meta device
+or another GPU); a sequence table holds numbers of the right kind; the table's size is within the
+op's limits.
+"""
+
+import importlib.util
+
+import numpy as np
+import pytest
+from constmem import _libraries, _registry
+from constmem import ops as descriptions
+
+FRAMEWORKS = [
+    name
+    for name, module in (("torch", "torch"), ("jax", "jax"), ("tensorflow", "tensorflow"))
+    if importlib.util.find_spec(module) is not None
+]
+
+
+def registry():
+    for framework in FRAMEWORKS:
+        path = _libraries.library_path(framework)
+        if _libraries.library_info(framework):
+            return _registry.read_registry(path)
+    pytest.skip("no op library built")
+
+
+OPS = sorted(registry().values(), key=lambda spec: spec.name)
+
+
+def example_attrs(spec):
+    """Attributes every op accepts: defaults, else the first choice, 1, or increasing floats."""
+    defaults = getattr(descriptions.describe(spec.name), "DEFAULTS", {})
+    values = {}
+    for i, attr in enumerate(spec.attrs):
+        if attr.name in defaults:
+            values[attr.name] = defaults[attr.name]
+        else:
+            values[attr.name] = {"choice": attr.choices[:1] and attr.choices[0], "int64": 1}.get(
+                attr.kind, -1.0 + 2.0 * i
+            )
+    return values
+
+
+class Framework:
+    """One framework's ops, tensors and error kind, on the CPU and each GPU it sees."""
+
+    def __init__(self, name):
+        self.name = name
+        if name == "torch":
+            import constmem.torch as ops
+            import torch
+
+            self.errors = (ValueError,)
+            self.devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+            self.tensor = lambda values, dtype, device: torch.tensor(
+                values, dtype=getattr(torch, dtype), device=device
+            )
+        elif name == "jax":
+            import constmem.jax as ops
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+            self.errors = (ValueError,)
+            self.devices = jax.devices("cpu") + [d for d in jax.devices() if d.platform == "gpu"]
+            self.tensor = lambda values, dtype, device: jax.device_put(
+                np.asarray(values, dtype), device
+            )
+        else:
+            import constmem.tensorflow as ops
+            import tensorflow as tf
+
+            self.errors = (tf.errors.InvalidArgumentError,)
+            self.devices = ["/CPU:0"] + [
+                f"/GPU:{i}" for i in range(len(tf.config.list_logical_devices("GPU")))
+            ]
+
+            def tensor(values, dtype, device):
+                with tf.device(device):
+                    return tf.identity(tf.constant(np.asarray(values, dtype)))
+
+            self.tensor = tensor
+        self.ops = ops
+
+    def call(self, spec, data, table, attrs):
+        description = descriptions.describe(spec.name)
+        arguments = {spec.data: data, spec.table: table, **attrs}
+        positional = [arguments.pop(name) for name in description.SIGNATURE]
+        return getattr(self.ops, spec.name)(*positional, **arguments)
+
+    def numpy(self, value):
+        return np.asarray(value.cpu() if self.name == "torch" else value)
+
+
+@pytest.fixture(params=FRAMEWORKS, scope="module")
+def framework(request):
+    return Framework(request.param)
+
+
+def good_table(spec, size):
+    return list(range(1, size + 1)) if spec.int32_table else [0.5 * j for j in range(size)]
+
+
+def expect(framework, fragment, spec, data, table, attrs):
+    """framework's op on (data, table) raises its error kind, with `fragment` in the message."""
+    with pytest.raises(framework.errors) as error:
+        framework.numpy(framework.call(spec, data, table, attrs))
+    assert fragment in str(error.value), str(error.value)
+
+
+@pytest.mark.parametrize("spec", OPS, ids=lambda spec: spec.name)
+def test_every_rule_in_every_form(framework, spec):
+    attrs = example_attrs(spec)
+    table_dtype = spec.table_dtype("float32")
+    for device in framework.devices:
+        data = framework.tensor(np.linspace(-1, 1, 24).reshape(2, 12), "float32", device)
+        good = good_table(spec, spec.min_table)
+        expected = framework.numpy(framework.call(spec, data, good, attrs))
+        forms = {
+            "static": lambda values, dtype=None: values,
+            "tensor on the data's device": lambda values, dtype=table_dtype, d=device: (
+                framework.tensor(values, dtype, d)
+            ),
+            "tensor on the host": lambda values, dtype=table_dtype: framework.tensor(
+                values, dtype, framework.devices[0]
+            ),
+        }
+        if framework.name == "jax" and device != framework.devices[0]:
+            del forms["tensor on the host"]  # JAX's host tables are NumPy's: the static form
+        for form, make in forms.items():
+            for size in (spec.min_table - 1, spec.max_table + 1):
+                message = f"{spec.table} must have {spec.min_table} to {spec.max_table} entries"
+                expect(
+                    framework,
+                    f"{message}; got {size}",
+                    spec,
+                    data,
+                    make(good_table(spec, size)),
+                    attrs,
+                )
+            if form != "static":
+                wrong = "float32" if spec.int32_table else "float64"
+                expect(
+                    framework,
+                    f"{spec.table} must be {table_dtype}; got {wrong}",
+                    spec,
+                    data,
+                    make(good, wrong),
+                    attrs,
+                )
+            ints = framework.tensor(np.arange(24).reshape(2, 12), "int32", device)
+            expect(
+                framework,
+                f"{spec.data} must be float32 or float64; got int32",
+                spec,
+                ints,
+                make(good),
+                attrs,
+            )
+            # The process keeps running and the next call is right.
+            np.testing.assert_array_equal(
+                framework.numpy(framework.call(spec, data, make(good), attrs)), expected, form
+            )
+        kind = "integers that fit int32" if spec.int32_table else "real numbers"
+        expect(
+            framework,
+            f"{spec.table} must be {kind}",
+            spec,
+            data,
+            ["a"] * spec.min_table,
+            attrs,
+        )
+
+
+@pytest.mark.parametrize("spec", OPS, ids=lambda spec: spec.name)
+def test_a_table_on_the_meta_device_is_refused(spec):
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    framework = Framework("torch")
+    attrs = example_attrs(spec)
+    dtype = torch.int32 if spec.int32_table else torch.float32
+    for device in framework.devices:
+        data = torch.linspace(-1, 1, 24, device=device).reshape(2, 12)
+        meta = torch.tensor(good_table(spec, spec.min_table), dtype=dtype, device="meta")
+        expect(
+            framework,
+            f"{spec.table} must be on the CPU or on {spec.data}'s device ({device}); got a "
+            "tensor on meta",
+            spec,
+            data,
+            meta,
+            attrs,
+        )
+        # The raw op too, past the wrapper: its fake kernel answers for the meta tensor.
+        op = getattr(torch.ops.constmem, spec.name)
+        values = [attrs[a.name] for a in spec.attrs]
+        with pytest.raises((ValueError, RuntimeError), match="must be on the CPU"):
+            op(data, meta, *values).cpu()
+    assert cm is not None
