@@ -16,6 +16,9 @@
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
+#if CONSTMEM_WITH_GPU
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -30,259 +33,266 @@
 #include "constmem/status.hpp"
 #include "constmem/table.hpp"
 
+// PyTorch's stable types are hidden in every library that uses them, so the kernels made from them
+// are too.
+#pragma GCC visibility push(hidden)
 namespace constmem {
-namespace torch_binding __attribute__((visibility("hidden"))) {
+namespace torch_binding {
 
-  using Tensor = torch::stable::Tensor;
-  using ScalarType = torch::headeronly::ScalarType;
+using Tensor = torch::stable::Tensor;
+using ScalarType = torch::headeronly::ScalarType;
 
-  // PyTorch turns std::invalid_argument into a Python ValueError and std::runtime_error into a
-  // RuntimeError, each carrying the message: bad input is the caller's ValueError, anything else
-  // (out of memory, a CUDA failure) a RuntimeError.
-  [[noreturn]] inline void Fail(const std::string& message) {
-    throw std::invalid_argument(message);
-  }
+// PyTorch turns std::invalid_argument into a Python ValueError and std::runtime_error into a
+// RuntimeError, each carrying the message: bad input is the caller's ValueError, anything else
+// (out of memory, a CUDA failure) a RuntimeError.
+[[noreturn]] inline void Fail(const std::string& message) { throw std::invalid_argument(message); }
 
-  inline void ThrowIfError(const Status& status) {
-    if (status.ok()) return;
-    if (status.code() == StatusCode::kInvalidArgument) Fail(status.message());
-    throw std::runtime_error(status.ToString());
-  }
+inline void ThrowIfError(const Status& status) {
+  if (status.ok()) return;
+  if (status.code() == StatusCode::kInvalidArgument) Fail(status.message());
+  throw std::runtime_error(status.ToString());
+}
 
-  // The tensor itself when it is contiguous (no dispatcher call), else a contiguous copy.
-  inline Tensor Contiguous(const Tensor& tensor) {
-    return tensor.is_contiguous() ? tensor : torch::stable::contiguous(tensor);
-  }
+// The tensor itself when it is contiguous (no dispatcher call), else a contiguous copy.
+inline Tensor Contiguous(const Tensor& tensor) {
+  return tensor.is_contiguous() ? tensor : torch::stable::contiguous(tensor);
+}
 
-  template <class T>
-  constexpr ScalarType ScalarTypeOf();
-  template <>
-  constexpr ScalarType ScalarTypeOf<float>() {
-    return ScalarType::Float;
-  }
-  template <>
-  constexpr ScalarType ScalarTypeOf<double>() {
-    return ScalarType::Double;
-  }
-  template <>
-  constexpr ScalarType ScalarTypeOf<std::int32_t>() {
-    return ScalarType::Int;
-  }
+template <class T>
+constexpr ScalarType ScalarTypeOf();
+template <>
+constexpr ScalarType ScalarTypeOf<float>() {
+  return ScalarType::Float;
+}
+template <>
+constexpr ScalarType ScalarTypeOf<double>() {
+  return ScalarType::Double;
+}
+template <>
+constexpr ScalarType ScalarTypeOf<std::int32_t>() {
+  return ScalarType::Int;
+}
 
-  inline const char* DtypeName(ScalarType type) {
-    switch (type) {
-      case ScalarType::Float:
-        return "float32";
-      case ScalarType::Double:
-        return "float64";
-      case ScalarType::Int:
-        return "int32";
-      case ScalarType::Long:
-        return "int64";
-      case ScalarType::Half:
-        return "float16";
-      case ScalarType::BFloat16:
-        return "bfloat16";
-      default:
-        return "another dtype";
-    }
+inline const char* DtypeName(ScalarType type) {
+  switch (type) {
+    case ScalarType::Float:
+      return "float32";
+    case ScalarType::Double:
+      return "float64";
+    case ScalarType::Int:
+      return "int32";
+    case ScalarType::Long:
+      return "int64";
+    case ScalarType::Half:
+      return "float16";
+    case ScalarType::BFloat16:
+      return "bfloat16";
+    default:
+      return "another dtype";
   }
+}
 
-  // Runs fn(zero) with zero of the data's element type: float32 or float64 (float32 alone unless
-  // `float64`), else an error naming the argument.
-  template <class Fn>
-  decltype(auto) ForFloatData(const Tensor& data, const char* name, bool float64, Fn&& fn) {
-    if (data.scalar_type() == ScalarType::Float) return fn(float{});
-    if (float64 && data.scalar_type() == ScalarType::Double) return fn(double{});
-    Fail(std::string(name) + " must be " + (float64 ? "float32 or float64" : "float32") + "; got " +
-         DtypeName(data.scalar_type()));
+// Runs fn(zero) with zero of the data's element type: float32 or float64 (float32 alone unless
+// kFloat64), else an error naming the argument.
+template <bool kFloat64, class Fn>
+decltype(auto) ForFloatData(const Tensor& data, const char* name, Fn&& fn) {
+  if (data.scalar_type() == ScalarType::Float) return fn(float{});
+  if constexpr (kFloat64) {
+    if (data.scalar_type() == ScalarType::Double) return fn(double{});
   }
+  Fail(std::string(name) + " must be " + (kFloat64 ? "float32 or float64" : "float32") + "; got " +
+       DtypeName(data.scalar_type()));
+}
 
-  // A table as Op takes it: a vector of T within the op's limits, contiguous, on the data's device
-  // or on the CPU (the rules every framework applies, in the same words).
-  template <class Op, class T>
-  Tensor CheckedTable(const Tensor& table, const Tensor& data) {
-    const char* name = Op::kNames.table;
-    if (table.dim() != 1) {
-      Fail(std::string(name) + " must be a vector (rank 1); got rank " +
-           std::to_string(table.dim()));
-    }
-    ThrowIfError(CheckTableSize<Op>(table.numel()));
-    if (table.scalar_type() != ScalarTypeOf<T>()) {
-      Fail(std::string(name) + " must be " + DtypeName(ScalarTypeOf<T>()) + "; got " +
-           DtypeName(table.scalar_type()));
-    }
-    const bool same_device =
-        table.is_cuda() && data.is_cuda() && table.get_device_index() == data.get_device_index();
-    if (!table.is_cpu() && !same_device) {
-      Fail(std::string(name) + " must be on the CPU or on " + Op::kNames.data +
-           "'s device; got a tensor on another device");
-    }
-    return Contiguous(table);
+// A table as Op takes it: a vector of T within the op's limits, contiguous, on the data's device
+// or on the CPU (the rules every framework applies, in the same words).
+template <class Op, class T>
+Tensor CheckedTable(const Tensor& table, const Tensor& data) {
+  const char* name = Op::kNames.table;
+  if (table.dim() != 1) {
+    Fail(std::string(name) + " must be a vector (rank 1); got rank " + std::to_string(table.dim()));
   }
-
-  // The table as a launcher takes it. A CPU table counts as pageable whether or not it is pinned:
-  // the core then copies it into its own staging before the call returns, so the caller may free
-  // or reuse it at once.
-  template <class T>
-  TableView<T> ViewOf(const Tensor& table) {
-    return {table.const_data_ptr<T>(), table.numel(),
-            table.is_cpu() ? SourceKind::kPageableHost : SourceKind::kDevice};
+  ThrowIfError(CheckTableSize<Op>(table.numel()));
+  if (table.scalar_type() != ScalarTypeOf<T>()) {
+    Fail(std::string(name) + " must be " + DtypeName(ScalarTypeOf<T>()) + "; got " +
+         DtypeName(table.scalar_type()));
   }
-
-  // A table given as a static value (a schema list): the same values come again on every call, so
-  // the core compares them with what a bank slot holds and skips the copy.
-  template <class T>
-  TableView<T> StaticView(const std::vector<T>& values) {
-    return {values.data(), static_cast<std::int64_t>(values.size()), SourceKind::kPageableHost,
-            /*repeats=*/true};
+  const bool same_device =
+      table.is_cuda() && data.is_cuda() && table.get_device_index() == data.get_device_index();
+  if (!table.is_cpu() && !same_device) {
+    Fail(std::string(name) + " must be on the CPU or on " + Op::kNames.data +
+         "'s device; got a tensor on another device");
   }
+  return Contiguous(table);
+}
 
-  template <class Op, class T, class Source>
-  std::vector<T> StaticTable(const std::vector<Source>& values) {
-    const char* name = Op::kNames.table;
-    ThrowIfError(CheckTableSize<Op>(static_cast<std::int64_t>(values.size())));
-    // Floating-point values round to nearest (float64 lists for float32 data); integers must fit.
-    std::vector<T> converted(values.begin(), values.end());
-    if constexpr (std::is_integral_v<T>) {
-      for (std::size_t i = 0; i < values.size(); ++i) {
-        if (static_cast<Source>(converted[i]) != values[i]) {
-          Fail(std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(values[i]) +
-               " does not fit int32");
-        }
+// The table as a launcher takes it. A CPU table counts as pageable whether or not it is pinned:
+// the core then copies it into its own staging before the call returns, so the caller may free
+// or reuse it at once.
+template <class T>
+TableView<T> ViewOf(const Tensor& table) {
+  return {table.const_data_ptr<T>(), table.numel(),
+          table.is_cpu() ? SourceKind::kPageableHost : SourceKind::kDevice};
+}
+
+// A table given as a static value (a schema list): the same values come again on every call, so
+// the core compares them with what a bank slot holds and skips the copy.
+template <class T>
+TableView<T> StaticView(const std::vector<T>& values) {
+  return {values.data(), static_cast<std::int64_t>(values.size()), SourceKind::kPageableHost,
+          /*repeats=*/true};
+}
+
+template <class Op, class T, class Source>
+std::vector<T> StaticTable(const std::vector<Source>& values) {
+  const char* name = Op::kNames.table;
+  ThrowIfError(CheckTableSize<Op>(static_cast<std::int64_t>(values.size())));
+  // Floating-point values round to nearest (float64 lists for float32 data); integers must fit.
+  std::vector<T> converted(values.begin(), values.end());
+  if constexpr (std::is_integral_v<T>) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (static_cast<Source>(converted[i]) != values[i]) {
+        Fail(std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(values[i]) +
+             " does not fit int32");
       }
     }
-    return converted;
   }
+  return converted;
+}
 
-  // PyTorch's current stream on the tensor's device: never the legacy default stream.
-  GpuStream CurrentStream(const Tensor& tensor);
-
-  // fn(begin, end) over [0, count) on PyTorch's intra-op threads, in ranges of about `grain`.
-  template <class Fn>
-  void ShardOnCpuThreads(std::int64_t count, std::int64_t cost_per_element, const Fn& fn) {
-    // About 32 K operations a range amortise a task's start.
-    const std::int64_t grain =
-        std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, cost_per_element));
-    torch::stable::parallel_for(0, count, grain, fn);
-  }
-
-  // fn(begin, end) over [0, count), sharded as ShardOnCpuThreads: the Shard an op's RunCpu takes.
-  struct CpuThreads {
-    template <class Fn>
-    void operator()(std::int64_t count, std::int64_t cost_per_element, const Fn& fn) const {
-      ShardOnCpuThreads(count, cost_per_element, fn);
-    }
-  };
-
-  // The data as Op takes it: not on the meta device (a kernel of real tensors runs only on CPU and
-  // CUDA ones; the fake kernel answers for meta tensors).
-  template <class Op>
-  void CheckDataDevice(const Tensor& data) {
-    if (!data.is_cpu() && !data.is_cuda()) {
-      Fail(std::string(Op::kNames.data) + " must be a CPU or CUDA tensor");
-    }
-  }
-
-  // y = Op(x, table) for data of type T, the table viewed as the launcher takes it.
-  template <class Op, class T>
-  Tensor RunTableOp(const Tensor& x_in, const TableView<TableEntryOf<Op, T>>& table,
-                    const AttrValue* values) {
-    typename Op::Params params;
-    ThrowIfError(params.Read(
-        values, std::is_same<T, double>::value ? DataType::kFloat64 : DataType::kFloat32));
-    const Tensor x = Contiguous(x_in);
-    const auto sizes = x.sizes();
-    typename Op::Shape shape;
-    Dims y_dims;
-    ThrowIfError(Op::Output(Dims(sizes.begin(), sizes.end()), params, table.size, &shape, &y_dims));
-    if (x.numel() > Op::kMaxElements) {
-      Fail(std::string(Op::kNames.data) + " has too many elements for " + Op::kNames.name);
-    }
-    Tensor y = Op::kElementwise ? torch::stable::empty_like(x)
-                                : torch::stable::new_empty(x, {y_dims.data(), y_dims.size()});
-    const T* in = x.const_data_ptr<T>();
-    T* out = y.mutable_data_ptr<T>();
-    if (x.is_cpu()) {
-      using CpuEntry = CpuTableEntryOf<Op, T>;
-      if constexpr (std::is_same<CpuEntry, TableEntryOf<Op, T>>::value) {
-        Op::template RunCpu<T>(params, shape, in, out, table.values, table.size, CpuThreads{});
-      } else {
-        const std::vector<CpuEntry> converted(table.values, table.values + table.size);
-        Op::template RunCpu<T>(params, shape, in, out, converted.data(), table.size, CpuThreads{});
-      }
-      return y;
-    }
 #if CONSTMEM_WITH_GPU
-    ThrowIfError(Op::template Launch<T>(CurrentStream(x), params, shape, in, out, table));
-#else
-    Fail("constmem was built without GPU kernels");
+// PyTorch's current stream on the tensor's device: never the legacy default stream.
+inline GpuStream CurrentStream(const Tensor& tensor) {
+  void* stream = nullptr;
+  TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(tensor.get_device_index(), &stream));
+  return static_cast<GpuStream>(stream);
+}
 #endif
+
+// fn(begin, end) over [0, count) on PyTorch's intra-op threads, in ranges of about `grain`.
+template <class Fn>
+void ShardOnCpuThreads(std::int64_t count, std::int64_t cost_per_element, const Fn& fn) {
+  // About 32 K operations a range amortise a task's start.
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, cost_per_element));
+  torch::stable::parallel_for(0, count, grain, fn);
+}
+
+// fn(begin, end) over [0, count), sharded as ShardOnCpuThreads: the Shard an op's RunCpu takes.
+struct CpuThreads {
+  template <class Fn>
+  void operator()(std::int64_t count, std::int64_t cost_per_element, const Fn& fn) const {
+    ShardOnCpuThreads(count, cost_per_element, fn);
+  }
+};
+
+// The data as Op takes it: not on the meta device (a kernel of real tensors runs only on CPU and
+// CUDA ones; the fake kernel answers for meta tensors).
+template <class Op>
+void CheckDataDevice(const Tensor& data) {
+  if (!data.is_cpu() && !data.is_cuda()) {
+    Fail(std::string(Op::kNames.data) + " must be a CPU or CUDA tensor");
+  }
+}
+
+// y = Op(x, table) for data of type T, the table viewed as the launcher takes it.
+template <class Op, class T>
+Tensor RunTableOp(const Tensor& x_in, const TableView<TableEntryOf<Op, T>>& table,
+                  const AttrValue* values) {
+  typename Op::Params params;
+  ThrowIfError(params.Read(
+      values, std::is_same<T, double>::value ? DataType::kFloat64 : DataType::kFloat32));
+  const Tensor x = Contiguous(x_in);
+  const auto sizes = x.sizes();
+  typename Op::Shape shape;
+  Dims y_dims;
+  ThrowIfError(Op::Output(Dims(sizes.begin(), sizes.end()), params, table.size, &shape, &y_dims));
+  if (x.numel() > Op::kMaxElements) {
+    Fail(std::string(Op::kNames.data) + " has too many elements for " + Op::kNames.name);
+  }
+  Tensor y = Op::kElementwise ? torch::stable::empty_like(x)
+                              : torch::stable::new_empty(x, {y_dims.data(), y_dims.size()});
+  const T* in = x.const_data_ptr<T>();
+  T* out = y.mutable_data_ptr<T>();
+  if (x.is_cpu()) {
+    using CpuEntry = CpuTableEntryOf<Op, T>;
+    if constexpr (std::is_same<CpuEntry, TableEntryOf<Op, T>>::value) {
+      Op::template RunCpu<T>(params, shape, in, out, table.values, table.size, CpuThreads{});
+    } else {
+      const std::vector<CpuEntry> converted(table.values, table.values + table.size);
+      Op::template RunCpu<T>(params, shape, in, out, converted.data(), table.size, CpuThreads{});
+    }
     return y;
   }
+#if CONSTMEM_WITH_GPU
+  ThrowIfError(Op::template Launch<T>(CurrentStream(x), params, shape, in, out, table));
+#else
+  Fail("constmem was built without GPU kernels");
+#endif
+  return y;
+}
 
-  // Op's attributes from the schema's arguments stack[first ...], by kind.
-  template <class Op>
-  void UnboxAttrs(StableIValue * stack, int first, AttrValue* values, std::string* storage) {
-    for (int i = 0; i < Op::kAttrCount; ++i) {
-      StableIValue value = stack[first + i];
-      switch (Op::kAttrs[i].kind) {
-        case AttrKind::kChoice:
-          storage[i] = torch::stable::detail::to<std::string>(value);
-          values[i].choice = storage[i];
-          break;
-        case AttrKind::kFloat64:
-          values[i].float64 = torch::stable::detail::to<double>(value);
-          break;
-        case AttrKind::kInt64:
-          values[i].int64 = torch::stable::detail::to<std::int64_t>(value);
-          break;
-      }
+// Op's attributes from the schema's arguments stack[first ...], by kind.
+template <class Op>
+void UnboxAttrs(StableIValue* stack, int first, AttrValue* values, std::string* storage) {
+  for (int i = 0; i < Op::kAttrCount; ++i) {
+    StableIValue value = stack[first + i];
+    switch (Op::kAttrs[i].kind) {
+      case AttrKind::kChoice:
+        storage[i] = torch::stable::detail::to<std::string>(value);
+        values[i].choice = storage[i];
+        break;
+      case AttrKind::kFloat64:
+        values[i].float64 = torch::stable::detail::to<double>(value);
+        break;
+      case AttrKind::kInt64:
+        values[i].int64 = torch::stable::detail::to<std::int64_t>(value);
+        break;
     }
   }
+}
 
-  // The boxed kernel of `name` (a tensor table) or `name_static` (a list): (data, table, attrs...)
-  // -> y.
-  template <class Op, bool kStatic>
-  void TableKernel(StableIValue * stack, std::uint64_t /*num_args*/,
-                   std::uint64_t /*num_outputs*/) {
-    const Tensor x = torch::stable::detail::to<Tensor>(stack[0]);
-    std::array<AttrValue, Op::kAttrCount + 1> values{};
-    std::array<std::string, Op::kAttrCount + 1> storage{};
-    UnboxAttrs<Op>(stack, 2, values.data(), storage.data());
-    CheckDataDevice<Op>(x);
-    Tensor y = ForFloatData(x, Op::kNames.data, Op::kFloat64, [&](auto zero) {
-      using T = decltype(zero);
-      using Entry = TableEntryOf<Op, T>;
-      if constexpr (kStatic) {
-        using Listed = std::conditional_t<Op::kTable.int32, std::int64_t, double>;
-        const std::vector<Entry> table =
-            StaticTable<Op, Entry>(torch::stable::detail::to<std::vector<Listed>>(stack[1]));
-        return RunTableOp<Op, T>(x, StaticView(table), values.data());
-      } else {
-        const Tensor table =
-            CheckedTable<Op, Entry>(torch::stable::detail::to<Tensor>(stack[1]), x);
-        return RunTableOp<Op, T>(x, ViewOf<Entry>(table), values.data());
-      }
-    });
-    stack[0] = torch::stable::detail::from(y);
-  }
+// The boxed kernel of `name` (a tensor table) or `name_static` (a list): (data, table, attrs...)
+// -> y.
+template <class Op, bool kStatic>
+void TableKernel(StableIValue* stack, std::uint64_t /*num_args*/, std::uint64_t /*num_outputs*/) {
+  const Tensor x = torch::stable::detail::to<Tensor>(stack[0]);
+  std::array<AttrValue, Op::kAttrCount + 1> values{};
+  std::array<std::string, Op::kAttrCount + 1> storage{};
+  UnboxAttrs<Op>(stack, 2, values.data(), storage.data());
+  CheckDataDevice<Op>(x);
+  Tensor y = ForFloatData<Op::kFloat64>(x, Op::kNames.data, [&](auto zero) {
+    using T = decltype(zero);
+    using Entry = TableEntryOf<Op, T>;
+    if constexpr (kStatic) {
+      using Listed = std::conditional_t<Op::kTable.int32, std::int64_t, double>;
+      const std::vector<Entry> table =
+          StaticTable<Op, Entry>(torch::stable::detail::to<std::vector<Listed>>(stack[1]));
+      return RunTableOp<Op, T>(x, StaticView(table), values.data());
+    } else {
+      const Tensor table = CheckedTable<Op, Entry>(torch::stable::detail::to<Tensor>(stack[1]), x);
+      return RunTableOp<Op, T>(x, ViewOf<Entry>(table), values.data());
+    }
+  });
+  stack[0] = torch::stable::detail::from(y);
+}
 
-  // Registers both kernels of each op in `library`'s CompositeExplicitAutograd (CPU and CUDA).
-  template <class... Ops>
-  void RegisterTableKernels(torch::stable::detail::StableLibrary & library) {
-    auto one = [&](auto* op) {
-      using Op = std::remove_pointer_t<decltype(op)>;
-      static const std::string name = Op::kNames.name;
-      static const std::string static_name = name + "_static";
-      library.impl(name.c_str(), &TableKernel<Op, false>);
-      library.impl(static_name.c_str(), &TableKernel<Op, true>);
-    };
-    (one(static_cast<Ops*>(nullptr)), ...);
-  }
+// Registers both kernels of each op in `library`'s CompositeExplicitAutograd (CPU and CUDA).
+template <class... Ops>
+void RegisterTableKernels(torch::stable::detail::StableLibrary& library) {
+  auto one = [&](auto* op) {
+    using Op = std::remove_pointer_t<decltype(op)>;
+    static const std::string name = Op::kNames.name;
+    static const std::string static_name = name + "_static";
+    library.impl(name.c_str(), &TableKernel<Op, false>);
+    library.impl(static_name.c_str(), &TableKernel<Op, true>);
+  };
+  (one(static_cast<Ops*>(nullptr)), ...);
+}
 
 }  // namespace torch_binding
 }  // namespace constmem
+#pragma GCC visibility pop
 
 // The kernels of the ops `...` (OpDescriptions) in the torch library `ns`.
 #define CONSTMEM_TORCH_KERNELS(ns, ...)                              \

@@ -3,7 +3,8 @@
 # The package as a user installs it: builds the wheel (against .venv's TensorFlow, PyTorch, JAX),
 # installs it into a fresh directory, runs an op of each framework from it,
 # builds the out-of-tree consumer project with find_package through constmem.sysconfig, and builds
-# and tests examples/custom_op, a TensorFlow op of its own, from the installed package alone.
+# and tests examples/custom_op, an op of its own for TensorFlow, PyTorch and JAX, from the
+# installed package alone (with CMake, and with torch.utils.cpp_extension).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -49,7 +50,7 @@ PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
   -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" >/dev/null
 cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
-APPLY_GAIN_LIBRARY="$work/custom_op/_apply_gain.so" PYTHONPATH="$work/site" \
+APPLY_GAIN_BUILD="$work/custom_op" PYTHONPATH="$work/site" \
   "$OLDPWD/.venv/bin/python" -m pytest -q \
   -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"
 echo "test-wheel: OK (the wheel installs, its op runs, find_package finds its core, an op of one's own builds on it)"

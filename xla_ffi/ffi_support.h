@@ -41,34 +41,6 @@ inline ffi::Error FfiError(const Status& status) {
   return ffi::Error(code, status.ToString());
 }
 
-// Calls fn(T{}) with T the C++ type of a float32 or float64 buffer.
-template <class Fn>
-ffi::Error ForFloatType(ffi::DataType type, Fn&& fn) {
-  switch (type) {
-    case ffi::DataType::F32:
-      return fn(float{});
-    case ffi::DataType::F64:
-      return fn(double{});
-    default:
-      return ffi::Error(ffi::ErrorCode::kInvalidArgument, "the data must be float32 or float64");
-  }
-}
-
-// ForFloatType for a host handler: fn runs with denormals flushed (FTZ and DAZ), as the op's CPU
-// kernel does on TensorFlow's CPU threads, whichever thread XLA runs it on.
-template <class Fn>
-ffi::Error ForFloatTypeOnHost(ffi::DataType type, Fn&& fn) {
-  cpu::ScopedFlushDenormals flush;
-  return ForFloatType(type, std::forward<Fn>(fn));
-}
-
-template <class T>
-constexpr ffi::DataType DataTypeOf() {
-  if constexpr (std::is_same<T, float>::value) return ffi::DataType::F32;
-  if constexpr (std::is_same<T, double>::value) return ffi::DataType::F64;
-  return ffi::DataType::S32;
-}
-
 inline const char* DataTypeName(ffi::DataType type) {
   switch (type) {
     case ffi::DataType::F32:
@@ -80,6 +52,35 @@ inline const char* DataTypeName(ffi::DataType type) {
     default:
       return "another dtype";
   }
+}
+
+// Calls fn(T{}) with T the C++ type of the float32 or float64 buffer `name` (float32 alone unless
+// kFloat64).
+template <bool kFloat64 = true, class Fn>
+ffi::Error ForFloatType(ffi::DataType type, const char* name, Fn&& fn) {
+  if (type == ffi::DataType::F32) return fn(float{});
+  if constexpr (kFloat64) {
+    if (type == ffi::DataType::F64) return fn(double{});
+  }
+  return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                    std::string(name) +
+                        (kFloat64 ? " must be float32 or float64" : " must be float32") + "; got " +
+                        DataTypeName(type));
+}
+
+// ForFloatType for a host handler: fn runs with denormals flushed (FTZ and DAZ), as the op's CPU
+// kernel does on TensorFlow's CPU threads, whichever thread XLA runs it on.
+template <bool kFloat64 = true, class Fn>
+ffi::Error ForFloatTypeOnHost(ffi::DataType type, const char* name, Fn&& fn) {
+  cpu::ScopedFlushDenormals flush;
+  return ForFloatType<kFloat64>(type, name, std::forward<Fn>(fn));
+}
+
+template <class T>
+constexpr ffi::DataType DataTypeOf() {
+  if constexpr (std::is_same<T, float>::value) return ffi::DataType::F32;
+  if constexpr (std::is_same<T, double>::value) return ffi::DataType::F64;
+  return ffi::DataType::S32;
 }
 
 inline Dims DimsOf(const ffi::AnyBuffer& buffer) {
@@ -176,7 +177,7 @@ struct TableHandlers {
 
   static ffi::Error Host(ffi::AnyBuffer x, ffi::AnyBuffer table, ffi::Result<ffi::AnyBuffer> y,
                          ffi::Dictionary attrs) {
-    return ForFloatTypeOnHost(x.element_type(), [&](auto zero) {
+    return ForFloatTypeOnHost<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
       return FfiError(RunOnHost<T>(attrs, x, *y, table.typed_data<Entry<T>>(),
@@ -185,7 +186,7 @@ struct TableHandlers {
   }
   static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
-    return ForFloatTypeOnHost(x.element_type(), [&](auto zero) {
+    return ForFloatTypeOnHost<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       std::vector<Entry<T>> converted;
       TableView<Entry<T>> view;
@@ -207,7 +208,7 @@ struct TableHandlers {
   }
   static ffi::Error Cuda(GpuStream stream, ffi::AnyBuffer x, ffi::AnyBuffer table,
                          ffi::Result<ffi::AnyBuffer> y, ffi::Dictionary attrs) {
-    return ForFloatType(x.element_type(), [&](auto zero) {
+    return ForFloatType<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
       const TableView<Entry<T>> view{table.typed_data<Entry<T>>(),
@@ -218,7 +219,7 @@ struct TableHandlers {
   }
   static ffi::Error StaticCuda(GpuStream stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
-    return ForFloatType(x.element_type(), [&](auto zero) {
+    return ForFloatType<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       std::vector<Entry<T>> converted;
       TableView<Entry<T>> view;

@@ -3,6 +3,6 @@
 // exports constmem_ffi_handler(target, platform), from which constmem.jax registers each op that
 // the library's op registry lists.
 #include "constmem_ops.h"
-#include "ffi_support.h"
+#include "xla_ffi/ffi_support.h"
 
 CONSTMEM_EXPORT_FFI_HANDLERS(constmem_ffi_handler, CONSTMEM_OPS)

@@ -10,16 +10,35 @@ no argument binding and torch.compile and jax.jit trace it as plain code. Import
 from __future__ import annotations
 
 import keyword
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
 from constmem import ops as descriptions
 from constmem._registry import OpSpec
 
+Descriptions = Mapping[str, ModuleType]
+
+
+def descriptions_of(ops: Mapping[str, OpSpec], given: Descriptions | None) -> dict[str, ModuleType]:
+    """Each op's Python description, from `given` or else constmem's (constmem.ops).
+
+    An op the registry lists without a description is an error that names it.
+    """
+    found = {}
+    for name in ops:
+        if given is None:
+            found[name] = descriptions.describe(name)
+        elif name in given:
+            found[name] = given[name]
+        else:
+            raise ImportError(f"the op library lists the op {name!r}, but no description was given")
+    return found
+
 
 def make_function(
     spec: OpSpec,
+    description: ModuleType,
     call: Callable[..., Any],
     extra: dict[str, Any] | None = None,
     doc_suffix: str = "",
@@ -29,7 +48,6 @@ def make_function(
     `extra` maps further keyword-only parameters to their defaults; their values follow the
     attributes in the call.
     """
-    description = descriptions.describe(spec.name)
     defaults = dict(getattr(description, "DEFAULTS", {}))
     for attr in spec.attrs:
         if attr.name not in description.SIGNATURE and attr.name not in defaults:
@@ -55,11 +73,31 @@ def make_function(
     return function
 
 
-def limits(ops: dict[str, OpSpec]) -> dict[str, int]:
-    """Each op's most table entries, under the constant name its description gives (MAX_TAPS)."""
-    return {descriptions.describe(name).LIMIT: spec.max_table for name, spec in ops.items()}
+def namespace(
+    name: str,
+    ops: Mapping[str, OpSpec],
+    described: Mapping[str, ModuleType],
+    make_call: Callable[[OpSpec, ModuleType], Callable[..., Any]],
+    extra: dict[str, Any] | None = None,
+    doc_suffix: str = "",
+) -> ModuleType:
+    """A module of the ops' functions, their limits and OPS, the registry.
 
-
-def description(spec: OpSpec) -> ModuleType:
-    """The op's Python description."""
-    return descriptions.describe(spec.name)
+    Each op's limit is under the name its description's LIMIT gives (MAX_TAPS), where it gives one.
+    """
+    module = ModuleType(name)
+    module.OPS = dict(ops)
+    for op, spec in ops.items():
+        call = make_call(spec, described[op])
+        function = make_function(spec, described[op], call, extra, doc_suffix)
+        setattr(module, op, function)
+        limit = getattr(described[op], "LIMIT", None)
+        if limit:
+            setattr(module, limit, spec.max_table)
+    # Functions built on the ops (gaussian_blur on a separable filter, resample on upfirdn): each
+    # description's FUNCTIONS maps a name to a maker, given the module of this framework's ops.
+    for op in ops:
+        for name, make in getattr(described[op], "FUNCTIONS", {}).items():
+            setattr(module, name, make(module))
+    module.__all__ = sorted(n for n in vars(module) if not n.startswith("_"))
+    return module

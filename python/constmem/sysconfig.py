@@ -25,6 +25,29 @@ def get_include() -> str:
     return os.path.normpath(os.path.join(_PACKAGE, "..", "..", "include"))
 
 
+def get_bindings_include() -> str:
+    """The directory that holds `pytorch/binding.h` and `xla_ffi/ffi_support.h`.
+
+    The headers that make an op's PyTorch kernels and XLA FFI handlers from its description.
+    """
+    installed = os.path.join(_PACKAGE, "share", "constmem")
+    if os.path.exists(os.path.join(installed, "pytorch", "binding.h")):
+        return installed
+    return os.path.normpath(os.path.join(_PACKAGE, "..", ".."))
+
+
+def torch_extension_args(with_cuda: bool = False) -> dict[str, list[str]]:
+    """Keyword arguments for `torch.utils.cpp_extension.load` / `CppExtension` / `CUDAExtension`.
+
+    The include directories of the core and of `pytorch/binding.h`, and the flags of PyTorch's
+    stable ABI from 2.10 on (one build serves later releases).
+    """
+    flags = ["-std=c++17", "-DTORCH_TARGET_VERSION=0x020a000000000000", "-fvisibility=hidden"]
+    if with_cuda:
+        flags += ["-DCONSTMEM_WITH_GPU=1", "-DUSE_CUDA"]
+    return {"extra_include_paths": [get_include(), get_bindings_include()], "extra_cflags": flags}
+
+
 def get_cmake_dir() -> str:
     """The directory of `constmemConfig.cmake`, for `find_package(constmem CONFIG)`."""
     path = os.path.join(_PACKAGE, "lib", "cmake", "constmem")

@@ -191,7 +191,12 @@ def test_bad_input_raises_when_traced_and_the_next_call_is_right(call, message):
     [
         ("constmem_polyval", np.ones(3, np.int32), {}, "coeffs must be float32; got int32"),
         ("constmem_frobulate", np.ones(3, np.float32), {}, "table must be int32; got float32"),
-        ("constmem_fir_filter", np.ones(3, np.float64), {"padding": "SAME"}, "taps must be float32"),
+        (
+            "constmem_fir_filter",
+            np.ones(3, np.float64),
+            {"padding": "SAME"},
+            "taps must be float32",
+        ),
     ],
 )
 def test_the_handlers_refuse_a_table_of_another_dtype(target, table, attributes, message):

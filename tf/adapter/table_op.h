@@ -29,7 +29,7 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/framework/types.h"
 #if CONSTMEM_WITH_XLA
-#include "ffi_support.h"  // the FFI handlers the lowering calls
+#include "xla_ffi/ffi_support.h"  // the FFI handlers the lowering calls
 #endif
 
 namespace constmem {

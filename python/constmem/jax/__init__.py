@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import jax
@@ -37,25 +39,32 @@ from constmem._registry import OpSpec
 
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
-OPS = _registry.read_registry(LIBRARY_PATH)
-_GPU = bool(_libraries.library_info("jax").get("gpu_kernels"))
+_DESCRIPTIONS: dict[str, Any] = {}  # every registered op's Python description, by FFI target
 
 
-def _register_handlers() -> None:
-    """Registers both forms of every op of the library, for the CPU and (with GPU kernels) CUDA."""
-    find = ctypes.CDLL(LIBRARY_PATH).constmem_ffi_handler
+def register_library(path: str, described: Mapping[str, ModuleType] | None = None):
+    """Registers both forms of every op the library at `path` lists, for the CPU and CUDA.
+
+    The ops come from its op registry, their handlers from its `constmem_ffi_handler`; a library
+    without GPU kernels has no CUDA handlers.
+    """
+    ops = _registry.read_registry(path)
+    described = _binding.descriptions_of(ops, described)
+    find = ctypes.CDLL(path).constmem_ffi_handler
     find.restype = ctypes.c_void_p
     find.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
-    for spec in OPS.values():
+    for spec in ops.values():
+        _DESCRIPTIONS[spec.target] = described[spec.name]
         for target in (spec.target, spec.target + "_static"):
-            for platform in ("cpu", "CUDA") if _GPU else ("cpu",):
+            for platform in ("cpu", "CUDA"):
                 handler = find(target.encode(), platform.encode())
-                jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform)
+                if handler:  # a library without GPU kernels has no CUDA handlers
+                    jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform)
+    return ops, described
 
 
-_register_handlers()
+OPS, _ = register_library(LIBRARY_PATH)
 upload_stats, library_path = _libraries.accessors("jax", LIBRARY_PATH)
-_DESCRIPTIONS = {name: _binding.description(spec) for name, spec in OPS.items()}
 
 
 def _attribute(kind: str, value: Any) -> Any:
@@ -68,7 +77,7 @@ def _attribute(kind: str, value: Any) -> Any:
 
 
 def _output_shape(spec: OpSpec, shape, size: int, attrs: dict) -> tuple:
-    return descriptions.output_shape(_DESCRIPTIONS[spec.name], shape, size, attrs)
+    return descriptions.output_shape(_DESCRIPTIONS[spec.target], shape, size, attrs)
 
 
 def _encoded(spec: OpSpec, attrs: dict) -> dict:
@@ -201,6 +210,10 @@ class JaxArrays:
 
         return jax.lax.map(tap, jnp.arange(k))
 
+    @staticmethod
+    def row_sums(t):
+        return t.reshape(-1, t.shape[-1]).sum(-1)
+
 
 @functools.partial(jax.jit, static_argnums=2)
 def _power_sums(x, g, n: int):
@@ -212,7 +225,7 @@ def _power_sums(x, g, n: int):
 
 
 def _gradients(spec: OpSpec, attrs: dict, grad, data, table, need_table: bool):
-    return _DESCRIPTIONS[spec.name].backward(
+    return _DESCRIPTIONS[spec.target].backward(
         JaxArrays(spec, attrs), grad, data, table, attrs, True, need_table
     )
 
@@ -254,29 +267,33 @@ def _with_static_bwd(spec, values, attr_items, data, grad):
 _with_static.defvjp(_with_static_fwd, _with_static_bwd)
 
 
-def _call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
-    """The op with a jax.Array or static table, after the checks every framework makes."""
-    data = jnp.asarray(data)
-    dtype = str(data.dtype)
-    if dtype not in spec.data_dtypes():
-        raise ValueError(_registry.data_dtype_message(spec, dtype))
-    given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
-    checked = _registry.attr_values(spec, given, dtype)
-    check = getattr(_DESCRIPTIONS[spec.name], "check", None)
-    if check is not None:
-        check(checked)
-    attr_items = tuple(checked.items())
-    if isinstance(table, jax.Array):
-        if table.ndim != 1:
-            raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
-        _registry.check_size(spec, table.shape[0])
-        if str(table.dtype) != spec.table_dtype(dtype):
-            raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
-        _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
-        return _with_array(spec, data, table, attr_items)
-    values = tuple(_registry.static_values(spec, table, dtype).tolist())
-    _output_shape(spec, data.shape, len(values), checked)
-    return _with_static(spec, data, values, attr_items)
+def _make_call(spec: OpSpec, description: ModuleType):
+    """The function that checks a call of the op and runs it with a jax.Array or static table."""
+    check = getattr(description, "check", None)
+
+    def call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
+        data = jnp.asarray(data)
+        dtype = str(data.dtype)
+        if dtype not in spec.data_dtypes():
+            raise ValueError(_registry.data_dtype_message(spec, dtype))
+        given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
+        checked = _registry.attr_values(spec, given, dtype)
+        if check is not None:
+            check(checked)
+        attr_items = tuple(checked.items())
+        if isinstance(table, jax.Array):
+            if table.ndim != 1:
+                raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
+            _registry.check_size(spec, table.shape[0])
+            if str(table.dtype) != spec.table_dtype(dtype):
+                raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
+            _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
+            return _with_array(spec, data, table, attr_items)
+        values = tuple(_registry.static_values(spec, table, dtype).tolist())
+        _output_shape(spec, data.shape, len(values), checked)
+        return _with_static(spec, data, values, attr_items)
+
+    return call
 
 
 _FORMS = """
@@ -285,9 +302,24 @@ A table may be a jax.Array (of the op's table dtype) or a Python or NumPy sequen
 table). Raises ValueError for bad input when traced, naming the argument.
 """
 
-for _spec in OPS.values():
-    globals()[_spec.name] = _binding.make_function(_spec, _call, doc_suffix=_FORMS)
-globals().update(_binding.limits(OPS))
 
-__all__ = sorted(["library_path", "upload_stats", *OPS, *_binding.limits(OPS)])
-del _spec
+def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleType:
+    """The ops of an op library of one's own, built on constmem (constmem_add_jax_op_library).
+
+    Registers each op's FFI handlers from the library's registry and returns a module with a
+    function per op, made from `descriptions` (each op's Python description, by name), as this
+    package has for constmem's own.
+    """
+    ops, described = register_library(path, descriptions)
+    return _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+
+
+_OWN = _binding.namespace(
+    __name__,
+    OPS,
+    {n: _DESCRIPTIONS[s.target] for n, s in OPS.items()},
+    _make_call,
+    doc_suffix=_FORMS,
+)
+globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
+__all__ = sorted(["library_path", "load_library", "upload_stats", *_OWN.__all__])

@@ -12,7 +12,9 @@ adds what the framework packages need beyond them, written once for all of them:
 - check(attrs): checks beyond each attribute's kind (optional);
 - backward(F, grad, data, table, attrs, need_data, need_table): the gradients, over the array
   namespace F that each framework package provides (constmem.ops.ARRAY_API lists its functions);
-- LAYER: the Keras layer's description.
+- LAYER: the Keras layer's description (optional);
+- FUNCTIONS: functions built on the op, by name, each given as `make(ops) -> function` where
+  `ops` is the framework's module of ops (optional; gaussian_blur, resample_poly).
 
 An installed package has the files here; a source tree's are found in its op folders. Imports no
 framework.
@@ -56,6 +58,7 @@ ARRAY_API = (
     "pad_last",  # pad_last(t, before, after): zeros around the last axis
     "power_sums",  # power_sums(x, g, n): [sum(g * x**k) for k in 0 .. n-1]
     "correlate_rows",  # correlate_rows(padded, g): [sum over rows of g . padded[j:j+m]] for j
+    "row_sums",  # row_sums(t): the sum of each row of t (its last axis; leading axes flattened)
 )
 
 

@@ -20,6 +20,9 @@ was; a bad `source` raises ValueError.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import ModuleType
+
 import tensorflow as tf
 
 from constmem import _binding, _registry
@@ -28,18 +31,27 @@ from constmem.tensorflow._loader import build_info, library_path  # noqa: F401 (
 from constmem.tensorflow._tables import TableOp
 from constmem.tensorflow.stats import upload_stats  # noqa: F401 (in __all__)
 
-_loader.ops()  # TensorFlow loads the library first; the registry is read from the same file
-OPS = _registry.read_registry(_loader.library_path())
-_TABLE_OPS = {
-    name: TableOp(_loader.ops(), spec, _binding.description(spec)) for name, spec in OPS.items()
-}
-for _op in _TABLE_OPS.values():
-    _op.register_gradients()
+
+def _register(library, path: str, described: Mapping[str, ModuleType] | None):
+    ops = _registry.read_registry(path)
+    described = _binding.descriptions_of(ops, described)
+    table_ops = {name: TableOp(library, spec, described[name]) for name, spec in ops.items()}
+    for op in table_ops.values():
+        op.register_gradients()
+    return ops, described, table_ops
 
 
-def _call(spec, data, table, attrs, source, name):
-    given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
-    return _TABLE_OPS[spec.name](data, table, given, source=source, name=name)
+def _make_call(table_ops):
+    def make_call(spec, description):
+        op = table_ops[spec.name]
+
+        def call(spec, data, table, attrs, source, name):
+            given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
+            return op(data, table, given, source=source, name=name)
+
+        return call
+
+    return make_call
 
 
 _FORMS = """
@@ -47,16 +59,34 @@ A table may be a tensor (of the op's table dtype) or a Python or NumPy sequence.
 `name` are as for every op of this package (see the package's documentation). Raises
 tf.errors.InvalidArgumentError for bad input, naming the argument.
 """
+_EXTRA = {"source": "auto", "name": None}
 
-for _spec in OPS.values():
-    globals()[_spec.name] = tf.autograph.experimental.do_not_convert(
-        _binding.make_function(
-            _spec, _call, extra={"source": "auto", "name": None}, doc_suffix=_FORMS
-        )
+
+def _functions(name: str, ops, described, table_ops) -> ModuleType:
+    module = _binding.namespace(
+        name, ops, described, _make_call(table_ops), extra=_EXTRA, doc_suffix=_FORMS
     )
-globals().update(_binding.limits(OPS))
+    for op in ops:
+        setattr(module, op, tf.autograph.experimental.do_not_convert(getattr(module, op)))
+    return module
+
+
+def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleType:
+    """The ops of an op library of one's own, built on constmem (constmem_add_tf_op_library).
+
+    Loads it with `tf.load_op_library`, registers each op's gradients from `descriptions` (each
+    op's Python description, by name) and returns a module with a function per op, as this
+    package has for constmem's own. Its registry is `constmem_op_registry`.
+    """
+    library = tf.load_op_library(path)
+    return _functions(path, *_register(library, path, descriptions))
+
+
+_loader.ops()  # TensorFlow loads the library first; the registry is read from the same file
+OPS, _DESCRIBED, _TABLE_OPS = _register(_loader.ops(), _loader.library_path(), None)
+_OWN = _functions(__name__, OPS, _DESCRIBED, _TABLE_OPS)
+globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 
 __all__ = sorted(
-    ["OPS", "TableOp", "build_info", "library_path", "upload_stats", *OPS, *_binding.limits(OPS)]
+    ["TableOp", "build_info", "library_path", "load_library", "upload_stats", *_OWN.__all__]
 )
-del _spec, _op

@@ -311,3 +311,7 @@ class TfArrays:
             tf.range(length - m + 1),
             fn_output_signature=g.dtype,
         )
+
+    @staticmethod
+    def row_sums(t):
+        return tf.reduce_sum(tf.reshape(t, [-1, tf.shape(t)[-1]]), -1)

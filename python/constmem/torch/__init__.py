@@ -28,13 +28,23 @@ library's registry and the ops' descriptions (constmem.ops): every op of the bui
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import torch
 
 from constmem import _binding, _libraries, _registry
-from constmem.torch._library import LIBRARY_PATH, OPS, check_data, check_table, dtype_name
+from constmem.torch._library import (
+    DESCRIPTIONS,
+    LIBRARY_PATH,
+    OPS,
+    check_data,
+    check_table,
+    dtype_name,
+    register_library,
+)
 
 upload_stats, library_path = _libraries.accessors("torch", LIBRARY_PATH)
 
@@ -75,47 +85,62 @@ def _static_list(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> list
     return values
 
 
-def _call(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple) -> torch.Tensor:
-    """The op on `data` with a tensor or static table.
-
-    Below the autograd key when no gradient can flow: the autograd formula is Python, whose entry
-    costs more than a small call.
-    """
-    if not isinstance(data, torch.Tensor):
-        raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
-    check_data(spec, data)
-    if spec.attrs:
-        given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
-        checked = _registry.attr_values(spec, given, dtype_name(data.dtype))
-        check = _CHECKS[spec.name]
-        if check is not None:
-            check(checked)
-        attrs = tuple(checked.values())
+def _make_call(spec: _registry.OpSpec, description: ModuleType):
+    """The function that checks a call of the op and runs it with a tensor or static table."""
+    check = getattr(description, "check", None)
     library = getattr(torch.ops, spec.library)
-    if isinstance(table, torch.Tensor):
-        check_table(spec, table, data)
-        op = getattr(library, spec.name).default
-        needs_grad = data.requires_grad or table.requires_grad
-    else:
-        table = _static_list(spec, table, data.dtype)
-        op = getattr(library, spec.name + "_static").default
-        needs_grad = data.requires_grad
-    if _is_compiling() or (needs_grad and torch.is_grad_enabled()):
-        return op(data, table, *attrs)
-    with _below_autograd():
-        return op(data, table, *attrs)
+    tensor_op = getattr(library, spec.name).default
+    static_op = getattr(library, spec.name + "_static").default
+
+    def call(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
+        """The op on `data` with a tensor or static table.
+
+        Below the autograd key when no gradient can flow: the autograd formula is Python, whose
+        entry costs more than a small call.
+        """
+        if not isinstance(data, torch.Tensor):
+            raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
+        check_data(spec, data)
+        if attrs:
+            given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
+            checked = _registry.attr_values(spec, given, dtype_name(data.dtype))
+            if check is not None:
+                check(checked)
+            attrs = tuple(checked.values())
+        if isinstance(table, torch.Tensor):
+            check_table(spec, table, data)
+            op = tensor_op
+            needs_grad = data.requires_grad or table.requires_grad
+        else:
+            table = _static_list(spec, table, data.dtype)
+            op = static_op
+            needs_grad = data.requires_grad
+        if _is_compiling() or (needs_grad and torch.is_grad_enabled()):
+            return op(data, table, *attrs)
+        with _below_autograd():
+            return op(data, table, *attrs)
+
+    return call
 
 
-_CHECKS = {name: getattr(_binding.description(spec), "check", None) for name, spec in OPS.items()}
 _FORMS = """
 
 A table may be a tensor (on the CPU or the data's device, of the op's table dtype) or a Python or
 NumPy sequence (a static table). Raises ValueError for bad input, naming the argument.
 """
 
-for _spec in OPS.values():
-    globals()[_spec.name] = _binding.make_function(_spec, _call, doc_suffix=_FORMS)
-globals().update(_binding.limits(OPS))
 
-__all__ = sorted(["library_path", "upload_stats", *OPS, *_binding.limits(OPS)])
-del _spec
+def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleType:
+    """The ops of an op library of one's own, built on constmem (constmem_add_torch_op_library).
+
+    Defines each op's `torch.ops` schemas, fake kernel and autograd from the library's registry
+    and `descriptions` (each op's Python description, by name), loads its kernels and returns a
+    module with a function per op, as this package has for constmem's own.
+    """
+    ops, described = register_library(path, dict(descriptions))
+    return _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+
+
+_OWN = _binding.namespace(__name__, OPS, DESCRIPTIONS, _make_call, doc_suffix=_FORMS)
+globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
+__all__ = sorted(["library_path", "load_library", "upload_stats", *_OWN.__all__])

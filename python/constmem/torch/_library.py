@@ -9,11 +9,12 @@ ops is made here from the same op registry and the ops' Python descriptions (con
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import torch
 
-from constmem import _libraries, _registry
+from constmem import _binding, _libraries, _registry
 from constmem import ops as descriptions
 from constmem._polyval import coefficient_gradient_blocks
 from constmem._registry import OpSpec
@@ -61,33 +62,40 @@ def check_table(spec: OpSpec, table: torch.Tensor, data: torch.Tensor) -> None:
         raise ValueError(_registry.device_message(spec, str(table.device), str(data.device)))
 
 
-def _load() -> tuple[str, dict[str, OpSpec]]:
+def check_torch_version() -> None:
+    """Refuses a torch older than the stable ABI the op libraries are built on."""
     version = tuple(int(part) for part in torch.__version__.split(".")[:2])
     if version < _MINIMUM_TORCH:
         raise ImportError(
             "constmem.torch needs torch 2.10 or newer (its stable ABI); "
             f"this is {torch.__version__}"
         )
-    path = _libraries.library_path("torch")
-    _libraries.check_framework_version("torch", None)
+
+
+def register_library(
+    path: str, described: dict[str, ModuleType] | None = None
+) -> tuple[dict[str, OpSpec], dict[str, ModuleType]]:
+    """Defines the schemas, fake kernels and autograd of every op the library lists; loads it.
+
+    `described`: each op's Python description by name (default: constmem's).
+    """
+    check_torch_version()
     ops = _registry.read_registry(path)
+    described = _binding.descriptions_of(ops, described)
     for spec in ops.values():
         for static in (False, True):
-            name = spec.name + ("_static" if static else "")
-            torch.library.define(f"{spec.library}::{name}", schema(spec, static))
-            torch.library.register_fake(f"{spec.library}::{name}", _fake(spec, static))
+            name = f"{spec.library}::{spec.name}" + ("_static" if static else "")
+            torch.library.define(name, schema(spec, static))
+            torch.library.register_fake(name, _fake(spec, described[spec.name], static))
             torch.library.register_autograd(
-                f"{spec.library}::{name}",
-                _backward(spec, static),
-                setup_context=_save_inputs,
+                name, _backward(spec, described[spec.name], static), setup_context=_save_inputs
             )
     torch.ops.load_library(path)
-    return path, ops
+    return ops, described
 
 
-def _fake(spec: OpSpec, static: bool):
+def _fake(spec: OpSpec, description: ModuleType, static: bool):
     """The op's fake kernel: its checks and its result's shape, for meta tensors and tracing."""
-    description = descriptions.describe(spec.name)
 
     def fake(data, table, *attr_values):
         check_data(spec, data)
@@ -111,9 +119,8 @@ def _save_inputs(ctx, inputs, output):
     ctx.save_for_backward(*(t for t in inputs if isinstance(t, torch.Tensor)))
 
 
-def _backward(spec: OpSpec, static: bool):
+def _backward(spec: OpSpec, description: ModuleType, static: bool):
     """The op's autograd formula: its description's backward over PyTorch's tensors."""
-    description = descriptions.describe(spec.name)
 
     def backward(ctx, grad):
         if static:
@@ -229,5 +236,11 @@ class TorchArrays:
         rows = padded.reshape(1, -1, padded.shape[-1])
         return torch.nn.functional.conv1d(rows, g.reshape(1, -1, m)).reshape(k)
 
+    @staticmethod
+    def row_sums(t):
+        return t.reshape(-1, t.shape[-1]).sum(-1)
 
-LIBRARY_PATH, OPS = _load()
+
+LIBRARY_PATH = _libraries.library_path("torch")
+_libraries.check_framework_version("torch", None)
+OPS, DESCRIPTIONS = register_library(LIBRARY_PATH)

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ApplyGain in PyTorch against NumPy on the CPU and every GPU, every table form, opcheck,
+torch.compile and gradients."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import apply_gain_ops  # noqa: E402
+
+DEVICES = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return apply_gain_ops.torch()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", ["tensor", "host tensor", "list"])
+@pytest.mark.parametrize("rows", [1, 7, 1024, 1025, 4096])
+def test_matches_numpy(ops, device, form, rows):
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 33)).astype(np.float32)
+    gains = rng.standard_normal(rows).astype(np.float32)
+    table = {
+        "tensor": torch.from_numpy(gains).to(device),
+        "host tensor": torch.from_numpy(gains),
+        "list": gains.tolist(),
+    }[form]
+    y = ops.apply_gain(torch.from_numpy(x).to(device), table)
+    np.testing.assert_array_equal(y.cpu().numpy(), x * gains[:, None])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_compile_and_gradients(ops, device):
+    x = torch.randn(3, 4, 5, device=device, requires_grad=True)
+    gains = torch.randn(12, device=device, requires_grad=True)
+    torch.library.opcheck(
+        torch.ops.example.apply_gain.default,
+        (
+            x,
+            gains,
+        ),
+    )
+    torch.library.opcheck(torch.ops.example.apply_gain_static.default, (x, [1.0] * 12))
+    compiled = torch.compile(ops.apply_gain, fullgraph=True)
+    torch.testing.assert_close(compiled(x, gains), ops.apply_gain(x, gains), rtol=0, atol=0)
+    (ops.apply_gain(x, gains) * 2).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * gains.detach().reshape(3, 4, 1).expand(3, 4, 5))
+    torch.testing.assert_close(gains.grad, 2 * x.detach().sum(-1).reshape(-1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_input_is_a_value_error_and_the_next_call_is_right(ops, device):
+    with pytest.raises(ValueError, match="one entry per row"):
+        ops.apply_gain(torch.ones(3, 4, device=device), torch.ones(2, device=device))
+    with pytest.raises(ValueError, match="gains must be on the CPU or on x's device"):
+        ops.apply_gain(torch.ones(3, 4, device=device), torch.ones(3, device="meta"))
+    with pytest.raises(ValueError, match="x must be float32; got float64"):
+        ops.apply_gain(torch.ones(2, 4, dtype=torch.float64, device=device), [2.0, 3.0])
+    assert ops.apply_gain(torch.ones(2, 4, device=device), [2.0, 3.0])[1, 0].item() == 3.0
