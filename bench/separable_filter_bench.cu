@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+// SeparableFilter's figures, each against a ceiling measured in the same run:
+//   - GPU: the fused kernel on float32 and uint8 planes [32, 3, 1080, 1920] and [256, 3, 224, 224]
+//     (NCHW), k x k taps for k = 3, 9, 17, 31, 63, reflect borders, shared taps by value from the
+//     host (and, for float32, a device table in a constant bank), as GB/s of one read and one write
+//     of the images, against a device-to-device cudaMemcpyAsync of as many bytes (read + write);
+//   - CPU: the CPU kernel over every hardware thread on [256, 3, 224, 224], against a memcpy of the
+//     same bytes over the same threads.
+//   separable_filter_bench [--json FILE] [--no-cpu]
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.cuh"
+#include "checks.cuh"
+#include "constmem/constmem.cuh"
+#include "separable_filter/separable_filter_cpu.h"
+#include "separable_filter/separable_filter_launcher.h"
+
+namespace {
+
+using constmem::ops::SeparableShape;
+
+struct Row {
+  std::string device, dtype, shape, placement;
+  int k = 0;
+  double ms = 0, bytes_per_s = 0, ceiling_bytes_per_s = 0;
+};
+
+SeparableShape Planes(std::int64_t b, std::int64_t c, std::int64_t h, std::int64_t w, int k) {
+  SeparableShape s;
+  s.images = b;
+  s.channels = c;
+  s.height = h;
+  s.width = w;
+  s.kh = k;
+  s.kw = k;
+  s.layout = constmem::ops::SeparableLayout::kPlanes;
+  s.border = constmem::ops::SeparableBorder::kReflect;
+  return s;
+}
+
+std::string ShapeName(const SeparableShape& s) {
+  return "[" + std::to_string(s.images) + ",3," + std::to_string(s.height) + "," +
+         std::to_string(s.width) + "]";
+}
+
+// A normalised smoothing kernel of k taps (sums near 1: uint8 results stay in range).
+std::vector<float> SmoothTaps(int k) {
+  std::vector<float> taps(2 * k);
+  for (int j = 0; j < k; ++j) taps[j] = taps[k + j] = 1.0f / static_cast<float>(k);
+  return taps;
+}
+
+// Median seconds of three runs of `run` after one warm-up.
+template <class F>
+double MedianSeconds(F&& run) {
+  run();
+  std::vector<double> s;
+  for (int r = 0; r < 3; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(s.begin(), s.end());
+  return s[1];
+}
+
+// `fn(begin, end)` over [0, n) in one contiguous share per thread.
+template <class F>
+void OnThreads(int threads, std::int64_t n, F&& fn) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    const std::int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    pool.emplace_back([&fn, begin, end] { fn(begin, end); });
+  }
+  for (auto& thread : pool) thread.join();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace constmem;
+  using namespace constmem::ops;
+  const char* json_path = nullptr;
+  bool cpu = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    if (!std::strcmp(argv[i], "--no-cpu")) cpu = false;
+  }
+  std::vector<Row> rows;
+  const std::vector<int> ks = {3, 9, 17, 31, 63};
+  std::string device_name = "none";
+  if (HasGpuOrSayNone("separable_filter_bench")) {
+    cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+    device_name = prop.name;
+    cudaStream_t stream;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const std::int64_t most = std::int64_t{32} * 3 * 1080 * 1920;
+    float *in = nullptr, *out = nullptr, *device_taps = nullptr;
+    CHECK_CUDA(cudaMalloc(&in, most * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&out, most * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&device_taps, 2 * 128 * sizeof(float)));
+    FillRandomKernel<float><<<prop.multiProcessorCount * 8, 256, 0, stream>>>(in, most, 7u);
+    std::vector<std::uint8_t> bytes(most);
+    for (std::int64_t i = 0; i < most; ++i)
+      bytes[i] = static_cast<std::uint8_t>(i * 2654435761u >> 24);
+    std::uint8_t *in8 = nullptr, *out8 = nullptr;
+    CHECK_CUDA(cudaMalloc(&in8, most));
+    CHECK_CUDA(cudaMalloc(&out8, most));
+    std::printf(
+        "device: %s, %d SMs; median of %d after warm-up (CUDA events); GB/s = (read + "
+        "write) / time\n",
+        prop.name, prop.multiProcessorCount, kRepetitions);
+    std::printf("%-6s %-18s %4s %14s %10s %10s %10s %8s\n", "dtype", "shape", "k", "placement",
+                "ms", "GB/s", "copy GB/s", "of copy");
+    for (const SeparableShape& base : {Planes(32, 3, 1080, 1920, 3), Planes(256, 3, 224, 224, 3)}) {
+      const std::int64_t n = base.Elements();
+      for (int element_bytes : {4, 1}) {
+        const std::size_t data_bytes = static_cast<std::size_t>(n) * element_bytes;
+        void* copy_in = element_bytes == 4 ? static_cast<void*>(in) : static_cast<void*>(in8);
+        void* copy_out = element_bytes == 4 ? static_cast<void*>(out) : static_cast<void*>(out8);
+        if (element_bytes == 1) {
+          CHECK_CUDA(cudaMemcpy(in8, bytes.data(), data_bytes, cudaMemcpyHostToDevice));
+        }
+        const double copy_ms = MedianMs(stream, [&] {
+          CHECK_CUDA(
+              cudaMemcpyAsync(copy_out, copy_in, data_bytes, cudaMemcpyDeviceToDevice, stream));
+        });
+        const double copy_rate = 2.0 * data_bytes / (copy_ms * 1e-3);
+        for (int k : ks) {
+          SeparableShape s = base;
+          s.kh = s.kw = k;
+          const std::vector<float> taps = SmoothTaps(k);
+          CHECK_CUDA(cudaMemcpy(device_taps, taps.data(), taps.size() * sizeof(float),
+                                cudaMemcpyHostToDevice));
+          const TableView<float> host{taps.data(), 2 * k, SourceKind::kPageableHost};
+          const TableView<float> device{device_taps, 2 * k, SourceKind::kDevice};
+          for (Placement placement : {Placement::kByValue, Placement::kConstantBank}) {
+            if (element_bytes == 1 && placement != Placement::kByValue) continue;
+            const TableView<float>& view = placement == Placement::kByValue ? host : device;
+            const double ms = MedianMs(stream, [&] {
+              if (element_bytes == 4) {
+                CHECK_OK((LaunchSeparableFilterWithPlacement<float, float>(stream, in, out, s, view,
+                                                                           placement)));
+              } else {
+                CHECK_OK((LaunchSeparableFilterWithPlacement<std::uint8_t, float>(
+                    stream, in8, out8, s, view, placement)));
+              }
+            });
+            Row row;
+            row.device = "gpu";
+            row.dtype = element_bytes == 4 ? "float32" : "uint8";
+            row.shape = ShapeName(s);
+            row.placement = PlacementName(placement);
+            row.k = k;
+            row.ms = ms;
+            row.bytes_per_s = 2.0 * data_bytes / (ms * 1e-3);
+            row.ceiling_bytes_per_s = copy_rate;
+            std::printf("%-6s %-18s %4d %14s %10.4f %10.0f %10.0f %7.1f%%\n", row.dtype.c_str(),
+                        row.shape.c_str(), k, row.placement.c_str(), ms, row.bytes_per_s / 1e9,
+                        copy_rate / 1e9, 100 * row.bytes_per_s / copy_rate);
+            rows.push_back(row);
+          }
+        }
+      }
+    }
+    CHECK_CUDA(cudaFree(in));
+    CHECK_CUDA(cudaFree(out));
+    CHECK_CUDA(cudaFree(device_taps));
+    CHECK_CUDA(cudaFree(in8));
+    CHECK_CUDA(cudaFree(out8));
+    CHECK_CUDA(cudaStreamDestroy(stream));
+  }
+
+  if (cpu) {
+    const int threads = std::max(1u, std::thread::hardware_concurrency());
+    const SeparableShape base = Planes(256, 3, 224, 224, 3);
+    const std::int64_t n = base.Elements();
+    std::printf("CPU: %d threads, %s, median of 3 after warm-up\n", threads,
+                cpu::IsaName(cpu::BestIsa()));
+    for (int element_bytes : {4, 1}) {
+      std::vector<float> x(n), y(n);
+      for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 251) / 251.0f;
+      std::vector<std::uint8_t> x8(n), y8(n);
+      for (std::int64_t i = 0; i < n; ++i) x8[i] = static_cast<std::uint8_t>(i * 2654435761u >> 24);
+      const std::size_t data_bytes = static_cast<std::size_t>(n) * element_bytes;
+      const double copy_s = MedianSeconds([&] {
+        OnThreads(threads, static_cast<std::int64_t>(data_bytes),
+                  [&](std::int64_t b, std::int64_t e) {
+                    if (element_bytes == 4) {
+                      std::memcpy(reinterpret_cast<char*>(y.data()) + b,
+                                  reinterpret_cast<const char*>(x.data()) + b, e - b);
+                    } else {
+                      std::memcpy(y8.data() + b, x8.data() + b, e - b);
+                    }
+                  });
+      });
+      const double copy_rate = 2.0 * data_bytes / copy_s;
+      for (int k : ks) {
+        SeparableShape s = base;
+        s.kh = s.kw = k;
+        const std::vector<float> taps = SmoothTaps(k);
+        const std::int64_t units = SeparableFilterCpuUnits(s);
+        const double sec = MedianSeconds([&] {
+          OnThreads(threads, units, [&](std::int64_t b, std::int64_t e) {
+            if (element_bytes == 4) {
+              SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), b, e);
+            } else {
+              SeparableFilterCpuRange(x8.data(), y8.data(), s, taps.data(), b, e);
+            }
+          });
+        });
+        Row row;
+        row.device = "cpu";
+        row.dtype = element_bytes == 4 ? "float32" : "uint8";
+        row.shape = ShapeName(s);
+        row.placement = "host";
+        row.k = k;
+        row.ms = sec * 1e3;
+        row.bytes_per_s = 2.0 * data_bytes / sec;
+        row.ceiling_bytes_per_s = copy_rate;
+        std::printf("cpu %-7s %-18s %4d %10.2f ms %8.1f GB/s, memcpy %8.1f GB/s (%5.1f%%)\n",
+                    row.dtype.c_str(), row.shape.c_str(), k, row.ms, row.bytes_per_s / 1e9,
+                    copy_rate / 1e9, 100 * row.bytes_per_s / copy_rate);
+        rows.push_back(row);
+      }
+    }
+  }
+
+  if (json_path != nullptr) {
+    Json json;
+    json.Add("gpu", "\"" + device_name + "\"");
+    std::string list = "[";
+    for (const Row& row : rows) {
+      list += std::string(list.size() > 1 ? ",\n  " : "\n  ") + "{\"device\": \"" + row.device +
+              "\", \"dtype\": \"" + row.dtype + "\", \"shape\": \"" + row.shape +
+              "\", \"k\": " + std::to_string(row.k) + ", \"placement\": \"" + row.placement +
+              "\", \"ms\": " + Num(row.ms) + ", \"bytes_per_s\": " + Num(row.bytes_per_s) +
+              ", \"copy_bytes_per_s\": " + Num(row.ceiling_bytes_per_s) +
+              ", \"copy_fraction\": " + Num(row.bytes_per_s / row.ceiling_bytes_per_s) + "}";
+    }
+    json.Add("runs", list + "]");
+    std::FILE* file = std::fopen(json_path, "w");
+    if (file == nullptr) return 1;
+    std::fprintf(file, "%s\n}\n", json.text.c_str());  // Json leaves the object open
+    std::fclose(file);
+  }
+  return 0;
+}

@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: Apache-2.0
+// SeparableFilter's CUDA kernel and launcher: one fused pass. No framework header reaches nvcc.
+//
+// A block owns a strip of kWidth consecutive elements of a row (a tile column) of one plane, over
+// a segment of rows (usually the whole height), and walks down it kRows rows a step:
+//   1. the input rows of the step, kWidth elements plus the halo of kw - 1 pixels, are staged in
+//      shared memory (asynchronous copies, zeros or folded columns through a column map the block
+//      computes once per strip; uint8 four pixels at a time, converted to float);
+//   2. the row pass turns them into kRows new rows of tmp, kept in a ring of kRows + kh - 1 rows
+//      of shared memory: the rows the column pass still needs stay, so each input pixel is read
+//      about once (the row halo excepted) and each row of tmp computed once per segment;
+//   3. the column pass writes up to kRows output rows from the ring, straight to global memory.
+// The next step's staging is issued before the column pass, so the copies overlap it.
+//
+// Both passes keep several outputs a thread in registers, with a ring of samples (Slide below):
+// every tap, read with a warp-uniform index (a constant-bank broadcast, a by-value parameter or a
+// global read), feeds R FMAs, and each sample loaded from shared memory feeds R of them. In the row
+// pass a thread computes kRowOutputs outputs along W (the 32 lanes of a warp take 32 rows, so
+// their scalar loads hit 32 banks: the staged rows have an odd pitch); in the column pass
+// kColumnOutputs rows of 4 consecutive elements (a warp reads whole rows of tmp, 16 bytes a lane).
+//
+// Rows are contiguous elements: W pixels of one channel (planes), or W pixels of C <= 8 interleaved
+// channels (channels-last, a tap along W then C elements on). Channels-last with more channels
+// runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
+// are strided).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "constmem/async_copy.cuh"
+#include "constmem/constmem.cuh"
+#include "constmem/dispatch.cuh"
+#include "separable_filter/separable_filter_functor.h"
+#include "separable_filter/separable_filter_launcher.h"
+
+// Four slots of 1,024 taps per dtype (a shared table of two 127-tap filters fits one; a per-image
+// table takes a run of slots, up to all four): 16 KiB + 32 KiB of the module's 64 KiB.
+CONSTMEM_DEFINE_FLOAT_BANKS(separable_taps, constmem::ops::kSeparableMaxTableEntries / 4, 4);
+
+namespace constmem {
+namespace ops {
+namespace {
+
+// The launch shape. kRows rows of tmp (and of output) a step, kWidth elements a tile column,
+// kRowOutputs outputs a thread in the row pass (a lane per row, the warps over the row's
+// segments), kColumnOutputs rows of 4 elements a thread in the column pass (kWidth / 4 threads per
+// row group). The large tile (256 threads, 32 x 128) carries (kw - 1) / 128 of halo along W and,
+// walking down the whole height, (kh - 1) / H along H; it needs 74 KiB of shared memory for
+// float32 filters of 63 x 63 taps, 114 KiB at 127 x 127. The small one (64 threads, 16 x 32) fits
+// 64 KiB a block (compute capability 7.5) for every filter: 57 KiB for float64 at 127 x 127.
+template <int kThreads_, int kWidth_, int kRows_, int kRowOutputs_, int kColumnOutputs_>
+struct Tile {
+  static constexpr int kThreads = kThreads_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kRows = kRows_;
+  static constexpr int kRowOutputs = kRowOutputs_;
+  static constexpr int kColumnOutputs = kColumnOutputs_;
+  static constexpr int kColumnLanes = 4;
+  static constexpr int kWarps = kThreads / 32;
+  // Row pass: kRows lanes take one segment of kRowOutputs outputs in kRows rows.
+  static constexpr int kRowSlots = kThreads / kRows;
+  static_assert(32 % kRows == 0 || kRows % 32 == 0, "lanes per row pass slot");
+  static_assert(kRows <= 32, "a lane per row of a step");
+  static_assert(kThreads == kWidth / kColumnLanes * (kRows / kColumnOutputs),
+                "the column pass covers the step exactly");
+  static_assert(kWidth % kRowOutputs == 0 && kRowOutputs % 4 == 0, "whole vectors");
+  // A row of tmp: kWidth elements and 4 of padding, so that 8 consecutive rows' 16-byte vectors
+  // at one column fall in distinct banks (the row pass's stores).
+  static constexpr int kTmpPitch = kWidth + 4;
+};
+using LargeTile = Tile<256, 128, 32, 16, 4>;
+using SmallTile = Tile<64, 32, 16, 8, 2>;
+// Blocks of the large tile a multiprocessor that the registers must allow.
+constexpr int kMinLargeBlocks = 2;
+// Taps are applied in chunks of kChunk: a turn of a thread's ring of samples.
+constexpr int kChunk = 4;
+// Channels-last images of up to this many channels run as rows of interleaved pixels; more
+// channels, each channel as a plane (the halo of interleaved rows grows with C).
+constexpr int kMaxInterleavedChannels = 8;
+
+template <int R>
+__host__ __device__ constexpr int RingSegments() {
+  return (R + 2 * kChunk - 2) / kChunk;  // ceil((R + kChunk - 1) / kChunk)
+}
+
+// N values of one sample: one element (row pass) or kColumnLanes consecutive ones (column pass).
+// Aligned for one vector load or store (two for four doubles).
+template <class T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Lanes {
+  T v[N];
+};
+
+// acc[r] = sum_j fma(load(r + j), taps[first_tap + j], acc[r]) for j = 0 .. count-1, in order. A
+// ring of S segments of kChunk samples in registers: the chunk of taps c .. c + kChunk - 1 reads
+// segments s .. s + S - 1 (mod S), then segment s takes the samples S * kChunk further on. A whole
+// turn of the ring an iteration keeps every register index a constant. `load` is called for
+// samples up to count + S * kChunk - 1 and must stay in bounds there (their values are unused).
+template <int R, class T, int N, class Taps, class Load>
+__device__ __forceinline__ void Slide(Lanes<T, N> (&acc)[R], const Taps& taps, int first_tap,
+                                      int count, const Load& load) {
+  constexpr int K = kChunk;
+  constexpr int S = RingSegments<R>();
+  Lanes<T, N> ring[S][K];
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) ring[s][k] = load(s * K + k);
+  }
+  int c = 0;
+  const int last_full_chunk = count - K;
+  while (c <= last_full_chunk) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      if (c <= last_full_chunk) {
+#pragma unroll
+        for (int jj = 0; jj < K; ++jj) {
+          const T tap = taps[first_tap + c + jj];
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const int o = r + jj;
+#pragma unroll
+            for (int l = 0; l < N; ++l) {
+              acc[r].v[l] = fma(ring[(s + o / K) % S][o % K].v[l], tap, acc[r].v[l]);
+            }
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) ring[s][k] = load(c + S * K + k);
+        c += K;
+      }
+    }
+  }
+  if (c < count) {  // fewer than K taps left: the ring afresh from c, each tap guarded
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) ring[s][k] = load(c + s * K + k);
+    }
+#pragma unroll
+    for (int jj = 0; jj < K - 1; ++jj) {
+      if (c + jj < count) {
+        const T tap = taps[first_tap + c + jj];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int o = r + jj;
+#pragma unroll
+          for (int l = 0; l < N; ++l) acc[r].v[l] = fma(ring[o / K][o % K].v[l], tap, acc[r].v[l]);
+        }
+      }
+    }
+  }
+}
+
+// What a launch tells the kernel. A "plane" is what a block filters: a plane of the planes layout,
+// an image of interleaved channels, or one channel of a channels-last image. Element e of a row
+// (0 <= e < row_elements) is pixel e / interleaved, channel e % interleaved, at offset
+// e * element_stride from the row's start.
+struct Geometry {
+  std::int64_t planes;            // planes to filter
+  std::int64_t planes_per_image;  // for the image (and its taps) of a plane
+  std::int64_t image_stride;      // elements between images
+  std::int64_t sub_stride;        // elements between the planes of an image
+  std::int64_t row_stride;        // elements between rows
+  int height;
+  int width;           // pixels a row
+  int interleaved;     // channels interleaved in a row (1, or C <= kMaxInterleavedChannels)
+  int element_stride;  // 1, or C for a channel of a channels-last image
+  int row_elements;    // width * interleaved
+  int kw, kh, cw, ch;
+  int tap_stride;  // kw + kh per image, or 0 for shared taps
+  SeparableBorder border;
+  int tile_columns;  // tiles along a row
+  int segments;      // segments of rows along H
+  int segment_rows;
+  std::int64_t work;  // planes * segments * tile_columns
+  // Shared memory (elements of T): the staged rows' pitch and filled width, the column map's size.
+  int staged_pitch, staged_width, map_entries;
+  bool vector_input;   // uint8 rows start on 4-byte boundaries: four pixels a load
+  bool vector_output;  // rows start on 4-element boundaries and element_stride is 1
+};
+
+// Elements a tile's row pass covers: kWidth, or whole groups of interleaved * kRowOutputs.
+template <class Tile>
+__host__ __device__ constexpr int CoveredElements(int interleaved) {
+  const int group = interleaved * Tile::kRowOutputs;
+  return interleaved == 1 ? Tile::kWidth : (Tile::kWidth + group - 1) / group * group;
+}
+
+template <class Tile, class T>
+struct SharedLayout {
+  int staged_width, staged_pitch, map_entries;
+  std::size_t ring_bytes, staged_bytes, map_bytes;
+  __host__ __device__ SharedLayout(int interleaved, int kw, int kh) {
+    const int covered = CoveredElements<Tile>(interleaved);
+    staged_width = covered + (kw - 1) * interleaved;
+    // What the row pass's ring loads past the taps, then odd: 32 rows' lanes in 32 banks.
+    staged_pitch = (covered + (kw + RingSegments<Tile::kRowOutputs>() * kChunk) * interleaved) | 1;
+    map_entries = (staged_width + 3) / 4 * 4;
+    ring_bytes = static_cast<std::size_t>(Tile::kRows + kh - 1) * Tile::kTmpPitch * sizeof(T);
+    staged_bytes =
+        (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(T) + 15) / 16 * 16;
+    map_bytes = static_cast<std::size_t>(map_entries) * sizeof(int);
+  }
+  __host__ __device__ std::size_t Bytes() const { return ring_bytes + staged_bytes + map_bytes; }
+};
+
+template <class In, class T, class Taps, class Tile>
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLargeBlocks : 1)
+    SeparableKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
+                    const __grid_constant__ Taps taps) {
+  constexpr int RH = Tile::kRowOutputs, RV = Tile::kColumnOutputs, NV = Tile::kColumnLanes;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  T* const ring = reinterpret_cast<T*>(shared_bytes);
+  T* const staged = reinterpret_cast<T*>(shared_bytes + layout.ring_bytes);
+  int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes + layout.staged_bytes);
+  const int ring_rows = Tile::kRows + g.kh - 1;
+  const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
+  const int covered = CoveredElements<Tile>(g.interleaved);
+  const int tasks_per_row = covered / RH;  // row pass segments of a row
+
+  for (std::int64_t work = blockIdx.x; work < g.work; work += gridDim.x) {
+    const int tile_column = static_cast<int>(work % g.tile_columns);
+    const std::int64_t rest = work / g.tile_columns;
+    const int segment = static_cast<int>(rest % g.segments);
+    const std::int64_t plane = rest / g.segments;
+    const std::int64_t image = plane / g.planes_per_image;
+    const std::int64_t plane_offset =
+        image * g.image_stride + (plane - image * g.planes_per_image) * g.sub_stride;
+    const In* const x_plane = x + plane_offset;
+    In* const y_plane = y + plane_offset;
+    const int row_taps = static_cast<int>(image) * g.tap_stride;
+    const int col_taps = row_taps + g.kw;
+    const int e0 = tile_column * Tile::kWidth;  // the tile's first element
+    const int y_first = segment * g.segment_rows;
+    const int outputs = min(g.segment_rows, g.height - y_first);
+    const int tmp_total = outputs + g.kh - 1;
+    const int v0 = y_first - g.ch;  // the virtual row of tmp row 0
+
+    __syncthreads();  // the previous work's passes are done with shared memory
+    // Staged element s is element e0 - cw * interleaved + s of the row: its offset in the row, or
+    // -1 for a zero.
+    for (int s = thread; s < layout.map_entries; s += Tile::kThreads) {
+      int offset = -1;
+      if (s < layout.staged_width) {
+        const int e = e0 - g.cw * g.interleaved + s;
+        const int pixel = e >= 0 ? e / g.interleaved : -((-e + g.interleaved - 1) / g.interleaved);
+        const int channel = e - pixel * g.interleaved;
+        const int source = SeparableFold(pixel, g.width, g.border);
+        if (source >= 0) offset = (source * g.interleaved + channel) * g.element_stride;
+      }
+      map[s] = offset;
+    }
+    __syncthreads();
+
+    // Stages tmp rows [first, first + count): a warp a row, its lanes along the row.
+    auto stage = [&](int first, int count) {
+      for (int r = warp; r < count; r += Tile::kWarps) {
+        const int source = SeparableFold(v0 + first + r, g.height, g.border);
+        if (source < 0) continue;  // a zero row of tmp: the row pass writes it
+        const In* const row = x_plane + source * g.row_stride;
+        T* const to = staged + r * layout.staged_pitch;
+        if constexpr (std::is_same<In, T>::value) {
+          for (int s = lane; s < layout.staged_width; s += 32) {
+            const int offset = map[s];
+            CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
+          }
+        } else {
+          // uint8: four pixels a lane, one 4-byte load where they are contiguous and aligned.
+          for (int s = lane * 4; s < layout.staged_width; s += 32 * 4) {
+            const int4 offsets = *reinterpret_cast<const int4*>(map + s);
+            const bool word = g.vector_input && offsets.x >= 0 && offsets.x % 4 == 0 &&
+                              offsets.w == offsets.x + 3 && s + 3 < layout.staged_width;
+            T values[4];
+            if (word) {
+              const unsigned bits = __ldg(reinterpret_cast<const unsigned*>(row + offsets.x));
+#pragma unroll
+              for (int k = 0; k < 4; ++k) values[k] = static_cast<T>((bits >> (8 * k)) & 0xffu);
+            } else {
+              const int o[4] = {offsets.x, offsets.y, offsets.z, offsets.w};
+#pragma unroll
+              for (int k = 0; k < 4; ++k) values[k] = o[k] >= 0 ? static_cast<T>(row[o[k]]) : T(0);
+            }
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              if (s + k < layout.staged_width) to[s + k] = values[k];
+            }
+          }
+        }
+      }
+      CopyAsyncCommit();
+    };
+
+    stage(0, min(Tile::kRows, tmp_total));
+    int computed = 0, emitted = 0;
+    while (emitted < outputs) {
+      const int fresh = min(Tile::kRows, tmp_total - computed);
+      CopyAsyncWaitAll();
+      __syncthreads();  // the staged rows are visible; the column pass is done with the ring
+      // Row pass: lane r % kRows takes row r of the step; the slots take the row's segments.
+      {
+        const int r = thread % Tile::kRows;
+        const int t = computed + r;  // its tmp row
+        const bool zero_row = SeparableFold(v0 + t, g.height, g.border) < 0;
+        T* const tmp_row = ring + (t % ring_rows) * Tile::kTmpPitch;
+        const T* const staged_row = staged + r * layout.staged_pitch;
+        for (int task = thread / Tile::kRows; task < tasks_per_row; task += Tile::kRowSlots) {
+          if (r >= fresh) break;
+          // Outputs first + k * interleaved, k < RH: a group of interleaved * RH elements.
+          const int group = task / g.interleaved;
+          const int first = group * g.interleaved * RH + (task - group * g.interleaved);
+          Lanes<T, 1> acc[RH];
+#pragma unroll
+          for (int k = 0; k < RH; ++k) acc[k].v[0] = T(0);
+          if (!zero_row) {
+            const T* const samples = staged_row + first;
+            const int step = g.interleaved;
+            Slide<RH>(acc, taps, row_taps, g.kw,
+                      [&](int n) { return Lanes<T, 1>{{samples[n * step]}}; });
+          }
+          if (g.interleaved == 1) {
+#pragma unroll
+            for (int k = 0; k < RH; k += 4) {
+              using V = Lanes<T, 4>;
+              *reinterpret_cast<V*>(tmp_row + first + k) =
+                  V{{acc[k].v[0], acc[k + 1].v[0], acc[k + 2].v[0], acc[k + 3].v[0]}};
+            }
+          } else {
+#pragma unroll
+            for (int k = 0; k < RH; ++k) {
+              const int e = first + k * g.interleaved;
+              if (e < Tile::kWidth) tmp_row[e] = acc[k].v[0];
+            }
+          }
+        }
+      }
+      computed += fresh;
+      __syncthreads();  // the new rows of tmp are visible; the staged rows are free
+      if (computed < tmp_total) stage(computed, min(Tile::kRows, tmp_total - computed));
+
+      // Column pass: output rows [emitted, emitted + ready), as far as the rows of tmp reach.
+      const int ready = min(computed - (g.kh - 1), outputs) - emitted;
+      if (ready > 0) {
+        const int column = thread % (Tile::kWidth / NV) * NV;
+        const int first_row = thread / (Tile::kWidth / NV) * RV;  // of this batch
+        if (first_row < ready) {
+          Lanes<T, NV> acc[RV];
+#pragma unroll
+          for (int k = 0; k < RV; ++k) {
+#pragma unroll
+            for (int l = 0; l < NV; ++l) acc[k].v[l] = T(0);
+          }
+          const int base = (emitted + first_row) % ring_rows;
+          Slide<RV>(acc, taps, col_taps, g.kh, [&](int n) {
+            int slot = base + n;
+            slot -= slot >= ring_rows ? ring_rows : 0;
+            slot -= slot >= ring_rows ? ring_rows : 0;
+            return *reinterpret_cast<const Lanes<T, NV>*>(ring + slot * Tile::kTmpPitch + column);
+          });
+          const int e = e0 + column;
+#pragma unroll
+          for (int k = 0; k < RV; ++k) {
+            if (first_row + k >= ready) break;
+            In* const out = y_plane + static_cast<std::int64_t>(y_first + emitted + first_row + k) *
+                                          g.row_stride;
+            if (g.vector_output && e + NV <= g.row_elements) {
+              Lanes<In, NV> v;
+#pragma unroll
+              for (int l = 0; l < NV; ++l) v.v[l] = SeparableToOutput<In>(acc[k].v[l]);
+              if constexpr (sizeof(In) * NV == 32) {  // double: two 16-byte stores
+                auto* to = reinterpret_cast<Lanes<In, 2>*>(out + e);
+                to[0] = Lanes<In, 2>{{v.v[0], v.v[1]}};
+                to[1] = Lanes<In, 2>{{v.v[2], v.v[3]}};
+              } else {
+                *reinterpret_cast<Lanes<In, NV>*>(out + e) = v;
+              }
+            } else {
+#pragma unroll
+              for (int l = 0; l < NV; ++l) {
+                if (e + l < g.row_elements) {
+                  out[static_cast<std::int64_t>(e + l) * g.element_stride] =
+                      SeparableToOutput<In>(acc[k].v[l]);
+                }
+              }
+            }
+          }
+        }
+        emitted += ready;
+      }
+    }
+  }
+}
+
+template <class T>
+StrategyLimits SeparableLimits() {
+  StrategyLimits limits;
+  limits.constant_bank_bytes = separable_taps_banks::Of<T>::kBytes;
+  return limits;
+}
+
+// The geometry of `shape` with `interleaved` channels in a row (1 or C).
+Geometry MakeGeometry(const SeparableShape& s, bool interleave) {
+  Geometry g{};
+  const bool planes = s.layout == SeparableLayout::kPlanes;
+  const std::int64_t hw = s.height * s.width;
+  g.height = static_cast<int>(s.height);
+  g.width = static_cast<int>(s.width);
+  if (planes) {
+    g.planes = s.images * s.channels;
+    g.planes_per_image = s.channels;
+    g.image_stride = s.channels * hw;
+    g.sub_stride = hw;
+    g.row_stride = s.width;
+    g.interleaved = 1;
+    g.element_stride = 1;
+  } else if (interleave) {
+    g.planes = s.images;
+    g.planes_per_image = 1;
+    g.image_stride = hw * s.channels;
+    g.sub_stride = 0;
+    g.row_stride = s.width * s.channels;
+    g.interleaved = static_cast<int>(s.channels);
+    g.element_stride = 1;
+  } else {
+    g.planes = s.images * s.channels;
+    g.planes_per_image = s.channels;
+    g.image_stride = hw * s.channels;
+    g.sub_stride = 1;
+    g.row_stride = s.width * s.channels;
+    g.interleaved = 1;
+    g.element_stride = static_cast<int>(s.channels);
+  }
+  g.row_elements = g.width * g.interleaved;
+  g.kw = static_cast<int>(s.kw);
+  g.kh = static_cast<int>(s.kh);
+  g.cw = (g.kw - 1) / 2;
+  g.ch = (g.kh - 1) / 2;
+  g.tap_stride = s.per_image_taps ? g.kw + g.kh : 0;
+  g.border = s.border;
+  return g;
+}
+
+template <class In, class T, class Taps, class Tile>
+Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g,
+                  const Taps& taps) {
+  constexpr auto kernel = SeparableKernel<In, T, Taps, Tile>;
+  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  g.staged_pitch = layout.staged_pitch;
+  g.staged_width = layout.staged_width;
+  g.map_entries = layout.map_entries;
+  // Filters longer than a few taps need more than the 48 KiB a block gets without asking: the
+  // device's most, asked once a device.
+  static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
+  if (!shared_memory_raised[device].load(std::memory_order_relaxed)) {
+    std::size_t most = 0;
+    CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &most));
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(most)),
+        "cudaFuncSetAttribute(SeparableFilter kernel)");
+    shared_memory_raised[device].store(true, std::memory_order_relaxed);
+  }
+  const std::size_t shared = layout.Bytes();
+  int per_sm = 0, sms = 0;
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads, shared),
+      "cudaOccupancyMaxActiveBlocksPerMultiprocessor(SeparableFilter kernel)");
+  CONSTMEM_RETURN_IF_ERROR(MultiprocessorCount(device, &sms));
+  const std::int64_t resident = std::max(1, per_sm) * static_cast<std::int64_t>(sms);
+  // Segments of rows: whole heights where the strips fill the GPU twice over; else shorter ones,
+  // but each at least four halos long (a segment computes kh - 1 rows of tmp beyond its outputs).
+  g.tile_columns = (g.row_elements + Tile::kWidth - 1) / Tile::kWidth;
+  const std::int64_t strips = g.planes * g.tile_columns;
+  const std::int64_t shortest = std::max(Tile::kRows, 4 * (g.kh - 1));
+  const std::int64_t most_segments = std::max<std::int64_t>(1, g.height / shortest);
+  const std::int64_t segments =
+      std::min<std::int64_t>(most_segments, (2 * resident + strips - 1) / strips);
+  g.segment_rows = static_cast<int>((g.height + segments - 1) / segments);
+  g.segments = (g.height + g.segment_rows - 1) / g.segment_rows;
+  g.work = strips * g.segments;
+  g.vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g.row_stride % 4 == 0;
+  g.vector_output = g.element_stride == 1 && g.row_stride % 4 == 0 &&
+                    reinterpret_cast<std::uintptr_t>(y) % (4 * sizeof(In)) == 0;
+  const dim3 grid = PersistentGrid(
+      g.work, static_cast<int>(std::min<std::int64_t>(resident, std::numeric_limits<int>::max())));
+  kernel<<<grid, Tile::kThreads, shared, stream>>>(x, y, g, taps);
+  return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()),
+                    "SeparableFilter launch");
+}
+
+// The tile and the rows' form for `shape` where `shared_bytes_per_block` holds them: large tiles,
+// else small; interleaved channels where C <= kMaxInterleavedChannels and they fit, else one
+// channel at a time. 0: nothing fits.
+template <class T>
+int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool* interleave) {
+  const int kw = static_cast<int>(s.kw), kh = static_cast<int>(s.kh);
+  const bool can_interleave =
+      s.layout == SeparableLayout::kChannelsLast && s.channels <= kMaxInterleavedChannels;
+  for (int threads : {LargeTile::kThreads, SmallTile::kThreads}) {
+    for (bool inter : {true, false}) {
+      if (inter && !can_interleave) continue;
+      const int interleaved = inter ? static_cast<int>(s.channels) : 1;
+      const std::size_t bytes = threads == LargeTile::kThreads
+                                    ? SharedLayout<LargeTile, T>(interleaved, kw, kh).Bytes()
+                                    : SharedLayout<SmallTile, T>(interleaved, kw, kh).Bytes();
+      if (bytes <= shared_bytes_per_block) {
+        *interleave = inter;
+        return threads;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+template <class T>
+Placement SeparableFilterPlacement(std::int64_t count, SourceKind source) {
+  return ChoosePlacementFor<T>(count, source, SeparableLimits<T>());
+}
+
+template <class In>
+int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block) {
+  bool interleave = false;
+  return ChooseTile<typename SeparableCompute<In>::type>(shape, shared_bytes_per_block,
+                                                         &interleave);
+}
+
+template <class In, class T>
+Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* y,
+                                             const SeparableShape& shape, const TableView<T>& taps,
+                                             Placement placement,
+                                             std::size_t shared_bytes_per_block,
+                                             LaunchReport* report) {
+  static_assert(std::is_same<T, typename SeparableCompute<In>::type>::value,
+                "taps of the compute type");
+  if (report != nullptr) *report = LaunchReport(placement);
+  CONSTMEM_RETURN_IF_ERROR(CheckSeparableArguments(shape, taps.size));
+  if (taps.values == nullptr && taps.size > 0) return InvalidArgument("SeparableFilter: null taps");
+  if (shape.Elements() == 0) return Status::Ok();
+  if (x == nullptr || y == nullptr) return InvalidArgument("SeparableFilter: null data");
+  // Offsets within a plane and a row are 32-bit in the kernel.
+  if (shape.height > std::numeric_limits<int>::max() ||
+      shape.width * shape.channels > std::numeric_limits<int>::max() / 2) {
+    return InvalidArgument("SeparableFilter: rows of at most 2^30 elements and 2^31 rows");
+  }
+  return LaunchWithTable<DefaultByValueTable<T>, separable_taps_banks::Of<T>>(
+      stream, taps, placement,
+      [&](int device, const auto& reader) {
+        using Taps = std::decay_t<decltype(reader)>;
+        std::size_t device_bytes = 0;
+        CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
+        const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
+        bool interleave = false;
+        switch (ChooseTile<T>(shape, available, &interleave)) {
+          case LargeTile::kThreads:
+            return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
+                                                      MakeGeometry(shape, interleave), reader);
+          case SmallTile::kThreads:
+            return LaunchTile<In, T, Taps, SmallTile>(device, stream, x, y,
+                                                      MakeGeometry(shape, interleave), reader);
+        }
+        return Status(StatusCode::kFailedPrecondition,
+                      "SeparableFilter's GPU kernel needs more shared memory a block than the " +
+                          std::to_string(available) + " bytes this GPU offers");
+      },
+      report);
+}
+
+template <class In, class T>
+Status LaunchSeparableFilterWithPlacement(GpuStream stream, const In* x, In* y,
+                                          const SeparableShape& shape, const TableView<T>& taps,
+                                          Placement placement, LaunchReport* report) {
+  return LaunchSeparableFilterWithSharedMemory(stream, x, y, shape, taps, placement,
+                                               std::numeric_limits<std::size_t>::max(), report);
+}
+
+template <class In, class T>
+Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const SeparableShape& shape,
+                             const TableView<T>& taps, LaunchReport* report) {
+  return LaunchSeparableFilterWithPlacement(
+      stream, x, y, shape, taps, SeparableFilterPlacement<T>(taps.size, taps.source), report);
+}
+
+#define CONSTMEM_INSTANTIATE_SEPARABLE(In, T)                                                    \
+  template Status LaunchSeparableFilter<In, T>(GpuStream, const In*, In*, const SeparableShape&, \
+                                               const TableView<T>&, LaunchReport*);              \
+  template Status LaunchSeparableFilterWithPlacement<In, T>(                                     \
+      GpuStream, const In*, In*, const SeparableShape&, const TableView<T>&, Placement,          \
+      LaunchReport*);                                                                            \
+  template Status LaunchSeparableFilterWithSharedMemory<In, T>(                                  \
+      GpuStream, const In*, In*, const SeparableShape&, const TableView<T>&, Placement,          \
+      std::size_t, LaunchReport*);                                                               \
+  template int SeparableFilterBlockThreads<In>(const SeparableShape&, std::size_t);
+CONSTMEM_INSTANTIATE_SEPARABLE(float, float)
+CONSTMEM_INSTANTIATE_SEPARABLE(double, double)
+CONSTMEM_INSTANTIATE_SEPARABLE(std::uint8_t, float)
+#undef CONSTMEM_INSTANTIATE_SEPARABLE
+template Placement SeparableFilterPlacement<float>(std::int64_t, SourceKind);
+template Placement SeparableFilterPlacement<double>(std::int64_t, SourceKind);
+
+}  // namespace ops
+}  // namespace constmem

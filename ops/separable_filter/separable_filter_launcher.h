@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plain C++ interface between SeparableFilter's framework kernels (host compiler) and its CUDA
+// code (nvcc, no framework header). The stream is the framework's raw CUDA stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
+#include "separable_filter/separable_filter_functor.h"
+
+namespace constmem {
+namespace ops {
+
+// Enqueues y = SeparableFilter(x, taps) on `stream` and returns without waiting. `x` and `y` hold
+// shape.Elements() values in shape.layout and must not overlap; `taps` holds shape.TableSize()
+// entries (row taps then column taps, per image when shape.per_image_taps). (In, T) is (float,
+// float), (double, double) or (uint8_t, float): T = SeparableCompute<In>::type.
+template <class In, class T>
+Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const SeparableShape& shape,
+                             const TableView<T>& taps, LaunchReport* report = nullptr);
+
+// The same with the placement chosen by the caller (benchmarks, tests of every placement).
+template <class In, class T>
+Status LaunchSeparableFilterWithPlacement(GpuStream stream, const In* x, In* y,
+                                          const SeparableShape& shape, const TableView<T>& taps,
+                                          Placement placement, LaunchReport* report = nullptr);
+
+// LaunchSeparableFilterWithPlacement as on a GPU that offers at most `shared_bytes_per_block` of
+// shared memory a block: tests run the small tiles of GPUs with less shared memory (64 KiB on
+// compute capability 7.5) on a larger one.
+template <class In, class T>
+Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* y,
+                                             const SeparableShape& shape, const TableView<T>& taps,
+                                             Placement placement,
+                                             std::size_t shared_bytes_per_block,
+                                             LaunchReport* report = nullptr);
+
+// The threads a block of SeparableFilter's kernel for `shape` with data In on a GPU that offers
+// `shared_bytes_per_block`: 256 (large tiles), 64 (small tiles) or 0 where nothing fits.
+template <class In>
+int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block);
+
+// Where LaunchSeparableFilter puts `count` taps of T from `source`.
+template <class T>
+Placement SeparableFilterPlacement(std::int64_t count, SourceKind source);
+
+}  // namespace ops
+}  // namespace constmem

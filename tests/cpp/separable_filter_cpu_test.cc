@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: Apache-2.0
+// SeparableFilter's CPU kernel: bit for bit against the functor's definition (SeparableOutput) and
+// within rounding of an independent reference (two 1-D passes in long double, borders folded by
+// repeated reflection), every border, both layouts, shared and per-image taps, odd and even
+// kernels, kernels larger than the image, uint8 rounding and clamping, and every instruction set
+// bitwise equal to the portable kernel.
+#include "separable_filter/separable_filter_cpu.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "constmem/cpu_isa.hpp"
+#include "separable_filter/separable_filter_functor.h"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+using cpu::Isa;
+
+// Independent of SeparableFold: reflect (or clamp) step by step until inside.
+std::int64_t ReferenceIndex(std::int64_t i, std::int64_t n, SeparableBorder border) {
+  if (border == SeparableBorder::kZeros) return i >= 0 && i < n ? i : -1;
+  if (border == SeparableBorder::kReplicate) return std::min(std::max<std::int64_t>(i, 0), n - 1);
+  if (n == 1) return 0;
+  while (i < 0 || i >= n) {
+    if (i < 0) i = -i;
+    if (i >= n) i = 2 * (n - 1) - i;
+  }
+  return i;
+}
+
+struct Reference {
+  std::vector<long double> value, magnitude;  // the exact-ish result and sum of |terms|
+};
+
+// Two 1-D passes in long double, addressing the input by (b, c, y, x) directly.
+template <class In, class T>
+Reference ReferenceFilter(const std::vector<In>& x, const SeparableShape& s,
+                          const std::vector<T>& taps) {
+  const std::int64_t n = s.Elements();
+  Reference ref;
+  ref.value.assign(n, 0);
+  ref.magnitude.assign(n, 0);
+  auto at = [&](std::int64_t b, std::int64_t c, std::int64_t yy, std::int64_t xx) {
+    return s.layout == SeparableLayout::kPlanes
+               ? ((b * s.channels + c) * s.height + yy) * s.width + xx
+               : ((b * s.height + yy) * s.width + xx) * s.channels + c;
+  };
+  const std::int64_t cw = (s.kw - 1) / 2, ch = (s.kh - 1) / 2;
+  std::vector<long double> tmp(s.height * s.width), tmp_abs(s.height * s.width);
+  for (std::int64_t b = 0; b < s.images; ++b) {
+    const T* row = taps.data() + (s.per_image_taps ? b * (s.kw + s.kh) : 0);
+    const T* col = row + s.kw;
+    for (std::int64_t c = 0; c < s.channels; ++c) {
+      for (std::int64_t yy = 0; yy < s.height; ++yy) {
+        for (std::int64_t xx = 0; xx < s.width; ++xx) {
+          long double sum = 0, mag = 0;
+          for (std::int64_t j = 0; j < s.kw; ++j) {
+            const std::int64_t q = ReferenceIndex(xx + j - cw, s.width, s.border);
+            if (q < 0) continue;
+            const long double term =
+                static_cast<long double>(row[j]) * static_cast<long double>(x[at(b, c, yy, q)]);
+            sum += term;
+            mag += std::fabs(term);
+          }
+          tmp[yy * s.width + xx] = sum;
+          tmp_abs[yy * s.width + xx] = mag;
+        }
+      }
+      for (std::int64_t yy = 0; yy < s.height; ++yy) {
+        for (std::int64_t xx = 0; xx < s.width; ++xx) {
+          long double sum = 0, mag = 0;
+          for (std::int64_t i = 0; i < s.kh; ++i) {
+            const std::int64_t r = ReferenceIndex(yy + i - ch, s.height, s.border);
+            if (r < 0) continue;
+            sum += static_cast<long double>(col[i]) * tmp[r * s.width + xx];
+            mag += std::fabs(static_cast<long double>(col[i])) * tmp_abs[r * s.width + xx];
+          }
+          ref.value[at(b, c, yy, xx)] = sum;
+          ref.magnitude[at(b, c, yy, xx)] = mag;
+        }
+      }
+    }
+  }
+  return ref;
+}
+
+std::string Describe(const SeparableShape& s) {
+  static const char* kBorders[] = {"zeros", "reflect", "replicate"};
+  return "[" + std::to_string(s.images) + ", " + std::to_string(s.channels) + ", " +
+         std::to_string(s.height) + ", " + std::to_string(s.width) + "] " +
+         (s.layout == SeparableLayout::kPlanes ? "planes" : "channels-last") + ", kh " +
+         std::to_string(s.kh) + ", kw " + std::to_string(s.kw) + ", " +
+         kBorders[static_cast<int>(s.border)] + (s.per_image_taps ? ", per image" : ", shared");
+}
+
+template <class In, class T>
+std::vector<In> RunCpu(const std::vector<In>& x, const SeparableShape& s,
+                       const std::vector<T>& taps, Isa isa, std::int64_t split = -1) {
+  std::vector<In> y(x.size(), In(7));
+  const std::int64_t units = SeparableFilterCpuUnits(s);
+  if (split < 0) split = units / 2;
+  SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), 0, split, isa);  // two shards
+  SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), split, units, isa);
+  return y;
+}
+
+template <class In, class T>
+void RandomData(std::mt19937_64& rng, const SeparableShape& s, std::vector<In>* x,
+                std::vector<T>* taps) {
+  x->resize(s.Elements());
+  taps->resize(s.TableSize());
+  if constexpr (sizeof(In) == 1) {
+    for (auto& v : *x) v = static_cast<In>(rng() % 256);
+    // Mostly a smoothing kernel (sums near 1), with negative taps now and then: values round
+    // anywhere in [0, 255] and some clamp at either end.
+    std::uniform_real_distribution<double> u(-0.3, 1.0);
+    for (auto& v : *taps) v = static_cast<T>(u(rng));
+    for (std::int64_t b = 0; b < (s.per_image_taps ? s.images : 1); ++b) {
+      for (std::int64_t j = 0; j < s.kw; ++j) (*taps)[b * (s.kw + s.kh) + j] /= s.kw * 0.35f;
+      for (std::int64_t i = 0; i < s.kh; ++i) (*taps)[b * (s.kw + s.kh) + s.kw + i] /= s.kh * 0.35f;
+    }
+  } else {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (auto& v : *x) v = static_cast<In>(u(rng));
+    for (auto& v : *taps) v = static_cast<T>(u(rng));
+  }
+}
+
+// The kernel (this ISA) against the definition bit for bit and the reference within rounding.
+template <class In>
+void CheckCase(const SeparableShape& s, Isa isa, std::uint64_t seed) {
+  using T = typename SeparableCompute<In>::type;
+  ASSERT_TRUE(CheckSeparableArguments(s, s.TableSize()).ok()) << Describe(s);
+  std::mt19937_64 rng(seed);
+  std::vector<In> x;
+  std::vector<T> taps;
+  RandomData(rng, s, &x, &taps);
+  const std::vector<In> y = RunCpu(x, s, taps, isa);
+  const Reference ref = ReferenceFilter(x, s, taps);
+  const long double eps = std::numeric_limits<T>::epsilon();
+  const long double gamma = (s.kw + s.kh + 2) * eps;
+  for (std::int64_t b = 0; b < s.images; ++b) {
+    for (std::int64_t c = 0; c < s.channels; ++c) {
+      for (std::int64_t yy = 0; yy < s.height; ++yy) {
+        for (std::int64_t xx = 0; xx < s.width; ++xx) {
+          const std::int64_t i = SeparableOffset(s, b, c, yy, xx);
+          const In defined = SeparableOutput(x.data(), s, taps.data(), b, c, yy, xx);
+          ASSERT_EQ(std::memcmp(&y[i], &defined, sizeof(In)), 0)
+              << Describe(s) << " at b " << b << " c " << c << " y " << yy << " x " << xx << ", "
+              << cpu::IsaName(isa) << ": " << +y[i] << " vs the definition's " << +defined;
+          const long double bound = gamma * ref.magnitude[i] + 4 * std::numeric_limits<T>::min();
+          if constexpr (sizeof(In) == 1) {
+            long double expected =
+                std::nearbyint(std::min<long double>(255, std::max<long double>(0, ref.value[i])));
+            if (y[i] != expected) {
+              // Only where the exact value lies within rounding of a half.
+              const long double half = std::floor(ref.value[i]) + 0.5L;
+              ASSERT_LE(std::fabs(ref.value[i] - half), bound)
+                  << Describe(s) << ": " << +y[i] << " vs " << static_cast<double>(ref.value[i]);
+              ASSERT_LE(std::fabs(y[i] - expected), 1);
+            }
+          } else {
+            ASSERT_LE(std::fabs(static_cast<long double>(y[i]) - ref.value[i]), bound)
+                << Describe(s) << " at " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+class SeparableCpu : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu::IsaSupported(GetParam()))
+      GTEST_SKIP() << "this CPU lacks " << cpu::IsaName(GetParam());
+  }
+};
+
+std::vector<SeparableShape> Shapes() {
+  std::vector<SeparableShape> shapes;
+  struct Size {
+    std::int64_t b, c, h, w, kh, kw;
+  };
+  const Size sizes[] = {
+      {2, 3, 13, 17, 3, 3},     // odd kernels
+      {2, 3, 13, 17, 4, 6},     // even kernels: the centre at (k - 1) / 2
+      {1, 2, 9, 40, 1, 5},      // one column tap
+      {1, 2, 21, 7, 9, 1},      // one row tap
+      {2, 1, 6, 5, 25, 40},     // kernels larger than the image: folded again and again
+      {1, 3, 1, 33, 7, 5},      // H = 1
+      {1, 3, 35, 1, 5, 7},      // W = 1
+      {1, 1, 1, 1, 3, 4},       // one pixel
+      {1, 4, 70, 150, 31, 17},  // more than a band of rows, more than a tile of columns
+      {3, 2, 33, 67, 127, 2},   // the longest filter
+  };
+  for (const Size& z : sizes) {
+    for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
+      for (auto border :
+           {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+        for (bool per_image : {false, true}) {
+          SeparableShape s;
+          s.images = z.b;
+          s.channels = z.c;
+          s.height = z.h;
+          s.width = z.w;
+          s.kh = z.kh;
+          s.kw = z.kw;
+          s.layout = layout;
+          s.border = border;
+          s.per_image_taps = per_image;
+          shapes.push_back(s);
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+TEST_P(SeparableCpu, EveryBorderLayoutAndTapFormAgainstTheDefinitionAndAReference) {
+  std::uint64_t seed = 1;
+  for (const SeparableShape& s : Shapes()) {
+    CheckCase<float>(s, GetParam(), seed++);
+    CheckCase<double>(s, GetParam(), seed++);
+    CheckCase<std::uint8_t>(s, GetParam(), seed++);
+    if (HasFatalFailure()) return;
+  }
+}
+
+template <class In>
+void ExpectSameAsPortable(Isa isa, const SeparableShape& s, std::uint64_t seed) {
+  using T = typename SeparableCompute<In>::type;
+  std::mt19937_64 rng(seed);
+  std::vector<In> x;
+  std::vector<T> taps;
+  RandomData(rng, s, &x, &taps);
+  const auto units = SeparableFilterCpuUnits(s);
+  const auto split = units == 0 ? 0 : static_cast<std::int64_t>(rng() % (units + 1));
+  const std::vector<In> got = RunCpu(x, s, taps, isa, split);
+  const std::vector<In> portable = RunCpu(x, s, taps, Isa::kPortable);
+  ASSERT_TRUE(x.empty() || std::memcmp(got.data(), portable.data(), x.size() * sizeof(In)) == 0)
+      << Describe(s) << ", " << cpu::IsaName(isa);
+}
+
+TEST_P(SeparableCpu, BitwiseEqualToThePortableKernelOnRandomShapes) {
+  std::mt19937_64 rng(static_cast<unsigned>(GetParam()) + 77);
+  for (int trial = 0; trial < 60; ++trial) {
+    SeparableShape s;
+    s.images = 1 + rng() % 3;
+    s.channels = 1 + rng() % 4;
+    s.height = 1 + rng() % 90;
+    s.width = 1 + rng() % 300;
+    s.kh = 1 + rng() % (trial % 5 == 0 ? 127 : 20);
+    s.kw = 1 + rng() % (trial % 7 == 0 ? 127 : 20);
+    s.layout = trial % 2 ? SeparableLayout::kPlanes : SeparableLayout::kChannelsLast;
+    s.border = static_cast<SeparableBorder>(trial % 3);
+    s.per_image_taps = trial % 4 == 1;
+    ExpectSameAsPortable<float>(GetParam(), s, rng());
+    ExpectSameAsPortable<double>(GetParam(), s, rng());
+    ExpectSameAsPortable<std::uint8_t>(GetParam(), s, rng());
+  }
+}
+
+// The default instruction set (BestIsa, capped by CONSTMEM_CPU_ISA in the capped ctest runs).
+TEST(SeparableCpuDefault, TheRunTimeChoiceMatchesThePortableKernel) {
+  SeparableShape s;
+  s.images = 2;
+  s.channels = 3;
+  s.height = 50;
+  s.width = 301;
+  s.kh = 17;
+  s.kw = 9;
+  std::mt19937_64 rng(3);
+  std::vector<float> x, taps;
+  RandomData(rng, s, &x, &taps);
+  std::vector<float> y(x.size()), portable(x.size());
+  const std::int64_t units = SeparableFilterCpuUnits(s);
+  SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), 0, units);
+  SeparableFilterCpuRange(x.data(), portable.data(), s, taps.data(), 0, units, Isa::kPortable);
+  EXPECT_EQ(std::memcmp(y.data(), portable.data(), x.size() * sizeof(float)), 0)
+      << cpu::IsaName(cpu::BestIsa());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryInstructionSet, SeparableCpu,
+                         ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(cpu::IsaName(info.param)); });
+
+TEST(SeparableFold, ReflectsAsReflect101AndFoldsAgain) {
+  const auto fold = [](std::int64_t i, std::int64_t n) {
+    return SeparableFold<std::int64_t>(i, n, SeparableBorder::kReflect);
+  };
+  // 0 1 2 3 2 1 | 0 1 2 3 | 2 1 0: period 2n - 2.
+  const std::int64_t expected[] = {0, 1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1, 0};
+  for (std::int64_t i = -6; i <= 6; ++i) EXPECT_EQ(fold(i, 4), expected[i + 6]) << i;
+  for (std::int64_t i = -5; i <= 5; ++i) EXPECT_EQ(fold(i, 1), 0) << i;
+  for (std::int64_t i = -300; i <= 300; ++i) {
+    for (std::int64_t n : {1, 2, 3, 7}) {
+      EXPECT_EQ(fold(i, n), ReferenceIndex(i, n, SeparableBorder::kReflect)) << i << " " << n;
+      EXPECT_EQ(SeparableFold<std::int64_t>(i, n, SeparableBorder::kReplicate),
+                std::min<std::int64_t>(std::max<std::int64_t>(i, 0), n - 1));
+      EXPECT_EQ(SeparableFold<std::int64_t>(i, n, SeparableBorder::kZeros),
+                i >= 0 && i < n ? i : -1);
+    }
+  }
+}
+
+TEST(SeparableUint8, RoundsHalfToEvenAndClamps) {
+  SeparableShape s;
+  s.images = 1;
+  s.height = 1;
+  s.width = 8;
+  const std::vector<std::uint8_t> x = {1, 3, 5, 7, 200, 255, 0, 9};
+  auto run = [&](float row_tap, float col_tap) {
+    std::vector<std::uint8_t> y(8);
+    const std::vector<float> taps = {row_tap, col_tap};
+    SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), 0, SeparableFilterCpuUnits(s));
+    return y;
+  };
+  // 0.5, 1.5, 2.5, 3.5, 100, 127.5, 0, 4.5: half to even.
+  EXPECT_EQ(run(0.5f, 1.0f), (std::vector<std::uint8_t>{0, 2, 2, 4, 100, 128, 0, 4}));
+  EXPECT_EQ(run(2.0f, 1.0f), (std::vector<std::uint8_t>{2, 6, 10, 14, 255, 255, 0, 18}));
+  EXPECT_EQ(run(-1.0f, 1.0f), (std::vector<std::uint8_t>(8, 0)));
+  EXPECT_EQ(run(std::numeric_limits<float>::quiet_NaN(), 1.0f), (std::vector<std::uint8_t>(8, 0)));
+  EXPECT_EQ(run(std::numeric_limits<float>::infinity(), 1.0f),
+            (std::vector<std::uint8_t>{255, 255, 255, 255, 255, 255, 0, 255}));
+  for (int v = 0; v < 256; ++v) {  // every half-integer below 256, and the integers
+    EXPECT_EQ(SeparableToOutput<std::uint8_t>(v + 0.5f),
+              static_cast<std::uint8_t>(std::min(255.0f, std::nearbyint(v + 0.5f))));
+    EXPECT_EQ(SeparableToOutput<std::uint8_t>(static_cast<float>(v)), v);
+  }
+}
+
+TEST(SeparableShapeCheck, RejectsBadSizesAndTables) {
+  SeparableShape s;
+  s.images = 2;
+  s.channels = 3;
+  s.height = 4;
+  s.width = 5;
+  s.kh = 3;
+  s.kw = 127;
+  EXPECT_TRUE(CheckSeparableArguments(s, 130).ok());
+  EXPECT_FALSE(CheckSeparableArguments(s, 129).ok());
+  s.per_image_taps = true;
+  EXPECT_TRUE(CheckSeparableArguments(s, 260).ok());
+  s.kw = 128;
+  EXPECT_FALSE(CheckSeparableArguments(s, 262).ok());
+  s.kw = 0;
+  EXPECT_FALSE(CheckSeparableArguments(s, 6).ok());
+  s.kw = 3;
+  s.images = 1000;  // 6,000 entries
+  EXPECT_FALSE(CheckSeparableArguments(s, 6000).ok());
+  s.images = -1;
+  EXPECT_FALSE(CheckSeparableArguments(s, 0).ok());
+  s.images = 0;  // empty: valid, nothing to do
+  s.per_image_taps = false;
+  EXPECT_TRUE(CheckSeparableArguments(s, 6).ok());
+  EXPECT_EQ(SeparableFilterCpuUnits(s), 0);
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: Apache-2.0
+// SeparableFilter's GPU launcher, driven without a framework on a CUDA stream, bit for bit against
+// the CPU kernel (itself checked against the definition and an exact reference by
+// separable_filter_cpu_test): every border, both layouts (channels-last interleaved and one channel
+// at a time), shared and per-image taps, odd and even kernels, kernels larger than the image,
+// uint8, every placement and table source, sizes that leave tiles partial, misaligned data, the
+// small tiles of GPUs with 64 KiB of shared memory a block, and a captured graph replayed with
+// changed taps.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "constmem/constmem.cuh"
+#include "separable_filter/separable_filter_cpu.h"
+#include "separable_filter/separable_filter_functor.h"
+#include "separable_filter/separable_filter_launcher.h"
+#include "test_support.cuh"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::Stream;
+using testing::UnderSanitizer;
+
+constexpr std::size_t kTuringSharedBytes = 64 * 1024;
+constexpr std::size_t kHopperSharedBytes = 227 * 1024;
+
+std::string Describe(const SeparableShape& s) {
+  static const char* kBorders[] = {"zeros", "reflect", "replicate"};
+  return "[" + std::to_string(s.images) + ", " + std::to_string(s.channels) + ", " +
+         std::to_string(s.height) + ", " + std::to_string(s.width) + "] " +
+         (s.layout == SeparableLayout::kPlanes ? "planes" : "channels-last") + ", kh " +
+         std::to_string(s.kh) + ", kw " + std::to_string(s.kw) + ", " +
+         kBorders[static_cast<int>(s.border)] + (s.per_image_taps ? ", per image" : ", shared");
+}
+
+SeparableShape MakeShape(std::int64_t b, std::int64_t c, std::int64_t h, std::int64_t w,
+                         std::int64_t kh, std::int64_t kw, SeparableLayout layout,
+                         SeparableBorder border, bool per_image) {
+  SeparableShape s;
+  s.images = b;
+  s.channels = c;
+  s.height = h;
+  s.width = w;
+  s.kh = kh;
+  s.kw = kw;
+  s.layout = layout;
+  s.border = border;
+  s.per_image_taps = per_image;
+  return s;
+}
+
+template <class In>
+std::vector<In> RandomImages(std::mt19937_64& rng, std::int64_t n) {
+  std::vector<In> x(n);
+  if constexpr (sizeof(In) == 1) {
+    for (auto& v : x) v = static_cast<In>(rng() % 256);
+  } else {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (auto& v : x) v = static_cast<In>(u(rng));
+  }
+  return x;
+}
+
+template <class In, class T = typename SeparableCompute<In>::type>
+std::vector<T> RandomTaps(std::mt19937_64& rng, const SeparableShape& s) {
+  std::vector<T> taps(s.TableSize());
+  // For uint8 a smoothing kernel with some negative taps: results anywhere in [0, 255], some
+  // clamped.
+  std::uniform_real_distribution<double> u(sizeof(In) == 1 ? -0.3 : -1.0, 1.0);
+  for (auto& v : taps)
+    v = static_cast<T>(u(rng) / (sizeof(In) == 1 ? 0.35 * (s.kw + s.kh) / 2 : 1));
+  return taps;
+}
+
+template <class In, class T>
+std::vector<In> OnCpu(const std::vector<In>& x, const SeparableShape& s,
+                      const std::vector<T>& taps) {
+  std::vector<In> y(x.size());
+  SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), 0, SeparableFilterCpuUnits(s));
+  return y;
+}
+
+// A table in each form a launcher can get it: pageable host, pinned host, device.
+template <class T>
+struct Tables {
+  explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
+    cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
+    std::memcpy(pinned, values.data(), values.size() * sizeof(T));
+    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+  }
+  ~Tables() { cudaFreeHost(pinned); }
+  TableView<T> View(SourceKind source) const {
+    const auto n = static_cast<std::int64_t>(host.size());
+    switch (source) {
+      case SourceKind::kPageableHost:
+        return {host.data(), n, source, /*repeats=*/true};
+      case SourceKind::kPinnedHost:
+        return {pinned, n, source};
+      default:
+        return {device.get(), n, source};
+    }
+  }
+  std::vector<T> host;
+  T* pinned = nullptr;
+  DeviceBuffer<T> device;
+};
+
+// Every placement from every source that can take it, `offset` elements before x and y, on a GPU
+// offering `shared_bytes`; bitwise against the CPU kernel, nothing written outside y.
+template <class In>
+void Check(const SeparableShape& s, std::uint64_t seed, int offset = 0,
+           std::size_t shared_bytes = std::numeric_limits<std::size_t>::max()) {
+  using T = typename SeparableCompute<In>::type;
+  std::mt19937_64 rng(seed);
+  const std::int64_t n = s.Elements();
+  const auto x = RandomImages<In>(rng, n);
+  const Tables<T> taps(RandomTaps<In>(rng, s));
+  const auto expected = OnCpu(x, s, taps.host);
+  Stream stream;
+  DeviceBuffer<In> in(n + offset + 1), out(n + offset + 1);
+  ASSERT_CUDA(cudaMemcpy(in.get() + offset, x.data(), n * sizeof(In), cudaMemcpyHostToDevice));
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    for (Placement placement :
+         {Placement::kByValue, Placement::kConstantBank, Placement::kGlobalMemory}) {
+      const bool host = source != SourceKind::kDevice;
+      if ((placement == Placement::kByValue) != host && placement != Placement::kConstantBank)
+        continue;  // by value needs a host table, global memory a device table
+      if (placement == Placement::kByValue && s.TableSize() * sizeof(T) > kDefaultByValueBytes)
+        continue;
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0x5A, (n + offset + 1) * sizeof(In), stream));
+      LaunchReport report;
+      ASSERT_OK((LaunchSeparableFilterWithSharedMemory<In, T>(
+          stream, in.get() + offset, out.get() + offset, s, taps.View(source), placement,
+          shared_bytes, &report)));
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      const auto all = out.Read();
+      ASSERT_TRUE(n == 0 || std::memcmp(all.data() + offset, expected.data(), n * sizeof(In)) == 0)
+          << Describe(s) << ", " << sizeof(In) << "-byte data, " << PlacementName(placement)
+          << ", offset " << offset << ", " << shared_bytes << " bytes of shared memory";
+      const In poison = [] {
+        In v;
+        std::memset(&v, 0x5A, sizeof(In));
+        return v;
+      }();
+      EXPECT_EQ(std::memcmp(&all[n + offset], &poison, sizeof(In)), 0) << "wrote past y";
+      if (offset > 0) EXPECT_EQ(std::memcmp(&all[0], &poison, sizeof(In)), 0) << "wrote before y";
+    }
+  }
+}
+
+std::vector<SeparableShape> Shapes() {
+  struct Size {
+    std::int64_t b, c, h, w, kh, kw;
+  };
+  std::vector<Size> sizes = {
+      {2, 3, 13, 17, 3, 3},       // odd kernels, partial tiles
+      {2, 3, 13, 17, 4, 6},       // even kernels
+      {1, 2, 37, 131, 1, 5},      // one column tap; more than a tile column
+      {1, 2, 45, 7, 9, 1},        // one row tap; more than a step of rows
+      {2, 1, 6, 5, 25, 40},       // kernels larger than the image
+      {1, 3, 1, 33, 7, 5},        // H = 1
+      {1, 3, 35, 1, 5, 7},        // W = 1
+      {1, 1, 1, 1, 3, 4},         // one pixel
+      {2, 3, 70, 300, 31, 17},    // several tile columns and steps
+      {1, 2, 40, 260, 127, 127},  // the longest filters
+      {1, 12, 19, 23, 5, 9},      // channels-last with more channels than interleave
+  };
+  if (UnderSanitizer()) sizes.resize(8);
+  std::vector<SeparableShape> shapes;
+  for (const Size& z : sizes) {
+    for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
+      for (auto border :
+           {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+        for (bool per_image : {false, true}) {
+          shapes.push_back(MakeShape(z.b, z.c, z.h, z.w, z.kh, z.kw, layout, border, per_image));
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+TEST(SeparableFilterGpu, EveryCaseAndPlacementBitwiseEqualToTheCpuKernel) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 1;
+  for (const SeparableShape& s : Shapes()) {
+    Check<float>(s, seed++);
+    Check<double>(s, seed++);
+    Check<std::uint8_t>(s, seed++);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(SeparableFilterGpu, LargeImagesAndLongFilters) {
+  REQUIRE_GPU();
+  if (UnderSanitizer()) GTEST_SKIP() << "sizes too large for the sanitizer";
+  std::uint64_t seed = 1000;
+  for (std::int64_t k : {3, 17, 63, 127}) {
+    Check<float>(
+        MakeShape(2, 3, 301, 517, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, false),
+        seed++);
+    Check<std::uint8_t>(
+        MakeShape(2, 3, 224, 224, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, true),
+        seed++);
+    Check<float>(MakeShape(2, 224, 224, 3, k, k, SeparableLayout::kChannelsLast,
+                           SeparableBorder::kReplicate, false),
+                 seed++);
+  }
+  // Segments of rows (few strips): an image taller than it is wide.
+  Check<float>(
+      MakeShape(1, 1, 3000, 100, 9, 9, SeparableLayout::kPlanes, SeparableBorder::kZeros, false),
+      seed++);
+  Check<double>(
+      MakeShape(1, 1, 2000, 64, 63, 5, SeparableLayout::kPlanes, SeparableBorder::kReflect, false),
+      seed++);
+}
+
+TEST(SeparableFilterGpu, MisalignedDataTakesTheScalarPaths) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 2000;
+  for (int offset : {1, 3}) {
+    for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
+      const auto s = MakeShape(2, 3, 33, 136, 7, 9, layout, SeparableBorder::kReflect, false);
+      Check<float>(s, seed++, offset);
+      Check<double>(s, seed++, offset);
+      Check<std::uint8_t>(s, seed++, offset);
+    }
+  }
+}
+
+TEST(SeparableFilterGpu, SmallTilesBitwiseEqualToTheCpuKernel) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 3000;
+  const auto shapes = Shapes();
+  for (std::size_t i = 0; i < shapes.size(); i += 5) {  // a fifth of the cases, all kinds
+    Check<float>(shapes[i], seed++, 0, kTuringSharedBytes);
+    Check<double>(shapes[i], seed++, 0, kTuringSharedBytes);
+    Check<std::uint8_t>(shapes[i], seed++, 0, kTuringSharedBytes);
+    if (HasFatalFailure()) return;
+  }
+  Check<double>(
+      MakeShape(1, 2, 60, 70, 127, 127, SeparableLayout::kPlanes, SeparableBorder::kReflect, true),
+      seed++, 0, kTuringSharedBytes);
+}
+
+TEST(SeparableFilterLaunch, TilesShrinkWhereSharedMemoryIsSmall) {
+  for (std::int64_t k : {1, 3, 31, 63, 127}) {
+    const auto s =
+        MakeShape(1, 3, 100, 100, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, false);
+    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kHopperSharedBytes), 256) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<std::uint8_t>(s, kHopperSharedBytes), 256) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kHopperSharedBytes), k <= 63 ? 256 : 64) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kTuringSharedBytes), k <= 31 ? 256 : 64) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kTuringSharedBytes) > 0, true) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<double>(s, 8 * 1024), 0) << k;
+  }
+}
+
+TEST(SeparableFilterGpu, EmptyImagesLaunchNothingAndBadTablesAreErrors) {
+  REQUIRE_GPU();
+  Stream stream;
+  DeviceBuffer<float> buffer(64);
+  std::vector<float> taps(300, 0.5f);
+  for (const auto& s :
+       {MakeShape(0, 3, 4, 4, 3, 3, SeparableLayout::kPlanes, SeparableBorder::kZeros, false),
+        MakeShape(2, 0, 4, 4, 3, 3, SeparableLayout::kPlanes, SeparableBorder::kZeros, false),
+        MakeShape(2, 3, 0, 4, 3, 3, SeparableLayout::kChannelsLast, SeparableBorder::kZeros, false),
+        MakeShape(2, 3, 4, 0, 3, 3, SeparableLayout::kPlanes, SeparableBorder::kZeros, false)}) {
+    const TableView<float> view{taps.data(), 6, SourceKind::kPageableHost};
+    EXPECT_OK(LaunchSeparableFilter<float>(stream, buffer.get(), buffer.get(), s, view));
+  }
+  const auto s =
+      MakeShape(1, 1, 4, 4, 3, 3, SeparableLayout::kPlanes, SeparableBorder::kZeros, false);
+  const TableView<float> wrong{taps.data(), 5, SourceKind::kPageableHost};
+  EXPECT_EQ(LaunchSeparableFilter<float>(stream, buffer.get(), buffer.get() + 16, s, wrong).code(),
+            StatusCode::kInvalidArgument);
+  auto too_long = s;
+  too_long.kw = 128;
+  const TableView<float> long_view{taps.data(), 131, SourceKind::kPageableHost};
+  EXPECT_EQ(
+      LaunchSeparableFilter<float>(stream, buffer.get(), buffer.get() + 16, too_long, long_view)
+          .code(),
+      StatusCode::kInvalidArgument);
+  const TableView<float> view{taps.data(), 6, SourceKind::kPageableHost};
+  EXPECT_OK(LaunchSeparableFilter<float>(stream, buffer.get(), buffer.get() + 16, s, view));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+}
+
+// Captured into a graph: a device table is read in place at every replay, so new taps written into
+// it between replays take effect; a host table larger than the by-value parameter lives in the
+// graph's buffer and changes through UpdateCapturedTable.
+TEST(SeparableFilterGpu, CapturedGraphReplaysWithChangedTaps) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(4000);
+  // 9 images of two 63-tap filters: 1,134 taps, more than a by-value table holds.
+  const auto s =
+      MakeShape(9, 2, 50, 70, 63, 63, SeparableLayout::kPlanes, SeparableBorder::kReflect, true);
+  const std::int64_t n = s.Elements();
+  const auto x = RandomImages<float>(rng, n);
+  Stream stream;
+  DeviceBuffer<float> in(n), out(n), device_taps(s.TableSize());
+  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  for (SourceKind source : {SourceKind::kDevice, SourceKind::kPageableHost}) {
+    auto taps = RandomTaps<float>(rng, s);
+    ASSERT_CUDA(cudaMemcpy(device_taps.get(), taps.data(), taps.size() * sizeof(float),
+                           cudaMemcpyHostToDevice));
+    const TableView<float> view{source == SourceKind::kDevice ? device_taps.get() : taps.data(),
+                                s.TableSize(), source};
+    cudaGraph_t graph = nullptr;
+    LaunchReport report;
+    ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const Status launched =
+        LaunchSeparableFilter<float>(stream, in.get(), out.get(), s, view, &report);
+    ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+    ASSERT_OK(launched);
+    EXPECT_TRUE(report.captured);
+    EXPECT_EQ(report.placement, Placement::kGlobalMemory);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 3; ++replay) {
+      if (replay > 0) {  // new taps between replays
+        taps = RandomTaps<float>(rng, s);
+        if (source == SourceKind::kDevice) {
+          ASSERT_CUDA(cudaMemcpyAsync(device_taps.get(), taps.data(), taps.size() * sizeof(float),
+                                      cudaMemcpyHostToDevice, stream));
+        } else {
+          const TableView<float> update{taps.data(), s.TableSize(), SourceKind::kPageableHost};
+          ASSERT_OK(UpdateCapturedTable(report.capture, update, stream));
+        }
+      }
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, n * sizeof(float), stream));
+      ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      const auto expected = OnCpu(x, s, taps);
+      ASSERT_EQ(std::memcmp(out.Read().data(), expected.data(), n * sizeof(float)), 0)
+          << "replay " << replay << ", " << (source == SourceKind::kDevice ? "device" : "host")
+          << " taps";
+    }
+    ASSERT_CUDA(cudaGraphExecDestroy(exec));
+    ASSERT_CUDA(cudaGraphDestroy(graph));
+  }
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
