@@ -19,6 +19,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -42,6 +44,8 @@ namespace constmem {
 namespace ops {
 namespace {
 
+// Threads a block: up to 256, fewer where that leaves fewer of them idle for a tile's items
+// (BlockThreads).
 constexpr int kThreads = 256;
 // Outputs a thread: odd, so that the samples of lanes 7 Q apart fall in distinct banks for odd Q.
 constexpr int kOutputs = 7;
@@ -151,7 +155,7 @@ __global__ void __launch_bounds__(kThreads)
     const T* row_x = x + row * g.length;
     const std::int64_t first = t * tile_samples - (g.most_terms - 1) - U;
     T* const to = in_buffers + buffer * g.in_elements;
-    for (int e = threadIdx.x; e < g.staged; e += kThreads) {
+    for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
       const std::int64_t s = first + e;
       const bool inside = s >= 0 && s < g.length;
       CopyAsync(to + Slot<kQ>(e), inside ? row_x + s : row_x, inside);
@@ -174,7 +178,7 @@ __global__ void __launch_bounds__(kThreads)
     const T* const in = in_buffers + current * g.in_elements;
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     const std::int64_t tile_s0 = t * S;  // the tile's first s
-    for (int w = threadIdx.x; w < items; w += kThreads) {
+    for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
       if constexpr (kPerWarp) {
         c = w / groups;
@@ -220,7 +224,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t left = g.outputs - first_output;
     const int tile_outputs = left < S * P ? static_cast<int>(left) : S * P;
     T* const row_y = y + row * g.outputs + first_output;
-    for (int j = threadIdx.x; j < tile_outputs; j += kThreads) row_y[j] = out_buffer[j];
+    for (int j = threadIdx.x; j < tile_outputs; j += blockDim.x) row_y[j] = out_buffer[j];
   }
 }
 
@@ -303,6 +307,45 @@ bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader,
   return ChooseTile<T>(shape, true).per_warp;
 }
 
+// The threads a block for a tile of `items` (each kOutputs outputs of one phase): the multiple of
+// 32 from 64 to 256 that leaves the smallest share of thread slots idle over the tile's rounds
+// (128 items: 128 threads, not 256 of which half idle; 320: 160, two full rounds).
+int BlockThreads(int items) {
+  int best = kThreads;
+  double best_busy = 0;
+  for (int threads = kThreads; threads >= 64; threads -= 32) {
+    const int rounds = (items + threads - 1) / threads;
+    const double busy = static_cast<double>(items) / (static_cast<double>(rounds) * threads);
+    if (busy > best_busy + 1e-9) {
+      best = threads;
+      best_busy = busy;
+    }
+  }
+  return best;
+}
+
+// Blocks of `threads` threads with `shared` bytes that fit on the device at once (a persistent
+// grid), asked once per device, block size and KiB; SharedResidentBlocks allows the kernel the
+// shared memory first.
+template <auto Kernel>
+Status ResidentBlocksOf(int device, int threads, std::size_t shared, int* blocks) {
+  CONSTMEM_RETURN_IF_ERROR(SharedResidentBlocks<Kernel>(kThreads, device, shared, blocks));
+  if (threads == kThreads) return Status::Ok();
+  constexpr int kMaxKiB = 256;
+  static std::array<std::array<std::atomic<int>, kMaxKiB + 1>, kMaxDevices*(kThreads / 32 + 1)>
+      cached{};
+  const std::size_t kib = (shared + 1023) / 1024;  // <= kMaxKiB: SharedResidentBlocks checked
+  auto& slot = cached[device * (kThreads / 32 + 1) + threads / 32][kib];
+  int value = slot.load(std::memory_order_relaxed);
+  if (value == 0) {
+    CONSTMEM_RETURN_IF_ERROR(detail::QueryResidentBlocks(reinterpret_cast<const void*>(Kernel),
+                                                         threads, device, kib * 1024, &value));
+    slot.store(value, std::memory_order_relaxed);
+  }
+  *blocks = value;
+  return Status::Ok();
+}
+
 template <class T, class Taps, int kQ, bool kPerWarp>
 Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const UpfirdnShape& shape,
                      const Taps& taps) {
@@ -335,9 +378,10 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
                       std::to_string(shape.down) + "; this GPU offers " +
                       std::to_string(device_bytes));
   }
+  const int threads = BlockThreads(g.period * ((plan.s + kOutputs - 1) / kOutputs));
   int resident = 0;
-  CONSTMEM_RETURN_IF_ERROR(SharedResidentBlocks<kernel>(kThreads, device, shared, &resident));
-  kernel<<<PersistentGrid(g.tiles, resident), kThreads, shared, stream>>>(x, y, g, taps);
+  CONSTMEM_RETURN_IF_ERROR(ResidentBlocksOf<kernel>(device, threads, shared, &resident));
+  kernel<<<PersistentGrid(g.tiles, resident), threads, shared, stream>>>(x, y, g, taps);
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "Upfirdn launch");
 }
 

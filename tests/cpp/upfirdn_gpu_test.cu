@@ -255,8 +255,8 @@ TEST(UpfirdnGpu, SpecialValuesGiveTheCpusBitsAndNanForNan) {
   }
 }
 
-TEST(UpfirdnGpu, LaunchUpfirdnPicksThePlacementForTheRates) {
-  REQUIRE_GPU();
+// Host logic alone: it runs without a GPU too.
+TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
   auto shape = [](std::int64_t taps, std::int64_t up, std::int64_t down) {
     UpfirdnShape s;
     EXPECT_TRUE(MakeUpfirdnShape(64, 480000, taps, up, down, &s).ok());
