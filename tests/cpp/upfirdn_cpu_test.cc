@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -407,6 +408,32 @@ TEST_P(UpfirdnCpu, SpecialValuesWithAndWithoutDenormalFlush) {
 INSTANTIATE_TEST_SUITE_P(EveryInstructionSet, UpfirdnCpu,
                          ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
                          [](const auto& info) { return std::string(cpu::IsaName(info.param)); });
+
+// The instruction set chosen at run time (capped by CONSTMEM_CPU_ISA: the capped ctest variants
+// run this) gives the portable kernel's bits.
+TEST(UpfirdnCpuIsa, TheDefaultInstructionSetIsBitwiseEqualToThePortableKernel) {
+  const char* cap = std::getenv("CONSTMEM_CPU_ISA");
+  if (cap != nullptr && std::string(cap) == "portable") {
+    EXPECT_EQ(cpu::BestIsaForShuffles(), Isa::kPortable);
+  }
+  if (cap != nullptr && std::string(cap) == "avx2") {
+    EXPECT_NE(cpu::BestIsaForShuffles(), Isa::kAvx512);
+  }
+  std::mt19937_64 rng(41);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (const Case& c : Cases()) {
+    UpfirdnShape shape;
+    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
+    std::vector<float> x(c.rows * c.n), h(c.k);
+    for (auto& v : x) v = static_cast<float>(normal(rng));
+    for (auto& v : h) v = static_cast<float>(normal(rng));
+    const std::int64_t total = shape.rows * shape.outputs;
+    std::vector<float> y(total, 7.0f);
+    UpfirdnCpuRange(x.data(), y.data(), shape, h.data(), 0, total);
+    EXPECT_TRUE(SameBits(y, RunCpu(Isa::kPortable, x, shape, h, 0, total)))
+        << cpu::IsaName(cpu::BestIsaForShuffles()) << ", " << Describe(c);
+  }
+}
 
 // Terms past the edge are skipped, not multiplied by zero: an infinite sample reaches only the
 // outputs whose terms meet it, and phases without taps (k < up) give +0.
