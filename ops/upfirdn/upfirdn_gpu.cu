@@ -52,7 +52,10 @@ constexpr int kOutputs = 7;
 // Taps a chunk: the window a chunk loads holds 6 Q + kChunk samples for 7 kChunk FMAs.
 template <class T>
 constexpr int kChunk = sizeof(T) == 4 ? 16 : 8;
-// Shared memory for a tile's buffers (two of samples, one of outputs), the taps staged apart.
+// Shared memory for a tile's buffers (two of samples, one of outputs), not counting the halo of
+// ceil(k / up) - 1 samples each sample buffer carries, nor the taps staged apart: with the halo
+// inside the budget, a long filter at a small `up` (4,096 taps at 1/3) would leave room for one
+// output a tile and read its samples a thousand times over.
 constexpr std::size_t kTileBudgetBytes = 32 * 1024;
 
 // The staged samples of a tile: local index e is sample tile_first_base - (most_terms - 1) -
@@ -250,21 +253,25 @@ TilePlan PlanFor(int s, int q, int p_period, int most_terms, bool padded, bool p
   return plan;
 }
 
-// The tile for `shape`: the largest S within kTileBudgetBytes, in whole groups of 32 threads'
-// outputs for kPhasePerWarp (so that every warp takes one phase) and of one thread's for
-// kPhasePerLane; no more than a row needs; at least 1.
+// The tile for `shape`: the largest S within kTileBudgetBytes plus the halo (and within
+// `most_bytes`, what the device leaves), in whole groups of 32 threads' outputs for kPhasePerWarp
+// (so that every warp takes one phase) and of one thread's for kPhasePerLane; no more than a row
+// needs; at least 1.
 template <class T>
-TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp) {
+TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
+                    std::size_t most_bytes = kTileBudgetBytes * 8) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const int P = static_cast<int>(phases.period), Q = static_cast<int>(phases.stride);
   const int most_terms = static_cast<int>((shape.taps + shape.up - 1) / shape.up);
   const bool padded = Q > 3;
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
   auto plan = [&](int s) { return PlanFor<T>(s, Q, P, most_terms, padded, per_warp); };
+  const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + most_terms) * sizeof(T);
+  const std::size_t budget = std::min(kTileBudgetBytes + halo_bytes, most_bytes);
   // The most S the budget holds (bytes grow with S).
   int most = 0;
   for (int step = 1 << 20; step > 0; step >>= 1) {
-    if (plan(most + step).bytes <= kTileBudgetBytes) most += step;
+    if (plan(most + step).bytes <= budget) most += step;
   }
   const int unit = per_warp ? 32 * kOutputs : kOutputs;
   int s;
@@ -350,7 +357,12 @@ template <class T, class Taps, int kQ, bool kPerWarp>
 Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const UpfirdnShape& shape,
                      const Taps& taps) {
   constexpr auto kernel = UpfirdnKernel<T, Taps, kQ, kPerWarp>;
-  const TilePlan plan = ChooseTile<T>(shape, kPerWarp);
+  std::size_t device_bytes = 0;
+  CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
+  const std::size_t taps_bytes =
+      (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  const TilePlan plan =
+      ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0);
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   Geometry g;
   g.length = shape.length;
@@ -366,10 +378,8 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
   g.tile_s = plan.s;
   g.staged = plan.staged;
   g.in_elements = plan.in_elements;
-  g.tiles_offset = static_cast<int>((StagedTableBytes(taps, g.taps) + 15) / 16 * 16);
+  g.tiles_offset = static_cast<int>(taps_bytes);
   const std::size_t shared = g.tiles_offset + plan.bytes;
-  std::size_t device_bytes = 0;
-  CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   if (shared > device_bytes) {
     return Status(StatusCode::kFailedPrecondition,
                   "Upfirdn's GPU kernel needs " + std::to_string(shared) +

@@ -19,8 +19,8 @@ namespace ops {
 //   kPhasePerWarp: the lanes of a warp take outputs of one phase (outputs c + s * P for one c), so
 //     every lane reads the same tap at a time: a broadcast from any table placement (by value, a
 //     constant bank, global or shared memory). It needs tiles of at least 32 * 7 outputs of each
-//     phase, which fit the shared memory a block stages when P + Q is small (up to about 36 for
-//     float32, 18 for float64).
+//     phase, which fit the 32 KiB a block stages (plus the halo) when 2 Q + P is small: up to
+//     about 36 for float32, 18 for float64.
 //   kPhasePerLane: lanes take outputs of consecutive phases, each reading its own taps: the taps
 //     go to shared memory (or global memory); tiles need only 7 outputs of each phase. For rates
 //     such as 160/147, whose P + Q is too large for the other.
