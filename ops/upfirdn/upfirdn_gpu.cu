@@ -282,7 +282,8 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
     s = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(most, needed)));
   }
   TilePlan chosen = plan(s);
-  chosen.per_warp = per_warp && s % unit == 0;
+  // Whole groups of 32 threads a phase; with one phase (up dividing down) any tile is uniform.
+  chosen.per_warp = per_warp && (s % unit == 0 || P == 1);
   return chosen;
 }
 

@@ -283,6 +283,11 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
     EXPECT_EQ(UpfirdnChosenArrangement<float>(s, Placement::kConstantBank),
               UpfirdnArrangement::kPhasePerWarp);
   }
+  // One phase (up divides down): uniform whatever the tile.
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(4096, 1, 1024), SourceKind::kDevice),
+            Placement::kConstantBank);
+  EXPECT_EQ(UpfirdnChosenArrangement<double>(shape(4096, 1, 1024), Placement::kSharedMemory),
+            UpfirdnArrangement::kPhasePerWarp);
   EXPECT_EQ(UpfirdnPlacement<float>(1024, SourceKind::kPageableHost), Placement::kByValue);
   EXPECT_EQ(UpfirdnPlacement<float>(4096, SourceKind::kPageableHost), Placement::kConstantBank);
   EXPECT_EQ(UpfirdnPlacement<double>(4096, SourceKind::kDevice), Placement::kConstantBank);
