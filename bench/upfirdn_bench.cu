@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// Upfirdn on the GPU and the CPU, float32, against a memory ceiling measured in the same run:
+//   - resampling with scipy.signal.resample_poly's default filter (20 * max(up, down) + 1 taps):
+//     48 kHz -> 16 kHz (up/down 1/3), 16 -> 48 kHz (3/1), 44.1 -> 48 kHz (160/147) and
+//     48 -> 44.1 kHz (147/160);
+//   - upfirdn with 31 and 255 taps at up/down 2/1, 1/2 and 3/2;
+// each on [64, 480000] and [1, 28800000]. GB/s count the input plus the output bytes once; the
+// ceiling is cudaMemcpyAsync device-to-device moving as many bytes (read + write) in the same run.
+// Each case runs as LaunchUpfirdn chooses (device taps), then with every placement and lane
+// arrangement that can take the table; "terms" is G fused multiply-adds a second (outputs times
+// ceil(k / up)). A few outputs of every launch are checked against the scalar definition. The CPU
+// figure runs UpfirdnCpuRange on every hardware thread over the [64, 480000] shape.
+//   upfirdn_bench [--json FILE] [--no-cpu] [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.cuh"
+#include "checks.cuh"
+#include "constmem/constmem.cuh"
+#include "upfirdn/upfirdn_cpu.h"
+#include "upfirdn/upfirdn_functor.h"
+#include "upfirdn/upfirdn_launcher.h"
+
+namespace {
+
+using namespace constmem;
+using namespace constmem::ops;
+
+struct Case {
+  std::string name;
+  std::int64_t up, down, taps;
+};
+
+struct Row {
+  std::string name, variant, placement, arrangement;
+  std::int64_t rows = 0, length = 0, up = 0, down = 0, taps = 0;
+  double ms = 0, bytes_per_s = 0, ceiling_fraction = 0, terms_per_s = 0;
+};
+
+// A low-pass filter of `taps` taps (a windowed sinc, as resample_poly's default): the values do
+// not change the timing, only keep the outputs finite.
+std::vector<float> Filter(std::int64_t taps, std::int64_t up, std::int64_t down) {
+  std::vector<float> h(taps);
+  const double cutoff = 1.0 / static_cast<double>(std::max(up, down));
+  const double center = (taps - 1) / 2.0;
+  for (std::int64_t j = 0; j < taps; ++j) {
+    const double t = (j - center) * cutoff;
+    const double sinc = t == 0 ? 1.0 : std::sin(M_PI * t) / (M_PI * t);
+    const double window = 0.54 - 0.46 * std::cos(2 * M_PI * j / std::max<double>(1, taps - 1));
+    h[j] = static_cast<float>(up * cutoff * sinc * window);
+  }
+  return h;
+}
+
+// `samples` outputs of y (device) against the scalar definition: a launch that computed the wrong
+// thing must not report a figure.
+void Spot(const float* x_host, const float* y_device, const UpfirdnShape& shape,
+          const std::vector<float>& taps, const std::string& what) {
+  std::mt19937_64 rng(shape.rows * 31 + shape.up * 7 + shape.down);
+  const std::int64_t total = shape.rows * shape.outputs;
+  for (int k = 0; k < 48; ++k) {
+    const std::int64_t i = k < 8 ? k : k < 16 ? total - 1 - (k - 8) : rng() % total;
+    float got = 0;
+    CHECK_CUDA(cudaMemcpy(&got, y_device + i, sizeof(float), cudaMemcpyDeviceToHost));
+    const std::int64_t row = i / shape.outputs;
+    const float want =
+        UpfirdnOutput(x_host + row * shape.length, shape, taps.data(), i % shape.outputs);
+    if (std::memcmp(&got, &want, sizeof(float)) != 0) {
+      std::fprintf(stderr, "%s: output %lld is %.9g, the definition's %.9g\n", what.c_str(),
+                   static_cast<long long>(i), got, want);
+      std::exit(1);
+    }
+  }
+}
+
+double SecondsOfBest(int rounds, const std::function<void()>& run) {
+  double best = 1e30;
+  for (int r = 0; r < rounds; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* json_path = nullptr;
+  bool cpu = true, quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    if (!std::strcmp(argv[i], "--no-cpu")) cpu = false;
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+  }
+  const std::vector<Case> cases = {
+      {"resample 48k->16k", 1, 3, 2 * 10 * 3 + 1},
+      {"resample 16k->48k", 3, 1, 2 * 10 * 3 + 1},
+      {"resample 44.1k->48k", 160, 147, 2 * 10 * 160 + 1},
+      {"resample 48k->44.1k", 147, 160, 2 * 10 * 160 + 1},
+      {"upfirdn 2/1", 2, 1, 31},
+      {"upfirdn 1/2", 1, 2, 31},
+      {"upfirdn 3/2", 3, 2, 31},
+      {"upfirdn 2/1", 2, 1, 255},
+      {"upfirdn 1/2", 1, 2, 255},
+      {"upfirdn 3/2", 3, 2, 255},
+  };
+  const std::int64_t shapes[][2] = {{64, quick ? 48000 : 480000}, {1, quick ? 2880000 : 28800000}};
+  std::vector<Row> rows;
+
+  const bool gpu = HasGpuOrSayNone("upfirdn_bench");
+  cudaStream_t stream = nullptr;
+  cudaDeviceProp prop{};
+  if (gpu) {
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    std::printf("device: %s, %d SMs; median of %d after warm-up (CUDA events)\n", prop.name,
+                prop.multiProcessorCount, kRepetitions);
+    std::printf("%-20s %-13s %-34s %9s %8s %8s %8s\n", "case", "shape", "variant", "ms", "GB/s",
+                "memcpy", "Gterm/s");
+  }
+  for (const auto& dims : shapes) {
+    const std::int64_t n_rows = dims[0], length = dims[1];
+    std::vector<float> x(n_rows * length);
+    {
+      std::mt19937_64 rng(11);
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      for (auto& v : x) v = uniform(rng);
+    }
+    if (!gpu) break;
+    float *in = nullptr, *out = nullptr, *device_taps = nullptr;
+    CHECK_CUDA(cudaMalloc(&in, x.size() * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMalloc(&device_taps, kUpfirdnMaxTaps * sizeof(float)));
+    for (const Case& c : cases) {
+      UpfirdnShape shape;
+      CHECK_OK(MakeUpfirdnShape(n_rows, length, c.taps, c.up, c.down, &shape));
+      const std::int64_t total = shape.rows * shape.outputs;
+      CHECK_CUDA(cudaMalloc(&out, total * sizeof(float)));
+      const auto taps = Filter(c.taps, c.up, c.down);
+      CHECK_CUDA(cudaMemcpy(device_taps, taps.data(), taps.size() * sizeof(float),
+                            cudaMemcpyHostToDevice));
+      const double bytes = static_cast<double>(x.size() + total) * sizeof(float);
+      // The ceiling: a device-to-device copy of half the bytes (it reads and writes each).
+      const std::size_t copy_bytes = static_cast<std::size_t>(bytes / 2) / 16 * 16;
+      void* copy_from = nullptr;
+      void* copy_to = nullptr;
+      CHECK_CUDA(cudaMalloc(&copy_from, copy_bytes));
+      CHECK_CUDA(cudaMalloc(&copy_to, copy_bytes));
+      CHECK_CUDA(cudaMemset(copy_from, 0, copy_bytes));
+      const double copy_ms = MedianMs(stream, [&] {
+        CHECK_CUDA(
+            cudaMemcpyAsync(copy_to, copy_from, copy_bytes, cudaMemcpyDeviceToDevice, stream));
+      });
+      const double ceiling = 2.0 * copy_bytes / (copy_ms * 1e-3);
+      CHECK_CUDA(cudaFree(copy_from));
+      CHECK_CUDA(cudaFree(copy_to));
+      const double terms = static_cast<double>(total) * ((c.taps + c.up - 1) / c.up);
+      const std::string shape_name =
+          "[" + std::to_string(n_rows) + ", " + std::to_string(length) + "]";
+      std::printf("%-20s %-13s %-34s %9.4f %8.0f %8s %8s  (k=%lld)\n", c.name.c_str(),
+                  shape_name.c_str(), "cudaMemcpyAsync D2D", copy_ms, ceiling / 1e9, "100%", "",
+                  static_cast<long long>(c.taps));
+      const TableView<float> host_view{taps.data(), c.taps, SourceKind::kPageableHost, true};
+      const TableView<float> device_view{device_taps, c.taps, SourceKind::kDevice};
+      auto measure = [&](const std::string& variant, const TableView<float>& view,
+                         Placement placement, UpfirdnArrangement arrangement, bool chosen) {
+        LaunchReport report;
+        const double ms = MedianMs(stream, [&] {
+          if (chosen) {
+            CHECK_OK(LaunchUpfirdn<float>(stream, in, out, shape, view, &report));
+          } else {
+            CHECK_OK(LaunchUpfirdnWithArrangement<float>(stream, in, out, shape, view, placement,
+                                                         arrangement, &report));
+          }
+        });
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        Spot(x.data(), out, shape, taps, c.name + " " + variant);
+        Row row;
+        row.name = c.name;
+        row.variant = variant;
+        row.placement = PlacementName(report.placement);
+        row.arrangement =
+            UpfirdnArrangementName(chosen || arrangement == UpfirdnArrangement::kAuto
+                                       ? UpfirdnChosenArrangement<float>(shape, report.placement)
+                                       : arrangement);
+        row.rows = n_rows;
+        row.length = length;
+        row.up = c.up;
+        row.down = c.down;
+        row.taps = c.taps;
+        row.ms = ms;
+        row.bytes_per_s = bytes / (ms * 1e-3);
+        row.ceiling_fraction = row.bytes_per_s / ceiling;
+        row.terms_per_s = terms / (ms * 1e-3);
+        const std::string label = variant + " (" + row.placement + ", " + row.arrangement + ")";
+        std::printf("%-20s %-13s %-34s %9.4f %8.0f %7.1f%% %8.0f\n", c.name.c_str(),
+                    shape_name.c_str(), label.c_str(), ms, row.bytes_per_s / 1e9,
+                    100 * row.ceiling_fraction, row.terms_per_s / 1e9);
+        rows.push_back(row);
+      };
+      measure("LaunchUpfirdn", device_view, Placement::kConstantBank, UpfirdnArrangement::kAuto,
+              true);
+      if (c.taps * sizeof(float) <= kDefaultByValueBytes) {
+        measure("by_value", host_view, Placement::kByValue, UpfirdnArrangement::kPhasePerWarp,
+                false);
+      }
+      measure("constant_bank", device_view, Placement::kConstantBank,
+              UpfirdnArrangement::kPhasePerWarp, false);
+      for (Placement placement : {Placement::kGlobalMemory, Placement::kSharedMemory}) {
+        for (UpfirdnArrangement arrangement :
+             {UpfirdnArrangement::kPhasePerWarp, UpfirdnArrangement::kPhasePerLane}) {
+          measure(PlacementName(placement), device_view, placement, arrangement, false);
+        }
+      }
+      CHECK_CUDA(cudaFree(out));
+    }
+    CHECK_CUDA(cudaFree(in));
+    CHECK_CUDA(cudaFree(device_taps));
+  }
+
+  // The CPU: UpfirdnCpuRange on every hardware thread, the work units split evenly.
+  std::vector<Row> cpu_rows;
+  if (cpu) {
+    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const std::int64_t n_rows = 64, length = quick ? 48000 : 480000;
+    std::vector<float> x(n_rows * length);
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (auto& v : x) v = uniform(rng);
+    std::printf("\nCPU: %d threads, %s, [%lld, %lld], best of 3\n", threads,
+                cpu::IsaName(cpu::BestIsaForShuffles()), static_cast<long long>(n_rows),
+                static_cast<long long>(length));
+    std::printf("%-20s %6s %9s %8s %8s\n", "case", "taps", "ms", "GB/s", "Gterm/s");
+    for (const Case& c : cases) {
+      UpfirdnShape shape;
+      CHECK_OK(MakeUpfirdnShape(n_rows, length, c.taps, c.up, c.down, &shape));
+      const std::int64_t total = shape.rows * shape.outputs;
+      std::vector<float> y(total);
+      const auto taps = Filter(c.taps, c.up, c.down);
+      const double seconds = SecondsOfBest(3, [&] {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) {
+          pool.emplace_back([&, t] {
+            UpfirdnCpuRange(x.data(), y.data(), shape, taps.data(), total * t / threads,
+                            total * (t + 1) / threads);
+          });
+        }
+        for (auto& thread : pool) thread.join();
+      });
+      Row row;
+      row.name = c.name;
+      row.variant = "cpu";
+      row.rows = n_rows;
+      row.length = length;
+      row.up = c.up;
+      row.down = c.down;
+      row.taps = c.taps;
+      row.ms = seconds * 1e3;
+      row.bytes_per_s = static_cast<double>(x.size() + total) * sizeof(float) / seconds;
+      row.terms_per_s = static_cast<double>(total) * ((c.taps + c.up - 1) / c.up) / seconds;
+      std::printf("%-20s %6lld %9.3f %8.1f %8.1f\n", c.name.c_str(), static_cast<long long>(c.taps),
+                  row.ms, row.bytes_per_s / 1e9, row.terms_per_s / 1e9);
+      cpu_rows.push_back(row);
+    }
+  }
+
+  if (json_path != nullptr) {
+    Json json;
+    json.Add("device", "\"" + std::string(gpu ? prop.name : "none") + "\"");
+    auto list = [](const std::vector<Row>& of) {
+      std::string text = "[";
+      for (const Row& row : of) {
+        text += std::string(text.size() > 1 ? ",\n  " : "\n  ") + "{\"case\": \"" + row.name +
+                "\", \"rows\": " + std::to_string(row.rows) +
+                ", \"length\": " + std::to_string(row.length) +
+                ", \"up\": " + std::to_string(row.up) + ", \"down\": " + std::to_string(row.down) +
+                ", \"taps\": " + std::to_string(row.taps) + ", \"variant\": \"" + row.variant +
+                "\", \"placement\": \"" + row.placement + "\", \"arrangement\": \"" +
+                row.arrangement + "\", \"ms\": " + Num(row.ms) +
+                ", \"bytes_per_s\": " + Num(row.bytes_per_s) +
+                ", \"memcpy_fraction\": " + Num(row.ceiling_fraction) +
+                ", \"terms_per_s\": " + Num(row.terms_per_s) + "}";
+      }
+      return text + "]";
+    };
+    json.Add("gpu", list(rows));
+    json.Add("cpu", list(cpu_rows));
+    std::FILE* file = std::fopen(json_path, "w");
+    if (file == nullptr) return 1;
+    std::fprintf(file, "%s\n}\n", json.text.c_str());
+    std::fclose(file);
+  }
+  return 0;
+}

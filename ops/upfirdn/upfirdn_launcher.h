@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plain C++ interface between Upfirdn's framework kernels (host compiler) and its CUDA code
+// (nvcc, no framework header). The stream is the framework's raw CUDA stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
+#include "upfirdn/upfirdn_functor.h"
+
+namespace constmem {
+namespace ops {
+
+// How the GPU kernel's lanes take outputs. Consecutive outputs have different phases, so their
+// taps differ:
+//   kPhasePerWarp: the lanes of a warp take outputs of one phase (outputs c + s * P for one c), so
+//     every lane reads the same tap at a time: a broadcast from any table placement (by value, a
+//     constant bank, global or shared memory). It needs tiles of at least 32 * 7 outputs of each
+//     phase, which fit the 32 KiB a block stages (plus the halo) when 2 Q + P is small: up to
+//     about 36 for float32, 18 for float64.
+//   kPhasePerLane: lanes take outputs of consecutive phases, each reading its own taps: the taps
+//     go to shared memory (or global memory); tiles need only 7 outputs of each phase. For rates
+//     such as 160/147, whose P + Q is too large for the other.
+//   kAuto: kPhasePerWarp where its tiles fit, else kPhasePerLane (with a table in shared or
+//     global memory; a table by value or in a constant bank always takes kPhasePerWarp).
+enum class UpfirdnArrangement { kAuto, kPhasePerWarp, kPhasePerLane };
+
+inline const char* UpfirdnArrangementName(UpfirdnArrangement arrangement) {
+  switch (arrangement) {
+    case UpfirdnArrangement::kPhasePerWarp:
+      return "phase_per_warp";
+    case UpfirdnArrangement::kPhasePerLane:
+      return "phase_per_lane";
+    case UpfirdnArrangement::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+// Enqueues y = upfirdn(taps, x, shape.up, shape.down) along the last axis on `stream` and returns
+// without waiting: `x` holds shape.rows x shape.length samples, `y` shape.rows x shape.outputs
+// outputs; `shape` is one MakeUpfirdnShape made, `taps` has shape.taps entries. The taps go where
+// UpfirdnPlacementForShape says.
+template <class T>
+Status LaunchUpfirdn(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
+                     const TableView<T>& taps, LaunchReport* report = nullptr);
+
+// The same with the placement chosen by the caller (benchmarks, tests of every placement) and the
+// lanes arranged as kAuto says.
+template <class T>
+Status LaunchUpfirdnWithPlacement(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
+                                  const TableView<T>& taps, Placement placement,
+                                  LaunchReport* report = nullptr);
+
+// The same with the lanes' arrangement chosen too: kPhasePerLane needs a table in shared or
+// global memory (InvalidArgument otherwise).
+template <class T>
+Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
+                                    const TableView<T>& taps, Placement placement,
+                                    UpfirdnArrangement arrangement, LaunchReport* report = nullptr);
+
+// Where a table of `count` taps of T from `source` goes when every lane of a warp reads the same
+// tap (kPhasePerWarp): by value (a host table of up to 4 KiB), a constant bank, or global memory.
+// What a framework adapter asks to prepare the table; LaunchUpfirdn may stage it in shared memory
+// instead (UpfirdnPlacementForShape), which takes a table from any source.
+template <class T>
+Placement UpfirdnPlacement(std::int64_t count, SourceKind source);
+
+// Where LaunchUpfirdn puts the taps for `shape`: UpfirdnPlacement where kPhasePerWarp's tiles fit,
+// else shared memory (for kPhasePerLane).
+template <class T>
+Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source);
+
+// The arrangement a launch with `placement` runs for `shape` when asked for kAuto.
+template <class T>
+UpfirdnArrangement UpfirdnChosenArrangement(const UpfirdnShape& shape, Placement placement);
+
+}  // namespace ops
+}  // namespace constmem

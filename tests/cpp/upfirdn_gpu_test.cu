@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: Apache-2.0
+// Upfirdn's GPU launcher, driven without a framework on a CUDA stream, against its CPU kernel
+// (which upfirdn_cpu_test.cc checks against the direct reference and scipy's lengths): bit for bit,
+// for every edge case, the audio rates 1/3, 3/1, 160/147, 147/160 and 2/1, 1/2, 3/2 at 31, 255 and
+// 4,096 taps, every table source, placement and lane arrangement, aligned and misaligned data;
+// special values (NaN as NaN); a launch captured into a CUDA graph and replayed with changed taps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "constmem/constmem.cuh"
+#include "cpu_test_support.h"
+#include "test_support.cuh"
+#include "upfirdn/upfirdn_cpu.h"
+#include "upfirdn/upfirdn_functor.h"
+#include "upfirdn/upfirdn_launcher.h"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::Stream;
+using testing::UnderSanitizer;
+
+template <class T>
+std::vector<T> Random(std::mt19937_64& rng, std::int64_t n) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<T> values(n);
+  for (auto& v : values) v = static_cast<T>(normal(rng));
+  return values;
+}
+
+// A table in each of the forms a launcher can get it: pageable host, pinned host, device.
+template <class T>
+struct Tables {
+  explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
+    cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
+    std::memcpy(pinned, values.data(), values.size() * sizeof(T));
+    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+  }
+  ~Tables() { cudaFreeHost(pinned); }
+  TableView<T> View(SourceKind source) const {
+    const auto n = static_cast<std::int64_t>(host.size());
+    switch (source) {
+      case SourceKind::kPageableHost:
+        return {host.data(), n, source, /*repeats=*/true};
+      case SourceKind::kPinnedHost:
+        return {pinned, n, source};
+      default:
+        return {device.get(), n, source};
+    }
+  }
+  std::vector<T> host;
+  T* pinned = nullptr;
+  DeviceBuffer<T> device;
+};
+
+template <class T>
+bool SameBitsOrBothNan(const std::vector<T>& a, const std::vector<T>& b, std::size_t* where) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) {
+      *where = i;
+      return false;
+    }
+  }
+  return true;
+}
+
+struct Case {
+  std::int64_t rows, n, k, up, down;
+};
+
+std::string Describe(const Case& c) {
+  return std::to_string(c.rows) + " x " + std::to_string(c.n) + ", " + std::to_string(c.k) +
+         " taps, up " + std::to_string(c.up) + ", down " + std::to_string(c.down);
+}
+
+// One launch configuration: the table's source, its placement, the lanes' arrangement.
+struct Config {
+  SourceKind source;
+  Placement placement;
+  UpfirdnArrangement arrangement;
+};
+
+std::string Describe(const Config& config) {
+  const char* source = config.source == SourceKind::kDevice       ? "device"
+                       : config.source == SourceKind::kPinnedHost ? "pinned"
+                                                                  : "pageable";
+  return std::string(source) + " table, " + PlacementName(config.placement) + ", " +
+         UpfirdnArrangementName(config.arrangement);
+}
+
+// Every configuration a table of `taps` entries of T can take.
+template <class T>
+std::vector<Config> Configs(std::int64_t taps) {
+  std::vector<Config> configs;
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    const bool host = source != SourceKind::kDevice;
+    for (Placement placement : {Placement::kByValue, Placement::kConstantBank,
+                                Placement::kGlobalMemory, Placement::kSharedMemory}) {
+      if (placement == Placement::kByValue &&
+          (!host || taps * static_cast<std::int64_t>(sizeof(T)) > 4096))
+        continue;
+      const bool divergent =
+          placement == Placement::kGlobalMemory || placement == Placement::kSharedMemory;
+      for (UpfirdnArrangement arrangement :
+           {UpfirdnArrangement::kAuto, UpfirdnArrangement::kPhasePerWarp,
+            UpfirdnArrangement::kPhasePerLane}) {
+        if (!divergent && arrangement == UpfirdnArrangement::kPhasePerLane) continue;
+        configs.push_back({source, placement, arrangement});
+      }
+    }
+  }
+  return configs;
+}
+
+// The GPU against the CPU kernel for `c` in each of `configs`, x and y `offset` elements past a
+// 16-byte boundary; `specials` mixes NaN, infinities, zeros and subnormals into the data.
+template <class T>
+void CheckUpfirdn(const Case& c, const std::vector<Config>& configs, std::uint64_t seed,
+                  int offset = 0, bool specials = false) {
+  std::mt19937_64 rng(seed);
+  UpfirdnShape shape;
+  ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
+  auto x = Random<T>(rng, c.rows * c.n);
+  auto taps = Random<T>(rng, c.k);
+  if (specials) {
+    const auto values = SpecialValues<T>();
+    for (auto& v : x) {
+      if (rng() % 8 == 0) v = values[rng() % values.size()];
+    }
+    for (auto& v : taps) {
+      if (rng() % 16 == 0) v = values[rng() % values.size()];
+    }
+  }
+  const Tables<T> tables(taps);
+  const std::int64_t total = shape.rows * shape.outputs;
+  std::vector<T> expected(total);
+  UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, total);
+  Stream stream;
+  DeviceBuffer<T> in(c.rows * c.n + 1 + offset), out(total + 1 + offset);
+  if (!x.empty()) {
+    ASSERT_CUDA(cudaMemcpyAsync(in.get() + offset, x.data(), x.size() * sizeof(T),
+                                cudaMemcpyDefault, stream));
+  }
+  for (const Config& config : configs) {
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (total + 1 + offset) * sizeof(T), stream));
+    LaunchReport report;
+    ASSERT_OK(LaunchUpfirdnWithArrangement<T>(stream, in.get() + offset, out.get() + offset, shape,
+                                              tables.View(config.source), config.placement,
+                                              config.arrangement, &report));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const auto all = out.Read();
+    const std::vector<T> y(all.begin() + offset, all.begin() + offset + total);
+    std::size_t where = 0;
+    ASSERT_TRUE(SameBitsOrBothNan(y, expected, &where))
+        << Describe(c) << ", " << Describe(config) << ", offset " << offset << ": output " << where
+        << " is " << y[where] << ", the CPU's " << expected[where];
+    // The 0xFF poison is a NaN.
+    EXPECT_TRUE(std::isnan(all[total + offset])) << "wrote past the output";
+    if (offset > 0) EXPECT_TRUE(std::isnan(all[0])) << "wrote before the output";
+  }
+}
+
+// The CPU test's edge cases: up = down, 1/1 (full convolution), n = 1, k > n, k < up (phases
+// without taps), empty rows, the largest rates and taps.
+const Case kEdgeCases[] = {
+    {3, 50, 7, 1, 1},        {2, 40, 5, 3, 3},         {2, 1, 9, 1, 1},
+    {2, 1, 9, 4, 3},         {3, 1, 1, 1, 1},          {1, 1, 1, 7, 2},
+    {2, 10, 40, 1, 1},       {2, 10, 40, 3, 2},        {2, 30, 3, 8, 1},
+    {2, 30, 3, 8, 3},        {2, 25, 2, 5, 7},         {3, 0, 9, 2, 1},
+    {2, 0, 5, 1, 3},         {2, 700, 255, 160, 147},  {2, 700, 255, 147, 160},
+    {1, 300, 4096, 1, 1},    {1, 300, 4096, 3, 1},     {1, 2000, 4096, 1, 3},
+    {1, 50, 61, 1024, 1},    {1, 3000, 61, 1, 1024},   {1, 40, 100, 1024, 1023},
+    {1, 200, 4096, 1024, 1}, {1, 9000, 4096, 1, 1024}, {1, 60, 4096, 1024, 1023},
+    {40, 333, 17, 2, 1},     {20, 257, 13, 1, 2},      {17, 129, 33, 3, 5},
+    {5, 1000, 8, 4, 1},      {5, 1000, 8, 1, 4},       {5, 1000, 30, 5, 4},
+};
+
+TEST(UpfirdnGpu, EdgeCasesEveryConfigurationBitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 1;
+  for (const Case& c : kEdgeCases) {
+    CheckUpfirdn<float>(c, Configs<float>(c.k), seed++);
+    CheckUpfirdn<double>(c, Configs<double>(c.k), seed++);
+  }
+}
+
+// The audio rates and the 2/1, 1/2, 3/2 family at 31, 255 and 4,096 taps, rows long enough for many
+// tiles a row, aligned and misaligned.
+TEST(UpfirdnGpu, RatesAndTapCountsEveryConfigurationBitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  const std::int64_t rates[][2] = {{1, 3}, {3, 1}, {160, 147}, {147, 160},
+                                   {2, 1}, {1, 2}, {3, 2},     {2, 3}};
+  std::uint64_t seed = 100;
+  for (const auto& rate : rates) {
+    for (std::int64_t taps : {31, 255, 4096}) {
+      const std::int64_t n = UnderSanitizer() ? 3000 : taps == 4096 ? 12000 : 40000;
+      for (int offset : {0, 1}) {
+        CheckUpfirdn<float>({3, n + offset, taps, rate[0], rate[1]}, Configs<float>(taps), seed++,
+                            offset);
+        CheckUpfirdn<double>({2, n / 2 + offset, taps, rate[0], rate[1]}, Configs<double>(taps),
+                             seed++, offset);
+      }
+    }
+  }
+}
+
+// resample_poly's default filters (20 max(up, down) + 1 taps) for 44.1 <-> 48 kHz, and many rows
+// (more tiles than resident blocks: each block walks several).
+TEST(UpfirdnGpu, ResamplePolyFiltersAndManyRowsBitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  const std::int64_t rows = UnderSanitizer() ? 2 : 64;
+  const std::int64_t n = UnderSanitizer() ? 2000 : 24000;
+  std::uint64_t seed = 300;
+  for (const auto& c : std::vector<Case>{{rows, n, 3201, 160, 147},
+                                         {rows, n, 3201, 147, 160},
+                                         {rows, n, 61, 1, 3},
+                                         {rows, n, 61, 3, 1},
+                                         {rows, n, 31, 2, 1},
+                                         {rows, n, 255, 3, 2}}) {
+    UpfirdnShape shape;
+    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
+    // What LaunchUpfirdn picks, and the two arrangements with their natural placements.
+    const std::vector<Config> defaults = {
+        {SourceKind::kDevice, UpfirdnPlacementForShape<float>(shape, SourceKind::kDevice),
+         UpfirdnArrangement::kAuto},
+        {SourceKind::kDevice, Placement::kConstantBank, UpfirdnArrangement::kPhasePerWarp},
+        {SourceKind::kDevice, Placement::kSharedMemory, UpfirdnArrangement::kPhasePerLane}};
+    CheckUpfirdn<float>(c, defaults, seed++);
+  }
+}
+
+TEST(UpfirdnGpu, SpecialValuesGiveTheCpusBitsAndNanForNan) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 500;
+  for (const Case& c : std::vector<Case>{{3, 3000, 7, 1, 1},
+                                         {3, 3000, 7, 3, 2},
+                                         {2, 4000, 31, 2, 1},
+                                         {2, 4000, 31, 1, 3},
+                                         {2, 3000, 255, 160, 147}}) {
+    CheckUpfirdn<float>(c, Configs<float>(c.k), seed++, 0, true);
+    CheckUpfirdn<double>(c, Configs<double>(c.k), seed++, 0, true);
+  }
+}
+
+// Host logic alone: it runs without a GPU too.
+TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
+  auto shape = [](std::int64_t taps, std::int64_t up, std::int64_t down) {
+    UpfirdnShape s;
+    EXPECT_TRUE(MakeUpfirdnShape(64, 480000, taps, up, down, &s).ok());
+    return s;
+  };
+  // Small P + Q: one phase a warp, the taps broadcast by value or from a constant bank.
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(61, 3, 1), SourceKind::kPageableHost),
+            Placement::kByValue);
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(61, 1, 3), SourceKind::kDevice),
+            Placement::kConstantBank);
+  EXPECT_EQ(UpfirdnPlacementForShape<double>(shape(255, 3, 2), SourceKind::kDevice),
+            Placement::kConstantBank);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(61, 3, 1), Placement::kConstantBank),
+            UpfirdnArrangement::kPhasePerWarp);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(61, 3, 1), Placement::kSharedMemory),
+            UpfirdnArrangement::kPhasePerWarp);
+  // 44.1 <-> 48 kHz: phases change from lane to lane, the taps in shared memory.
+  for (auto s : {shape(3201, 160, 147), shape(3201, 147, 160)}) {
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(s, SourceKind::kDevice), Placement::kSharedMemory);
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(s, SourceKind::kPageableHost),
+              Placement::kSharedMemory);
+    EXPECT_EQ(UpfirdnChosenArrangement<float>(s, Placement::kSharedMemory),
+              UpfirdnArrangement::kPhasePerLane);
+    EXPECT_EQ(UpfirdnChosenArrangement<float>(s, Placement::kConstantBank),
+              UpfirdnArrangement::kPhasePerWarp);
+  }
+  // One phase (up divides down): uniform whatever the tile.
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(4096, 1, 1024), SourceKind::kDevice),
+            Placement::kConstantBank);
+  EXPECT_EQ(UpfirdnChosenArrangement<double>(shape(4096, 1, 1024), Placement::kSharedMemory),
+            UpfirdnArrangement::kPhasePerWarp);
+  EXPECT_EQ(UpfirdnPlacement<float>(1024, SourceKind::kPageableHost), Placement::kByValue);
+  EXPECT_EQ(UpfirdnPlacement<float>(4096, SourceKind::kPageableHost), Placement::kConstantBank);
+  EXPECT_EQ(UpfirdnPlacement<double>(4096, SourceKind::kDevice), Placement::kConstantBank);
+}
+
+TEST(UpfirdnGpu, BadArgumentsAreErrorsAndTheNextCallWorks) {
+  REQUIRE_GPU();
+  Stream stream;
+  DeviceBuffer<float> x(64), y(256);
+  ASSERT_CUDA(cudaMemsetAsync(x.get(), 0, 64 * sizeof(float), stream));
+  UpfirdnShape shape;
+  ASSERT_TRUE(MakeUpfirdnShape(1, 64, 5, 3, 2, &shape).ok());
+  const std::vector<float> five(5, 0.5f), four(4, 0.5f);
+  const TableView<float> good{five.data(), 5, SourceKind::kPageableHost};
+  const TableView<float> short_table{four.data(), 4, SourceKind::kPageableHost};
+  EXPECT_EQ(LaunchUpfirdn<float>(stream, x.get(), y.get(), shape, short_table).code(),
+            StatusCode::kInvalidArgument);
+  UpfirdnShape bad = shape;
+  bad.outputs += 1;
+  EXPECT_EQ(LaunchUpfirdn<float>(stream, x.get(), y.get(), bad, good).code(),
+            StatusCode::kInvalidArgument);
+  bad = shape;
+  bad.up = 0;
+  EXPECT_EQ(LaunchUpfirdn<float>(stream, x.get(), y.get(), bad, good).code(),
+            StatusCode::kInvalidArgument);
+  // Lanes of different phases cannot read a by-value table or a constant bank.
+  EXPECT_EQ(
+      LaunchUpfirdnWithArrangement<float>(stream, x.get(), y.get(), shape, good,
+                                          Placement::kByValue, UpfirdnArrangement::kPhasePerLane)
+          .code(),
+      StatusCode::kInvalidArgument);
+  ASSERT_CUDA(cudaMemsetAsync(y.get(), 0xFF, 256 * sizeof(float), stream));
+  EXPECT_OK(LaunchUpfirdn<float>(stream, x.get(), y.get(), shape, good));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const auto out = y.Read();
+  for (std::int64_t i = 0; i < shape.outputs; ++i) ASSERT_EQ(out[i], 0.0f) << i;
+}
+
+TEST(UpfirdnGpu, EmptyShapesLaunchNothing) {
+  REQUIRE_GPU();
+  Stream stream;
+  const std::vector<float> taps(5, 1.0f);
+  const TableView<float> view{taps.data(), 5, SourceKind::kPageableHost};
+  UpfirdnShape no_rows, no_outputs;
+  ASSERT_TRUE(MakeUpfirdnShape(0, 100, 5, 2, 1, &no_rows).ok());
+  ASSERT_TRUE(MakeUpfirdnShape(3, 0, 1, 1, 1, &no_outputs).ok());
+  ASSERT_EQ(no_outputs.outputs, 0);
+  EXPECT_OK(LaunchUpfirdn<float>(stream, nullptr, nullptr, no_rows, view));
+  EXPECT_OK(LaunchUpfirdn<float>(stream, nullptr, nullptr, no_outputs, view));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+}
+
+// A launch captured into a graph, replayed with changed taps: a host table (the graph's own copy,
+// changed by UpdateCapturedTable) and a device table (read in place at each replay).
+template <class T>
+void CheckCapturedReplays(std::int64_t taps_count, std::int64_t up, std::int64_t down,
+                          SourceKind source) {
+  std::mt19937_64 rng(taps_count + up * 7 + down);
+  UpfirdnShape shape;
+  ASSERT_TRUE(
+      MakeUpfirdnShape(4, UnderSanitizer() ? 2000 : 30000, taps_count, up, down, &shape).ok());
+  const auto x = Random<T>(rng, shape.rows * shape.length);
+  const std::int64_t total = shape.rows * shape.outputs;
+  Stream stream;
+  DeviceBuffer<T> in(x.size()), out(total), device_taps(taps_count);
+  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+  auto taps = Random<T>(rng, taps_count);
+  ASSERT_CUDA(
+      cudaMemcpy(device_taps.get(), taps.data(), taps_count * sizeof(T), cudaMemcpyHostToDevice));
+  const TableView<T> view = source == SourceKind::kDevice
+                                ? TableView<T>{device_taps.get(), taps_count, source}
+                                : TableView<T>{taps.data(), taps_count, source};
+  cudaGraph_t graph = nullptr;
+  LaunchReport report;
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status launched = LaunchUpfirdn<T>(stream, in.get(), out.get(), shape, view, &report);
+  ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_OK(launched);
+  EXPECT_TRUE(report.captured);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    if (replay > 0) {
+      taps = Random<T>(rng, taps_count);  // new taps for this replay
+      if (source == SourceKind::kDevice) {
+        ASSERT_CUDA(cudaMemcpyAsync(device_taps.get(), taps.data(), taps_count * sizeof(T),
+                                    cudaMemcpyHostToDevice, stream));
+      } else {
+        ASSERT_OK(UpdateCapturedTable(
+            report.capture, TableView<T>{taps.data(), taps_count, SourceKind::kPageableHost},
+            stream));
+      }
+    }
+    std::vector<T> expected(total);
+    UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, total);
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, total * sizeof(T), stream));
+    ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    std::size_t where = 0;
+    ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected, &where))
+        << "replay " << replay << ", " << taps_count << " taps, up " << up << ", down " << down
+        << ", " << PlacementName(report.placement) << ": output " << where;
+  }
+  ASSERT_CUDA(cudaGraphExecDestroy(exec));
+  ASSERT_CUDA(cudaGraphDestroy(graph));
+}
+
+TEST(UpfirdnGpu, CapturedGraphReplaysWithChangedTaps) {
+  REQUIRE_GPU();
+  for (SourceKind source : {SourceKind::kPageableHost, SourceKind::kDevice}) {
+    CheckCapturedReplays<float>(3201, 160, 147, source);  // shared memory, phase per lane
+    CheckCapturedReplays<float>(2000, 3, 1, source);      // a device buffer, phase per warp
+    CheckCapturedReplays<double>(1000, 1, 2, source);     // 8 KB: not by value
+  }
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
