@@ -12,13 +12,11 @@
 // library after defining them.
 #pragma once
 
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
-#if CONSTMEM_WITH_GPU
-#include <torch/csrc/inductor/aoti_torch/c/shim.h>
-#endif
 
 #include <algorithm>
 #include <array>
@@ -51,6 +49,33 @@ inline void ThrowIfError(const Status& status) {
   if (status.ok()) return;
   if (status.code() == StatusCode::kInvalidArgument) Fail(status.message());
   throw std::runtime_error(status.ToString());
+}
+
+// A new contiguous tensor of `dims` with like's dtype and device, straight from the allocator:
+// a dispatcher call (empty_like) costs more than the rest of a small call.
+inline Tensor EmptyLike(const Tensor& like, const Dims& dims) {
+  std::vector<std::int64_t> strides(dims.size());
+  std::int64_t stride = 1;
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= std::max<std::int64_t>(dims[d], 1);
+  }
+  std::int32_t dtype = 0;
+  std::int32_t device_type = 0;
+  TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &dtype));
+  TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(like.get(), &device_type));
+  AtenTensorHandle handle = nullptr;
+  TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(static_cast<std::int64_t>(dims.size()),
+                                                  dims.data(), strides.data(), dtype, device_type,
+                                                  like.get_device_index(), &handle));
+  return Tensor(handle);
+}
+
+// A tensor's device as the messages name it: "cpu", "cuda:0", or another device.
+inline std::string DeviceName(const Tensor& tensor) {
+  if (tensor.is_cpu()) return "cpu";
+  if (tensor.is_cuda()) return "cuda:" + std::to_string(tensor.get_device_index());
+  return "another device";
 }
 
 // The tensor itself when it is contiguous (no dispatcher call), else a contiguous copy.
@@ -120,8 +145,8 @@ Tensor CheckedTable(const Tensor& table, const Tensor& data) {
   const bool same_device =
       table.is_cuda() && data.is_cuda() && table.get_device_index() == data.get_device_index();
   if (!table.is_cpu() && !same_device) {
-    Fail(std::string(name) + " must be on the CPU or on " + Op::kNames.data +
-         "'s device; got a tensor on another device");
+    Fail(std::string(name) + " must be on the CPU or on " + Op::kNames.data + "'s device (" +
+         DeviceName(data) + "); got a tensor on " + DeviceName(table));
   }
   return Contiguous(table);
 }
@@ -210,8 +235,7 @@ Tensor RunTableOp(const Tensor& x_in, const TableView<TableEntryOf<Op, T>>& tabl
   if (x.numel() > Op::kMaxElements) {
     Fail(std::string(Op::kNames.data) + " has too many elements for " + Op::kNames.name);
   }
-  Tensor y = Op::kElementwise ? torch::stable::empty_like(x)
-                              : torch::stable::new_empty(x, {y_dims.data(), y_dims.size()});
+  Tensor y = EmptyLike(x, y_dims);
   const T* in = x.const_data_ptr<T>();
   T* out = y.mutable_data_ptr<T>();
   if (x.is_cpu()) {

@@ -27,19 +27,21 @@ cp build-gpu/pytorch/_constmem_torch.so build-gpu/pytorch/_constmem_torch.json \
 cp build-gpu/tests/cpp/core_gpu_test build-gpu/tests/cpp/core_reliability_gpu_test \
   build-gpu/tests/cpp/frobulate_gpu_test build-gpu/tests/cpp/frobulate_cpu_test \
   build-gpu/tests/cpp/ops_gpu_test build-gpu/tests/cpp/ops_cpu_test build-gpu/tests/cpp/capture_gpu_test \
+  build-gpu/tests/cpp/separable_filter_gpu_test build-gpu/tests/cpp/upfirdn_gpu_test \
   build-gpu/tests/cpp/capture_gpu_test_unsafe build-gpu/c_api_frobulate build-gpu/cc_saved_model \
   build-gpu/c_api_saved_model "$out/small/bin/"
 find build-gpu/bench -maxdepth 1 -type f -perm -u+x -exec cp {} "$out/small/bin/" \;
-# The out-of-tree example op, built from an installed constmem as a user would build it.
+# The out-of-tree example op for each framework, built from an installed constmem as a user would
+# build it.
 rm -rf build-gpu/prefix build-gpu/custom_op
-for component in core tf_adapter; do
+for component in core tf_adapter torch jax; do
   cmake --install build-gpu --component "$component" --prefix build-gpu/prefix >/dev/null
 done
 PATH="$PATH:/usr/local/cuda/bin" cmake -S examples/custom_op -B build-gpu/custom_op \
   -Dconstmem_DIR="$PWD/build-gpu/prefix/lib/cmake/constmem" -DCONSTMEM_PYTHON="$PWD/.venv/bin/python" \
   -DCMAKE_CUDA_ARCHITECTURES="${CONSTMEM_CUDA_ARCHS:-90-real;90-virtual}" >/dev/null
 cmake --build build-gpu/custom_op -j "$(nproc)" >/dev/null
-cp build-gpu/custom_op/_apply_gain.so "$out/small/lib/"
+cp build-gpu/custom_op/_apply_gain_*.so "$out/small/lib/"
 
 # 2. Wheels for CPython 3.12 on manylinux x86_64: TensorFlow, Keras (the version tested here), the
 #    pieces a GPU host without them may lack, and the real CUDA 12 runtime.

@@ -13,6 +13,8 @@ find_bin() { find "$bin" -name "$1" -type f | head -1; }
 core=$(find_bin core_gpu_test)
 frob=$(find_bin frobulate_gpu_test)
 ops=$(find_bin ops_gpu_test)
+separable=$(find_bin separable_filter_gpu_test)
+upfirdn=$(find_bin upfirdn_gpu_test)
 reliability=$(find_bin core_reliability_gpu_test)
 capture=$(find_bin capture_gpu_test)
 capture_unsafe=$(find_bin capture_gpu_test_unsafe)
@@ -28,6 +30,8 @@ run core_gpu_test "$core" --gtest_output=json:"$results/core_gpu_test.json"
 run core_reliability_gpu_test "$reliability" --gtest_output=json:"$results/core_reliability_gpu_test.json"
 run frobulate_gpu_test "$frob" --gtest_output=json:"$results/frobulate_gpu_test.json"
 run ops_gpu_test "$ops" --gtest_output=json:"$results/ops_gpu_test.json"
+run separable_filter_gpu_test "$separable" --gtest_output=json:"$results/separable_filter_gpu_test.json"
+run upfirdn_gpu_test "$upfirdn" --gtest_output=json:"$results/upfirdn_gpu_test.json"
 run capture_gpu_test "$capture" --gtest_output=json:"$results/capture_gpu_test.json"
 # With hazard tracking off, captured launches share a bank slot: the concurrent test must fail.
 if [ -z "$capture_unsafe" ]; then
@@ -48,6 +52,8 @@ if command -v compute-sanitizer >/dev/null; then
     run "sanitizer_${tool}_frobulate" compute-sanitizer --tool "$tool" --error-exitcode 1 "$frob" \
       --gtest_filter='FrobulateErrors.*:FrobulatePlacement.*:Cases/FrobulateGpu.BitwiseEqualToTheCpuKernel/1*'
     run "sanitizer_${tool}_ops" compute-sanitizer --tool "$tool" --error-exitcode 1 "$ops"
+    run "sanitizer_${tool}_separable_filter" compute-sanitizer --tool "$tool" --error-exitcode 1 "$separable"
+    run "sanitizer_${tool}_upfirdn" compute-sanitizer --tool "$tool" --error-exitcode 1 "$upfirdn"
     run "sanitizer_${tool}_capture" compute-sanitizer --tool "$tool" --error-exitcode 1 "$capture"
   done
   unset CONSTMEM_STRESS_LAUNCHES CONSTMEM_SANITIZER_RUN

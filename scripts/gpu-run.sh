@@ -102,8 +102,8 @@ step tf_gpu_ops python3 -m pytest -q -p no:cacheprovider "${op_tests[@]}" \
 # PyTorch's and JAX's tests run with the host's own torch and jax and the bundle's op libraries
 # (which the README's snippets and the Keras backends of the integration step load too).
 export CONSTMEM_TORCH_LIBRARY=$small/lib/_constmem_torch.so CONSTMEM_JAX_LIBRARY=$small/lib/_constmem_jax.so
-framework_tests=(tests/python/test_torch.py tests/python/test_jax.py tests/python/test_layering.py
-  tests/python/test_torch_tensorflow.py)
+framework_tests=(tests/python/test_torch.py tests/python/test_jax.py tests/python/test_bad_input.py
+  tests/python/test_layering.py tests/python/test_torch_tensorflow.py)
 # The rest in two steps, each inside a 10-minute call on one H200: the docs, the installed package
 # and the integration tests; then Keras, SavedModels and the scripts, which start fresh processes.
 model_tests=(tests/python/test_keras.py tests/python/test_saved_model.py tests/python/test_scripts.py)
@@ -114,8 +114,8 @@ step tf_gpu_integration python3 -m pytest -q -p no:cacheprovider tests/python \
 step tf_gpu_models python3 -m pytest -q -p no:cacheprovider "${model_tests[@]}" \
   --junitxml="$results/tf_gpu_models.xml"
 step torch_jax env PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider \
-  "${framework_tests[@]:0:3}" --junitxml="$results/torch_jax.xml"
-step torch_tensorflow python3 -m pytest -q -p no:cacheprovider "${framework_tests[3]}"
+  "${framework_tests[@]:0:4}" --junitxml="$results/torch_jax.xml"
+step torch_tensorflow python3 -m pytest -q -p no:cacheprovider "${framework_tests[4]}"
 step tf_multi_device python3 -m pytest -q -p no:cacheprovider tests/python/test_multi_device.py \
   --junitxml="$results/tf_multi_device.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
@@ -130,7 +130,7 @@ step multi_worker python3 tests/gpu/multi_worker.py
 # One worker process per GPU (a machine with two GPUs).
 step multi_worker_per_gpu python3 tests/gpu/multi_worker.py --gpu-per-worker
 step demo python3 examples/demo.py --source all
-step custom_op env APPLY_GAIN_LIBRARY="$small/lib/_apply_gain.so" python3 -m pytest -q -p no:cacheprovider \
+step custom_op env APPLY_GAIN_BUILD="$small/lib" python3 -m pytest -q -p no:cacheprovider \
   --rootdir examples/custom_op examples/custom_op
 # TensorFlow's C API without Python, the Frobulate node pinned to the GPU (libtensorflow_cc is in
 # the wheel).

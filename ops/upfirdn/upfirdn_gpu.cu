@@ -435,7 +435,10 @@ Placement UpfirdnPlacement(std::int64_t count, SourceKind source) {
 
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source) {
-  if (ChooseTile<T>(shape, true).per_warp) return UpfirdnPlacement<T>(shape.taps, source);
+  // An invalid shape has no tile (its phases may divide by zero): the launch refuses it.
+  if (!ValidUpfirdnShape(shape) || ChooseTile<T>(shape, true).per_warp) {
+    return UpfirdnPlacement<T>(shape.taps, source);
+  }
   return Placement::kSharedMemory;
 }
 

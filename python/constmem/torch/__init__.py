@@ -40,8 +40,6 @@ from constmem.torch._library import (
     DESCRIPTIONS,
     LIBRARY_PATH,
     OPS,
-    check_data,
-    check_table,
     dtype_name,
     register_library,
 )
@@ -85,6 +83,17 @@ def _static_list(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> list
     return values
 
 
+def _checked_attrs(spec: _registry.OpSpec, check, attrs: tuple, data: torch.Tensor) -> tuple:
+    """The op's attributes, checked by kind and by the op's description, in the data's dtype."""
+    if not isinstance(data, torch.Tensor):
+        raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
+    given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
+    checked = _registry.attr_values(spec, given, dtype_name(data.dtype))
+    if check is not None:
+        check(checked)
+    return tuple(checked.values())
+
+
 def _make_call(spec: _registry.OpSpec, description: ModuleType):
     """The function that checks a call of the op and runs it with a tensor or static table."""
     check = getattr(description, "check", None)
@@ -95,30 +104,26 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
     def call(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
         """The op on `data` with a tensor or static table.
 
-        Below the autograd key when no gradient can flow: the autograd formula is Python, whose
-        entry costs more than a small call.
+        Eagerly and with no gradient to flow, the op runs below the autograd key (its formula is
+        Python, whose entry costs more than a small call) and its kernel makes the checks, in the
+        words of the fake kernel's, which torch.compile and meta tensors meet.
         """
+        if attrs:
+            attrs = _checked_attrs(spec, check, attrs, data)
+        if isinstance(table, torch.Tensor):
+            if _is_compiling() or (
+                (data.requires_grad or table.requires_grad) and torch.is_grad_enabled()
+            ):
+                return tensor_op(data, table, *attrs)
+            with _below_autograd():
+                return tensor_op(data, table, *attrs)
         if not isinstance(data, torch.Tensor):
             raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
-        check_data(spec, data)
-        if attrs:
-            given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
-            checked = _registry.attr_values(spec, given, dtype_name(data.dtype))
-            if check is not None:
-                check(checked)
-            attrs = tuple(checked.values())
-        if isinstance(table, torch.Tensor):
-            check_table(spec, table, data)
-            op = tensor_op
-            needs_grad = data.requires_grad or table.requires_grad
-        else:
-            table = _static_list(spec, table, data.dtype)
-            op = static_op
-            needs_grad = data.requires_grad
-        if _is_compiling() or (needs_grad and torch.is_grad_enabled()):
-            return op(data, table, *attrs)
+        table = _static_list(spec, table, data.dtype)
+        if _is_compiling() or (data.requires_grad and torch.is_grad_enabled()):
+            return static_op(data, table, *attrs)
         with _below_autograd():
-            return op(data, table, *attrs)
+            return static_op(data, table, *attrs)
 
     return call
 
