@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -63,3 +64,4 @@ inline T FirOutput(const T* row, const FirShape& shape, const T* taps, std::int6
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

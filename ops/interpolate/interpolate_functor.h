@@ -18,6 +18,7 @@
 #include "constmem/host_device.hpp"
 #include "constmem/status.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -75,3 +76,4 @@ CONSTMEM_HOST_DEVICE T InterpolateElement(T x, const Table& knots, const Interpo
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop
