@@ -9,7 +9,7 @@
 // so that its functions, templates and function-local statics (counters, per-device state, the
 // staging pool) are never exported, whatever visibility the library is built with: two libraries
 // built on different constmem versions or settings each keep their own (docs/design.md,
-// "Symbols"). g++, clang and nvcc's host pass all honour the pragma; device code is unaffected.
+// "Symbols"). g++, clang and nvcc's host pass honour the pragma; device code is unaffected.
 #pragma once
 
 // For the few value types a caller keeps inside classes of its own (Status, TableView, the table
