@@ -6,9 +6,9 @@
 //   ...
 //   #pragma GCC visibility pop
 //
-// so that its functions, templates and function-local statics (counters, per-device state, the
-// staging pool) are never exported, whatever visibility the library is built with: two libraries
-// built on different constmem versions or settings each keep their own (docs/design.md,
+// so that its functions, templates and function-local static variables (counters, per-device state,
+// the staging pool) are never exported, whatever visibility the library is built with: two
+// libraries built on different constmem versions or settings each keep their own (docs/design.md,
 // "Symbols"). g++, clang and nvcc's host pass honour the pragma; device code is unaffected.
 #pragma once
 

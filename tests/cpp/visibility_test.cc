@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Two libraries built on the same core headers, one with hazard tracking off by default, loaded
 // into one process: each keeps its own core state (counters, the hazard-tracking switch), loaded
-// with RTLD_LOCAL as Python loads extensions and with RTLD_GLOBAL. Exported core statics would be
-// merged by the dynamic linker (STB_GNU_UNIQUE) in both cases (visibility.hpp). Each mode runs in
-// its own process (two ctests): a library cannot be loaded twice.
+// with RTLD_LOCAL as Python loads extensions and with RTLD_GLOBAL. Exported core static variables
+// would be merged by the dynamic linker (STB_GNU_UNIQUE) in both cases (visibility.hpp). Each mode
+// runs in its own process (two ctests): a library cannot be loaded twice.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
