@@ -9,6 +9,8 @@
 
 #include <cuda_runtime.h>
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // Copies one Chunk (4, 8 or 16 bytes) from global memory to the 32-bit shared address
@@ -149,3 +151,4 @@ __device__ __forceinline__ void LoadShared(unsigned address, double2* vector) {
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -46,39 +46,15 @@
 #include <vector>
 
 #include "constmem/cuda_support.cuh"
+#include "constmem/hazard_tracking.hpp"
 #include "constmem/slot_planner.hpp"
 #include "constmem/staging.cuh"
 #include "constmem/stats.hpp"
 #include "constmem/strategy.hpp"
 
-// Cross-stream hazard tracking is always on in a shipped build. A build that defines
-// CONSTMEM_HAZARD_TRACKING_DEFAULT=0 has it off (the "unsafe" variants that prove the stress tests
-// can fail); a test build, which defines CONSTMEM_TESTING_SWITCHES (the CMake option
-// CONSTMEM_TEST_HOOKS, and some C++ tests), may switch it at run time.
-#ifndef CONSTMEM_HAZARD_TRACKING_DEFAULT
-#define CONSTMEM_HAZARD_TRACKING_DEFAULT 1
-#endif
-
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
-
-#ifdef CONSTMEM_TESTING_SWITCHES
-namespace detail {
-inline std::atomic<bool>& HazardTrackingFlag() {
-  static std::atomic<bool> enabled{CONSTMEM_HAZARD_TRACKING_DEFAULT != 0};
-  return enabled;
-}
-}  // namespace detail
-
-inline bool HazardTrackingEnabled() { return detail::HazardTrackingFlag().load(); }
-
-// With tracking off a bank neither waits for earlier readers before an upload nor for an earlier
-// upload before a read, so the races it prevents show.
-inline void SetHazardTrackingForTesting(bool enabled) {
-  detail::HazardTrackingFlag().store(enabled);
-}
-#else
-constexpr bool HazardTrackingEnabled() { return CONSTMEM_HAZARD_TRACKING_DEFAULT != 0; }
-#endif
 
 namespace detail {
 
@@ -457,82 +433,8 @@ class Bank {
   std::array<std::atomic<detail::DeviceBank*>, kMaxDevices> states_{};
 };
 
-}  // namespace constmem
-
-// Compile-time accounting of the __constant__ bytes a translation unit declares through
-// CONSTMEM_DEFINE_BANK: a chain of specialisations keyed by __COUNTER__ sums them.
-namespace constmem_detail_tu {
-namespace {
-template <int K>
-struct BankBytesUpTo {
-  static constexpr std::size_t value = BankBytesUpTo<K - 1>::value;
-};
-template <>
-struct BankBytesUpTo<-1> {
-  static constexpr std::size_t value = 0;
-};
-}  // namespace
-}  // namespace constmem_detail_tu
-
-#define CONSTMEM_DETAIL_ACCOUNT(bytes, key) CONSTMEM_DETAIL_ACCOUNT_EXPANDED(bytes, key)
-#define CONSTMEM_DETAIL_ACCOUNT_EXPANDED(bytes, key)                                        \
-  namespace constmem_detail_tu {                                                            \
-  namespace {                                                                               \
-  template <>                                                                               \
-  struct BankBytesUpTo<key> {                                                               \
-    static constexpr std::size_t value = BankBytesUpTo<key - 1>::value + (bytes);           \
-  };                                                                                        \
-  static_assert(BankBytesUpTo<key>::value <= ::constmem::kConstantMemoryBytes,              \
-                "constmem: the __constant__ banks of this translation unit exceed 64 KiB"); \
-  }                                                                                         \
-  }
-
-// Declares `static __constant__ T name##_constmem_symbol[slot_elements * slot_count]`, its host
-// handle `name()`, a device-side reader `name##_reader{offset}` for kernels of this file, and
-// `name##_bank`, the two together (Entry, Reader, kBytes, get()), which LaunchWithTable takes so
-// that a reader can never be paired with another bank. Use it at global scope, outside any
-// namespace: it opens namespaces of its own.
-#define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                                   \
-  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                  \
-  static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                    \
-  CONSTMEM_DETAIL_ACCOUNT(sizeof(T) * (slot_elements) * (slot_count), __COUNTER__)                 \
-  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                            \
-    static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count), #name); \
-    return bank;                                                                                   \
-  }                                                                                                \
-  struct name##_reader {                                                                           \
-    int offset;                                                                                    \
-    __device__ __forceinline__ T operator[](int i) const {                                         \
-      return name##_constmem_symbol[offset + i];                                                   \
-    }                                                                                              \
-  };                                                                                               \
-  struct name##_bank {                                                                             \
-    using Entry = T;                                                                               \
-    using Reader = name##_reader;                                                                  \
-    static constexpr std::size_t kBytes = sizeof(T) * (slot_elements) * (slot_count);              \
-    static ::constmem::Bank<T>& get() { return name(); }                                           \
-  }
-
-// The same bank protocol over `static __device__ T name##_constmem_symbol[...]`: slots of global
-// memory, for tables that a kernel reads at divergent indices (through the read-only cache, or
-// staged into shared memory) but that come from the host. Its size does not count against the
-// 64 KiB of __constant__ space. Declares `name()` and `name##_bank` (Entry, kBytes, get()); kernels
-// read a lease through its address, `lease.data()`, so there is no reader type.
-#define CONSTMEM_DEFINE_GLOBAL_BANK(name, T, slot_elements, slot_count)                            \
-  static_assert((slot_elements) > 0 && (slot_count) > 0, "constmem: empty bank");                  \
-  static __device__ T name##_constmem_symbol[(slot_elements) * (slot_count)];                      \
-  [[maybe_unused]] static ::constmem::Bank<T>& name() {                                            \
-    static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count), #name); \
-    return bank;                                                                                   \
-  }                                                                                                \
-  struct name##_bank {                                                                             \
-    using Entry = T;                                                                               \
-    static constexpr std::size_t kBytes = sizeof(T) * (slot_elements) * (slot_count);              \
-    static ::constmem::Bank<T>& get() { return name(); }                                           \
-  }
-
-namespace constmem {
 namespace detail {
+// The bank of T's entries among a float and a double bank (CONSTMEM_DEFINE_FLOAT_BANKS).
 template <class T, class F32, class F64>
 struct FloatBankOf {
   static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value,
@@ -540,7 +442,63 @@ struct FloatBankOf {
   using type = std::conditional_t<std::is_same<T, float>::value, F32, F64>;
 };
 }  // namespace detail
+
 }  // namespace constmem
+#pragma GCC visibility pop
+
+// Declares `static __constant__ T name##_constmem_symbol[slot_elements * slot_count]`, its host
+// handle `name()`, a device-side reader `name##_reader{offset}` for kernels of this file, and
+// `name##_bank`, the two together (Entry, Reader, kBytes, get()), which LaunchWithTable takes so
+// that a reader can never be paired with another bank. Use it at global scope, outside any
+// namespace. The handle is local to the translation unit, as the symbol is (`name##_bank` is in an
+// anonymous namespace): a bank of the same name in another file or library is another bank; the
+// reader has device code only. ptxas refuses a translation unit whose __constant__ data exceeds
+// 64 KiB ("File uses too much global constant data").
+#define CONSTMEM_DEFINE_BANK(name, T, slot_elements, slot_count)                \
+  static __constant__ T name##_constmem_symbol[(slot_elements) * (slot_count)]; \
+  struct name##_reader {                                                        \
+    int offset;                                                                 \
+    __device__ __forceinline__ T operator[](int i) const {                      \
+      return name##_constmem_symbol[offset + i];                                \
+    }                                                                           \
+  };                                                                            \
+  namespace {                                                                   \
+  struct name##_bank {                                                          \
+    using Reader = name##_reader;                                               \
+    CONSTMEM_DETAIL_BANK_MEMBERS(name, T, slot_elements, slot_count)            \
+  };                                                                            \
+  }                                                                             \
+  CONSTMEM_DETAIL_BANK_HANDLE(name);                                            \
+  static_assert(name##_bank::kBytes <= ::constmem::kConstantMemoryBytes,        \
+                "constmem: a bank of __constant__ memory holds at most 64 KiB")
+
+// The same bank protocol over `static __device__ T name##_constmem_symbol[...]`: slots of global
+// memory, for tables that a kernel reads at divergent indices (through the read-only cache, or
+// staged into shared memory) but that come from the host. Its size does not count against the
+// 64 KiB of __constant__ space. Declares `name()` and `name##_bank` (Entry, kBytes, get()); kernels
+// read a lease through its address, `lease.data()`, so there is no reader type.
+#define CONSTMEM_DEFINE_GLOBAL_BANK(name, T, slot_elements, slot_count)       \
+  static __device__ T name##_constmem_symbol[(slot_elements) * (slot_count)]; \
+  namespace {                                                                 \
+  struct name##_bank {                                                        \
+    CONSTMEM_DETAIL_BANK_MEMBERS(name, T, slot_elements, slot_count)          \
+  };                                                                          \
+  }                                                                           \
+  CONSTMEM_DETAIL_BANK_HANDLE(name)
+
+// What both kinds of bank have: the entry type, the size and the host handle of the symbol.
+#define CONSTMEM_DETAIL_BANK_MEMBERS(name, T, slot_elements, slot_count)                           \
+  using Entry = T;                                                                                 \
+  static constexpr std::size_t kBytes = sizeof(T) * (slot_elements) * (slot_count);                \
+  static ::constmem::Bank<T>& get() {                                                              \
+    static ::constmem::Bank<T> bank(name##_constmem_symbol, (slot_elements), (slot_count), #name); \
+    return bank;                                                                                   \
+  }
+
+// `name()`, the bank's host handle, and the check that it is not empty.
+#define CONSTMEM_DETAIL_BANK_HANDLE(name)                             \
+  [[maybe_unused]] static auto& name() { return name##_bank::get(); } \
+  static_assert(name##_bank::kBytes > 0, "constmem: empty bank")
 
 // Two banks of the same shape, of float and of double entries, for an op over either data type:
 // `name_f32` and `name_f64` as CONSTMEM_DEFINE_BANK makes them, and `name_banks::Of<T>`, the bank

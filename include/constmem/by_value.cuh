@@ -15,11 +15,14 @@
 
 #include "constmem/cuda_support.cuh"
 #include "constmem/strategy.hpp"
+#include "constmem/visibility.hpp"
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 template <class T, std::size_t Capacity>
-struct ByValueTable {
+struct CONSTMEM_VISIBLE_TYPE ByValueTable {
   static_assert(Capacity > 0, "empty by-value table");
   static_assert(ByValueTableBytes<T>(Capacity) <= kMaxKernelParamBytes,
                 "a by-value table, padding included, must fit the 32,764-byte parameter limit");
@@ -28,7 +31,9 @@ struct ByValueTable {
   int size;
   T values[Capacity];
 
-  __host__ __device__ __forceinline__ T operator[](int i) const { return values[i]; }
+  CONSTMEM_HIDDEN __host__ __device__ __forceinline__ T operator[](int i) const {
+    return values[i];
+  }
 };
 
 // A by-value table of the default size, kDefaultByValueBytes of values.
@@ -86,9 +91,10 @@ inline Status CheckKernelParamBytes(std::size_t param_bytes, int device) {
 
 // The fallback reader for tables of any size that stay in global memory.
 template <class T>
-struct GlobalTableReader {
+struct CONSTMEM_VISIBLE_TYPE GlobalTableReader {
   const T* values;
   __device__ __forceinline__ T operator[](int i) const { return __ldg(values + i); }
 };
 
 }  // namespace constmem
+#pragma GCC visibility pop

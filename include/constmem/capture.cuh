@@ -32,6 +32,8 @@
 #include "constmem/stats.hpp"
 #include "constmem/table.hpp"
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // Whether `stream` is capturing a graph now; the one query a capturing stream allows.
@@ -225,3 +227,4 @@ inline Status CapturedTableBuffers(int device, int* owned_by_graphs, int* idle) 
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

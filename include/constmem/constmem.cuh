@@ -9,6 +9,7 @@
 #include "constmem/capture.cuh"
 #include "constmem/cuda_support.cuh"
 #include "constmem/dispatch.cuh"
+#include "constmem/hazard_tracking.hpp"
 #include "constmem/host_device.hpp"
 #include "constmem/shared_table.cuh"
 #include "constmem/slot_planner.hpp"
@@ -17,3 +18,4 @@
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
+#include "constmem/visibility.hpp"

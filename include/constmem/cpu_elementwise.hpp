@@ -41,6 +41,8 @@
 #include <immintrin.h>
 #endif
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace cpu {
 
@@ -226,3 +228,4 @@ void ElementwiseTableCpu(const T* data, T* out, std::int64_t begin, std::int64_t
 
 }  // namespace cpu
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -10,6 +10,8 @@
 #include <xmmintrin.h>
 #endif
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace cpu {
 
@@ -38,3 +40,4 @@ class ScopedFlushDenormals {
 
 }  // namespace cpu
 }  // namespace constmem
+#pragma GCC visibility pop

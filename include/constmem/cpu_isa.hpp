@@ -20,6 +20,8 @@
 #include <cpuid.h>
 #endif
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace cpu {
 
@@ -120,3 +122,4 @@ struct Vector {
 
 }  // namespace cpu
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -19,6 +19,8 @@
 
 #include "constmem/status.hpp"
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // Fault injection, in test builds only (CONSTMEM_TESTING_SWITCHES, which the CMake option
@@ -287,3 +289,4 @@ Status PerDevice(int device, T** out, Make&& make) {
 }  // namespace detail
 
 }  // namespace constmem
+#pragma GCC visibility pop

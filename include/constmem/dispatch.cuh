@@ -36,11 +36,14 @@
 #include "constmem/by_value.cuh"
 #include "constmem/capture.cuh"
 #include "constmem/cuda_support.cuh"
+#include "constmem/hazard_tracking.hpp"
 #include "constmem/shared_table.cuh"
 #include "constmem/stats.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // Room for a kernel's other parameters next to a by-value table, in the parameter-size check.
@@ -55,6 +58,14 @@ namespace detail {
 template <class DeviceBankOf>
 constexpr bool kStagesTables = !std::is_same<DeviceBankOf, NoDeviceBank>::value;
 
+template <class Entry>
+Status CannotPlace(const TableView<Entry>& table, Placement placement) {
+  const bool host = table.source != SourceKind::kDevice;
+  return InvalidArgument(std::string("a ") + (host ? "host" : "device") + " table of " +
+                         std::to_string(table.size) + " entries cannot be placed in " +
+                         PlacementName(placement));
+}
+
 // Launches with the table at `values` (device memory) in global or shared memory.
 template <class DeviceBankOf, class Entry, class LaunchFn>
 Status LaunchFromGlobal(int device, const Entry* values, Placement placement, LaunchFn& launch) {
@@ -64,6 +75,97 @@ Status LaunchFromGlobal(int device, const Entry* values, Placement placement, La
     }
   }
   return launch(device, GlobalTableReader<Entry>{values});
+}
+
+// A host table as the kernel's by-value parameter, checked against the parameter limit.
+template <class ByValue, class Entry>
+Status MakeByValue(int device, const TableView<Entry>& table, ByValue* by_value) {
+  CONSTMEM_RETURN_IF_ERROR(
+      FillByValueTable(table.values, static_cast<std::size_t>(table.size), by_value));
+  return CheckKernelParamBytes(sizeof(ByValue) + kOtherKernelParamBytes, device);
+}
+
+// The placements of LaunchWithTable on a stream that is not capturing, one function each.
+
+template <class ByValue, class Entry, class LaunchFn>
+Status LaunchByValue(int device, const TableView<Entry>& table, LaunchFn& launch) {
+  if (table.source == SourceKind::kDevice) return CannotPlace(table, Placement::kByValue);
+  ByValue by_value;
+  CONSTMEM_RETURN_IF_ERROR(MakeByValue(device, table, &by_value));
+  Count(Counter::kByValueLaunch);
+  return launch(device, static_cast<const ByValue&>(by_value));
+}
+
+template <class BankOf, class Entry, class LaunchFn>
+Status LaunchFromConstantBank(cudaStream_t stream, int device, const TableView<Entry>& table,
+                              LaunchFn& launch, LaunchReport* report) {
+  const bool dedupe = table.repeats && table.source != SourceKind::kDevice;
+  const auto count = static_cast<std::size_t>(table.size);
+  Lease<Entry> lease;
+  CONSTMEM_RETURN_IF_ERROR(
+      BankOf::get().Acquire(stream, count, dedupe ? table.values : nullptr, &lease));
+  CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, count, table.source));
+  if (report != nullptr) report->upload_skipped = lease.upload_skipped();
+  Count(Counter::kConstantBankLaunch);
+  // The lease's destructor releases it on an error path too: the slot's event then covers
+  // whatever did reach the stream.
+  CONSTMEM_RETURN_IF_ERROR(launch(device, typename BankOf::Reader{lease.offset()}));
+  return lease.Release();
+}
+
+// kGlobalMemory and kSharedMemory: a device table is read (or staged) in place, a host table is
+// uploaded into a lease of DeviceBankOf's global bank first. Without that bank an op has device
+// tables in global memory only.
+template <class DeviceBankOf, class Entry, class LaunchFn>
+Status LaunchFromGlobalMemory(cudaStream_t stream, int device, const TableView<Entry>& table,
+                              Placement placement, LaunchFn& launch, LaunchReport* report) {
+  const bool host = table.source != SourceKind::kDevice;
+  if constexpr (!kStagesTables<DeviceBankOf>) {
+    if (host || placement == Placement::kSharedMemory) return CannotPlace(table, placement);
+    Count(Counter::kGlobalMemoryLaunch);
+    return launch(device, GlobalTableReader<Entry>{table.values});
+  } else {
+    Count(placement == Placement::kSharedMemory ? Counter::kSharedMemoryLaunch
+                                                : Counter::kGlobalMemoryLaunch);
+    if (!host) return LaunchFromGlobal<DeviceBankOf>(device, table.values, placement, launch);
+    const auto count = static_cast<std::size_t>(table.size);
+    Lease<Entry> lease;
+    CONSTMEM_RETURN_IF_ERROR(
+        DeviceBankOf::get().Acquire(stream, count, table.repeats ? table.values : nullptr, &lease));
+    CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, count, table.source));
+    if (report != nullptr) report->upload_skipped = lease.upload_skipped();
+    CONSTMEM_RETURN_IF_ERROR(
+        LaunchFromGlobal<DeviceBankOf>(device, lease.data(), placement, launch));
+    return lease.Release();
+  }
+}
+
+// What the capture path exists to prevent, for test and unsafe builds with hazard tracking off
+// (hazard_tracking.hpp): a captured copy into the bank's first slots, which every replay of every
+// graph writes, read through the bank (what capture_gpu_test's concurrent test catches).
+template <class BankOf, class Entry, class LaunchFn>
+Status LaunchCapturedUnprotected(cudaStream_t stream, int device, const Entry* values,
+                                 std::size_t count, LaunchFn& launch) {
+  void* symbol = nullptr;
+  CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetSymbolAddress(&symbol, BankOf::get().symbol()),
+                                "cudaGetSymbolAddress");
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaMemcpyAsync(symbol, values, count * sizeof(Entry), cudaMemcpyDeviceToDevice, stream),
+      "cudaMemcpyAsync(captured symbol)");
+  return launch(device, typename BankOf::Reader{0});
+}
+
+// Under capture: the table stays where it is and is read from device memory (capture.cuh).
+template <class BankOf, class DeviceBankOf, class Entry, class LaunchFn>
+Status LaunchCapturedFromGlobal(cudaStream_t stream, int device, const Entry* values,
+                                std::size_t count, Placement* placement, LaunchFn& launch) {
+  if constexpr (kHazardTrackingCanBeOff) {
+    if (!HazardTrackingEnabled()) {
+      *placement = Placement::kConstantBank;
+      return LaunchCapturedUnprotected<BankOf>(stream, device, values, count, launch);
+    }
+  }
+  return LaunchFromGlobal<DeviceBankOf>(device, values, *placement, launch);
 }
 
 template <class ByValue, class BankOf, class DeviceBankOf, class Entry, class LaunchFn>
@@ -82,16 +184,14 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Placem
   // A table read at divergent indices keeps its global or shared placement.
   const bool in_global = kStagesTables<DeviceBankOf> && (placement == Placement::kGlobalMemory ||
                                                          placement == Placement::kSharedMemory);
-  if (!in_global) placement = Placement::kGlobalMemory;
   if (host && count <= ByValue::kCapacity && !in_global) {
     ByValue by_value;
-    CONSTMEM_RETURN_IF_ERROR(FillByValueTable(table.values, count, &by_value));
-    CONSTMEM_RETURN_IF_ERROR(
-        CheckKernelParamBytes(sizeof(by_value) + kOtherKernelParamBytes, device));
+    CONSTMEM_RETURN_IF_ERROR(MakeByValue(device, table, &by_value));
     placement = Placement::kByValue;
     CONSTMEM_RETURN_IF_ERROR(launch(device, static_cast<const ByValue&>(by_value)));
     captured.by_value = true;
   } else {
+    if (!in_global) placement = Placement::kGlobalMemory;
     const Entry* values = table.values;
     if (host) {
       GraphTableStore::Buffer* buffer = nullptr;
@@ -100,21 +200,8 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Placem
       values = static_cast<const Entry*>(buffer->device);
       captured.buffer = buffer->device;
     }
-    if (HazardTrackingEnabled()) {
-      CONSTMEM_RETURN_IF_ERROR(
-          detail::LaunchFromGlobal<DeviceBankOf>(device, values, placement, launch));
-    } else {
-      // Unprotected, as a library that captures its symbol copy: every replay writes the bank's
-      // first slots, which other graphs' replays write too (what the concurrent test catches).
-      void* symbol = nullptr;
-      CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetSymbolAddress(&symbol, BankOf::get().symbol()),
-                                    "cudaGetSymbolAddress");
-      CONSTMEM_RETURN_IF_CUDA_ERROR(
-          cudaMemcpyAsync(symbol, values, count * sizeof(Entry), cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyAsync(captured symbol)");
-      placement = Placement::kConstantBank;
-      CONSTMEM_RETURN_IF_ERROR(launch(device, typename BankOf::Reader{0}));
-    }
+    CONSTMEM_RETURN_IF_ERROR((LaunchCapturedFromGlobal<BankOf, DeviceBankOf>(
+        stream, device, values, count, &placement, launch)));
   }
   Count(Counter::kCapturedLaunch);
   if (report != nullptr) {
@@ -150,8 +237,7 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
                        LaunchFn&& launch, LaunchReport* report = nullptr) {
   static_assert(std::is_same<typename BankOf::Entry, Entry>::value,
                 "the bank holds entries of another type than the table");
-  constexpr bool kStages = detail::kStagesTables<DeviceBankOf>;
-  if constexpr (kStages) {
+  if constexpr (detail::kStagesTables<DeviceBankOf>) {
     static_assert(std::is_same<typename DeviceBankOf::Entry, Entry>::value,
                   "the global bank holds entries of another type than the table");
   }
@@ -170,57 +256,17 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
   CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
   ScopedDevice guard(device);
   CONSTMEM_RETURN_IF_ERROR(guard.status());
-  const bool host = table.source != SourceKind::kDevice;
-  const auto count = static_cast<std::size_t>(table.size);
-
   switch (placement) {
-    case Placement::kByValue: {
-      if (!host) break;
-      ByValue by_value;
-      CONSTMEM_RETURN_IF_ERROR(FillByValueTable(table.values, count, &by_value));
-      CONSTMEM_RETURN_IF_ERROR(
-          CheckKernelParamBytes(sizeof(by_value) + kOtherKernelParamBytes, device));
-      Count(Counter::kByValueLaunch);
-      return launch(device, static_cast<const ByValue&>(by_value));
-    }
-    case Placement::kConstantBank: {
-      const bool dedupe = table.repeats && host;
-      Lease<Entry> lease;
-      CONSTMEM_RETURN_IF_ERROR(
-          BankOf::get().Acquire(stream, count, dedupe ? table.values : nullptr, &lease));
-      CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, count, table.source));
-      if (report != nullptr) report->upload_skipped = lease.upload_skipped();
-      Count(Counter::kConstantBankLaunch);
-      // The lease's destructor releases it on an error path too: the slot's event then covers
-      // whatever did reach the stream.
-      CONSTMEM_RETURN_IF_ERROR(launch(device, typename BankOf::Reader{lease.offset()}));
-      return lease.Release();
-    }
+    case Placement::kByValue:
+      return detail::LaunchByValue<ByValue>(device, table, launch);
+    case Placement::kConstantBank:
+      return detail::LaunchFromConstantBank<BankOf>(stream, device, table, launch, report);
+    case Placement::kGlobalMemory:
     case Placement::kSharedMemory:
-    case Placement::kGlobalMemory: {
-      if (placement == Placement::kSharedMemory && !kStages) break;
-      if (!host || kStages) {
-        Count(placement == Placement::kSharedMemory ? Counter::kSharedMemoryLaunch
-                                                    : Counter::kGlobalMemoryLaunch);
-      }
-      if (!host)
-        return detail::LaunchFromGlobal<DeviceBankOf>(device, table.values, placement, launch);
-      if constexpr (kStages) {
-        Lease<Entry> lease;
-        CONSTMEM_RETURN_IF_ERROR(DeviceBankOf::get().Acquire(
-            stream, count, table.repeats ? table.values : nullptr, &lease));
-        CONSTMEM_RETURN_IF_ERROR(lease.Upload(table.values, count, table.source));
-        if (report != nullptr) report->upload_skipped = lease.upload_skipped();
-        CONSTMEM_RETURN_IF_ERROR(
-            detail::LaunchFromGlobal<DeviceBankOf>(device, lease.data(), placement, launch));
-        return lease.Release();
-      }
-      break;
-    }
+      return detail::LaunchFromGlobalMemory<DeviceBankOf>(stream, device, table, placement, launch,
+                                                          report);
   }
-  return InvalidArgument(std::string("a ") + (host ? "host" : "device") + " table of " +
-                         std::to_string(table.size) + " entries cannot be placed in " +
-                         PlacementName(placement));
+  return detail::CannotPlace(table, placement);
 }
 
 // Changes the host table of a launch captured by LaunchWithTable into the graph's buffer, without
@@ -327,3 +373,4 @@ inline dim3 PersistentGrid(std::int64_t wanted, int resident) {
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -30,6 +30,8 @@
 #include "constmem/cuda_support.cuh"
 #include "constmem/dispatch.cuh"
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 constexpr int kElementwiseThreads = 256;
@@ -139,3 +141,4 @@ Status LaunchElementwiseTable(int device, cudaStream_t stream, const T* data, T*
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

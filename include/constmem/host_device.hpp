@@ -18,6 +18,8 @@
 #define CONSTMEM_HOST_DEVICE inline
 #endif
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // a * b + c rounded once, on either side (float and double).
@@ -31,3 +33,4 @@ CONSTMEM_HOST_DEVICE T Fma(T a, T b, T c) {
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

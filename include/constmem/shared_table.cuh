@@ -26,19 +26,22 @@
 #include <type_traits>
 
 #include "constmem/cuda_support.cuh"
+#include "constmem/visibility.hpp"
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // A table in global memory that the kernel stages into shared memory before reading it.
 template <class T>
-struct SharedTableSource {
+struct CONSTMEM_VISIBLE_TYPE SharedTableSource {
   using Entry = T;
   const T* values;
 };
 
 // A table a block staged into its shared memory.
 template <class T>
-struct SharedTableReader {
+struct CONSTMEM_VISIBLE_TYPE SharedTableReader {
   const T* values;
   __device__ __forceinline__ T operator[](int i) const { return values[i]; }
 };
@@ -130,3 +133,4 @@ Status SharedResidentBlocks(int threads, int device, std::size_t shared_bytes, i
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

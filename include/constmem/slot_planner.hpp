@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 class SlotPlanner {
@@ -158,3 +160,4 @@ class SlotPlanner {
 };
 
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -22,6 +22,8 @@
 #include "constmem/cuda_support.cuh"
 #include "constmem/stats.hpp"
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 class PinnedStagingPool {
@@ -235,3 +237,4 @@ inline Status StagingPoolFor(int device, PinnedStagingPool** pool) {
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

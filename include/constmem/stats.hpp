@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 enum class Counter : int {
@@ -61,3 +63,4 @@ inline std::int64_t CounterValue(Counter counter) {
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

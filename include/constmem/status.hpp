@@ -6,6 +6,10 @@
 #include <string>
 #include <utility>
 
+#include "constmem/visibility.hpp"
+
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 enum class StatusCode {
@@ -32,21 +36,26 @@ inline const char* StatusCodeName(StatusCode code) {
   return "UNKNOWN";
 }
 
-class Status {
+class CONSTMEM_VISIBLE_TYPE Status {
  public:
-  Status() = default;
-  Status(StatusCode code, std::string message, std::string cuda_error = {})
+  CONSTMEM_HIDDEN Status() = default;
+  CONSTMEM_HIDDEN Status(StatusCode code, std::string message, std::string cuda_error = {})
       : code_(code), message_(std::move(message)), cuda_error_(std::move(cuda_error)) {}
+  CONSTMEM_HIDDEN Status(const Status&) = default;
+  CONSTMEM_HIDDEN Status(Status&&) = default;
+  CONSTMEM_HIDDEN Status& operator=(const Status&) = default;
+  CONSTMEM_HIDDEN Status& operator=(Status&&) = default;
+  CONSTMEM_HIDDEN ~Status() = default;
 
-  static Status Ok() { return Status(); }
+  CONSTMEM_HIDDEN static Status Ok() { return Status(); }
 
-  bool ok() const { return code_ == StatusCode::kOk; }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
+  CONSTMEM_HIDDEN bool ok() const { return code_ == StatusCode::kOk; }
+  CONSTMEM_HIDDEN StatusCode code() const { return code_; }
+  CONSTMEM_HIDDEN const std::string& message() const { return message_; }
   // The CUDA runtime's name and description of the error, empty when CUDA was not involved.
-  const std::string& cuda_error() const { return cuda_error_; }
+  CONSTMEM_HIDDEN const std::string& cuda_error() const { return cuda_error_; }
 
-  std::string ToString() const {
+  CONSTMEM_HIDDEN std::string ToString() const {
     if (ok()) return "OK";
     std::string text = std::string(StatusCodeName(code_)) + ": " + message_;
     if (!cuda_error_.empty()) text += " (" + cuda_error_ + ")";
@@ -64,6 +73,7 @@ inline Status InvalidArgument(std::string message) {
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
 #define CONSTMEM_RETURN_IF_ERROR(expr)                   \

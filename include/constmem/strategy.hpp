@@ -6,6 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "constmem/visibility.hpp"
+
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // The __constant__ space a module may declare (CUDA Programming Guide, "Device Memory Space
@@ -66,7 +70,7 @@ inline const char* PlacementName(Placement placement) {
   return "unknown";
 }
 
-struct StrategyLimits {
+struct CONSTMEM_VISIBLE_TYPE StrategyLimits {
   std::size_t by_value_bytes = kDefaultByValueBytes;
   std::size_t constant_bank_bytes = kConstantMemoryBytes;
   // Device tables up to this size are read in place from global memory instead of being copied
@@ -114,3 +118,4 @@ Placement ChoosePlacementFor(std::int64_t count, SourceKind source, const Strate
 }
 
 }  // namespace constmem
+#pragma GCC visibility pop

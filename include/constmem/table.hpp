@@ -6,16 +6,19 @@
 #include <cstdint>
 
 #include "constmem/strategy.hpp"
+#include "constmem/visibility.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*, in every CUDA version
 
+// Private to each library that compiles it (visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 
 // A CUDA stream as host code without CUDA's headers names it: a launcher's first parameter.
 using GpuStream = CUstream_st*;
 
 template <class T>
-struct TableView {
+struct CONSTMEM_VISIBLE_TYPE TableView {
   const T* values = nullptr;
   std::int64_t size = 0;
   SourceKind source = SourceKind::kDevice;
@@ -25,16 +28,16 @@ struct TableView {
 };
 
 // A launch captured into a CUDA graph, as UpdateCapturedTable (dispatch.cuh) needs it.
-struct CapturedTable {
+struct CONSTMEM_VISIBLE_TYPE CapturedTable {
   void* buffer = nullptr;  // the graph's device copy of a host table, or nullptr
   std::int64_t size = 0;   // entries captured: an update keeps the number
   bool by_value = false;   // the table is in the kernel node's parameters
 };
 
 // What a launch did with its table, for tests, benchmarks and the update of a captured launch.
-struct LaunchReport {
-  LaunchReport() = default;
-  explicit LaunchReport(Placement chosen) : placement(chosen) {}
+struct CONSTMEM_VISIBLE_TYPE LaunchReport {
+  CONSTMEM_HIDDEN LaunchReport() = default;
+  CONSTMEM_HIDDEN explicit LaunchReport(Placement chosen) : placement(chosen) {}
   Placement placement = Placement::kConstantBank;
   bool upload_skipped = false;
   bool captured = false;  // recorded into a CUDA graph; `capture` says how
@@ -42,3 +45,4 @@ struct LaunchReport {
 };
 
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -8,6 +8,7 @@
 #include "constmem/cpu_isa.hpp"
 #include "fir_filter/fir_filter_functor.h"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -26,3 +27,4 @@ extern template void FirFilterCpuRange<double>(const double*, double*, const Fir
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

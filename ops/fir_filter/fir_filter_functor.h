@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -24,6 +25,7 @@ constexpr std::int64_t kFirMaxElements = std::int64_t{1} << 62;
 
 enum class FirPadding { kSame, kValid };
 
+#pragma GCC visibility pop  // a value type bindings keep in their own classes (visibility.hpp)
 struct FirShape {
   std::int64_t rows = 0;      // product of the leading dimensions
   std::int64_t length = 0;    // n, samples per row
@@ -31,6 +33,7 @@ struct FirShape {
   std::int64_t taps = 0;      // k
   std::int64_t pad_left = 0;  // zeros before each row
 };
+#pragma GCC visibility push(hidden)
 
 // SAME keeps the length (TensorFlow's rule: (k-1)/2 zeros before, the rest after); VALID keeps
 // the outputs whose window lies inside the row, none when the taps outnumber the samples.
@@ -63,3 +66,4 @@ inline T FirOutput(const T* row, const FirShape& shape, const T* taps, std::int6
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

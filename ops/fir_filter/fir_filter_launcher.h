@@ -11,6 +11,7 @@
 #include "constmem/table.hpp"
 #include "fir_filter/fir_filter_functor.h"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -47,3 +48,4 @@ Placement FirFilterPlacement(std::int64_t count, SourceKind source);
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -12,6 +12,7 @@
 
 #include "constmem/cpu_isa.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -28,3 +29,4 @@ extern template void FrobulateCpuRange<double>(const double*, double*, std::int6
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -13,6 +13,7 @@
 
 #include "constmem/strategy.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -38,3 +39,4 @@ void FrobulateRange(const T* data, T* out, std::int64_t begin, std::int64_t end,
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

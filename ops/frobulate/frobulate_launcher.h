@@ -9,6 +9,7 @@
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -31,3 +32,4 @@ Placement FrobulatePlacement(std::int64_t table_size, SourceKind source);
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -7,6 +7,7 @@
 
 #include "interpolate/interpolate_functor.h"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -22,3 +23,4 @@ extern template void InterpolateCpuRange<double>(const double*, double*, std::in
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

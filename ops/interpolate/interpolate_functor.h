@@ -18,6 +18,7 @@
 #include "constmem/host_device.hpp"
 #include "constmem/status.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -27,6 +28,7 @@ constexpr std::int64_t kInterpolateMinKnots = 2;
 constexpr std::int64_t kInterpolateMaxKnots = 16384;
 constexpr std::int64_t kInterpolateMaxElements = std::int64_t{1} << 62;
 
+#pragma GCC visibility pop  // a value type bindings keep in their own classes (visibility.hpp)
 // Where the knots lie, in the data's type.
 template <class T>
 struct InterpolateGrid {
@@ -34,6 +36,7 @@ struct InterpolateGrid {
   T scale;
   int last;  // knots - 1
 };
+#pragma GCC visibility push(hidden)
 
 inline Status CheckInterpolateKnots(std::int64_t knots) {
   if (knots < kInterpolateMinKnots || knots > kInterpolateMaxKnots) {
@@ -75,3 +78,4 @@ CONSTMEM_HOST_DEVICE T InterpolateElement(T x, const Table& knots, const Interpo
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -32,3 +33,4 @@ Placement InterpolatePlacement(std::int64_t count, SourceKind source);
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

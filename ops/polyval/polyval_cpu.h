@@ -7,6 +7,7 @@
 
 #include "constmem/cpu_isa.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -22,3 +23,4 @@ extern template void PolyvalCpuRange<double>(const double*, double*, std::int64_
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

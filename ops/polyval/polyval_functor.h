@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -29,3 +30,4 @@ inline T PolyvalElement(T x, const T* coeffs, std::int64_t count) {
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

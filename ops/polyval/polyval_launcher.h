@@ -9,6 +9,7 @@
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
 
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
@@ -30,3 +31,4 @@ Placement PolyvalPlacement(std::int64_t count, SourceKind source);
 
 }  // namespace ops
 }  // namespace constmem
+#pragma GCC visibility pop

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+// Private to each library that compiles it (constmem/visibility.hpp).
+#pragma GCC visibility push(hidden)
 namespace constmem {
 namespace testing {
 
@@ -30,3 +32,4 @@ __device__ __forceinline__ void SpinFor(long long nanoseconds) {
 
 }  // namespace testing
 }  // namespace constmem
+#pragma GCC visibility pop
