@@ -110,7 +110,8 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
         if isinstance(table, torch.Tensor):
             check_table(spec, table, data)
             op = tensor_op
-            needs_grad = data.requires_grad or table.requires_grad
+            # No gradient flows through uint8 data, nor to a table used with it.
+            needs_grad = data.is_floating_point() and (data.requires_grad or table.requires_grad)
         else:
             table = _static_list(spec, table, data.dtype)
             op = static_op
