@@ -37,7 +37,7 @@ CPU_KS = (3, 9, 31)
 def optional(name):
     try:
         return importlib.import_module(name)
-    except Exception:  # noqa: BLE001 (a broken install is skipped as a missing one)
+    except Exception:
         return None
 
 
@@ -86,7 +86,40 @@ def taps(k):
     from constmem.ops import separable_filter as description
 
     sigma = 0.3 * ((k - 1) * 0.5 - 1) + 0.8
-    return sigma, description.gaussian_taps(k, sigma)
+    return sigma, np.asarray(description.gaussian_taps(k, sigma))
+
+
+def ratio(row, key):
+    """The other's time as a multiple of constmem's, or "-" where it was not measured."""
+    return f"{row[key] / row['constmem_ms']:.2f}x" if key in row else "-"
+
+
+def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage):
+    """One GPU case: constmem, its per-image form and the others on images x with k taps."""
+    sigma, t = taps(k)
+    row = {"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch."), "k": k}
+    row["copy_ms"] = copy_ms
+    row["constmem_ms"] = gpu_ms(lambda: cm.gaussian_blur(x, k))
+    # Per-image tables: one sigma per image (B, 2), the taps made on the GPU at each call.
+    sigmas = torch.full((x.shape[0], 2), sigma, device="cuda")
+    row["per_image_ms"] = gpu_ms(lambda: cm.gaussian_blur(x, k, sigmas))
+    if tv is not None:
+        row["torchvision_ms"] = gpu_ms(lambda: tv.gaussian_blur(x, [k, k], [sigma, sigma]))
+    if kornia is not None and x.is_floating_point():  # kornia takes float images
+        row["kornia_ms"] = gpu_ms(
+            lambda: kornia.filters.gaussian_blur2d(x, (k, k), (sigma, sigma), "reflect")
+        )
+    if cupy_ndimage is not None:
+        cx = cupy.asarray(x)  # shares the memory (__cuda_array_interface__)
+        weights = cupy.asarray(t.astype(np.float32))
+        out = cupy.empty_like(cx)
+
+        def cupy_blur():
+            tmp = cupy_ndimage.correlate1d(cx, weights, axis=-1, mode="mirror")
+            cupy_ndimage.correlate1d(tmp, weights, axis=-2, output=out, mode="mirror")
+
+        row["cupy_ms"] = gpu_ms(cupy_blur)
+    return row
 
 
 def gpu_cases(args, results):
@@ -97,55 +130,64 @@ def gpu_cases(args, results):
     missing = [n for n, m in (("torchvision", tv), ("kornia", kornia), ("cupy", cupy)) if m is None]
     if missing:
         print(f"skipped (not importable): {', '.join(missing)}")
-    shapes = [((32, 3, 1080, 1920), torch.float32), ((256, 3, 224, 224), torch.float32),
-              ((32, 3, 1080, 1920), torch.uint8)]
+    shapes = [
+        ((32, 3, 1080, 1920), torch.float32),
+        ((256, 3, 224, 224), torch.float32),
+        ((32, 3, 1080, 1920), torch.uint8),
+    ]
     if args.quick:
         shapes = shapes[1:2]
-    header = (f"{'shape':>22} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'copy ms':>8} "
-              f"{'of ceiling':>10} {'torchvision':>11} {'kornia':>7} {'cupy':>7} {'per-image':>9}")
     print("GPU: constmem's time, and the others' as multiples of it (>1: constmem faster)")
-    print(header)
+    print(
+        f"{'shape':>22} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'copy ms':>8} "
+        f"{'of ceiling':>10} {'torchvision':>11} {'kornia':>7} {'cupy':>7} {'per-image':>9}"
+    )
     for shape, dtype in shapes:
         if dtype == torch.uint8:
             x = torch.randint(0, 256, shape, dtype=dtype, device="cuda")
         else:
             x = torch.rand(shape, dtype=dtype, device="cuda")
         copy = torch.empty_like(x)
-        copy_ms = gpu_ms(lambda: copy.copy_(x))
+        copy_ms = gpu_ms(lambda x=x, copy=copy: copy.copy_(x))
         for k in KS:
-            sigma, t = taps(k)
-            row = {"shape": list(shape), "dtype": str(dtype).removeprefix("torch."), "k": k,
-                   "copy_ms": copy_ms}
-            row["constmem_ms"] = ours = gpu_ms(lambda: cm.gaussian_blur(x, k))
-            # Per-image tables: one sigma per image (B, 2), the taps made on the GPU each call.
-            sigmas = torch.full((shape[0], 2), sigma, device="cuda")
-            row["per_image_ms"] = gpu_ms(lambda: cm.gaussian_blur(x, k, sigmas))
-            if tv is not None:
-                row["torchvision_ms"] = gpu_ms(lambda: tv.gaussian_blur(x, [k, k], [sigma, sigma]))
-            if kornia is not None and dtype != torch.uint8:  # kornia takes float images
-                row["kornia_ms"] = gpu_ms(
-                    lambda: kornia.filters.gaussian_blur2d(x, (k, k), (sigma, sigma), "reflect")
-                )
-            if cupy_ndimage is not None:
-                cx = cupy.asarray(x)  # shares the memory (DLPack)
-                weights = cupy.asarray(t.astype(np.float32))
-                out = cupy.empty_like(cx)
-
-                def cupy_blur():
-                    tmp = cupy_ndimage.correlate1d(cx, weights, axis=-1, mode="mirror")
-                    cupy_ndimage.correlate1d(tmp, weights, axis=-2, output=out, mode="mirror")
-
-                row["cupy_ms"] = gpu_ms(cupy_blur)
+            row = gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage)
             results.append(row)
-
-            def ratio(key, row=row):
-                return f"{row[key] / row['constmem_ms']:.2f}x" if key in row else "-"
-
-            print(f"{str(shape):>22} {row['dtype']:>7} {k:>3} {ours:>11.3f} {copy_ms:>8.3f} "
-                  f"{copy_ms / ours:>9.0%} {ratio('torchvision_ms'):>11} {ratio('kornia_ms'):>7} "
-                  f"{ratio('cupy_ms'):>7} {ratio('per_image_ms'):>9}")
-        del x, copy
+            ours = row["constmem_ms"]
+            print(
+                f"{shape!s:>22} {row['dtype']:>7} {k:>3} {ours:>11.3f} {copy_ms:>8.3f} "
+                f"{copy_ms / ours:>10.0%} {ratio(row, 'torchvision_ms'):>11} "
+                f"{ratio(row, 'kornia_ms'):>7} {ratio(row, 'cupy_ms'):>7} "
+                f"{ratio(row, 'per_image_ms'):>9}"
+            )
+        x = copy = None
         torch.cuda.empty_cache()
+
+
+def cpu_row(data, k, cv2, scipy_ndimage, threads, quick):
+    """One CPU case: constmem, OpenCV and scipy on the same images with k taps."""
+    sigma, t = taps(k)
+    x = torch.from_numpy(data)
+    # OpenCV and scipy filter each plane alike.
+    planes = np.ascontiguousarray(data.reshape(-1, *data.shape[-2:]))
+    row = {"device": "cpu", "shape": list(data.shape), "dtype": data.dtype.name, "k": k}
+    row["threads"] = threads
+    row["constmem_ms"] = cpu_ms(lambda: cm.gaussian_blur(x, k))
+    if cv2 is not None:
+
+        def cv2_blur():
+            for plane in planes:
+                cv2.GaussianBlur(plane, (k, k), sigma, sigma, borderType=cv2.BORDER_REFLECT_101)
+
+        row["cv2_ms"] = cpu_ms(cv2_blur)
+    if scipy_ndimage is not None and (k <= 9 or not quick):
+        w = t.astype(np.float32 if data.dtype == np.float32 else np.float64)
+
+        def scipy_blur():
+            tmp = scipy_ndimage.correlate1d(planes, w, axis=-1, mode="mirror")
+            scipy_ndimage.correlate1d(tmp, w, axis=-2, mode="mirror")
+
+        row["scipy_ms"] = cpu_ms(scipy_blur, repetitions=3)
+    return row
 
 
 def cpu_cases(args, results):
@@ -157,41 +199,17 @@ def cpu_cases(args, results):
     print(f"\nCPU ({threads} threads): constmem's time, and the others' as multiples of it")
     print(f"{'shape':>20} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'cv2':>7} {'scipy':>7}")
     shape = (2, 3, 270, 480) if args.quick else (8, 3, 540, 960)
+    rng = np.random.default_rng(0)
     for dtype in (np.float32, np.uint8):
-        rng = np.random.default_rng(0)
-        data = (rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)).astype(
-            dtype
-        )
-        x = torch.from_numpy(data)
-        # OpenCV and scipy take HWC / any layout: each plane filtered the same.
-        planes = np.ascontiguousarray(data.reshape(-1, shape[-2], shape[-1]))
+        data = rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)
+        data = data.astype(dtype)
         for k in CPU_KS:
-            sigma, t = taps(k)
-            row = {"device": "cpu", "shape": list(shape), "dtype": np.dtype(dtype).name, "k": k,
-                   "threads": threads}
-            row["constmem_ms"] = ours = cpu_ms(lambda: cm.gaussian_blur(x, k))
-            if cv2 is not None:
-                def cv2_blur():
-                    for plane in planes:
-                        cv2.GaussianBlur(plane, (k, k), sigma, sigma,
-                                         borderType=cv2.BORDER_REFLECT_101)
-
-                row["cv2_ms"] = cpu_ms(cv2_blur)
-            if scipy_ndimage is not None and (k <= 9 or not args.quick):
-                w = t.astype(np.float32 if dtype == np.float32 else np.float64)
-
-                def scipy_blur():
-                    tmp = scipy_ndimage.correlate1d(planes, w, axis=-1, mode="mirror")
-                    scipy_ndimage.correlate1d(tmp, w, axis=-2, mode="mirror")
-
-                row["scipy_ms"] = cpu_ms(scipy_blur, repetitions=3)
+            row = cpu_row(data, k, cv2, scipy_ndimage, threads, args.quick)
             results.append(row)
-
-            def ratio(key, row=row):
-                return f"{row[key] / row['constmem_ms']:.2f}x" if key in row else "-"
-
-            print(f"{str(shape):>20} {row['dtype']:>7} {k:>3} {ours:>11.3f} "
-                  f"{ratio('cv2_ms'):>7} {ratio('scipy_ms'):>7}")
+            print(
+                f"{shape!s:>20} {row['dtype']:>7} {k:>3} {row['constmem_ms']:>11.3f} "
+                f"{ratio(row, 'cv2_ms'):>7} {ratio(row, 'scipy_ms'):>7}"
+            )
 
 
 def main():

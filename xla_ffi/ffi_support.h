@@ -89,9 +89,9 @@ ffi::Error ForDataType(ffi::DataType type, const char* name, Fn&& fn) {
   if constexpr (Op::kUint8) {
     if (type == ffi::DataType::U8) return fn(std::uint8_t{});
   }
-  return ffi::Error(ffi::ErrorCode::kInvalidArgument, std::string(name) + " must be " +
-                                                          DataTypeList<Op>() + "; got " +
-                                                          DataTypeName(type));
+  return ffi::Error(
+      ffi::ErrorCode::kInvalidArgument,
+      std::string(name) + " must be " + DataTypeList<Op>() + "; got " + DataTypeName(type));
 }
 
 // ForDataType for a host handler, with denormals flushed (ForFloatTypeOnHost).

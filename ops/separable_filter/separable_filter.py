@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""SeparableFilter in Python: its signature, gradient, Keras layer and functions, for every framework.
+"""SeparableFilter in Python: signature, gradient, Keras layer and functions, for every framework.
 
 The op's C++ description (separable_filter_op.h) gives its names, table and attributes; this file
 what the Python packages add to them (constmem.ops): the raw op `separable_filter(images, taps,
@@ -107,7 +107,7 @@ def output_shape(shape, taps, attrs, maximum=max):
     """The images' shape; refuses a rank or table size the op refuses, where they are known."""
     images, _ = _geometry(shape, attrs["layout"])
     if isinstance(taps, int):
-        kw, kh, _ = _table_rule(images, taps, attrs)
+        _, kh, _ = _table_rule(images, taps, attrs)
         if kh > MAX_AXIS_TAPS:
             raise ValueError(f"SeparableFilter takes 1 to {MAX_AXIS_TAPS} taps along each axis")
     return tuple(shape)
@@ -161,8 +161,11 @@ def _source_indices(n, k, border):
 
 
 def _fold_layers(n, k, border):
-    """The border's adjoint as gathers: layers of indices into n + k - 1 padded positions (plus one
-    zero at n + k - 1) whose sum over layers is, for each pixel, the sum over what read it."""
+    """The border's adjoint as gathers: layers of indices into the padded positions.
+
+    Into n + k - 1 positions plus one zero at n + k - 1: their sum over layers is, for each pixel,
+    the sum over the positions that read it.
+    """
     sources = _source_indices(n, k, border)
     preimages = [[] for _ in range(n)]
     for p, s in enumerate(sources):
@@ -176,9 +179,7 @@ def _fold_layers(n, k, border):
 def _static(F, t, axis):
     size = F.size(t, axis)
     if not isinstance(size, int):
-        raise ValueError(
-            "SeparableFilter's gradient needs images of static height and width here"
-        )
+        raise ValueError("SeparableFilter's gradient needs images of static height and width here")
     return size
 
 
@@ -206,7 +207,7 @@ def _adjoint(F, g, table_index, kw, kh, axis, n, k, attrs, table):
 
 
 def backward(F, grad, images, taps, attrs, need_images, need_taps):
-    """d images: the passes' adjoints in reverse order; d taps: the passes' correlations."""
+    """D images: the passes' adjoints in reverse order; d taps: the passes' correlations."""
     shape = tuple(images.shape)
     count, (h_axis, w_axis) = _geometry(shape, attrs["layout"])
     size = F.length(taps)
@@ -233,7 +234,9 @@ def backward(F, grad, images, taps, attrs, need_images, need_taps):
             row_taps=kw,
             column_taps=1,
         )
-        rows = F.take(F.pad_axis(rows, h_axis, 0, 1), _source_indices(h, kh, attrs["border"]), h_axis)
+        rows = F.take(
+            F.pad_axis(rows, h_axis, 0, 1), _source_indices(h, kh, attrs["border"]), h_axis
+        )
         samples = F.take(
             F.pad_axis(images, w_axis, 0, 1), _source_indices(w, kw, attrs["border"]), w_axis
         )
@@ -241,9 +244,7 @@ def backward(F, grad, images, taps, attrs, need_images, need_taps):
         def sums(product):  # per image, or over everything for a shared table
             return F.row_sums(F.reshape(product, (blocks, -1)))
 
-        row_sums = [
-            sums(g_rows * F.take(samples, np.arange(j, j + w), w_axis)) for j in range(kw)
-        ]
+        row_sums = [sums(g_rows * F.take(samples, np.arange(j, j + w), w_axis)) for j in range(kw)]
         column_sums = [sums(grad * F.take(rows, np.arange(i, i + h), h_axis)) for i in range(kh)]
         # Tap-major sums, reordered image-major: image b's kw row taps, then its kh column taps.
         stacked = F.concat(row_sums + column_sums)
@@ -257,6 +258,8 @@ def backward(F, grad, images, taps, attrs, need_images, need_taps):
 
 def _framework(value):
     """'torch', 'jax' or 'tensorflow' for a tensor of that framework, else None."""
+    if value is None or isinstance(value, (numbers.Number, list, tuple, np.ndarray)):
+        return None
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         return "torch"
@@ -376,12 +379,17 @@ def _make_separable_filter2d(ops):
 
 
 def gaussian_taps(kernel_size, sigma):
-    """torchvision's 1-D Gaussian taps (its _get_gaussian_kernel1d), in float64 (NumPy)."""
+    """Torchvision's 1-D Gaussian taps (its _get_gaussian_kernel1d), in float64.
+
+    A list of Python floats: plain Python, which torch.compile and jax.jit trace as constants.
+    """
     lim = (kernel_size - 1) / (2.0 * math.sqrt(2.0))
-    x = np.linspace(-lim, lim, kernel_size)
-    values = -((x / (sigma / math.sqrt(2.0))) ** 2)
-    values = np.exp(values - values.max())
-    return values / values.sum()
+    step = 2.0 * lim / (kernel_size - 1) if kernel_size > 1 else 0.0
+    exponents = [-(((-lim + i * step) / (sigma / math.sqrt(2.0))) ** 2) for i in range(kernel_size)]
+    top = max(exponents)
+    values = [math.exp(e - top) for e in exponents]
+    total = math.fsum(values)
+    return [v / total for v in values]
 
 
 def _pair(value, name):
@@ -416,6 +424,7 @@ def _make_gaussian_blur(ops):
           border: "reflect" (torchvision's), "zeros" or "replicate".
           layout: "channels_first" or "channels_last".
           **options: TensorFlow's `source` and `name`.
+
         """
         kx, ky = (int(k) for k in _pair(kernel_size, "kernel_size"))
         for k in (kx, ky):
@@ -431,8 +440,7 @@ def _make_gaussian_blur(ops):
         for s in (sx, sy):
             if not s > 0.0:
                 raise ValueError(f"sigma should have positive values. Got {sigma}")
-        dtype = _compute_dtype(images)
-        table = np.concatenate([gaussian_taps(kx, sx), gaussian_taps(ky, sy)]).astype(dtype)
+        table = gaussian_taps(kx, sx) + gaussian_taps(ky, sy)  # rounded by the op
         return ops.separable_filter(
             images, table, kx, column_taps=ky, border=border, layout=layout, **options
         )

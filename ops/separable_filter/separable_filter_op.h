@@ -102,8 +102,8 @@ layout: channels_first or channels_last.
       s.kh = table_size - s.kw;
       if (s.kh < 1) {
         return InvalidArgument("taps must hold row_taps + at least one column tap; got " +
-                               std::to_string(table_size) + " entries for row_taps = " +
-                               std::to_string(s.kw));
+                               std::to_string(table_size) +
+                               " entries for row_taps = " + std::to_string(s.kw));
       }
     } else {
       s.kh = params.column_taps;

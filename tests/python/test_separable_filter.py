@@ -21,7 +21,11 @@ def correlate(x, taps, axis, border):
     """scipy's correlate1d with the op's centre (k - 1) // 2 (origin -1 for even k)."""
     k = len(taps)
     return scipy_ndimage.correlate1d(
-        x, np.asarray(taps, np.float64), axis=axis, mode=MODES[border], cval=0.0,
+        x,
+        np.asarray(taps, np.float64),
+        axis=axis,
+        mode=MODES[border],
+        cval=0.0,
         origin=-1 if k % 2 == 0 else 0,
     )
 
@@ -110,12 +114,18 @@ def test_per_image_tables(fw, layout):
         y = fw.cm.separable_filter2d(fw.array(x, device), rows, columns, layout=layout)
         np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
         table = np.concatenate([rows, columns], 1).reshape(-1)
-        y = fw.cm.separable_filter(fw.array(x, device), fw.array(table, device), kw, column_taps=kh,
-                                   layout=layout)
+        y = fw.cm.separable_filter(
+            fw.array(x, device), fw.array(table, device), kw, column_taps=kh, layout=layout
+        )
         np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
     with pytest.raises(ValueError, match="one pair per image"):
-        fw.cm.separable_filter(fw.array(x, "cpu" if fw.name == "torch" else fw.devices[0]),
-                               list(range(5 * (kw + kh))), kw, column_taps=kh, layout=layout)
+        fw.cm.separable_filter(
+            fw.array(x, "cpu" if fw.name == "torch" else fw.devices[0]),
+            list(range(5 * (kw + kh))),
+            kw,
+            column_taps=kh,
+            layout=layout,
+        )
 
 
 def test_uint8_rounds_half_to_even_and_clamps(fw):
@@ -123,8 +133,9 @@ def test_uint8_rounds_half_to_even_and_clamps(fw):
     x = rng.integers(0, 256, (2, 3, 10, 12)).astype(np.uint8)
     row = np.array([0.25, 0.5, 0.25], np.float32)
     column = np.array([-0.5, 2.0, -0.5], np.float32)  # over- and undershoots: clamped
-    expected = reference(x, row.astype(np.float64), column.astype(np.float64), "reflect",
-                         "channels_first")
+    expected = reference(
+        x, row.astype(np.float64), column.astype(np.float64), "reflect", "channels_first"
+    )
     expected = np.clip(np.round(expected), 0, 255)  # np.round: half to even
     for device in fw.devices:
         y = fw.cm.separable_filter2d(fw.array(x, device), row, column)
@@ -177,8 +188,9 @@ def test_gaussian_blur_matches_torchvision():
         sig = [k * 0.15 + 0.35 for k in ks] if sigma is None else sigma
         sig = [sig, sig] if isinstance(sig, float) else list(sig)
         expected = torchvision_blur(x, ks, sig)
-        np.testing.assert_allclose(cm.gaussian_blur(x, ks, sigma).numpy(), expected.numpy(),
-                                   atol=2e-6)
+        np.testing.assert_allclose(
+            cm.gaussian_blur(x, ks, sigma).numpy(), expected.numpy(), atol=2e-6
+        )
     u8 = torch.as_tensor(rng.integers(0, 256, (3, 16, 18)).astype(np.uint8))
     expected = torchvision_blur(u8[None], [5, 5], [1.1, 1.1])[0]
     out = cm.gaussian_blur(u8, 5, 1.1)
@@ -201,15 +213,17 @@ def test_gradients_match_finite_differences_torch(border):
 
     rng = np.random.default_rng(5)
     for layout, shape in (("channels_first", (2, 1, 5, 6)), ("channels_last", (2, 5, 4, 2))):
-        x = torch.as_tensor(rng.standard_normal(shape), requires_grad=True)
-        shared = torch.as_tensor(rng.uniform(-1, 1, 3 + 4), requires_grad=True)
+        x = torch.tensor(rng.standard_normal(shape), requires_grad=True)
+        shared = torch.tensor(rng.uniform(-1, 1, 3 + 4), requires_grad=True)
         torch.autograd.gradcheck(
-            lambda x, t: cm.separable_filter(x, t, 3, border=border, layout=layout),
+            lambda x, t, layout=layout: cm.separable_filter(x, t, 3, border=border, layout=layout),
             (x, shared),
         )
-        per_image = torch.as_tensor(rng.uniform(-1, 1, 2 * (2 + 7)), requires_grad=True)
+        per_image = torch.tensor(rng.uniform(-1, 1, 2 * (2 + 7)), requires_grad=True)
         torch.autograd.gradcheck(
-            lambda x, t: cm.separable_filter(x, t, 2, column_taps=7, border=border, layout=layout),
+            lambda x, t, layout=layout: cm.separable_filter(
+                x, t, 2, column_taps=7, border=border, layout=layout
+            ),
             (x, per_image),
         )
 
@@ -249,8 +263,9 @@ def test_jax_jit_vmap_grad():
     x = jnp.asarray(rng.standard_normal((3, 2, 6, 7)))
     table = jnp.asarray(rng.uniform(-1, 1, 3 + 4))
     expected = cm.separable_filter(x, table, 3)
-    np.testing.assert_allclose(jax.jit(lambda x, t: cm.separable_filter(x, t, 3))(x, table),
-                               expected)
+    np.testing.assert_allclose(
+        jax.jit(lambda x, t: cm.separable_filter(x, t, 3))(x, table), expected
+    )
     batched = jax.vmap(lambda x: cm.separable_filter(x, table, 3))(x)
     np.testing.assert_allclose(batched, expected)
 

@@ -1,12 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """SeparableFilter in TensorFlow: the three table forms, uint8 images, gradients, XLA."""
 
+import constmem.tensorflow as cm
 import numpy as np
 import pytest
 import tensorflow as tf
 from test_separable_filter import reference
-
-import constmem.tensorflow as cm
 
 
 @pytest.mark.parametrize("border", ["reflect", "zeros", "replicate"])
@@ -29,14 +28,17 @@ def test_uint8_and_per_image_tables(device):
     rng = np.random.default_rng(8)
     x = rng.integers(0, 256, (2, 3, 8, 10)).astype(np.uint8)
     rows, columns = rng.uniform(0, 0.5, (2, 3)), rng.uniform(0, 0.5, (2, 5))
-    expected = np.clip(np.round(reference(x, rows, columns, "reflect", "channels_first", True)),
-                       0, 255)
+    expected = np.clip(
+        np.round(reference(x, rows, columns, "reflect", "channels_first", True)), 0, 255
+    )
     with tf.device(device):
         for source in ("attr", "input", "host"):
             y = cm.separable_filter2d(
                 x,
                 rows.astype(np.float32) if source == "attr" else tf.constant(rows, tf.float32),
-                columns.astype(np.float32) if source == "attr" else tf.constant(columns, tf.float32),
+                columns.astype(np.float32)
+                if source == "attr"
+                else tf.constant(columns, tf.float32),
                 source=source,
             )
             assert y.dtype == tf.uint8

@@ -91,7 +91,7 @@ void RegisterTableOpDefs(const TableOpDef& def) {
     op.Input(def.data + ": T");
     if (form.table_input) op.Input(def.table + ": " + table_type);
     op.Output(def.output + ": T");
-    op.Attr(def.uint8   ? (def.float64 ? "T: {float, double, uint8}" : "T: {float, uint8}")
+    op.Attr(def.uint8     ? (def.float64 ? "T: {float, double, uint8}" : "T: {float, uint8}")
             : def.float64 ? "T: {float, double}"
                           : "T: {float}");
     // The table inputs of an op that takes uint8 data have a type of their own: float for

@@ -162,7 +162,7 @@ absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c)
     TF_RETURN_IF_ERROR(AttrTableSize<Op>(c, dtype, &size));
   } else {
     if constexpr (Op::kUint8 && !Op::kTable.int32) {  // the table's type is Ttable: the data's
-      tensorflow::DataType table_type;                 // compute type
+      tensorflow::DataType table_type;                // compute type
       TF_RETURN_IF_ERROR(c->GetAttr("Ttable", &table_type));
       const tensorflow::DataType expected =
           dtype == tensorflow::DT_DOUBLE ? tensorflow::DT_DOUBLE : tensorflow::DT_FLOAT;

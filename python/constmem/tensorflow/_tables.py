@@ -157,7 +157,9 @@ class TableOp:
                     raise invalid(str(error)) from None
                 if source == "attr":
                     table_dtype = tf.as_dtype(spec.table_dtype(data.dtype.name))
-                    encoded = values.tolist() if spec.int32_table else attr_bits(values, table_dtype)
+                    encoded = (
+                        values.tolist() if spec.int32_table else attr_bits(values, table_dtype)
+                    )
                     call = op_function(self.library, spec.tf_name, "Attr")
                     return call(**{spec.data: data, spec.table: encoded}, **extra)
                 table = tf.constant(values)
