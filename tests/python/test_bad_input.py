@@ -4,10 +4,9 @@ form: the framework's own error kind, a message that names the argument, what wa
 what was received, worded alike everywhere; and the next call right.
 
 Rules: the data has one of the op's dtypes (the registry's list: float32, float64, uint8); a tensor
-table is a vector of the op's table dtype
-exactly (int32, or the data's dtype) on the host or on the data's device (never the meta device
-or another GPU); a sequence table holds numbers of the right kind; the table's size is within the
-op's limits.
+table is a vector of the op's table dtype exactly (int32, or the data's compute dtype) on the host
+or on the data's device (never the meta device or another GPU); a sequence table holds numbers of
+the right kind; the table's size is within the op's limits.
 """
 
 import importlib.util
