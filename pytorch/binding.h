@@ -97,6 +97,10 @@ template <>
 constexpr ScalarType ScalarTypeOf<std::int32_t>() {
   return ScalarType::Int;
 }
+template <>
+constexpr ScalarType ScalarTypeOf<std::uint8_t>() {
+  return ScalarType::Byte;
+}
 
 inline const char* DtypeName(ScalarType type) {
   switch (type) {
@@ -108,6 +112,8 @@ inline const char* DtypeName(ScalarType type) {
       return "int32";
     case ScalarType::Long:
       return "int64";
+    case ScalarType::Byte:
+      return "uint8";
     case ScalarType::Half:
       return "float16";
     case ScalarType::BFloat16:
@@ -126,6 +132,21 @@ decltype(auto) ForFloatData(const Tensor& data, const char* name, Fn&& fn) {
     if (data.scalar_type() == ScalarType::Double) return fn(double{});
   }
   Fail(std::string(name) + " must be " + (kFloat64 ? "float32 or float64" : "float32") + "; got " +
+       DtypeName(data.scalar_type()));
+}
+
+// Runs fn(zero) with zero of the data's element type among those Op takes: float32, float64
+// (kFloat64) or uint8 (kUint8), else an error naming the argument and listing them.
+template <class Op, class Fn>
+decltype(auto) ForData(const Tensor& data, const char* name, Fn&& fn) {
+  if (data.scalar_type() == ScalarType::Float) return fn(float{});
+  if constexpr (Op::kFloat64) {
+    if (data.scalar_type() == ScalarType::Double) return fn(double{});
+  }
+  if constexpr (Op::kUint8) {
+    if (data.scalar_type() == ScalarType::Byte) return fn(std::uint8_t{});
+  }
+  Fail(std::string(name) + " must be " + DataTypeList<Op>() + "; got " +
        DtypeName(data.scalar_type()));
 }
 
@@ -225,8 +246,7 @@ template <class Op, class T>
 Tensor RunTableOp(const Tensor& x_in, const TableView<TableEntryOf<Op, T>>& table,
                   const AttrValue* values) {
   typename Op::Params params;
-  ThrowIfError(params.Read(
-      values, std::is_same<T, double>::value ? DataType::kFloat64 : DataType::kFloat32));
+  ThrowIfError(params.Read(values, DataTypeOf<T>()));
   const Tensor x = Contiguous(x_in);
   const auto sizes = x.sizes();
   typename Op::Shape shape;
@@ -285,7 +305,7 @@ void TableKernel(StableIValue* stack, std::uint64_t /*num_args*/, std::uint64_t 
   std::array<std::string, Op::kAttrCount + 1> storage{};
   UnboxAttrs<Op>(stack, 2, values.data(), storage.data());
   CheckDataDevice<Op>(x);
-  Tensor y = ForFloatData<Op::kFloat64>(x, Op::kNames.data, [&](auto zero) {
+  Tensor y = ForData<Op>(x, Op::kNames.data, [&](auto zero) {
     using T = decltype(zero);
     using Entry = TableEntryOf<Op, T>;
     if constexpr (kStatic) {

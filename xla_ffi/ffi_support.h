@@ -6,7 +6,7 @@
 //
 // Each op has four handlers: "host" runs the CPU kernel, "cuda" the GPU launcher on XLA's stream
 // with the table read from device memory, and the "static" forms take the table as an attribute
-// `table` instead (float64 values already rounded to the data's dtype, or int32 values), host
+// `table` instead (float64 values already rounded to the table's dtype, or int32 values), host
 // memory whose bytes repeat at every call. The op's own attributes come by name, as their kinds
 // say: a choice as a string, a float64 as f64, an int64 as i64.
 #pragma once
@@ -49,6 +49,8 @@ inline const char* DataTypeName(ffi::DataType type) {
       return "float64";
     case ffi::DataType::S32:
       return "int32";
+    case ffi::DataType::U8:
+      return "uint8";
     default:
       return "another dtype";
   }
@@ -76,10 +78,34 @@ ffi::Error ForFloatTypeOnHost(ffi::DataType type, const char* name, Fn&& fn) {
   return ForFloatType<kFloat64>(type, name, std::forward<Fn>(fn));
 }
 
+// Calls fn(T{}) with T the C++ type of Op's data buffer `name`: float, double (kFloat64) or
+// std::uint8_t (kUint8); else an error listing the types Op takes.
+template <class Op, class Fn>
+ffi::Error ForDataType(ffi::DataType type, const char* name, Fn&& fn) {
+  if (type == ffi::DataType::F32) return fn(float{});
+  if constexpr (Op::kFloat64) {
+    if (type == ffi::DataType::F64) return fn(double{});
+  }
+  if constexpr (Op::kUint8) {
+    if (type == ffi::DataType::U8) return fn(std::uint8_t{});
+  }
+  return ffi::Error(
+      ffi::ErrorCode::kInvalidArgument,
+      std::string(name) + " must be " + DataTypeList<Op>() + "; got " + DataTypeName(type));
+}
+
+// ForDataType for a host handler, with denormals flushed (ForFloatTypeOnHost).
+template <class Op, class Fn>
+ffi::Error ForDataTypeOnHost(ffi::DataType type, const char* name, Fn&& fn) {
+  cpu::ScopedFlushDenormals flush;
+  return ForDataType<Op>(type, name, std::forward<Fn>(fn));
+}
+
 template <class T>
 constexpr ffi::DataType DataTypeOf() {
   if constexpr (std::is_same<T, float>::value) return ffi::DataType::F32;
   if constexpr (std::is_same<T, double>::value) return ffi::DataType::F64;
+  if constexpr (std::is_same<T, std::uint8_t>::value) return ffi::DataType::U8;
   return ffi::DataType::S32;
 }
 
@@ -119,8 +145,7 @@ struct TableHandlers {
       }
     }
     CONSTMEM_RETURN_IF_ERROR(CheckTableSize<Op>(size));
-    CONSTMEM_RETURN_IF_ERROR(params->Read(
-        values.data(), std::is_same<T, double>::value ? DataType::kFloat64 : DataType::kFloat32));
+    CONSTMEM_RETURN_IF_ERROR(params->Read(values.data(), ::constmem::DataTypeOf<T>()));
     Dims y_dims;
     CONSTMEM_RETURN_IF_ERROR(Op::Output(DimsOf(x), *params, size, shape, &y_dims));
     if (y_dims != DimsOf(y)) {
@@ -177,7 +202,7 @@ struct TableHandlers {
 
   static ffi::Error Host(ffi::AnyBuffer x, ffi::AnyBuffer table, ffi::Result<ffi::AnyBuffer> y,
                          ffi::Dictionary attrs) {
-    return ForFloatTypeOnHost<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
+    return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
       return FfiError(RunOnHost<T>(attrs, x, *y, table.typed_data<Entry<T>>(),
@@ -186,7 +211,7 @@ struct TableHandlers {
   }
   static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
-    return ForFloatTypeOnHost<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
+    return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       std::vector<Entry<T>> converted;
       TableView<Entry<T>> view;
@@ -208,7 +233,7 @@ struct TableHandlers {
   }
   static ffi::Error Cuda(GpuStream stream, ffi::AnyBuffer x, ffi::AnyBuffer table,
                          ffi::Result<ffi::AnyBuffer> y, ffi::Dictionary attrs) {
-    return ForFloatType<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
+    return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
       const TableView<Entry<T>> view{table.typed_data<Entry<T>>(),
@@ -219,7 +244,7 @@ struct TableHandlers {
   }
   static ffi::Error StaticCuda(GpuStream stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
-    return ForFloatType<Op::kFloat64>(x.element_type(), Op::kNames.data, [&](auto zero) {
+    return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
       std::vector<Entry<T>> converted;
       TableView<Entry<T>> view;

@@ -19,12 +19,16 @@
 //   };
 //
 // The defaults below make an elementwise op on float32 and float64 data whose table has the
-// data's type and which has no attribute; an op declares what differs.
+// data's type and which has no attribute; an op declares what differs. An op that also takes
+// uint8 data (kUint8) computes it with float32: its table for uint8 data is float32, and its
+// RunCpu, Launch and Place are instantiated with T = std::uint8_t, taking tables of
+// ComputeTypeOf<T> (float) entries.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "constmem/status.hpp"
@@ -65,7 +69,20 @@ struct AttrSpec {
 };
 
 // The data's type, as Params::Read sees it.
-enum class DataType { kFloat32, kFloat64 };
+enum class DataType { kFloat32, kFloat64, kUint8 };
+
+// The type data of type T is computed in (and a table of its type holds): float for uint8 data,
+// T itself for float and double.
+template <class T>
+using ComputeTypeOf = std::conditional_t<std::is_same<T, std::uint8_t>::value, float, T>;
+
+// The DataType of data of C++ type T (float, double or std::uint8_t).
+template <class T>
+constexpr DataType DataTypeOf() {
+  if constexpr (std::is_same<T, double>::value) return DataType::kFloat64;
+  if constexpr (std::is_same<T, std::uint8_t>::value) return DataType::kUint8;
+  return DataType::kFloat32;
+}
 
 // One attribute's value, as a binding read it (only the field of its kind is set).
 struct AttrValue {
@@ -95,6 +112,9 @@ struct OpDescription {
   static constexpr bool kCpuTableInDataType = false;
   // Data of float64 as well as float32; else float32 alone.
   static constexpr bool kFloat64 = true;
+  // Data of uint8 as well, computed with a float32 table (T = std::uint8_t in RunCpu, Launch and
+  // Place; the table's entries ComputeTypeOf<T> = float).
+  static constexpr bool kUint8 = false;
   // y[i] depends on x[i] alone: y may take x's buffer, and XLA may pass any dimension dynamic.
   // Otherwise the last axis is one unit (a row), as for a filter.
   static constexpr bool kElementwise = true;
@@ -125,11 +145,34 @@ struct OpDescription {
   }
 };
 
-// The entries of Op's table for data of type T, and those RunCpu takes.
+// The entries of Op's table for data of type T (float for uint8 data), and those RunCpu takes.
 template <class Op, class T>
-using TableEntryOf = std::conditional_t<Op::kTable.int32, std::int32_t, T>;
+using TableEntryOf = std::conditional_t<Op::kTable.int32, std::int32_t, ComputeTypeOf<T>>;
 template <class Op, class T>
-using CpuTableEntryOf = std::conditional_t<Op::kCpuTableInDataType, T, TableEntryOf<Op, T>>;
+using CpuTableEntryOf =
+    std::conditional_t<Op::kCpuTableInDataType, ComputeTypeOf<T>, TableEntryOf<Op, T>>;
+
+// The names of the data types Op takes, in the order every message lists them.
+template <class Op>
+std::vector<const char*> DataTypeNames() {
+  std::vector<const char*> names{"float32"};
+  if (Op::kFloat64) names.push_back("float64");
+  if (Op::kUint8) names.push_back("uint8");
+  return names;
+}
+
+// "float32 or float64" (or "float32, float64 or uint8"): the data types Op takes, as every
+// binding's error words them.
+template <class Op>
+std::string DataTypeList() {
+  const std::vector<const char*> names = DataTypeNames<Op>();
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) list += i + 1 == names.size() ? " or " : ", ";
+    list += names[i];
+  }
+  return list;
+}
 
 // "expected N to M entries" as every binding words a table's size.
 inline std::string TableSizeRule(const TableRule& rule) {
@@ -195,6 +238,14 @@ void AppendOpJson(std::string* out) {
   flag("int32_table", Op::kTable.int32);
   flag("float64", Op::kFloat64);
   flag("elementwise", Op::kElementwise);
+  AppendJsonString(out, "dtypes");
+  out->append(":[");
+  const std::vector<const char*> dtypes = DataTypeNames<Op>();
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    AppendJsonString(out, dtypes[i]);
+  }
+  out->append("],");
   field("doc", Op::kDoc);
   AppendJsonString(out, "attrs");
   out->append(":[");

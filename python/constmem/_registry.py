@@ -44,6 +44,9 @@ class OpSpec:
     elementwise: bool
     doc: str
     attrs: tuple[Attr, ...]
+    # The data's dtypes, as the registry lists them (a library built before it did: float32 and
+    # float64, or float32 alone).
+    dtypes: tuple[str, ...] = ()
 
     @property
     def tf_name(self) -> str:
@@ -61,12 +64,23 @@ class OpSpec:
         return f"{self.min_table} to {self.max_table} entries"
 
     def data_dtypes(self) -> tuple[str, ...]:
-        """The data's dtypes, by name."""
+        """The data's dtypes, by name: float32, then float64 and uint8 where the op takes them."""
+        if self.dtypes:
+            return self.dtypes
         return ("float32", "float64") if self.float64 else ("float32",)
 
     def table_dtype(self, data_dtype: str) -> str:
-        """The dtype a tensor table must have for data of `data_dtype` (the one rule)."""
-        return "int32" if self.int32_table else data_dtype
+        """The dtype a tensor table must have for data of `data_dtype` (the one rule).
+
+        int32 for an int32 table; else the data's compute dtype: float32 for uint8 data, the data's
+        own dtype otherwise.
+        """
+        return "int32" if self.int32_table else compute_dtype(data_dtype)
+
+
+def compute_dtype(data_dtype: str) -> str:
+    """The dtype data of `data_dtype` is computed in: float32 for uint8, else the data's own."""
+    return "float32" if data_dtype == "uint8" else data_dtype
 
 
 def read_registry(path: str) -> dict[str, OpSpec]:
@@ -79,6 +93,7 @@ def read_registry(path: str) -> dict[str, OpSpec]:
             Attr(a["name"], a["kind"], tuple(c for c in a["choices"].split(",") if c))
             for a in op.pop("attrs")
         )
+        op["dtypes"] = tuple(op.get("dtypes", ()))
         spec = OpSpec(attrs=attrs, **op)
         ops[spec.name] = spec
     return ops
@@ -97,7 +112,9 @@ def check_size(spec: OpSpec, size: int) -> None:
 
 def data_dtype_message(spec: OpSpec, dtype: str) -> str:
     """The error for data of a dtype the op does not take."""
-    return f"{spec.data} must be {' or '.join(spec.data_dtypes())}; got {dtype}"
+    names = spec.data_dtypes()
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return f"{spec.data} must be {listed}; got {dtype}"
 
 
 def table_dtype_message(spec: OpSpec, data_dtype: str, dtype: str) -> str:
@@ -116,8 +133,8 @@ def device_message(spec: OpSpec, device: str, data_device: str) -> str:
 def static_values(spec: OpSpec, table: Any, data_dtype: str) -> np.ndarray:
     """A Python or NumPy table as the static form's values, checked.
 
-    int32 tables take integers that fit int32; others real numbers, rounded to the data's dtype
-    (the values the op computes with). Raises ValueError naming the table.
+    int32 tables take integers that fit int32; others real numbers, rounded to the table's dtype
+    for the data (the values the op computes with). Raises ValueError naming the table.
     """
     values = np.asarray(table)
     if values.ndim != 1:
@@ -130,7 +147,7 @@ def static_values(spec: OpSpec, table: Any, data_dtype: str) -> np.ndarray:
         if values.size and (values.min() < -(2**31) or values.max() >= 2**31):
             raise ValueError(f"{spec.table} entries must fit int32")
         return values.astype(np.int32)
-    return values.astype(data_dtype)
+    return values.astype(spec.table_dtype(data_dtype))
 
 
 def static_list(spec: OpSpec, table: Any) -> list:
@@ -162,7 +179,7 @@ def static_list(spec: OpSpec, table: Any) -> list:
 def attr_values(spec: OpSpec, given: dict[str, Any], data_dtype: str) -> dict[str, Any]:
     """The op's attributes, checked by kind: choices among their names, float64s finite.
 
-    A float64 is rounded to the data's dtype first (the value the op computes with).
+    A float64 is rounded to the data's compute dtype first (the value the op computes with).
     """
     values = {}
     for attr in spec.attrs:
@@ -172,12 +189,15 @@ def attr_values(spec: OpSpec, given: dict[str, Any], data_dtype: str) -> dict[st
                 names = " or ".join(repr(c) for c in attr.choices)
                 raise ValueError(f"{attr.name} must be {names}; got {value!r}")
         elif attr.kind == "float64":
-            value = float(np.asarray(value, data_dtype))
+            value = float(np.asarray(value, compute_dtype(data_dtype)))
             if not math.isfinite(value):
                 raise ValueError(
-                    f"{attr.name} must be finite in {data_dtype}; got {given[attr.name]}"
+                    f"{attr.name} must be finite in {compute_dtype(data_dtype)}; "
+                    f"got {given[attr.name]}"
                 )
         else:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ValueError(f"{attr.name} must be an integer; got {value!r}")
             value = int(value)
         values[attr.name] = value
     return values

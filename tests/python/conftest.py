@@ -29,6 +29,7 @@ else:
         "test_bad_input.py",
         "test_jax.py",
         "test_layering.py",
+        "test_separable_filter.py",
         "test_torch.py",
     )  # the rest need TF
     collect_ignore = [

@@ -3,10 +3,10 @@
 form: the framework's own error kind, a message that names the argument, what was expected and
 what was received, worded alike everywhere; and the next call right.
 
-Rules: the data is float32 (or float64); a tensor table is a vector of the op's table dtype
-exactly (int32, or the data's dtype) on the host or on the data's device (never the meta device
-or another GPU); a sequence table holds numbers of the right kind; the table's size is within the
-op's limits.
+Rules: the data has one of the op's dtypes (the registry's list: float32, float64, uint8); a tensor
+table is a vector of the op's table dtype exactly (int32, or the data's compute dtype) on the host
+or on the data's device (never the meta device or another GPU); a sequence table holds numbers of
+the right kind; the table's size is within the op's limits.
 """
 
 import importlib.util
@@ -157,7 +157,7 @@ def test_every_rule_in_every_form(framework, spec):
             ints = framework.tensor(np.arange(24).reshape(2, 12), "int32", device)
             expect(
                 framework,
-                f"{spec.data} must be float32 or float64; got int32",
+                _registry.data_dtype_message(spec, "int32"),
                 spec,
                 ints,
                 make(good),

@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "adapter/table_adapter.h"
 #include "tensorflow/core/framework/kernel_def_builder.h"
@@ -46,7 +47,9 @@ void RegisterKernel(tensorflow::KernelDefBuilder&& builder) {
 //   <op>           table is an ordinary input            Kernel<T, TableFrom::kInput>
 //   <op>HostTable  the same, the table in host memory    Kernel<T, TableFrom::kInput>
 //   <op>Attr       table is an attr                      Kernel<T, TableFrom::kAttr>
-template <template <class, TableFrom> class Kernel, class T>
+// Table, unless void, is the type of the table input, constrained by the attr "Ttable" of the
+// input forms (ops that take uint8 data: their table's type is not the data's).
+template <template <class, TableFrom> class Kernel, class T, class Table = void>
 void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
   auto builder = [&](const std::string& name) {
     tensorflow::KernelDefBuilder* def = new tensorflow::KernelDefBuilder(name.c_str());
@@ -54,9 +57,13 @@ void RegisterTableFormKernels(const std::string& op, const char* device, const c
     def->TypeConstraint<T>("T");
     return def;
   };
-  std::unique_ptr<tensorflow::KernelDefBuilder> input(builder(op));
+  auto table_type = [](tensorflow::KernelDefBuilder* def) {
+    if constexpr (!std::is_void<Table>::value) def->TypeConstraint<Table>("Ttable");
+    return def;
+  };
+  std::unique_ptr<tensorflow::KernelDefBuilder> input(table_type(builder(op)));
   RegisterKernel<Kernel<T, TableFrom::kInput>>(*input);
-  std::unique_ptr<tensorflow::KernelDefBuilder> host(builder(op + "HostTable"));
+  std::unique_ptr<tensorflow::KernelDefBuilder> host(table_type(builder(op + "HostTable")));
   if (std::string(device) != tensorflow::DEVICE_CPU) host->HostMemory(table_input);
   RegisterKernel<Kernel<T, TableFrom::kInput>>(*host);
   std::unique_ptr<tensorflow::KernelDefBuilder> attr(builder(op + "Attr"));

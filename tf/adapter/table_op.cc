@@ -63,7 +63,7 @@ std::string XlaAttributeDictionary(const AttrSpec* specs, int count, const AttrV
 }
 
 void RegisterTableOpDefs(const TableOpDef& def) {
-  const std::string table_type = def.int32_table ? "int32" : "T";
+  const std::string table_type = def.int32_table ? "int32" : def.uint8 ? "Ttable" : "T";
   struct Form {
     const char* suffix;
     bool table_input;
@@ -82,7 +82,8 @@ void RegisterTableOpDefs(const TableOpDef& def) {
            def.table + ": " +
            (def.int32_table ? std::string("the int32 values.")
                             : "the IEEE-754 bit patterns of the values in the data's type "
-                              "(float32 in the low 32 bits), which keep every value exact.")},
+                              "(float32 in the low 32 bits; float32 for uint8 data), which keep "
+                              "every value exact.")},
   };
   for (const Form& form : forms) {
     const std::string name = def.name + form.suffix;
@@ -90,7 +91,14 @@ void RegisterTableOpDefs(const TableOpDef& def) {
     op.Input(def.data + ": T");
     if (form.table_input) op.Input(def.table + ": " + table_type);
     op.Output(def.output + ": T");
-    op.Attr(def.float64 ? "T: {float, double}" : "T: {float}");
+    op.Attr(def.uint8     ? (def.float64 ? "T: {float, double, uint8}" : "T: {float, uint8}")
+            : def.float64 ? "T: {float, double}"
+                          : "T: {float}");
+    // The table inputs of an op that takes uint8 data have a type of their own: float for
+    // float32 and uint8 data, double for float64 data.
+    if (def.uint8 && form.table_input) {
+      op.Attr(def.float64 ? "Ttable: {float, double}" : "Ttable: {float}");
+    }
     for (const std::string& attr : def.attrs) op.Attr(attr);
     if (!form.table_input) op.Attr(def.table + ": list(int)");
     op.SetShapeFn(form.table_input ? def.input_shape : def.attr_shape);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // An op's TensorFlow binding, made from its description (constmem/op_description.hpp): its op
 // definitions in the three table forms (with shape functions), its CPU and GPU kernels for
-// float32 and float64 data, their registration and (xla/xla_lowering.h) its XLA lowering:
+// float32 and float64 data (and uint8 data with a float32 table, for ops that take it), their
+// registration and (xla/xla_lowering.h) its XLA lowering:
 //
 //   CONSTMEM_REGISTER_TABLE_OP(my::ScaleOp);
 //   CONSTMEM_REGISTER_TABLE_OP_XLA(my::ScaleOp);  // optional: under tf.function(jit_compile=True)
@@ -69,6 +70,13 @@ absl::Status ReadTfAttrs(const Attrs& attrs, const AttrSpec* specs, int count, A
   return absl::OkStatus();
 }
 
+// A data type as an op's Params read it.
+inline DataType ToDataType(tensorflow::DataType dtype) {
+  if (dtype == tensorflow::DT_DOUBLE) return DataType::kFloat64;
+  if (dtype == tensorflow::DT_UINT8) return DataType::kUint8;
+  return DataType::kFloat32;
+}
+
 // Op's Params from TensorFlow attrs, for data of `dtype`.
 template <class Op, class Attrs>
 absl::Status ReadParams(const Attrs& attrs, tensorflow::DataType dtype,
@@ -77,8 +85,7 @@ absl::Status ReadParams(const Attrs& attrs, tensorflow::DataType dtype,
   std::array<AttrValue, kCount + 1> values{};
   std::array<std::string, kCount + 1> storage{};
   TF_RETURN_IF_ERROR(ReadTfAttrs(attrs, Op::kAttrs, kCount, values.data(), storage.data()));
-  return ToTfStatus(params->Read(
-      values.data(), dtype == tensorflow::DT_DOUBLE ? DataType::kFloat64 : DataType::kFloat32));
+  return ToTfStatus(params->Read(values.data(), ToDataType(dtype)));
 }
 
 // The XLA custom call's attributes, an MLIR dictionary, from an op's attributes.
@@ -114,6 +121,7 @@ struct TableOpDef {
   std::string output;
   bool int32_table;
   bool float64;
+  bool uint8;  // uint8 data too: the table inputs' type is the attr Ttable (float or double)
   std::vector<std::string> attrs;
   std::string doc;
   std::function<absl::Status(tensorflow::shape_inference::InferenceContext*)> input_shape;
@@ -141,7 +149,7 @@ absl::Status AttrTableSize(Context* c, tensorflow::DataType dtype, std::int64_t*
     return status;
   };
   if constexpr (Op::kTable.int32) return read(std::int32_t{});
-  return dtype == tensorflow::DT_FLOAT ? read(float{}) : read(double{});
+  return dtype == tensorflow::DT_DOUBLE ? read(double{}) : read(float{});
 }
 
 template <class Op, TableFrom kFrom>
@@ -153,6 +161,18 @@ absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c)
   if (kFrom == TableFrom::kAttr) {
     TF_RETURN_IF_ERROR(AttrTableSize<Op>(c, dtype, &size));
   } else {
+    if constexpr (Op::kUint8 && !Op::kTable.int32) {  // the table's type is Ttable: the data's
+      tensorflow::DataType table_type;                // compute type
+      TF_RETURN_IF_ERROR(c->GetAttr("Ttable", &table_type));
+      const tensorflow::DataType expected =
+          dtype == tensorflow::DT_DOUBLE ? tensorflow::DT_DOUBLE : tensorflow::DT_FLOAT;
+      if (table_type != expected) {
+        return absl::InvalidArgumentError(
+            std::string(Op::kNames.table) + " must be " + tensorflow::DataTypeString(expected) +
+            " for " + Op::kNames.data + " of " + tensorflow::DataTypeString(dtype) + "; got " +
+            tensorflow::DataTypeString(table_type));
+      }
+    }
     TF_RETURN_IF_ERROR(
         InferTableShape(c, 1, Op::kNames.table, Op::kTable.max_size, Op::kTable.min_size));
     const tensorflow::shape_inference::ShapeHandle table = c->input(1);
@@ -276,25 +296,34 @@ struct TableOpKernels {
 template <class Op>
 bool RegisterOneTableOp() {
   const std::string name = TfOpName(Op::kNames);
+  constexpr bool kTableAttr = Op::kUint8 && !Op::kTable.int32;  // the table's type is Ttable
   RegisterTableOpDefs({name, Op::kNames.data, Op::kNames.table, "y", Op::kTable.int32, Op::kFloat64,
-                       TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc,
+                       kTableAttr, TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc,
                        InferTableOpShape<Op, TableFrom::kInput>,
                        InferTableOpShape<Op, TableFrom::kAttr>});
   if (KernelsAlreadyRegistered(name.c_str())) return false;
-  RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, float>(name, tensorflow::DEVICE_CPU,
-                                                                    Op::kNames.table);
-  if constexpr (Op::kFloat64) {
-    RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, double>(name, tensorflow::DEVICE_CPU,
-                                                                       Op::kNames.table);
-  }
+  auto kernels = [&](auto data, const char* device) {
+    using T = decltype(data);
+    using Table = std::conditional_t<kTableAttr, TableEntryOf<Op, T>, void>;
 #if CONSTMEM_WITH_GPU
-  RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, float>(name, tensorflow::DEVICE_GPU,
-                                                                    Op::kNames.table);
-  if constexpr (Op::kFloat64) {
-    RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, double>(name, tensorflow::DEVICE_GPU,
-                                                                       Op::kNames.table);
-  }
+    if (std::string(device) == tensorflow::DEVICE_GPU) {
+      RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, T, Table>(name, device,
+                                                                           Op::kNames.table);
+      return;
+    }
 #endif
+    RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, T, Table>(name, device,
+                                                                         Op::kNames.table);
+  };
+  std::vector<const char*> devices{tensorflow::DEVICE_CPU};
+#if CONSTMEM_WITH_GPU
+  devices.push_back(tensorflow::DEVICE_GPU);
+#endif
+  for (const char* device : devices) {
+    kernels(float{}, device);
+    if constexpr (Op::kFloat64) kernels(double{}, device);
+    if constexpr (Op::kUint8) kernels(std::uint8_t{}, device);
+  }
   return true;
 }
 template <class... Ops>

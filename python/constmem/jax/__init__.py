@@ -123,7 +123,7 @@ def _static_call(spec: OpSpec, data, values: tuple, attrs: dict):
     if spec.int32_table:
         table = np.asarray(values, np.int32)
     else:
-        table = np.asarray(values, data.dtype).astype(np.float64)
+        table = np.asarray(values, spec.table_dtype(str(data.dtype))).astype(np.float64)
     return jax.ffi.ffi_call(spec.target + "_static", result, vmap_method="expand_dims")(
         data, table=table, **_encoded(spec, attrs)
     )
@@ -214,6 +214,20 @@ class JaxArrays:
     def row_sums(t):
         return t.reshape(-1, t.shape[-1]).sum(-1)
 
+    @staticmethod
+    def pad_axis(t, axis, before, after):
+        widths = [(0, 0)] * t.ndim
+        widths[axis] = (before, after)
+        return jnp.pad(t, widths)
+
+    @staticmethod
+    def take(t, indices, axis):
+        return jnp.take(t, np.asarray(indices), axis=axis)
+
+    @staticmethod
+    def reshape(t, shape):
+        return t.reshape(shape)
+
 
 @functools.partial(jax.jit, static_argnums=2)
 def _power_sums(x, g, n: int):
@@ -288,9 +302,13 @@ def _make_call(spec: OpSpec, description: ModuleType):
             if str(table.dtype) != spec.table_dtype(dtype):
                 raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
             _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
+            if dtype == "uint8":  # no gradient flows through uint8 data
+                return _array_call(spec, attr_items)(data, table)
             return _with_array(spec, data, table, attr_items)
         values = tuple(_registry.static_values(spec, table, dtype).tolist())
         _output_shape(spec, data.shape, len(values), checked)
+        if dtype == "uint8":
+            return _static_call(spec, data, values, checked)
         return _with_static(spec, data, values, attr_items)
 
     return call

@@ -59,6 +59,9 @@ ARRAY_API = (
     "power_sums",  # power_sums(x, g, n): [sum(g * x**k) for k in 0 .. n-1]
     "correlate_rows",  # correlate_rows(padded, g): [sum over rows of g . padded[j:j+m]] for j
     "row_sums",  # row_sums(t): the sum of each row of t (its last axis; leading axes flattened)
+    "pad_axis",  # pad_axis(t, axis, before, after): zeros around one axis (ints)
+    "take",  # take(t, indices, axis): t's slices at `indices` (a NumPy int vector) along axis
+    "reshape",  # reshape(t, shape): t in `shape` (a tuple of ints, one of them may be -1)
 )
 
 

@@ -156,7 +156,10 @@ class TableOp:
                 except ValueError as error:
                     raise invalid(str(error)) from None
                 if source == "attr":
-                    encoded = values.tolist() if spec.int32_table else attr_bits(values, data.dtype)
+                    table_dtype = tf.as_dtype(spec.table_dtype(data.dtype.name))
+                    encoded = (
+                        values.tolist() if spec.int32_table else attr_bits(values, table_dtype)
+                    )
                     call = op_function(self.library, spec.tf_name, "Attr")
                     return call(**{spec.data: data, spec.table: encoded}, **extra)
                 table = tf.constant(values)
@@ -174,6 +177,8 @@ class TableOp:
 
         def with_input(op, grad):
             data, table = op.inputs
+            if not data.dtype.is_floating:  # uint8 data: no gradient flows
+                return [None, None]
             attrs = self.decoded(op)
             grad_data, grad_table = self.description.backward(
                 TfArrays(self, attrs), grad, data, table, attrs, True, not self.spec.int32_table
@@ -182,6 +187,8 @@ class TableOp:
 
         def with_attr(op, grad):
             dtype = op.get_attr("T")
+            if not dtype.is_floating:  # uint8 data: no gradient flows
+                return None
             values = op.get_attr(self.spec.table)
             table = tf.constant(
                 np.asarray(values, np.int32)
@@ -315,3 +322,18 @@ class TfArrays:
     @staticmethod
     def row_sums(t):
         return tf.reduce_sum(tf.reshape(t, [-1, tf.shape(t)[-1]]), -1)
+
+    @staticmethod
+    def pad_axis(t, axis, before, after):
+        rank = t.shape.rank
+        paddings = [[0, 0] for _ in range(rank)]
+        paddings[axis] = [before, after]
+        return tf.pad(t, paddings)
+
+    @staticmethod
+    def take(t, indices, axis):
+        return tf.gather(t, np.asarray(indices, np.int64), axis=axis)
+
+    @staticmethod
+    def reshape(t, shape):
+        return tf.reshape(t, shape)

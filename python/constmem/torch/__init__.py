@@ -111,8 +111,11 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
         if attrs:
             attrs = _checked_attrs(spec, check, attrs, data)
         if isinstance(table, torch.Tensor):
+            # No gradient flows through uint8 data, nor to a table used with it.
             if _is_compiling() or (
-                (data.requires_grad or table.requires_grad) and torch.is_grad_enabled()
+                data.is_floating_point()
+                and (data.requires_grad or table.requires_grad)
+                and torch.is_grad_enabled()
             ):
                 return tensor_op(data, table, *attrs)
             with _below_autograd():

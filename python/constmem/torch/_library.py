@@ -21,7 +21,13 @@ from constmem._registry import OpSpec
 
 _MINIMUM_TORCH = (2, 10)
 _SCHEMA_TYPES = {"choice": "str", "float64": "float", "int64": "int"}
-_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32"}
+_DTYPES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.int32: "int32",
+    torch.uint8: "uint8",
+}
+_TORCH_DTYPES = {name: dtype for dtype, name in _DTYPES.items()}
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -37,11 +43,14 @@ def schema(spec: OpSpec, static: bool) -> str:
 
 
 def check_data(spec: OpSpec, data: torch.Tensor) -> None:
-    """Data the op takes: float32 (or float64) on the CPU, a GPU or the meta device."""
-    if data.dtype not in (torch.float32, torch.float64) or (
-        data.dtype == torch.float64 and not spec.float64
-    ):
+    """Data the op takes: float32 (float64, uint8) on the CPU, a GPU or the meta device."""
+    if dtype_name(data.dtype) not in spec.data_dtypes():
         raise ValueError(_registry.data_dtype_message(spec, dtype_name(data.dtype)))
+
+
+def table_dtype(spec: OpSpec, data_dtype: torch.dtype) -> torch.dtype:
+    """The dtype of a tensor table for data of `data_dtype`: int32, or the data's compute dtype."""
+    return _TORCH_DTYPES[spec.table_dtype(dtype_name(data_dtype))]
 
 
 def check_table(spec: OpSpec, table: torch.Tensor, data: torch.Tensor) -> None:
@@ -53,7 +62,7 @@ def check_table(spec: OpSpec, table: torch.Tensor, data: torch.Tensor) -> None:
     if table.dim() != 1:
         raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {tuple(table.shape)}")
     _registry.check_size(spec, table.shape[0])
-    expected = torch.int32 if spec.int32_table else data.dtype
+    expected = table_dtype(spec, data.dtype)
     if table.dtype != expected:
         raise ValueError(
             _registry.table_dtype_message(spec, dtype_name(data.dtype), dtype_name(table.dtype))
@@ -125,10 +134,12 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
     def backward(ctx, grad):
         if static:
             (data,) = ctx.saved_tensors
-            dtype = torch.int32 if spec.int32_table else data.dtype
+            dtype = table_dtype(spec, data.dtype)
             table = torch.tensor(ctx.inputs[1], dtype=dtype, device=data.device)
         else:
             data, table = ctx.saved_tensors
+        if not data.is_floating_point():  # uint8 data: no gradient flows
+            return None, None, *([None] * len(spec.attrs))
         attrs = {a.name: v for a, v in zip(spec.attrs, ctx.inputs[2:], strict=True)}
         need_table = not static and not spec.int32_table and ctx.needs_input_grad[1]
         grad_data, grad_table = description.backward(
@@ -239,6 +250,21 @@ class TorchArrays:
     @staticmethod
     def row_sums(t):
         return t.reshape(-1, t.shape[-1]).sum(-1)
+
+    @staticmethod
+    def pad_axis(t, axis, before, after):
+        if not before and not after:
+            return t
+        axis = axis - t.dim() if axis >= 0 else axis
+        return torch.nn.functional.pad(t, (0, 0) * (-axis - 1) + (before, after))
+
+    @staticmethod
+    def take(t, indices, axis):
+        return t.index_select(axis, torch.as_tensor(indices, dtype=torch.long, device=t.device))
+
+    @staticmethod
+    def reshape(t, shape):
+        return t.reshape(shape)
 
 
 LIBRARY_PATH = _libraries.library_path("torch")

@@ -55,7 +55,8 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
     }
     tensorflow::DataType dtype;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype));
-    if (dtype == tensorflow::DT_FLOAT) {
+    double_table_ = dtype == tensorflow::DT_DOUBLE;  // float for float32 and uint8 data
+    if (!double_table_) {
       OP_REQUIRES_OK(ctx,
                      ReadAttrTable(ctx, attr, lowering_.max_table, &floats_, lowering_.min_table));
     } else {
@@ -72,7 +73,7 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
       if (lowering_.int32_table) {
         table = xla::ConstantR1<std::int32_t>(builder, ints_);
         size = static_cast<std::int64_t>(ints_.size());
-      } else if (ctx->input_type(0) == tensorflow::DT_FLOAT) {
+      } else if (!double_table_) {
         table = xla::ConstantR1<float>(builder, floats_);
         size = static_cast<std::int64_t>(floats_.size());
       } else {
@@ -132,6 +133,7 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
  private:
   const XlaLowering& lowering_;
   TableFrom from_;
+  bool double_table_ = false;
   std::vector<std::int32_t> ints_;
   std::vector<float> floats_;
   std::vector<double> doubles_;

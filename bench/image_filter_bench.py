@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: Apache-2.0
+"""constmem's Gaussian blur (SeparableFilter) against what an image-processing user runs instead,
+each ratio measured in this run:
+
+GPU (CUDA events, median of repeated batches):
+- float32 [32, 3, 1080, 1920] and [256, 3, 224, 224], and uint8 [32, 3, 1080, 1920], k = 3, 9, 17,
+  31, 63: constmem.torch.gaussian_blur against torchvision.transforms.v2.functional.gaussian_blur,
+  kornia.filters.gaussian_blur2d (when kornia is importable; else skipped, said so) and
+  cupyx.scipy.ndimage.gaussian_filter1d twice with the same taps (CuPy; "mirror" is reflect-101);
+- a copy-bandwidth ceiling measured in the same run: one read and one write of the images
+  (torch's copy_), the least any filter can cost;
+- per-image tables (one sigma per image) against a shared one, same k.
+
+CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem's CPU kernel):
+- cv2.GaussianBlur (BORDER_REFLECT_101) and scipy.ndimage.gaussian_filter1d twice against
+  constmem on smaller images: float32 [8, 3, 540, 960] and uint8 the same, k = 3, 9, 31.
+
+    python3 bench/image_filter_bench.py [--json FILE] [--quick]
+
+Finishes in about two minutes on an H200.
+"""
+
+import argparse
+import importlib
+import json
+import statistics
+import time
+
+import constmem.torch as cm
+import numpy as np
+import torch
+
+KS = (3, 9, 17, 31, 63)
+CPU_KS = (3, 9, 31)
+
+
+def optional(name):
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
+
+
+def gpu_ms(fn, repetitions=7, batch=5, warmup=2):
+    """Median over `repetitions` of the GPU time per call of `batch` back-to-back calls.
+
+    Slow calls (a 63 x 63 depthwise convolution of 1080p images takes seconds) are timed fewer
+    times, so that the whole run stays within minutes.
+    """
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    first = start.elapsed_time(end)
+    if first > 200:
+        repetitions, batch, warmup = (1 if first > 1000 else 3), 1, 0
+    elif first > 20:
+        batch, warmup = 1, 1
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repetitions):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / batch)
+    return statistics.median(times)
+
+
+def cpu_ms(fn, repetitions=5):
+    fn()
+    times = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def taps(k):
+    """torchvision's default sigma and taps for k (float64)."""
+    from constmem.ops import separable_filter as description
+
+    sigma = 0.3 * ((k - 1) * 0.5 - 1) + 0.8
+    return sigma, np.asarray(description.gaussian_taps(k, sigma))
+
+
+def ratio(row, key):
+    """The other's time as a multiple of constmem's, or "-" where it was not measured."""
+    return f"{row[key] / row['constmem_ms']:.2f}x" if key in row else "-"
+
+
+def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage):
+    """One GPU case: constmem, its per-image form and the others on images x with k taps."""
+    sigma, t = taps(k)
+    row = {"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch."), "k": k}
+    row["copy_ms"] = copy_ms
+    row["constmem_ms"] = gpu_ms(lambda: cm.gaussian_blur(x, k))
+    # Per-image tables: one sigma per image (B, 2), the taps made on the GPU at each call.
+    sigmas = torch.full((x.shape[0], 2), sigma, device="cuda")
+    row["per_image_ms"] = gpu_ms(lambda: cm.gaussian_blur(x, k, sigmas))
+    if tv is not None:
+        row["torchvision_ms"] = gpu_ms(lambda: tv.gaussian_blur(x, [k, k], [sigma, sigma]))
+    if kornia is not None and x.is_floating_point():  # kornia takes float images
+        row["kornia_ms"] = gpu_ms(
+            lambda: kornia.filters.gaussian_blur2d(x, (k, k), (sigma, sigma), "reflect")
+        )
+    if cupy_ndimage is not None:
+        cx = cupy.asarray(x)  # shares the memory (__cuda_array_interface__)
+        weights = cupy.asarray(t.astype(np.float32))
+        out = cupy.empty_like(cx)
+
+        def cupy_blur():
+            tmp = cupy_ndimage.correlate1d(cx, weights, axis=-1, mode="mirror")
+            cupy_ndimage.correlate1d(tmp, weights, axis=-2, output=out, mode="mirror")
+
+        row["cupy_ms"] = gpu_ms(cupy_blur)
+    return row
+
+
+def gpu_cases(args, results):
+    tv = optional("torchvision.transforms.v2.functional")
+    kornia = optional("kornia")
+    cupy = optional("cupy")
+    cupy_ndimage = optional("cupyx.scipy.ndimage") if cupy is not None else None
+    missing = [n for n, m in (("torchvision", tv), ("kornia", kornia), ("cupy", cupy)) if m is None]
+    if missing:
+        print(f"skipped (not importable): {', '.join(missing)}")
+    shapes = [
+        ((32, 3, 1080, 1920), torch.float32),
+        ((256, 3, 224, 224), torch.float32),
+        ((32, 3, 1080, 1920), torch.uint8),
+    ]
+    if args.quick:
+        shapes = shapes[1:2]
+    print("GPU: constmem's time, and the others' as multiples of it (>1: constmem faster)")
+    print(
+        f"{'shape':>22} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'copy ms':>8} "
+        f"{'of ceiling':>10} {'torchvision':>11} {'kornia':>7} {'cupy':>7} {'per-image':>9}"
+    )
+    for shape, dtype in shapes:
+        if dtype == torch.uint8:
+            x = torch.randint(0, 256, shape, dtype=dtype, device="cuda")
+        else:
+            x = torch.rand(shape, dtype=dtype, device="cuda")
+        copy = torch.empty_like(x)
+        copy_ms = gpu_ms(lambda x=x, copy=copy: copy.copy_(x))
+        for k in KS:
+            row = gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage)
+            results.append(row)
+            ours = row["constmem_ms"]
+            print(
+                f"{shape!s:>22} {row['dtype']:>7} {k:>3} {ours:>11.3f} {copy_ms:>8.3f} "
+                f"{copy_ms / ours:>10.0%} {ratio(row, 'torchvision_ms'):>11} "
+                f"{ratio(row, 'kornia_ms'):>7} {ratio(row, 'cupy_ms'):>7} "
+                f"{ratio(row, 'per_image_ms'):>9}"
+            )
+        x = copy = None
+        torch.cuda.empty_cache()
+
+
+def cpu_row(data, k, cv2, scipy_ndimage, threads, quick):
+    """One CPU case: constmem, OpenCV and scipy on the same images with k taps."""
+    sigma, t = taps(k)
+    x = torch.from_numpy(data)
+    # OpenCV and scipy filter each plane alike.
+    planes = np.ascontiguousarray(data.reshape(-1, *data.shape[-2:]))
+    row = {"device": "cpu", "shape": list(data.shape), "dtype": data.dtype.name, "k": k}
+    row["threads"] = threads
+    row["constmem_ms"] = cpu_ms(lambda: cm.gaussian_blur(x, k))
+    if cv2 is not None:
+
+        def cv2_blur():
+            for plane in planes:
+                cv2.GaussianBlur(plane, (k, k), sigma, sigma, borderType=cv2.BORDER_REFLECT_101)
+
+        row["cv2_ms"] = cpu_ms(cv2_blur)
+    if scipy_ndimage is not None and (k <= 9 or not quick):
+        w = t.astype(np.float32 if data.dtype == np.float32 else np.float64)
+
+        def scipy_blur():
+            tmp = scipy_ndimage.correlate1d(planes, w, axis=-1, mode="mirror")
+            scipy_ndimage.correlate1d(tmp, w, axis=-2, mode="mirror")
+
+        row["scipy_ms"] = cpu_ms(scipy_blur, repetitions=3)
+    return row
+
+
+def cpu_cases(args, results):
+    cv2 = optional("cv2")
+    scipy_ndimage = optional("scipy.ndimage")
+    threads = torch.get_num_threads()
+    if cv2 is not None:
+        cv2.setNumThreads(threads)
+    print(f"\nCPU ({threads} threads): constmem's time, and the others' as multiples of it")
+    print(f"{'shape':>20} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'cv2':>7} {'scipy':>7}")
+    shape = (2, 3, 270, 480) if args.quick else (8, 3, 540, 960)
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.uint8):
+        data = rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)
+        data = data.astype(dtype)
+        for k in CPU_KS:
+            row = cpu_row(data, k, cv2, scipy_ndimage, threads, args.quick)
+            results.append(row)
+            print(
+                f"{shape!s:>20} {row['dtype']:>7} {k:>3} {row['constmem_ms']:>11.3f} "
+                f"{ratio(row, 'cv2_ms'):>7} {ratio(row, 'scipy_ms'):>7}"
+            )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the measurements to this file")
+    parser.add_argument("--quick", action="store_true", help="small shapes only (a smoke test)")
+    parser.add_argument("--cpu-only", action="store_true")
+    args = parser.parse_args()
+    results = []
+    start = time.perf_counter()
+    if not args.cpu_only:
+        if not torch.cuda.is_available():
+            raise SystemExit("no CUDA device: use --cpu-only")
+        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+        gpu_cases(args, results)
+    cpu_cases(args, results)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

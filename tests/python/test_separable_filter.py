@@ -1,0 +1,287 @@
+# SPDX-License-Identifier: Apache-2.0
+"""SeparableFilter in PyTorch and JAX (no TensorFlow: this file runs where it is absent).
+
+Against scipy.ndimage.correlate1d applied along W then H in float64, for every border, both
+layouts, shared and per-image tables, uint8 rounding; gaussian_blur against torchvision's formula;
+gradients against finite differences; opcheck, torch.compile, jax.jit, vmap and grad.
+"""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+scipy_ndimage = pytest.importorskip("scipy.ndimage")
+
+MODES = {"zeros": "constant", "reflect": "mirror", "replicate": "nearest"}
+FRAMEWORKS = [name for name in ("torch", "jax") if importlib.util.find_spec(name) is not None]
+
+
+def correlate(x, taps, axis, border):
+    """scipy's correlate1d with the op's centre (k - 1) // 2 (origin -1 for even k)."""
+    k = len(taps)
+    return scipy_ndimage.correlate1d(
+        x,
+        np.asarray(taps, np.float64),
+        axis=axis,
+        mode=MODES[border],
+        cval=0.0,
+        origin=-1 if k % 2 == 0 else 0,
+    )
+
+
+def reference(images, row, column, border, layout, per_image=False):
+    """The filter in float64: rows (W) then columns (H), per image where the taps are."""
+    x = np.asarray(images, np.float64)
+    h_axis, w_axis = (-3, -2) if layout == "channels_last" else (-2, -1)
+    if not per_image:
+        return correlate(correlate(x, row, w_axis, border), column, h_axis, border)
+    flat = x.reshape(-1, *x.shape[-3:])
+    out = np.stack(
+        [
+            correlate(correlate(img, r, w_axis, border), c, h_axis, border)
+            for img, r, c in zip(flat, row, column, strict=True)
+        ]
+    )
+    return out.reshape(x.shape)
+
+
+class Framework:
+    def __init__(self, name):
+        self.name = name
+        if name == "torch":
+            import constmem.torch as cm
+            import torch
+
+            self.devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+            self.array = lambda v, device, dtype=None: torch.as_tensor(
+                np.asarray(v, dtype), device=device
+            )
+        else:
+            import constmem.jax as cm
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+            self.devices = jax.devices("cpu") + [d for d in jax.devices() if d.platform == "gpu"]
+            self.array = lambda v, device, dtype=None: jax.device_put(np.asarray(v, dtype), device)
+        self.cm = cm
+
+    def numpy(self, t):
+        return np.asarray(t.cpu() if self.name == "torch" else t)
+
+
+@pytest.fixture(params=FRAMEWORKS, scope="module")
+def fw(request):
+    return Framework(request.param)
+
+
+def taps(rng, k):
+    return rng.uniform(-1.0, 1.0, k)
+
+
+@pytest.mark.parametrize("border", ["reflect", "zeros", "replicate"])
+@pytest.mark.parametrize("layout", ["channels_first", "channels_last"])
+def test_matches_scipy_every_border_and_layout(fw, border, layout):
+    rng = np.random.default_rng(1)
+    shape = (2, 3, 13, 17) if layout == "channels_first" else (2, 13, 17, 3)
+    x = rng.standard_normal(shape)
+    # Odd and even lengths, and a kernel larger than the image (folded again and again).
+    for kw, kh in ((3, 5), (4, 2), (1, 7), (31, 29)):
+        row, column = taps(rng, kw), taps(rng, kh)
+        expected = reference(x, row, column, border, layout)
+        for device in fw.devices:
+            for dtype, tol in (("float32", 2e-5), ("float64", 1e-12)):
+                table = np.concatenate([row, column]).astype(dtype)
+                for form in (table, fw.array(table, device)):
+                    y = fw.cm.separable_filter(
+                        fw.array(x, device, dtype), form, kw, border=border, layout=layout
+                    )
+                    scale = np.abs(row).sum() * np.abs(column).sum() * np.abs(x).max()
+                    np.testing.assert_allclose(fw.numpy(y), expected, atol=tol * scale)
+                    assert str(y.dtype).endswith(dtype)
+
+
+@pytest.mark.parametrize("layout", ["channels_first", "channels_last"])
+def test_per_image_tables(fw, layout):
+    rng = np.random.default_rng(2)
+    shape = (2, 2, 2, 9, 11) if layout == "channels_first" else (2, 2, 9, 11, 2)
+    x = rng.standard_normal(shape)
+    images = 4
+    kw, kh = 3, 4
+    rows, columns = rng.uniform(-1, 1, (images, kw)), rng.uniform(-1, 1, (images, kh))
+    expected = reference(x, rows, columns, "reflect", layout, per_image=True)
+    for device in fw.devices:
+        y = fw.cm.separable_filter2d(fw.array(x, device), rows, columns, layout=layout)
+        np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
+        table = np.concatenate([rows, columns], 1).reshape(-1)
+        y = fw.cm.separable_filter(
+            fw.array(x, device), fw.array(table, device), kw, column_taps=kh, layout=layout
+        )
+        np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
+    with pytest.raises(ValueError, match="one pair per image"):
+        fw.cm.separable_filter(
+            fw.array(x, "cpu" if fw.name == "torch" else fw.devices[0]),
+            list(range(5 * (kw + kh))),
+            kw,
+            column_taps=kh,
+            layout=layout,
+        )
+
+
+def test_uint8_rounds_half_to_even_and_clamps(fw):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (2, 3, 10, 12)).astype(np.uint8)
+    row = np.array([0.25, 0.5, 0.25], np.float32)
+    column = np.array([-0.5, 2.0, -0.5], np.float32)  # over- and undershoots: clamped
+    expected = reference(
+        x, row.astype(np.float64), column.astype(np.float64), "reflect", "channels_first"
+    )
+    expected = np.clip(np.round(expected), 0, 255)  # np.round: half to even
+    for device in fw.devices:
+        y = fw.cm.separable_filter2d(fw.array(x, device), row, column)
+        out = fw.numpy(y)
+        assert out.dtype == np.uint8
+        # float32 arithmetic may land on the other side of a .5 boundary: at most one step.
+        assert np.abs(out.astype(np.int64) - expected).max() <= 1
+        assert np.mean(out == expected) > 0.99
+        # Exact halves round to even: 0.5, 1.5, 2.5, 3.5 -> 0, 2, 2, 4.
+        halves = fw.array(np.array([[[1, 2, 3, 4]]], np.uint8), device)
+        y = fw.cm.separable_filter2d(halves, [0.5, 0.5, 0.0], [1.0], border="zeros")
+        np.testing.assert_array_equal(fw.numpy(y), [[[0, 2, 2, 4]]])
+
+
+def torchvision_blur(x, kernel_size, sigma):
+    """torchvision.transforms.v2.functional.gaussian_blur's arithmetic (2-D kernel, conv2d)."""
+    import torch
+
+    try:
+        from torchvision.transforms.v2.functional import gaussian_blur
+
+        return gaussian_blur(x, kernel_size, sigma)
+    except ImportError:
+        pass
+    kx, ky = kernel_size
+    fp = x.is_floating_point()
+    dtype = x.dtype if fp else torch.float32
+
+    def kernel1d(k, s):
+        lim = (k - 1) / (2.0 * np.sqrt(2.0))
+        t = torch.linspace(-lim, lim, steps=k, dtype=dtype).view(1, -1)
+        return torch.softmax(t.div(s / np.sqrt(2)).pow(2).neg(), dim=1)
+
+    kernel = kernel1d(ky, sigma[1]).T @ kernel1d(kx, sigma[0])
+    c = x.shape[-3]
+    out = x if fp else x.to(torch.float32)
+    out = torch.nn.functional.pad(out, [kx // 2, kx // 2, ky // 2, ky // 2], mode="reflect")
+    out = torch.nn.functional.conv2d(out, kernel.expand(c, 1, ky, kx), groups=c)
+    return out if fp else out.round_().to(x.dtype)
+
+
+def test_gaussian_blur_matches_torchvision():
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    rng = np.random.default_rng(4)
+    x = torch.as_tensor(rng.uniform(0, 1, (2, 3, 20, 24)).astype(np.float32))
+    for kernel_size, sigma in (((5, 5), None), ((3, 9), (0.8, 2.5)), ((7, 7), 1.5)):
+        ks = list(kernel_size)
+        sig = [k * 0.15 + 0.35 for k in ks] if sigma is None else sigma
+        sig = [sig, sig] if isinstance(sig, float) else list(sig)
+        expected = torchvision_blur(x, ks, sig)
+        np.testing.assert_allclose(
+            cm.gaussian_blur(x, ks, sigma).numpy(), expected.numpy(), atol=2e-6
+        )
+    u8 = torch.as_tensor(rng.integers(0, 256, (3, 16, 18)).astype(np.uint8))
+    expected = torchvision_blur(u8[None], [5, 5], [1.1, 1.1])[0]
+    out = cm.gaussian_blur(u8, 5, 1.1)
+    assert out.dtype == torch.uint8
+    assert (out.int() - expected.int()).abs().max() <= 1
+    # Per-image sigma (B, 2): image b as a blur of its own.
+    sigmas = torch.tensor([[0.7, 1.3], [2.0, 0.9]])
+    out = cm.gaussian_blur(x, [5, 7], sigmas)
+    for b in range(2):
+        single = cm.gaussian_blur(x[b : b + 1], [5, 7], sigmas[b].tolist())
+        np.testing.assert_allclose(out[b : b + 1].numpy(), single.numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match="odd and positive"):
+        cm.gaussian_blur(x, 4)
+
+
+@pytest.mark.parametrize("border", ["reflect", "zeros", "replicate"])
+def test_gradients_match_finite_differences_torch(border):
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    rng = np.random.default_rng(5)
+    for layout, shape in (("channels_first", (2, 1, 5, 6)), ("channels_last", (2, 5, 4, 2))):
+        x = torch.tensor(rng.standard_normal(shape), requires_grad=True)
+        shared = torch.tensor(rng.uniform(-1, 1, 3 + 4), requires_grad=True)
+        torch.autograd.gradcheck(
+            lambda x, t, layout=layout: cm.separable_filter(x, t, 3, border=border, layout=layout),
+            (x, shared),
+        )
+        per_image = torch.tensor(rng.uniform(-1, 1, 2 * (2 + 7)), requires_grad=True)
+        torch.autograd.gradcheck(
+            lambda x, t, layout=layout: cm.separable_filter(
+                x, t, 2, column_taps=7, border=border, layout=layout
+            ),
+            (x, per_image),
+        )
+
+
+def test_opcheck_and_compile():
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    x = torch.randn(2, 3, 8, 9)
+    table = torch.randn(3 + 5)
+    for args in (
+        (x, table, 3, 0, "reflect", "channels_first"),
+        (x, table, 3, 5, "zeros", "channels_first"),
+        (x.permute(0, 2, 3, 1).contiguous(), table, 3, 0, "replicate", "channels_last"),
+    ):
+        torch.library.opcheck(torch.ops.constmem.separable_filter.default, args)
+    u8 = torch.randint(0, 256, (2, 3, 8, 9), dtype=torch.uint8)
+    torch.library.opcheck(
+        torch.ops.constmem.separable_filter.default, (u8, table, 3, 0, "reflect", "channels_first")
+    )
+
+    @torch.compile(fullgraph=True)
+    def blur(x):
+        return cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25, 1.0], 3)
+
+    expected = cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25, 1.0], 3)
+    torch.testing.assert_close(blur(x), expected)
+
+
+def test_jax_jit_vmap_grad():
+    jax = pytest.importorskip("jax")
+    import constmem.jax as cm
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(6)
+    x = jnp.asarray(rng.standard_normal((3, 2, 6, 7)))
+    table = jnp.asarray(rng.uniform(-1, 1, 3 + 4))
+    expected = cm.separable_filter(x, table, 3)
+    np.testing.assert_allclose(
+        jax.jit(lambda x, t: cm.separable_filter(x, t, 3))(x, table), expected
+    )
+    batched = jax.vmap(lambda x: cm.separable_filter(x, table, 3))(x)
+    np.testing.assert_allclose(batched, expected)
+
+    def loss(x, t):
+        return jnp.sum(jnp.sin(cm.separable_filter(x, t, 3, border="replicate")))
+
+    grad_x, grad_t = jax.grad(loss, argnums=(0, 1))(x, table)
+    eps = 1e-6
+    for _ in range(3):
+        dx = jnp.asarray(rng.standard_normal(x.shape))
+        dt = jnp.asarray(rng.standard_normal(table.shape))
+        numeric = (loss(x + eps * dx, table + eps * dt) - loss(x - eps * dx, table - eps * dt)) / (
+            2 * eps
+        )
+        analytic = jnp.sum(grad_x * dx) + jnp.sum(grad_t * dt)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
+    u8 = jnp.asarray(rng.integers(0, 256, (2, 6, 7)), jnp.uint8)
+    out = jax.jit(lambda u: cm.gaussian_blur(u, 3))(u8)
+    assert out.dtype == jnp.uint8
