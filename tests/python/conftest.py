@@ -30,6 +30,7 @@ else:
         "test_jax.py",
         "test_layering.py",
         "test_torch.py",
+        "test_upfirdn.py",
     )  # the rest need TF
     collect_ignore = [
         os.path.basename(path)
