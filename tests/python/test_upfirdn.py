@@ -188,7 +188,8 @@ def dense_matrix(n, taps, up, down):
     return np.stack([upfirdn_scipy(np.eye(n)[t], taps, up, down) for t in range(n)], axis=1)
 
 
-GRADIENT_CASES = [(5, 2, 1, 6), (4, 1, 2, 7), (6, 3, 2, 5), (3, 2, 2, 4), (9, 2, 3, 3)]
+# 2/1, 1/2, 3/2 with more taps than samples, 2/3.
+GRADIENT_CASES = [(5, 2, 1, 6), (4, 1, 2, 7), (9, 3, 2, 3), (6, 2, 3, 5)]
 
 
 @pytest.mark.parametrize(("k", "up", "down", "n"), GRADIENT_CASES)
@@ -311,9 +312,9 @@ def test_torch_compile_fullgraph_and_opcheck():
         eager = pipeline._torchdynamo_orig_callable(x, taps)
         for compiled, expected in zip(pipeline(x, taps), eager, strict=True):
             np.testing.assert_array_equal(fw.numpy(compiled), fw.numpy(expected))
-        for dtype in (torch.float32, torch.float64):
-            data = x[:, :40].to(dtype).requires_grad_(True)
-            for table_device in {device, "cpu"}:
-                t = taps[:7].to(dtype).to(table_device).requires_grad_(True)
-                torch.library.opcheck(torch.ops.constmem.upfirdn, (data, t, 3, 2))
-            torch.library.opcheck(torch.ops.constmem.upfirdn_static, (data, [0.5, 0.25], 1, 2))
+        data = x[:, :40].requires_grad_(True)
+        for table_device in {device, "cpu"}:
+            t = taps[:7].to(table_device).requires_grad_(True)
+            torch.library.opcheck(torch.ops.constmem.upfirdn, (data, t, 3, 2))
+        data32 = data.detach().float().requires_grad_(True)
+        torch.library.opcheck(torch.ops.constmem.upfirdn_static, (data32, [0.5, 0.25], 1, 2))
