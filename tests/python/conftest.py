@@ -31,6 +31,7 @@ else:
         "test_layering.py",
         "test_separable_filter.py",
         "test_torch.py",
+        "test_upfirdn.py",
     )  # the rest need TF
     collect_ignore = [
         os.path.basename(path)

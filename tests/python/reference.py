@@ -220,3 +220,52 @@ def interpolate_float64(x, knots, lo, hi):
     x = np.asarray(x)
     points = np.linspace(float(x.dtype.type(lo)), float(x.dtype.type(hi)), len(knots))
     return np.interp(x.astype(np.float64), points, np.asarray(knots, np.float64))
+
+
+def upfirdn_fma_reference(x, taps, up, down):
+    """Upfirdn by its polyphase definition, exactly: output i at t = i * down of the upsampled
+    row, phase p = t % up, base b = t // up; y = fma(row[b - m], taps[p + m * up], y) from +0 over
+    the m inside the row and the taps, ascending (upfirdn_functor.h)."""
+    x = np.asarray(x)
+    taps = np.asarray(taps, dtype=x.dtype)
+    k, n = len(taps), x.shape[-1]
+    outputs = ((n - 1) * up + k - 1) // down + 1
+    rows = x.reshape(-1, n)
+    out = np.zeros((rows.shape[0], outputs), x.dtype)
+    for r, row in enumerate(rows):
+        for i in range(outputs):
+            p, b = (i * down) % up, (i * down) // up
+            y = x.dtype.type(0)
+            for m in range(max(b - n + 1, 0), min(b, (k - 1 - p) // up) + 1 if p < k else 0):
+                y = fma_exact(row[b - m], taps[p + m * up], y, x.dtype.type)
+            out[r, i] = y
+    return out.reshape((*x.shape[:-1], outputs))
+
+
+def torchaudio_resample_float64(x, orig_freq, new_freq, width=6, rolloff=0.99, kaiser=False):
+    """torchaudio.functional.resample by its definition, in float64 NumPy: the windowed-sinc
+    kernels of each of the `new` phases over 2 w + orig padded samples, a strided correlation,
+    the output cropped to ceil(n * new / orig)."""
+    g = math.gcd(orig_freq, new_freq)
+    orig, new = orig_freq // g, new_freq // g
+    base = min(orig, new) * rolloff
+    w = math.ceil(width * orig / base)
+    t = (np.arange(new)[:, None] * -1.0 / new + np.arange(-w, w + orig)[None, :] / orig) * base
+    t = np.clip(t, -width, width)
+    if kaiser:
+        beta = 14.769656459379492
+        window = np.i0(beta * np.sqrt(1 - (t / width) ** 2)) / np.i0(beta)
+    else:
+        window = np.cos(t * math.pi / width / 2) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kernels = np.where(t == 0, 1.0, np.sin(t * math.pi) / (t * math.pi))
+    kernels = kernels * window * base / orig
+    x = np.asarray(x, np.float64)
+    n = x.shape[-1]
+    padded = np.pad(x.reshape(-1, n), [(0, 0), (w, w + orig)])
+    frames = n // orig + 1
+    out = np.stack(
+        [padded[:, j * orig : j * orig + 2 * w + orig] @ kernels.T for j in range(frames)]
+    )
+    out = out.transpose(1, 0, 2).reshape(padded.shape[0], frames * new)[:, : -(-n * new // orig)]
+    return out.reshape((*x.shape[:-1], out.shape[-1]))

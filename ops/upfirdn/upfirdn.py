@@ -1,0 +1,413 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Upfirdn in Python: signature, output shape, gradient, Keras layer and resamplers.
+
+For every framework; the resamplers (resample_poly, resample) are built on the op. The op's C++
+description (upfirdn_op.h) gives its names, table and attributes; this file what the Python
+packages add to them (constmem.ops). Imports no framework: the resamplers design their filters
+with NumPy and call the op of the framework module they are given.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+
+import numpy as np
+
+# The name of the module constant that holds the most entries the table takes.
+LIMIT = "MAX_UPFIRDN_TAPS"
+SIGNATURE = ("x", "taps")
+DEFAULTS = {"up": 1, "down": 1}
+MAX_RATE = 1024  # up and down: 1 to 1,024 (upfirdn_functor.h)
+DOC = """Upsamples, filters and downsamples every row of `x` (its last axis): scipy.signal.upfirdn.
+
+`upfirdn(x, taps, up=up, down=down)` is `scipy.signal.upfirdn(taps, x, up, down)` along the last
+axis: `up - 1` zeros are inserted after each sample, the result is convolved with the taps (a
+convolution, not a correlation) and every `down`-th sample is kept from the first, so that the last
+dimension becomes `((n - 1) * up + k - 1) // down + 1`. Computed polyphase: output `i` takes the
+taps `p, p + up, ...` of its phase `p = (i * down) % up` against the samples before it, one fused
+multiply-add each from +0, nearest sample first; terms outside the row are skipped. The CPU and
+GPU kernels run the same operations in the same order and agree bit for bit. On a GPU the taps are
+read from `__constant__` memory (or a by-value kernel parameter) when every lane of a warp reads
+the same tap, else staged in shared memory.
+
+Args:
+  x: float32 or float64 of rank 1 or more; every leading dimension is a batch.
+  taps: 1 to 4,096 taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed per call
+    site, rounded to x's dtype).
+  up: the upsampling factor, 1 to 1,024.
+  down: the downsampling factor, 1 to 1,024.
+
+Gradients flow to x (the adjoint: the reversed taps with up and down exchanged, by the op itself)
+and to a tensor `taps` (a correlation of the upsampled rows with the zero-inserted gradient).
+See also `resample_poly` (scipy.signal.resample_poly) and `resample`
+(torchaudio.functional.resample), built on this op.
+"""
+
+# The Keras layer: `taps` trainable taps, a unit impulse at first (y is x upsampled with zeros,
+# then decimated).
+LAYER = {
+    "name": "Upfirdn",
+    "size": "taps",
+    "size_to_entries": lambda taps: taps,
+    "initial": lambda k, attrs: [1.0] + [0.0] * (k - 1),
+    "weight": "taps",
+    "variable": "kernel",
+}
+
+
+def check(attrs):
+    """Up and down are 1 to 1,024 (the op checks the same, in every framework)."""
+    for name in ("up", "down"):
+        if not 1 <= attrs[name] <= MAX_RATE:
+            raise ValueError(f"{name} must be 1 to {MAX_RATE}; got {attrs[name]}")
+
+
+def output_length(n, k, up, down):
+    """Scipy's output length ((n - 1) * up + k - 1) // down + 1 (negative: n = 0, few taps)."""
+    return ((n - 1) * up + k - 1) // down + 1
+
+
+def output_shape(shape, taps, attrs, maximum=max):
+    """X's shape with the last dimension ((n - 1) * up + k - 1) // down + 1."""
+    if len(shape) < 1:
+        raise ValueError("x must have rank 1 or more (upfirdn runs along the last axis)")
+    if shape[-1] is None or taps is None:
+        return (*shape[:-1], None)
+    length = output_length(shape[-1], taps, attrs["up"], attrs["down"])
+    if isinstance(length, int):
+        if length < 0:
+            raise ValueError(
+                f"Upfirdn: rows of 0 samples with {taps} taps, up {attrs['up']} and down "
+                f"{attrs['down']} have a negative output length (scipy raises)"
+            )
+        return (*shape[:-1], length)
+    return (*shape[:-1], maximum(length, 0))  # a symbolic size (torch.compile)
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def _adjoint_chunks(k, up, limit):
+    """[(start, count)] of the taps for the adjoint: starts multiples of up.
+
+    Each chunk with its padding is within the op's limit (one chunk unless k is within up - 1 of
+    the limit).
+    """
+    if not isinstance(k, int):  # a table of unknown size (TensorFlow): one chunk
+        return [(0, k)]
+    per = ((limit - 1) // up) * up
+    if _ceil_div(k - 1, up) * up + 1 <= limit:
+        return [(0, k)]
+    return [(start, min(per, k - start)) for start in range(0, k, per)]
+
+
+def backward(F, grad, x, taps, attrs, need_x, need_taps):
+    """dx: upfirdn of the gradient (taps reversed, up and down exchanged); dtaps: a correlation.
+
+    dtaps correlates the upsampled rows with the zero-inserted gradient.
+    """
+    up, down = attrs["up"], attrs["down"]
+    k, n, m = F.length(taps), F.size(x, -1), F.size(grad, -1)
+    grad_x = grad_taps = None
+    if need_x:
+        # y[i] = sum_t x[t] h[i * down - t * up], so dx[t] = sum_i g[i] h[i * down - t * up]:
+        # upfirdn(g, h', up=down, down=up)[t + a] with h'[q] = h[a * up - q], a = ceil((k-1)/up),
+        # i.e. h reversed after a * up - (k - 1) zeros. One zero after g makes that output long
+        # enough whatever k. Taps too many for the padding run in chunks (starts multiples of up,
+        # whose outputs are x delayed by start / up samples).
+        padded_grad = F.pad_last(grad, 0, 1)
+        chunks = _adjoint_chunks(k, up, 4096)
+        for start, count in chunks:
+            chunk = taps if len(chunks) == 1 else taps[start : start + count]
+            a = (count - 1 + up - 1) // up
+            reversed_taps = F.pad_last(F.flip(chunk), a * up - (count - 1), 0)
+            full = F.op(padded_grad, reversed_taps, up=down, down=up)
+            offset = a + start // up
+            part = full[..., offset : offset + n]
+            grad_x = part if grad_x is None else grad_x + part
+    if need_taps:
+        if (isinstance(n, int) and n == 0) or (isinstance(m, int) and m == 0):
+            grad_taps = F.zeros(k, like=taps)
+        else:
+            # dtaps[j] = sum_i g[i] xup[i * down - j] = sum_u xup[u] gz[u + j], xup the rows with
+            # up - 1 zeros after each sample ((n-1) up + 1 long), gz the gradient with down - 1
+            # (padded to (n-1) up + k): both zero-inserted by the op with the one tap [1].
+            one = F.cast([1.0], taps)
+            upsampled = F.op(x, one, up=up, down=1)
+            inserted = F.op(grad, one, up=down, down=1)
+            padded = F.pad_last(inserted, 0, (n - 1) * up + k - (m - 1) * down - 1)
+            grad_taps = F.correlate_rows(padded, upsampled)
+    return grad_x, grad_taps
+
+
+# The resamplers. Their filters are designed once per set of arguments in float64 NumPy, cached,
+# and passed to the op as static tables (fixed per call site, uploaded once per device). Under
+# torch.compile the design is a constant of the graph.
+
+
+def _constant_result(fn):
+    """Fn, which torch.compile calls when it traces (its result a constant), where torch is loaded.
+
+    NumPy code would otherwise be traced into tensors.
+    """
+    torch = sys.modules.get("torch")
+    mark = getattr(getattr(torch, "compiler", None), "assume_constant_result", None)
+    if mark is None:
+        return fn
+
+    def constant(*args):
+        return fn(*args)
+
+    return mark(constant)
+
+
+def _is_float64(x):
+    return "float64" in str(getattr(x, "dtype", "float32"))
+
+
+def _general_cosine(count, coefficients):
+    fac = np.linspace(-np.pi, np.pi, count)
+    window = np.zeros(count)
+    for k, a in enumerate(coefficients):
+        window += a * np.cos(k * fac)
+    return window
+
+
+def _window(window, count):
+    """scipy.signal.get_window(window, count, fftbins=False), for the windows taken here.
+
+    ("kaiser", beta), "hann", "hamming", "blackman", "boxcar".
+    """
+    name, args = (window[0], tuple(window[1:])) if isinstance(window, tuple) else (window, ())
+    if count == 1:
+        return np.ones(1)
+    if name in ("kaiser", "ksr") and len(args) == 1:
+        beta = float(args[0])
+        n = np.arange(0, count)
+        alpha = (count - 1) / 2.0
+        return np.i0(beta * np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)) / np.i0(beta)
+    if not args and name in ("hann", "hanning", "han"):
+        return _general_cosine(count, [0.5, 0.5])
+    if not args and name in ("hamming", "hamm", "ham"):
+        return _general_cosine(count, [0.54, 1.0 - 0.54])
+    if not args and name in ("blackman", "black", "blk"):
+        return _general_cosine(count, [0.42, 0.50, 0.08])
+    if not args and name in ("boxcar", "box", "ones", "rect", "rectangular"):
+        return np.ones(count)
+    raise ValueError(
+        "window must be ('kaiser', beta), 'hann', 'hamming', 'blackman', 'boxcar' or the filter's "
+        f"coefficients; got {window!r}"
+    )
+
+
+def firwin_lowpass(count, cutoff, window):
+    """scipy.signal.firwin(count, cutoff, window=window): a windowed sinc, unit gain at DC."""
+    alpha = 0.5 * (count - 1)
+    m = np.arange(0, count) - alpha
+    h = cutoff * np.sinc(cutoff * m)
+    h = h * _window(window, count)
+    return h / np.sum(h)
+
+
+@functools.lru_cache(maxsize=64)
+def _poly_design(up, down, window, float64, phase):
+    """(taps, first) of scipy.signal.resample_poly for rows of n samples.
+
+    phase = (n * up) % down, all its padding depends on. Upfirdn with `taps` (values of the data's
+    dtype, as float64), then outputs [first, first + ceil(n * up / down)).
+    """
+    if isinstance(window, tuple) and window and not isinstance(window[0], str):
+        window = np.asarray(window, np.float64)
+    if isinstance(window, np.ndarray):
+        if window.ndim != 1:
+            raise ValueError("window must be 1-D")
+        half_len = (window.shape[0] - 1) // 2
+        h = window.copy()
+    else:
+        max_rate = max(up, down)
+        half_len = 10 * max_rate
+        h = firwin_lowpass(2 * half_len + 1, 1.0 / max_rate, window)
+    # Scipy rounds the filter to x's dtype, then scales it in that dtype.
+    h = (h if float64 else h.astype(np.float32)) * (np.float64(up) if float64 else np.float32(up))
+    n_pre_pad = down - half_len % down
+    n_post_pad = 0
+    n_pre_remove = (half_len + n_pre_pad) // down
+    # Scipy's loop: output_len(k, n) < n_out + n_pre_remove, written with n * up = q * down +
+    # phase, whose q cancels.
+    while (phase - up + h.shape[0] + n_pre_pad + n_post_pad - 1) // down + 1 < (
+        phase > 0
+    ) + n_pre_remove:
+        n_post_pad += 1
+    taps = np.concatenate([np.zeros(n_pre_pad), h.astype(np.float64), np.zeros(n_post_pad)])
+    return tuple(taps.tolist()), n_pre_remove
+
+
+def _static_length(x, name):
+    n = x.shape[-1] if len(x.shape) else None
+    if n is None:
+        raise ValueError(f"{name} needs x's last dimension known when traced")
+    return n
+
+
+def _make_resample_poly(ops):
+    design = _constant_result(_poly_design)
+
+    def resample_poly(x, up, down, window=("kaiser", 5.0), padtype="constant"):
+        """Resamples every row of `x` (its last axis) by up / down: scipy.signal.resample_poly.
+
+        Computes what `scipy.signal.resample_poly(x, up, down, axis=-1, window=window)` computes:
+        after reducing up / down by their gcd, the filter firwin(2 * half_len + 1, 1 / max(up,
+        down), window) * up (half_len = 10 * max(up, down)), designed in NumPy in float64, rounded
+        to x's dtype and scaled in it as scipy does; zero-padded as scipy pads it, run by
+        `upfirdn` as a static table, and the output cropped to ceil(n * up / down) samples.
+
+        Args:
+          x: float32 or float64 of rank 1 or more, its last dimension known.
+          up: a positive integer; after the gcd with down, at most 1,024, and at most 204 for
+            the default filter (its 20 * max(up, down) + 1 taps within the op's 4,096).
+          down: likewise.
+          window: ("kaiser", beta), "hann", "hamming", "blackman", "boxcar", or the filter's
+            coefficients (a list or 1-D NumPy array, used as scipy uses them).
+          padtype: "constant" (zeros beyond the edges, scipy's default); the others scipy takes
+            are not supported.
+
+        Gradients flow to x (the op's adjoint).
+
+        """
+        if padtype != "constant":
+            raise ValueError(f"padtype must be 'constant' (zeros); got {padtype!r}")
+        if int(up) != up or int(down) != down:
+            raise ValueError(f"up and down must be integers; got {up} and {down}")
+        up, down = int(up), int(down)
+        if up < 1 or down < 1:
+            raise ValueError(f"up and down must be >= 1; got {up} and {down}")
+        g = math.gcd(up, down)
+        up, down = up // g, down // g
+        if up == down == 1:
+            return x[..., :]
+        if max(up, down) > MAX_RATE:
+            raise ValueError(
+                f"up and down must be at most {MAX_RATE} after their gcd; got {up} and {down}"
+            )
+        if isinstance(window, (list, np.ndarray)):
+            window = tuple(float(v) for v in np.asarray(window, np.float64).reshape(-1))
+        n = _static_length(x, "resample_poly")
+        taps, first = design(up, down, window, _is_float64(x), int((n * up) % down))
+        y = ops.upfirdn(x, taps, up=up, down=down)
+        return y[..., first : first + _ceil_div(n * up, down)]
+
+    return resample_poly
+
+
+_KAISER_BETA = 14.769656459379492  # torchaudio's default for sinc_interp_kaiser
+
+
+@functools.lru_cache(maxsize=64)
+def _sinc_design(orig, new, width_zeros, rolloff, method, beta):
+    """(taps, first) of torchaudio.functional.resample from orig to new (reduced).
+
+    Upfirdn with up = new, down = orig, then outputs [first, first + ceil(n * new / orig)).
+
+    Torchaudio's kernel[i, m] (phase i of new, m of 2 w + orig samples) is a sample of one
+    windowed sinc at r = i * orig - (m - w) * new on the grid of 1 / (orig * new): evaluated
+    here as torchaudio evaluates it (in float64), placed at r, zero where its kernels have no
+    entry; the entries whose argument torchaudio clamps (the window's edge, about 1e-33 of the
+    peak for Hann) are left out.
+    """
+    base = min(orig, new) * rolloff
+    w = math.ceil(width_zeros * orig / base)
+    idx = np.arange(-w, w + orig, dtype=np.float64)[None, :] / orig
+    t = np.arange(0, -new, -1, dtype=np.float64)[:, None] / new + idx
+    t = t * base
+    inside = np.abs(t) <= width_zeros
+    t = np.clip(t, -width_zeros, width_zeros)
+    if method == "sinc_interp_hann":
+        window = np.cos(t * math.pi / width_zeros / 2) ** 2
+    else:
+        b = _KAISER_BETA if beta is None else float(beta)
+        window = np.i0(b * np.sqrt(1 - (t / width_zeros) ** 2)) / np.i0(np.float64(b))
+    t = t * math.pi
+    scale = base / orig
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kernels = np.where(t == 0, 1.0, np.sin(t) / t)
+    kernels = kernels * (window * scale)
+    i, m = np.meshgrid(np.arange(new), np.arange(2 * w + orig), indexing="ij")
+    r = i * orig - (m - w) * new
+    lo, hi = int(r[inside].min()), int(r[inside].max())
+    z = _ceil_div(-lo, orig) * orig if lo < 0 else 0
+    length = z + max(hi, new - 1) + 1  # r up to new - 1 at least: outputs enough for the crop
+    taps = np.zeros(length)
+    keep = inside & (r + z >= 0)
+    taps[(r + z)[keep]] = kernels[keep]
+    if length > 4096:
+        raise ValueError(
+            f"resample from {orig} to {new} (after their gcd) with lowpass_filter_width "
+            f"{width_zeros} needs {length} taps; upfirdn takes at most 4096"
+        )
+    return tuple(taps.tolist()), z // orig
+
+
+def _make_resample(ops):
+    design = _constant_result(_sinc_design)
+
+    def resample(
+        x,
+        orig_freq,
+        new_freq,
+        lowpass_filter_width=6,
+        rolloff=0.99,
+        resampling_method="sinc_interp_hann",
+        beta=None,
+    ):
+        """Resamples every row of `x` (its last axis): torchaudio.functional.resample.
+
+        Torchaudio's kernels are samples of one windowed sinc on the grid of 1 / (orig * new)
+        (after the gcd), so its strided convolution is `upfirdn(x, h, up=new, down=orig)` with an
+        offset and a crop to ceil(n * new / orig) samples. The filter is designed in NumPy in
+        float64 (torchaudio designs it in x's dtype) and passed as a static table: the same values
+        as torchaudio within float32 rounding. The window's clamped edge entries (relative size
+        below 1e-20) are left out.
+
+        Args:
+          x: float32 or float64 of rank 1 or more.
+          orig_freq: a positive integer rate; after the gcd with new_freq at most 1,024, and the
+            filter (about 2 * lowpass_filter_width * max / rolloff taps) within 4,096.
+          new_freq: likewise.
+          lowpass_filter_width: as torchaudio's (zero crossings on each side).
+          rolloff: as torchaudio's (the cutoff as a fraction of the lower Nyquist frequency).
+          resampling_method: "sinc_interp_hann" or "sinc_interp_kaiser".
+          beta: the Kaiser window's beta (torchaudio's default 14.77 where None).
+
+        Gradients flow to x (the op's adjoint).
+
+        """
+        if orig_freq <= 0 or new_freq <= 0:
+            raise ValueError("Original frequency and desired frequency should be positive")
+        if int(orig_freq) != orig_freq or int(new_freq) != new_freq:
+            raise ValueError(f"rates must be integers; got {orig_freq} and {new_freq}")
+        if orig_freq == new_freq:
+            return x
+        if resampling_method not in ("sinc_interp_hann", "sinc_interp_kaiser"):
+            raise ValueError(f"Invalid resampling method: {resampling_method}")
+        if lowpass_filter_width <= 0:
+            raise ValueError("Low pass filter width should be positive.")
+        g = math.gcd(int(orig_freq), int(new_freq))
+        orig, new = int(orig_freq) // g, int(new_freq) // g
+        if max(orig, new) > MAX_RATE:
+            raise ValueError(
+                f"rates must be at most {MAX_RATE} after their gcd; got {orig} and {new}"
+            )
+        taps, first = design(
+            orig, new, lowpass_filter_width, float(rolloff), resampling_method, beta
+        )
+        n = _static_length(x, "resample")
+        y = ops.upfirdn(x, taps, up=new, down=orig)
+        return y[..., first : first + _ceil_div(new * n, orig)]
+
+    return resample
+
+
+FUNCTIONS = {"resample_poly": _make_resample_poly, "resample": _make_resample}

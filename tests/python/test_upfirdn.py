@@ -1,0 +1,320 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Upfirdn and the resamplers built on it in PyTorch and JAX (no TensorFlow needed): against
+scipy.signal.upfirdn and resample_poly in float64, the exact polyphase definition, torchaudio's
+resample (where importable; else its definition in NumPy), gradients against finite differences,
+jit, vmap, torch.compile(fullgraph=True) and opcheck, on the CPU and each GPU."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+from reference import torchaudio_resample_float64, upfirdn_fma_reference
+
+scipy_signal = pytest.importorskip("scipy.signal")
+
+RATES = [(48000, 16000), (16000, 48000), (44100, 48000), (48000, 44100)]
+# (taps, up, down, samples): the issue's filters, up = down, one sample, more taps than samples.
+CASES = [
+    (31, 2, 1, 200),
+    (31, 1, 2, 200),
+    (31, 3, 2, 200),
+    (255, 2, 1, 300),
+    (255, 1, 2, 300),
+    (255, 3, 2, 300),
+    (7, 3, 3, 40),
+    (5, 1, 1, 40),
+    (9, 4, 3, 1),
+    (40, 2, 3, 9),
+    (4096, 7, 5, 30),
+]
+FRAMEWORKS = [name for name in ("torch", "jax") if importlib.util.find_spec(name) is not None]
+
+
+class Torch:
+    name = "torch"
+
+    def __init__(self):
+        import constmem.torch as cm
+        import torch
+
+        self.torch, self.ops = torch, cm
+        self.devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+    def tensor(self, values, device, dtype=None):
+        array = np.asarray(values, dtype=dtype)
+        return self.torch.from_numpy(array.copy()).to(device)
+
+    def numpy(self, value):
+        return value.detach().cpu().numpy()
+
+
+class Jax:
+    name = "jax"
+
+    def __init__(self):
+        import constmem.jax as cm
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        self.jax, self.ops = jax, cm
+        self.devices = jax.devices("cpu") + [d for d in jax.devices() if d.platform == "gpu"]
+
+    def tensor(self, values, device, dtype=None):
+        return self.jax.device_put(np.asarray(values, dtype=dtype), device)
+
+    def numpy(self, value):
+        return np.asarray(value)
+
+
+@pytest.fixture(params=FRAMEWORKS, scope="module")
+def fw(request):
+    return Torch() if request.param == "torch" else Jax()
+
+
+def upfirdn_scipy(x, taps, up, down):
+    return scipy_signal.upfirdn(np.asarray(taps, np.float64), np.asarray(x, np.float64), up, down)
+
+
+@pytest.mark.parametrize(("k", "up", "down", "n"), CASES)
+def test_upfirdn_matches_scipy_in_float64(fw, k, up, down, n):
+    rng = np.random.default_rng(k * 1000 + up * 10 + down)
+    x = rng.standard_normal((2, 3, n))
+    taps = rng.standard_normal(k) / np.sqrt(k)
+    expected = upfirdn_scipy(x, taps, up, down)
+    for device in fw.devices:
+        data = fw.tensor(x, device)
+        for form, table in (("static", taps.tolist()), ("tensor", fw.tensor(taps, device))):
+            y = fw.numpy(fw.ops.upfirdn(data, table, up=up, down=down))
+            assert y.shape == expected.shape, form
+            np.testing.assert_allclose(y, expected, rtol=0, atol=1e-13, err_msg=form)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("k", "up", "down", "n"), [(5, 3, 2, 7), (4, 2, 5, 9), (3, 1, 1, 4)])
+def test_upfirdn_is_bitwise_its_polyphase_definition(fw, dtype, k, up, down, n):
+    rng = np.random.default_rng(k + n)
+    x = rng.standard_normal((2, n)).astype(dtype)
+    taps = rng.standard_normal(k).astype(dtype)
+    expected = upfirdn_fma_reference(x, taps, up, down)
+    for device in fw.devices:
+        y = fw.numpy(
+            fw.ops.upfirdn(fw.tensor(x, device), fw.tensor(taps, device), up=up, down=down)
+        )
+        np.testing.assert_array_equal(y, expected)
+
+
+def test_upfirdn_attributes_are_checked(fw):
+    x = fw.tensor(np.ones((2, 8)), fw.devices[0])
+    for attrs, message in (
+        ({"up": 0}, "up must be 1 to 1024; got 0"),
+        ({"down": 1025}, "down must be 1 to 1024; got 1025"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            fw.numpy(fw.ops.upfirdn(x, [1.0, 2.0], **attrs))
+    assert fw.ops.MAX_UPFIRDN_TAPS == 4096
+    # Rows of no sample: scipy's length, negative (an error) with fewer taps than up - down + 1.
+    empty = fw.tensor(np.ones((2, 0)), fw.devices[0])
+    assert fw.numpy(fw.ops.upfirdn(empty, [1.0] * 5, up=2, down=1)).shape == (2, 3)
+    with pytest.raises(ValueError, match="negative output length"):
+        fw.numpy(fw.ops.upfirdn(empty, [1.0], up=3, down=1))
+
+
+@pytest.mark.parametrize(("orig", "new"), RATES)
+def test_resample_poly_matches_scipy(fw, orig, new):
+    rng = np.random.default_rng(orig + new)
+    x = rng.standard_normal((2, 1500))
+    expected = scipy_signal.resample_poly(x, new, orig, axis=-1)
+    x32 = x.astype(np.float32)
+    expected32 = scipy_signal.resample_poly(x32, new, orig, axis=-1)
+    for device in fw.devices:
+        y = fw.numpy(fw.ops.resample_poly(fw.tensor(x, device), new, orig))
+        assert y.shape == expected.shape
+        np.testing.assert_allclose(y, expected, rtol=0, atol=1e-13)
+        y32 = fw.numpy(fw.ops.resample_poly(fw.tensor(x32, device), new, orig))
+        assert y32.dtype == np.float32
+        np.testing.assert_allclose(y32, expected32, rtol=0, atol=2e-5)
+
+
+@pytest.mark.parametrize(
+    ("up", "down", "n", "window"),
+    [
+        (3, 2, 1, ("kaiser", 5.0)),
+        (2, 2, 17, ("kaiser", 5.0)),
+        (1, 3, 5, "hann"),
+        (5, 1, 7, "hamming"),
+        (2, 7, 30, "blackman"),
+        (3, 2, 40, [0.25, 0.5, 1.0, 0.5, 0.25]),
+    ],
+)
+def test_resample_poly_edge_cases_and_windows(fw, up, down, n, window):
+    x = np.random.default_rng(n).standard_normal((3, n))
+    expected = scipy_signal.resample_poly(x, up, down, axis=-1, window=window)
+    y = fw.numpy(fw.ops.resample_poly(fw.tensor(x, fw.devices[-1]), up, down, window=window))
+    assert y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize(("orig", "new"), [*RATES, (1, 7), (5, 3)])
+@pytest.mark.parametrize("method", ["sinc_interp_hann", "sinc_interp_kaiser"])
+def test_resample_matches_torchaudios_definition(fw, orig, new, method):
+    rng = np.random.default_rng(orig * 3 + new)
+    x = rng.standard_normal((2, 700))
+    expected = torchaudio_resample_float64(x, orig, new, kaiser=method == "sinc_interp_kaiser")
+    for device in fw.devices:
+        y = fw.numpy(fw.ops.resample(fw.tensor(x, device), orig, new, resampling_method=method))
+        assert y.shape == expected.shape
+        np.testing.assert_allclose(y, expected, rtol=0, atol=1e-12)
+    assert fw.ops.resample(x, orig, orig) is x
+
+
+@pytest.mark.parametrize(("orig", "new"), RATES)
+def test_resample_matches_torchaudio(orig, new):
+    torchaudio = pytest.importorskip("torchaudio")
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    x = torch.from_numpy(np.random.default_rng(new).standard_normal((3, 2000)))
+    for dtype, tolerance in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
+        for method in ("sinc_interp_hann", "sinc_interp_kaiser"):
+            data = x.to(dtype)
+            expected = torchaudio.functional.resample(data, orig, new, resampling_method=method)
+            y = cm.resample(data, orig, new, resampling_method=method)
+            assert y.shape == expected.shape and y.dtype == dtype
+            np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=0, atol=tolerance)
+
+
+def dense_matrix(n, taps, up, down):
+    """Upfirdn on rows of n samples as a matrix (scipy's, in float64)."""
+    return np.stack([upfirdn_scipy(np.eye(n)[t], taps, up, down) for t in range(n)], axis=1)
+
+
+# 2/1, 1/2, 3/2 with more taps than samples, 2/3.
+GRADIENT_CASES = [(5, 2, 1, 6), (4, 1, 2, 7), (9, 3, 2, 3), (6, 2, 3, 5)]
+
+
+@pytest.mark.parametrize(("k", "up", "down", "n"), GRADIENT_CASES)
+def test_gradients_match_finite_differences(fw, k, up, down, n):
+    rng = np.random.default_rng(k * n)
+    x, taps = rng.standard_normal((2, n)), rng.standard_normal(k)
+    if fw.name == "torch":
+        torch = fw.torch
+        for device in fw.devices:
+            inputs = (
+                torch.tensor(x, device=device, requires_grad=True),
+                torch.tensor(taps, device=device, requires_grad=True),
+            )
+            assert torch.autograd.gradcheck(
+                lambda a, t: fw.ops.upfirdn(a, t, up=up, down=down), inputs, eps=1e-6, atol=1e-7
+            )
+            static = taps.tolist()
+            assert torch.autograd.gradcheck(
+                lambda a, s=static: fw.ops.upfirdn(a, s, up=up, down=down), inputs[:1], atol=1e-7
+            )
+    else:
+        from jax.test_util import check_grads
+
+        for device in fw.devices:
+            data, table = fw.tensor(x, device), fw.tensor(taps, device)
+            check_grads(
+                lambda a, t: fw.ops.upfirdn(a, t, up=up, down=down), (data, table), 1, ["rev"]
+            )
+            check_grads(
+                lambda a: fw.ops.upfirdn(a, taps.tolist(), up=up, down=down), (data,), 1, ["rev"]
+            )
+
+
+def test_gradient_of_the_most_taps_runs_in_chunks(fw):
+    # 4,096 taps at up 3: the adjoint's padded taps would pass the limit; it runs in two chunks.
+    rng = np.random.default_rng(5)
+    n, taps, up, down = 6, rng.standard_normal(4096), 3, 2
+    x = rng.standard_normal((1, n))
+    matrix = dense_matrix(n, taps, up, down)
+    grad = rng.standard_normal((1, matrix.shape[0]))
+    device = fw.devices[-1]
+    if fw.name == "torch":
+        data = fw.tensor(x, device).requires_grad_(True)
+        table = fw.tensor(taps, device).requires_grad_(True)
+        fw.ops.upfirdn(data, table, up=up, down=down).backward(fw.tensor(grad, device))
+        dx, dtaps = fw.numpy(data.grad), fw.numpy(table.grad)
+    else:
+        _, vjp = fw.jax.vjp(
+            lambda a, t: fw.ops.upfirdn(a, t, up=up, down=down),
+            fw.tensor(x, device),
+            fw.tensor(taps, device),
+        )
+        dx, dtaps = (fw.numpy(g) for g in vjp(fw.tensor(grad, device)))
+    np.testing.assert_allclose(dx, grad @ matrix, rtol=0, atol=1e-11)
+    # dtaps[j] = sum_i g[i] xup[i * down - j]: the same matrix with the roles of x and taps.
+    expected = np.stack(
+        [
+            (grad * upfirdn_scipy(x, np.eye(len(taps))[j], up, down)).sum()
+            for j in range(0, 4096, 97)
+        ]
+    )
+    np.testing.assert_allclose(dtaps[::97], expected, rtol=0, atol=1e-11)
+
+
+def test_resamplers_have_gradients(fw):
+    x = np.random.default_rng(3).standard_normal((2, 12))
+    if fw.name == "torch":
+        torch = fw.torch
+        data = torch.tensor(x, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda a: fw.ops.resample_poly(a, 3, 2), (data,))
+        assert torch.autograd.gradcheck(lambda a: fw.ops.resample(a, 2, 3), (data,))
+    else:
+        from jax.test_util import check_grads
+
+        check_grads(lambda a: fw.ops.resample_poly(a, 3, 2), (fw.jax.numpy.asarray(x),), 1, ["rev"])
+        check_grads(lambda a: fw.ops.resample(a, 2, 3), (fw.jax.numpy.asarray(x),), 1, ["rev"])
+
+
+def test_jax_jit_and_vmap():
+    if "jax" not in FRAMEWORKS:
+        pytest.skip("needs jax")
+    fw = Jax()
+    jax, cm = fw.jax, fw.ops
+    rng = np.random.default_rng(8)
+    x, taps = rng.standard_normal((4, 3, 50)), rng.standard_normal(31)
+    expected = upfirdn_scipy(x, taps, 3, 2)
+    for device in fw.devices:
+        data, table = fw.tensor(x, device), fw.tensor(taps, device)
+        jitted = jax.jit(lambda a, t: cm.upfirdn(a, t, up=3, down=2))
+        np.testing.assert_allclose(np.asarray(jitted(data, table)), expected, atol=1e-13)
+        mapped = jax.vmap(lambda a: cm.upfirdn(a, taps.tolist(), up=3, down=2))
+        np.testing.assert_allclose(np.asarray(mapped(data)), expected, atol=1e-13)
+        # A batch of tables: one call per table.
+        tables = fw.tensor(np.stack([taps, 2 * taps]), device)
+        both = jax.vmap(lambda t, d=data: cm.upfirdn(d[0], t, up=3, down=2))(tables)
+        np.testing.assert_allclose(np.asarray(both[1]), 2 * expected[0], atol=1e-12)
+        resampled = jax.jit(jax.vmap(lambda a: cm.resample_poly(a, 3, 2)))(data)
+        np.testing.assert_allclose(
+            np.asarray(resampled), scipy_signal.resample_poly(x, 3, 2, axis=-1), atol=1e-13
+        )
+        grad = jax.jit(jax.grad(lambda a, t: cm.resample(cm.upfirdn(a, t, up=2), 3, 2).sum()))
+        assert grad(data, table).shape == x.shape
+
+
+def test_torch_compile_fullgraph_and_opcheck():
+    torch = pytest.importorskip("torch")
+    fw = Torch()
+    cm = fw.ops
+    torch._dynamo.reset()
+
+    @torch.compile(fullgraph=True)
+    def pipeline(x, taps):
+        y = cm.upfirdn(x, taps, up=3, down=2)
+        return cm.resample(cm.resample_poly(y, 2, 3), 44100, 48000), cm.upfirdn(x, [0.5, 0.5])
+
+    rng = np.random.default_rng(9)
+    for device in fw.devices:
+        x = torch.tensor(rng.standard_normal((2, 300)), device=device)
+        taps = torch.tensor(rng.standard_normal(31), device=device)
+        eager = pipeline._torchdynamo_orig_callable(x, taps)
+        for compiled, expected in zip(pipeline(x, taps), eager, strict=True):
+            np.testing.assert_array_equal(fw.numpy(compiled), fw.numpy(expected))
+        data = x[:, :40].requires_grad_(True)
+        for table_device in {device, "cpu"}:
+            t = taps[:7].to(table_device).requires_grad_(True)
+            torch.library.opcheck(torch.ops.constmem.upfirdn, (data, t, 3, 2))
+        data32 = data.detach().float().requires_grad_(True)
+        torch.library.opcheck(torch.ops.constmem.upfirdn_static, (data32, [0.5, 0.25], 1, 2))
