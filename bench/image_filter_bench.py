@@ -29,6 +29,7 @@ import time
 import constmem.torch as cm
 import numpy as np
 import torch
+from timing import cuda_event_ms
 
 KS = (3, 9, 17, 31, 63)
 CPU_KS = (3, 9, 31)
@@ -57,18 +58,7 @@ def gpu_ms(fn, repetitions=7, batch=5, warmup=2):
         repetitions, batch, warmup = (1 if first > 1000 else 3), 1, 0
     elif first > 20:
         batch, warmup = 1, 1
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repetitions):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(batch):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    return statistics.median(times)
+    return cuda_event_ms(fn, repetitions, batch, warmup)
 
 
 def cpu_ms(fn, repetitions=5):

@@ -27,7 +27,6 @@ import importlib
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import median_seconds
+from timing import cuda_event_ms, median_seconds
 
 RATES = [(48000, 16000), (16000, 48000), (44100, 48000), (48000, 44100)]
 UPFIRDN = [(31, 2, 1), (31, 1, 2), (31, 3, 2), (255, 2, 1), (255, 1, 2), (255, 3, 2)]
@@ -66,18 +65,7 @@ def optional(name, skipped):
 def gpu_ms(fn, repetitions=7, batch=3, warmup=2):
     """Median over `repetitions` of the GPU time per call of `batch` back-to-back calls on the
     current stream (CUDA events around the batch), after `warmup` calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repetitions):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(batch):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    return statistics.median(times)
+    return cuda_event_ms(fn, repetitions, batch, warmup)
 
 
 def copy_ceiling_ms(in_elements, out_elements):

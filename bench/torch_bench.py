@@ -22,24 +22,14 @@ import time
 import constmem.torch as cm
 import torch
 import torch.nn.functional as F
+from timing import cuda_event_ms
 
 
 def gpu_ms(fn, repetitions=15, batch=10, warmup=5):
     """Median over `repetitions` of the GPU time per call of `batch` back-to-back calls (CUDA
     events around the batch, so that the host's time to reach the first launch is not counted,
     as in the C++ benchmarks), after `warmup` calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repetitions):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(batch):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    return statistics.median(times)
+    return cuda_event_ms(fn, repetitions, batch, warmup)
 
 
 def host_us_per_call(fn, calls=20000, rounds=5):

@@ -30,6 +30,7 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::Stream;
+using testing::Tables;
 using testing::UnderSanitizer;
 
 // Under compute-sanitizer every access is checked: smaller cases, the same shapes of code path.
@@ -47,34 +48,6 @@ std::vector<T> Copy(const DeviceBuffer<T>& buffer, std::size_t offset, std::size
   const std::vector<T> all = buffer.Read();
   return std::vector<T>(all.begin() + offset, all.begin() + offset + n);
 }
-
-// A table in each of the forms a launcher can get it: pageable host, pinned host, device.
-template <class T>
-struct Tables {
-  explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
-    cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
-    std::memcpy(pinned, values.data(), values.size() * sizeof(T));
-    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
-    // Copies from pageable memory may still be in flight when cudaMemcpy returns, and the
-    // launchers run on non-blocking streams, which do not wait for the default stream.
-    cudaDeviceSynchronize();
-  }
-  ~Tables() { cudaFreeHost(pinned); }
-  TableView<T> View(SourceKind source) const {
-    const auto n = static_cast<std::int64_t>(host.size());
-    switch (source) {
-      case SourceKind::kPageableHost:
-        return {host.data(), n, source, /*repeats=*/true};
-      case SourceKind::kPinnedHost:
-        return {pinned, n, source};
-      default:
-        return {device.get(), n, source};
-    }
-  }
-  std::vector<T> host;
-  T* pinned = nullptr;
-  DeviceBuffer<T> device;
-};
 
 template <class T>
 void CheckPolyval(std::int64_t count, std::int64_t coeff_count, int misalign, std::uint64_t seed) {

@@ -27,6 +27,7 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::Stream;
+using testing::Tables;
 using testing::UnderSanitizer;
 
 constexpr std::size_t kTuringSharedBytes = 64 * 1024;
@@ -87,32 +88,6 @@ std::vector<In> OnCpu(const std::vector<In>& x, const SeparableShape& s,
   SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), 0, SeparableFilterCpuUnits(s));
   return y;
 }
-
-// A table in each form a launcher can get it: pageable host, pinned host, device.
-template <class T>
-struct Tables {
-  explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
-    cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
-    std::memcpy(pinned, values.data(), values.size() * sizeof(T));
-    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
-    cudaDeviceSynchronize();
-  }
-  ~Tables() { cudaFreeHost(pinned); }
-  TableView<T> View(SourceKind source) const {
-    const auto n = static_cast<std::int64_t>(host.size());
-    switch (source) {
-      case SourceKind::kPageableHost:
-        return {host.data(), n, source, /*repeats=*/true};
-      case SourceKind::kPinnedHost:
-        return {pinned, n, source};
-      default:
-        return {device.get(), n, source};
-    }
-  }
-  std::vector<T> host;
-  T* pinned = nullptr;
-  DeviceBuffer<T> device;
-};
 
 // Every placement from every source that can take it, `offset` elements before x and y, on a GPU
 // offering `shared_bytes`; bitwise against the CPU kernel, nothing written outside y.

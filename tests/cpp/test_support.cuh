@@ -8,9 +8,11 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "constmem/status.hpp"
+#include "constmem/table.hpp"
 #include "constmem/testing/gpu_testing.cuh"
 
 #define REQUIRE_GPU() \
@@ -68,6 +70,34 @@ class DeviceBuffer {
  private:
   T* data_ = nullptr;
   std::size_t n_;
+};
+
+// A table in each of the forms a launcher can get it: pageable host, pinned host, device.
+template <class T>
+struct Tables {
+  explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
+    cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
+    std::memcpy(pinned, values.data(), values.size() * sizeof(T));
+    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
+    // Copies from pageable memory may still be in flight when cudaMemcpy returns, and the
+    // launchers run on non-blocking streams, which do not wait for the default stream.
+    cudaDeviceSynchronize();
+  }
+  ~Tables() { cudaFreeHost(pinned); }
+  TableView<T> View(SourceKind source) const {
+    const auto n = static_cast<std::int64_t>(host.size());
+    switch (source) {
+      case SourceKind::kPageableHost:
+        return {host.data(), n, source, /*repeats=*/true};
+      case SourceKind::kPinnedHost:
+        return {pinned, n, source};
+      default:
+        return {device.get(), n, source};
+    }
+  }
+  std::vector<T> host;
+  T* pinned = nullptr;
+  DeviceBuffer<T> device;
 };
 
 }  // namespace testing

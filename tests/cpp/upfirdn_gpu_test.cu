@@ -27,6 +27,7 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::Stream;
+using testing::Tables;
 using testing::UnderSanitizer;
 
 template <class T>
@@ -36,32 +37,6 @@ std::vector<T> Random(std::mt19937_64& rng, std::int64_t n) {
   for (auto& v : values) v = static_cast<T>(normal(rng));
   return values;
 }
-
-// A table in each of the forms a launcher can get it: pageable host, pinned host, device.
-template <class T>
-struct Tables {
-  explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
-    cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
-    std::memcpy(pinned, values.data(), values.size() * sizeof(T));
-    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
-    cudaDeviceSynchronize();
-  }
-  ~Tables() { cudaFreeHost(pinned); }
-  TableView<T> View(SourceKind source) const {
-    const auto n = static_cast<std::int64_t>(host.size());
-    switch (source) {
-      case SourceKind::kPageableHost:
-        return {host.data(), n, source, /*repeats=*/true};
-      case SourceKind::kPinnedHost:
-        return {pinned, n, source};
-      default:
-        return {device.get(), n, source};
-    }
-  }
-  std::vector<T> host;
-  T* pinned = nullptr;
-  DeviceBuffer<T> device;
-};
 
 template <class T>
 bool SameBitsOrBothNan(const std::vector<T>& a, const std::vector<T>& b, std::size_t* where) {
