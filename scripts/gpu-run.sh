@@ -96,14 +96,16 @@ step cpp_cpu_kernels bash -c "\"\$1/frobulate_cpu_test\" && \"\$1/ops_cpu_test\"
 # every GPU): the ops' own tests, the rest, and the multi-device tests, which start GPU processes
 # of their own.
 op_tests=(tests/python/test_fir_filter.py tests/python/test_frobulate.py tests/python/test_polyval.py
-  tests/python/test_interpolate.py tests/python/test_gpu.py)
+  tests/python/test_interpolate.py tests/python/test_separable_filter_tf.py
+  tests/python/test_upfirdn_tf.py tests/python/test_gpu.py)
 step tf_gpu_ops python3 -m pytest -q -p no:cacheprovider "${op_tests[@]}" \
   --junitxml="$results/tf_gpu_ops.xml"
 # PyTorch's and JAX's tests run with the host's own torch and jax and the bundle's op libraries
 # (which the README's snippets and the Keras backends of the integration step load too).
 export CONSTMEM_TORCH_LIBRARY=$small/lib/_constmem_torch.so CONSTMEM_JAX_LIBRARY=$small/lib/_constmem_jax.so
 framework_tests=(tests/python/test_torch.py tests/python/test_jax.py tests/python/test_bad_input.py
-  tests/python/test_layering.py tests/python/test_torch_tensorflow.py)
+  tests/python/test_separable_filter.py tests/python/test_upfirdn.py tests/python/test_layering.py
+  tests/python/test_torch_tensorflow.py)
 # The rest in two steps, each inside a 10-minute call on one H200: the docs, the installed package
 # and the integration tests; then Keras, SavedModels and the scripts, which start fresh processes.
 model_tests=(tests/python/test_keras.py tests/python/test_saved_model.py tests/python/test_scripts.py)
@@ -114,8 +116,8 @@ step tf_gpu_integration python3 -m pytest -q -p no:cacheprovider tests/python \
 step tf_gpu_models python3 -m pytest -q -p no:cacheprovider "${model_tests[@]}" \
   --junitxml="$results/tf_gpu_models.xml"
 step torch_jax env PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider \
-  "${framework_tests[@]:0:4}" --junitxml="$results/torch_jax.xml"
-step torch_tensorflow python3 -m pytest -q -p no:cacheprovider "${framework_tests[4]}"
+  "${framework_tests[@]:0:6}" --junitxml="$results/torch_jax.xml"
+step torch_tensorflow python3 -m pytest -q -p no:cacheprovider "${framework_tests[6]}"
 step tf_multi_device python3 -m pytest -q -p no:cacheprovider tests/python/test_multi_device.py \
   --junitxml="$results/tf_multi_device.xml"
 step logical_gpus python3 tests/gpu/logical_gpus.py --expect clean
