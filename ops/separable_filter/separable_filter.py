@@ -418,7 +418,7 @@ def _make_gaussian_blur(ops):
           images: `[..., C, H, W]` (or `[..., H, W, C]` with layout="channels_last"): float32,
             float64 or uint8.
           kernel_size: odd k, or (kx, ky) (x along the width), each 1 to 127.
-          sigma: None (each axis's `0.3 * ((k - 1) * 0.5 - 1) + 0.8`, torchvision's default),
+          sigma: None (each axis's `0.15 * k + 0.35`, torchvision's default),
             one value, (sigma_x, sigma_y), or a tensor of shape (B, 2) with one (sigma_x,
             sigma_y) per image (kornia takes (B, 2) too, but as (sigma_y, sigma_x)).
           border: "reflect" (torchvision's), "zeros" or "replicate".

@@ -174,13 +174,20 @@ def test_resample_matches_torchaudio(orig, new):
     import constmem.torch as cm
 
     x = torch.from_numpy(np.random.default_rng(new).standard_normal((3, 2000)))
-    for dtype, tolerance in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
-        for method in ("sinc_interp_hann", "sinc_interp_kaiser"):
-            data = x.to(dtype)
-            expected = torchaudio.functional.resample(data, orig, new, resampling_method=method)
-            y = cm.resample(data, orig, new, resampling_method=method)
-            assert y.shape == expected.shape and y.dtype == dtype
-            np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=0, atol=tolerance)
+    # torchaudio's Kaiser window takes beta and i0(beta) in float32 even for float64 data: the
+    # two agree to float32 rounding there, to float64's with the Hann window.
+    tolerances = {
+        (torch.float64, "sinc_interp_hann"): 1e-12,
+        (torch.float64, "sinc_interp_kaiser"): 1e-6,
+        (torch.float32, "sinc_interp_hann"): 2e-5,
+        (torch.float32, "sinc_interp_kaiser"): 2e-5,
+    }
+    for (dtype, method), tolerance in tolerances.items():
+        data = x.to(dtype)
+        expected = torchaudio.functional.resample(data, orig, new, resampling_method=method)
+        y = cm.resample(data, orig, new, resampling_method=method)
+        assert y.shape == expected.shape and y.dtype == dtype
+        np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=0, atol=tolerance)
 
 
 def dense_matrix(n, taps, up, down):

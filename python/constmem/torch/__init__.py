@@ -52,14 +52,19 @@ _STATIC_CACHE_SIZE = 256
 _static_cache: OrderedDict[Any, list] = OrderedDict()
 
 
-def _static_key(table: Any, dtype: torch.dtype) -> Any:
-    """A hashable key of a static table's values, or None for a table that cannot have one."""
+def _static_key(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> Any:
+    """A hashable key of a static table for `spec`'s op, or None for one that cannot have one.
+
+    It holds the values' types as well as the values: 1 == 1.0, but an int32 table takes only the
+    first.
+    """
     if isinstance(table, np.ndarray):
-        return (table.dtype.str, table.shape, table.tobytes(), dtype)
+        return (spec.name, dtype, table.dtype.str, table.shape, table.tobytes())
     try:
-        return (tuple(table), dtype)
+        values = tuple(table)
     except TypeError:
         return None
+    return (spec.name, dtype, values, tuple(map(type, values)))
 
 
 def _static_list(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> list:
@@ -67,7 +72,7 @@ def _static_list(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> list
 
     A table fixed per call site comes again and again.
     """
-    key = None if _is_compiling() else _static_key(table, dtype)
+    key = None if _is_compiling() else _static_key(spec, table, dtype)
     if key is not None:
         try:
             cached = _static_cache.get(key)
