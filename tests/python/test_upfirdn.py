@@ -175,12 +175,13 @@ def test_resample_matches_torchaudio(orig, new):
 
     x = torch.from_numpy(np.random.default_rng(new).standard_normal((3, 2000)))
     # torchaudio's Kaiser window takes beta and i0(beta) in float32 even for float64 data: the
-    # two agree to float32 rounding there, to float64's with the Hann window.
+    # two agree to float32 rounding there, to float64's with the Hann window. In float32 both
+    # sum up to 21 products of a filter torchaudio designs in float32, constmem in float64.
     tolerances = {
         (torch.float64, "sinc_interp_hann"): 1e-12,
         (torch.float64, "sinc_interp_kaiser"): 1e-6,
-        (torch.float32, "sinc_interp_hann"): 2e-5,
-        (torch.float32, "sinc_interp_kaiser"): 2e-5,
+        (torch.float32, "sinc_interp_hann"): 1e-4,
+        (torch.float32, "sinc_interp_kaiser"): 1e-4,
     }
     for (dtype, method), tolerance in tolerances.items():
         data = x.to(dtype)
