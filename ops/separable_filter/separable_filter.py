@@ -385,7 +385,7 @@ def gaussian_taps(kernel_size, sigma):
     """
     lim = (kernel_size - 1) / (2.0 * math.sqrt(2.0))
     step = 2.0 * lim / (kernel_size - 1) if kernel_size > 1 else 0.0
-    exponents = [-(((-lim + i * step) / (sigma / math.sqrt(2.0))) ** 2) for i in range(kernel_size)]
+    exponents = [-(((-lim + i * step) / sigma) ** 2) for i in range(kernel_size)]
     top = max(exponents)
     values = [math.exp(e - top) for e in exponents]
     total = math.fsum(values)
@@ -458,7 +458,7 @@ def _per_image_blur(ops, images, kx, ky, sigma, border, layout, options):
 
     def taps(k, s):  # [B, k] from [B, 1]: torchvision's formula, max subtracted (at x = 0)
         lim = (k - 1) / (2.0 * math.sqrt(2.0))
-        x = xp.asarray(np.linspace(-lim, lim, k).reshape(1, k) * math.sqrt(2.0), dtype, images)
+        x = xp.asarray(np.linspace(-lim, lim, k).reshape(1, k), dtype, images)
         values = xp.exp(-((x / s) ** 2))
         return values / xp.sum_last(values)
 

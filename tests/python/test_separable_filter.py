@@ -167,7 +167,7 @@ def torchvision_blur(x, kernel_size, sigma):
     def kernel1d(k, s):
         lim = (k - 1) / (2.0 * np.sqrt(2.0))
         t = torch.linspace(-lim, lim, steps=k, dtype=dtype).view(1, -1)
-        return torch.softmax(t.div(s / np.sqrt(2)).pow(2).neg(), dim=1)
+        return torch.softmax(t.div(s).pow(2).neg(), dim=1)
 
     kernel = kernel1d(ky, sigma[1]).T @ kernel1d(kx, sigma[0])
     c = x.shape[-3]
