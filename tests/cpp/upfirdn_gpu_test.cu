@@ -306,12 +306,13 @@ TEST(UpfirdnGpu, EmptyShapesLaunchNothing) {
   Stream stream;
   const std::vector<float> taps(5, 1.0f);
   const TableView<float> view{taps.data(), 5, SourceKind::kPageableHost};
+  const TableView<float> one_tap{taps.data(), 1, SourceKind::kPageableHost};
   UpfirdnShape no_rows, no_outputs;
   ASSERT_TRUE(MakeUpfirdnShape(0, 100, 5, 2, 1, &no_rows).ok());
   ASSERT_TRUE(MakeUpfirdnShape(3, 0, 1, 1, 1, &no_outputs).ok());
   ASSERT_EQ(no_outputs.outputs, 0);
   EXPECT_OK(LaunchUpfirdn<float>(stream, nullptr, nullptr, no_rows, view));
-  EXPECT_OK(LaunchUpfirdn<float>(stream, nullptr, nullptr, no_outputs, view));
+  EXPECT_OK(LaunchUpfirdn<float>(stream, nullptr, nullptr, no_outputs, one_tap));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
 }
 
