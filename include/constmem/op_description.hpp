@@ -25,6 +25,7 @@
 // ComputeTypeOf<T> (float) entries.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -101,6 +102,17 @@ inline std::int64_t ElementCount(const Dims& dims) {
   for (std::int64_t d : dims) {
     if (d < 0) return kUnknownDim;
     count *= d;
+  }
+  return count;
+}
+
+// The product of every dimension but the last (the rows of an op that works along the last
+// axis), or kUnknownDim if one of them is unknown. `dims` has rank 1 or more.
+inline std::int64_t RowCount(const Dims& dims) {
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d + 1 < dims.size(); ++d) {
+    if (dims[d] < 0) return kUnknownDim;
+    count *= dims[d];
   }
   return count;
 }

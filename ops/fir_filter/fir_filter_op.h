@@ -45,14 +45,13 @@ padding: SAME (as many outputs as samples) or VALID (n - k + 1 outputs, none if 
       return InvalidArgument(
           "x must have rank 1 or more (the filter runs along the last axis); got a scalar");
     }
-    const Dims rows(x.begin(), x.end() - 1);
     const std::int64_t length = x.back();
     *y = x;
     if (length < 0 || taps < 0) {
       if (params.padding == FirPadding::kValid) y->back() = kUnknownDim;
       return Status::Ok();
     }
-    *shape = MakeFirShape(ElementCount(rows), length, taps, params.padding);
+    *shape = MakeFirShape(RowCount(x), length, taps, params.padding);
     y->back() = shape->outputs;
     return Status::Ok();
   }

@@ -56,7 +56,7 @@ up, down: 1 to 1024 each. The last dimension of y is ((n - 1) * up + k - 1) // d
       return InvalidArgument(
           "x must have rank 1 or more (upfirdn runs along the last axis); got a scalar");
     }
-    const std::int64_t rows = ElementCount(Dims(x.begin(), x.end() - 1));
+    const std::int64_t rows = RowCount(x);
     const std::int64_t length = x.back();
     *y = x;
     if (length < 0 || taps < 0) {

@@ -25,7 +25,7 @@ struct ApplyGainOp : constmem::OpDescription {
                                  Shape* shape, constmem::Dims* y) {
     if (x.empty()) return constmem::InvalidArgument("x must have rank 1 or more; got a scalar");
     *y = x;
-    const std::int64_t rows = constmem::ElementCount(constmem::Dims(x.begin(), x.end() - 1));
+    const std::int64_t rows = constmem::RowCount(x);
     if (rows < 0 || gains < 0) return constmem::Status::Ok();  // not known yet
     shape->rows = rows;
     shape->row_length = x.back();

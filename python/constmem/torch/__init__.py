@@ -49,7 +49,7 @@ upload_stats, library_path = _libraries.accessors("torch", LIBRARY_PATH)
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _is_compiling = torch.compiler.is_compiling
 _STATIC_CACHE_SIZE = 256
-_static_cache: OrderedDict[Any, list] = OrderedDict()
+_static_cache: OrderedDict[Any, torch.Tensor] = OrderedDict()
 
 
 def _static_key(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> Any:
@@ -67,12 +67,13 @@ def _static_key(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> Any:
     return (spec.name, dtype, values, tuple(map(type, values)))
 
 
-def _static_list(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> list:
-    """A static table as its schema's list, checked once per distinct value.
+def _static_table(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> torch.Tensor:
+    """A static table as a host tensor of the op's table dtype, checked and made once per value.
 
-    A table fixed per call site comes again and again.
+    A table fixed per call site comes again and again, and a host tensor reaches the kernel
+    without the dispatcher converting a list of its entries at every call.
     """
-    key = None if _is_compiling() else _static_key(spec, table, dtype)
+    key = _static_key(spec, table, dtype)
     if key is not None:
         try:
             cached = _static_cache.get(key)
@@ -81,11 +82,13 @@ def _static_list(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> list
         if cached is not None:
             return cached
     values = _registry.static_list(spec, table)
+    table_dtype = getattr(torch, spec.table_dtype(dtype_name(dtype)))
+    tensor = torch.tensor(values, dtype=table_dtype)  # rounded to nearest, as the kernel rounds
     if key is not None:
-        _static_cache[key] = values
+        _static_cache[key] = tensor
         if len(_static_cache) > _STATIC_CACHE_SIZE:
             _static_cache.popitem(last=False)
-    return values
+    return tensor
 
 
 def _checked_attrs(spec: _registry.OpSpec, check, attrs: tuple, data: torch.Tensor) -> tuple:
@@ -127,11 +130,15 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
                 return tensor_op(data, table, *attrs)
         if not isinstance(data, torch.Tensor):
             raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
-        table = _static_list(spec, table, data.dtype)
-        if _is_compiling() or (data.requires_grad and torch.is_grad_enabled()):
-            return static_op(data, table, *attrs)
+        if _is_compiling():  # the schema's list: a constant of the traced graph
+            return static_op(data, _registry.static_list(spec, table), *attrs)
+        # Eagerly, the table as a cached host tensor: the kernel copies it into its own staging
+        # (by value when small), and the graph of a capture keeps its own copy, as of a list.
+        table = _static_table(spec, table, data.dtype)
+        if data.requires_grad and torch.is_grad_enabled():
+            return tensor_op(data, table, *attrs)
         with _below_autograd():
-            return static_op(data, table, *attrs)
+            return tensor_op(data, table, *attrs)
 
     return call
 
