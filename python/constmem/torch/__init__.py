@@ -4,11 +4,13 @@
     import torch
     import constmem.torch as cm
 
-    y = cm.polyval([0.5, -1.0, 2.0], x)          # a static table: uploaded once per device
+    y = cm.polyval([0.5, -1.0, 2.0], x)          # a static table: checked once, then cached
     y = cm.polyval(torch.tensor(c, device=x.device), x)   # a tensor table: read or copied per call
 
-A table given as a Python or NumPy sequence is part of the op's schema (`<op>_static`), fixed per
-call site as a TensorFlow attr is; a tensor table is an ordinary input, on the data's device (read
+A table given as a Python or NumPy sequence is a static table, fixed per call site as a TensorFlow
+attr is: checked once per value and kept as a host tensor, which eager calls pass as a CPU table
+(by value when small, else staged), and under torch.compile part of the op's schema
+(`<op>_static`), a constant of the graph; a tensor table is an ordinary input, on the data's device (read
 in place or copied into constant memory) or on the CPU (staged, so the caller may reuse it at
 once). A tensor table must have the op's table dtype exactly (int32, or the data's dtype); a
 sequence is converted. Every op runs on the CPU and on CUDA tensors, on
