@@ -12,8 +12,8 @@ attr is: checked once per value and kept as a host tensor, which eager calls pas
 (by value when small, else staged), and under torch.compile part of the op's schema
 (`<op>_static`), a constant of the graph; a tensor table is an ordinary input, on the data's
 device (read in place or copied into constant memory) or on the CPU (staged, so the caller may
-reuse it at once). A tensor table must have the op's table dtype exactly (int32, or the data's dtype); a
-sequence is converted. Every op runs on the CPU and on CUDA tensors, on
+reuse it at once). A tensor table must have the op's table dtype exactly (int32, or the data's
+dtype); a sequence is converted. Every op runs on the CPU and on CUDA tensors, on
 `torch.cuda.current_stream()`, traces under `torch.compile(fullgraph=True)` and differentiates as
 the TensorFlow op does. Bad input raises ValueError naming the argument, what it must be and what
 it was.
