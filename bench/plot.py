@@ -1,7 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Plots kernel_bench's JSON: throughput against table length, per placement, with the ceiling."""
+"""Plots the benchmarks' JSON.
+
+python3 bench/plot.py KERNEL_JSON PNG                     Frobulate's throughput against table
+                                                          length, per placement, with the ceiling
+python3 bench/plot.py --workloads IMAGE_JSON RESAMPLE_JSON PNG
+                                                          the separable filter's and the
+                                                          resampler's speed against the tools
+                                                          users run today
+"""
 
 import json
+import math
 import sys
 
 import matplotlib
@@ -67,5 +76,65 @@ def main(kernel_json, png):
     fig.savefig(png, dpi=120)
 
 
+def workloads(image_json, resample_json, png):
+    """Times of the other tools over constmem's, for image blurs (by k) and resampling (by rates)."""
+    with open(image_json) as f:
+        image = json.load(f)
+    with open(resample_json) as f:
+        resample = json.load(f)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    big = [r for r in image if r["shape"][0] == 32 and r["dtype"] == "float32"]
+    for name, marker in (("torchvision", "o"), ("kornia", "s"), ("cupy", "^")):
+        rows = [r for r in big if r.get(f"{name}_ms")]
+        left.plot(
+            [r["k"] for r in rows],
+            [r[f"{name}_ms"] / r["constmem_ms"] for r in rows],
+            marker + "-",
+            label=name,
+        )
+    left.plot(
+        [r["k"] for r in big],
+        [r["copy_ms"] / r["constmem_ms"] for r in big],
+        "k--",
+        label="constmem's fraction of the copy bandwidth",
+    )
+    left.set_xscale("log", base=2)
+    left.set_yscale("log")
+    left.set_xlabel("taps an axis (k)")
+    left.set_ylabel("their time / constmem's")
+    left.set_title("gaussian_blur, [32, 3, 1080, 1920] float32")
+    batch = resample["gpu_resample_batch_64x10s"]
+    rates = list(batch)
+    for name, label in (
+        ("torchaudio_transform", "torchaudio Resample"),
+        ("torchaudio_functional", "torchaudio.functional.resample"),
+        ("julius", "julius"),
+        ("cupy_resample_poly", "cupyx resample_poly"),
+    ):
+        right.plot(
+            range(len(rates)),
+            [
+                batch[r].get(f"{name}_ms", float("nan")) / batch[r]["constmem_resample_ms"]
+                for r in rates
+            ],
+            "o-",
+            label=label,
+        )
+    right.set_xticks(range(len(rates)), rates)
+    right.set_yscale("log")
+    right.set_ylabel("their time / constmem's")
+    right.set_title("resample, [64, 10 s] float32")
+    for ax in (left, right):
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"constmem against the tools users run today, {resample.get('device', 'GPU')}")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "--workloads":
+        workloads(*sys.argv[2:5])
+    else:
+        main(sys.argv[1], sys.argv[2])
