@@ -77,7 +77,7 @@ def main(kernel_json, png):
 
 
 def workloads(image_json, resample_json, png):
-    """Times of the other tools over constmem's, for image blurs (by k) and resampling (by rates)."""
+    """The other tools' times over constmem's: image blurs by k, resampling by rates."""
     with open(image_json) as f:
         image = json.load(f)
     with open(resample_json) as f:
