@@ -114,7 +114,7 @@ def workloads(image_json, resample_json, png):
         right.plot(
             range(len(rates)),
             [
-                batch[r].get(f"{name}_ms", float("nan")) / batch[r]["constmem_resample_ms"]
+                batch[r].get(f"{name}_ms", math.nan) / batch[r]["constmem_resample_ms"]
                 for r in rates
             ],
             "o-",
