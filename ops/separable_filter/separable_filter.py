@@ -297,6 +297,16 @@ class _Xp:
             return self.m.asarray(value, dtype)
         return self.m.cast(self.m.convert_to_tensor(value), dtype)
 
+    def linspace(self, start, stop, num, dtype, like):
+        """`num` points from start to stop, made on like's device (no copy from the host)."""
+        if self.name == "torch":
+            return self.m.linspace(
+                start, stop, num, dtype=getattr(self.m, dtype), device=like.device
+            )
+        if self.name == "jax":
+            return self.m.linspace(start, stop, num, dtype=dtype)
+        return self.m.cast(self.m.linspace(start, stop, num), dtype)
+
     def reshape(self, t, shape):
         return self.m.reshape(t, shape)
 
@@ -458,7 +468,7 @@ def _per_image_blur(ops, images, kx, ky, sigma, border, layout, options):
 
     def taps(k, s):  # [B, k] from [B, 1]: torchvision's formula, max subtracted (at x = 0)
         lim = (k - 1) / (2.0 * math.sqrt(2.0))
-        x = xp.asarray(np.linspace(-lim, lim, k).reshape(1, k), dtype, images)
+        x = xp.reshape(xp.linspace(-lim, lim, k, dtype, images), (1, k))
         values = xp.exp(-((x / s) ** 2))
         return values / xp.sum_last(values)
 

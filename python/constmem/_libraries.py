@@ -15,18 +15,86 @@ LIBRARIES = {"tensorflow": "_constmem_ops", "torch": "_constmem_torch", "jax": "
 _DISPLAY = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 
 
-def library_path(framework: str) -> str:
-    """Where `framework`'s op library is: $CONSTMEM_<FRAMEWORK>_LIBRARY, else beside the package.
+# The distributions of prebuilt op libraries, one per framework and CUDA major version, each an
+# import package that holds the library and its JSON file (`pip install constmem[torch]`).
+CUDA_VARIANTS = ("cu13", "cu12")
+# The oldest driver API version (cuDriverGetVersion) each CUDA major version's kernels run on:
+# CUDA 13 needs R580, CUDA 12 R525 (minor version compatibility).
+_DRIVER_FOR_CUDA = {13: 13000, 12: 12000}
 
-    An installed package has them in `_ops/`; a source tree in `_dev/`, where its builds copy them.
+
+def distribution_package(framework: str, variant: str) -> str:
+    """The import package of `framework`'s prebuilt library for `variant` ("cu13", "cu12")."""
+    return f"constmem_{framework}_{variant}"
+
+
+def _installed_variants(framework: str) -> dict[str, str]:
+    """The path of each installed prebuilt library of `framework`, by variant."""
+    import importlib.util
+
+    found = {}
+    for variant in CUDA_VARIANTS:
+        spec = importlib.util.find_spec(distribution_package(framework, variant))
+        if spec is not None and spec.submodule_search_locations:
+            path = os.path.join(spec.submodule_search_locations[0], LIBRARIES[framework] + ".so")
+            if os.path.exists(path):
+                found[variant] = path
+    return found
+
+
+def driver_cuda_version() -> int | None:
+    """The CUDA version the NVIDIA driver supports (cuDriverGetVersion, 13000 for 13.0), or None.
+
+    None where no driver is installed: CPU kernels only.
+    """
+    import ctypes
+
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    version = ctypes.c_int(0)
+    if libcuda.cuDriverGetVersion(ctypes.byref(version)) != 0:
+        return None
+    return version.value
+
+
+def _driver_release() -> str:
+    """The driver's release as the kernel module states it ("580.95.05"), or "unknown"."""
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
+            words = f.readline().split()
+    except OSError:
+        return "unknown"
+    return next((w for w in words if w[:1].isdigit() and "." in w), "unknown")
+
+
+def _cuda_text(version: int) -> str:
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def library_path(framework: str) -> str:
+    """Where `framework`'s op library is.
+
+    In order: $CONSTMEM_<FRAMEWORK>_LIBRARY; a source tree's `_dev/` (where its builds copy
+    them); a source build's `_ops/` (`pip install .`); the prebuilt distributions, the newest CUDA
+    that the driver runs first.
     """
     name = LIBRARIES[framework]
     override = os.environ.get(f"CONSTMEM_{framework.upper()}_LIBRARY")
     if override:
         return override
-    development = os.path.join(_PACKAGE, "_dev", name + ".so")
-    if os.path.exists(development):
-        return development
+    for folder in ("_dev", "_ops"):
+        path = os.path.join(_PACKAGE, folder, name + ".so")
+        if os.path.exists(path):
+            return path
+    variants = _installed_variants(framework)
+    if variants:
+        driver = driver_cuda_version()
+        for variant, path in variants.items():
+            if driver is None or driver >= _DRIVER_FOR_CUDA[int(variant[2:])]:
+                return path
+        return next(iter(variants.values()))  # too new for the driver: check_driver says so
     return os.path.join(_PACKAGE, "_ops", name + ".so")
 
 
@@ -36,19 +104,53 @@ def library_info(framework: str) -> dict[str, Any]:
     if not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        info = json.load(f)
+    package = os.path.basename(os.path.dirname(path))
+    info["distribution"] = (
+        package.replace("_", "-") if package.startswith("constmem_") else "constmem (source build)"
+    )
+    return info
+
+
+def check_driver(framework: str) -> None:
+    """Refuses a library whose kernels need a newer NVIDIA driver than this machine's.
+
+    Without a driver (no GPU) every library loads: its CPU kernels run.
+    """
+    cuda = library_info(framework).get("cuda")
+    driver = driver_cuda_version()
+    if not cuda or driver is None:
+        return
+    major = int(cuda.split(".")[0])
+    needed = _DRIVER_FOR_CUDA.get(major, major * 1000)
+    if driver >= needed:
+        return
+    name = _DISPLAY[framework]
+    variant = f"cu{driver // 1000}"
+    hint = (
+        f"install constmem-{framework}-{variant} (`pip install constmem[{framework}-{variant}]`)"
+        if variant in CUDA_VARIANTS
+        else "no constmem build supports a driver this old"
+    )
+    raise ImportError(
+        f"constmem's {name} op library {library_path(framework)} has CUDA {cuda} kernels, which "
+        f"need an NVIDIA driver for CUDA {_cuda_text(needed)} or newer; this machine's driver "
+        f"{_driver_release()} supports CUDA {_cuda_text(driver)}. Update the driver, or {hint}."
+    )
 
 
 def check_framework_version(framework: str, running: str | None) -> None:
-    """Refuses a missing library, or one built for another release of `framework` than `running`.
+    """Refuses a missing library, one built for another release, or one the driver cannot run.
 
-    `running` None accepts any release (a library on a stable ABI).
+    The release is `running`'s: None accepts any release (a library on a stable ABI).
     """
     path = library_path(framework)
     if not os.path.exists(path):
         raise ImportError(
-            f"constmem's {framework} op library is not at {path}; build it with scripts/build.sh "
-            f"or `pip install .` in an environment that has {framework}"
+            f"constmem's {framework} op library is not at {path}: `pip install "
+            f"constmem[{framework}]` installs it (constmem-{framework}-cu13; "
+            f"constmem[{framework}-cu12] for drivers older than R580), or build it with "
+            f"scripts/build.sh or `pip install .` in an environment that has {framework}"
         )
     built_for = library_info(framework).get(framework)
     if running is not None and built_for and built_for != running:
@@ -58,15 +160,7 @@ def check_framework_version(framework: str, running: str | None) -> None:
             f"process runs {name} {running}; the C++ ABI differs between releases. Install "
             f"{name} {built_for}, or rebuild constmem against {running}."
         )
-
-
-def library_constant(path: str, name: str) -> int:
-    """An integer a loaded op library exports as `long long name()`: an op's limit, defined once."""
-    import ctypes
-
-    function = getattr(ctypes.CDLL(path), name)
-    function.restype = ctypes.c_longlong
-    return int(function())
+    check_driver(framework)
 
 
 def library_counters(path: str) -> dict[str, int]:
@@ -80,20 +174,6 @@ def library_counters(path: str) -> dict[str, int]:
         library.constmem_counter_name(i).decode(): int(library.constmem_counter_value(i))
         for i in range(library.constmem_counter_count())
     }
-
-
-# Each op's limit, as its op library exports it.
-_LIMITS = {
-    "MAX_TABLE_SIZE": "constmem_frobulate_max_table_size",
-    "MAX_COEFFICIENTS": "constmem_polyval_max_coefficients",
-    "MAX_TAPS": "constmem_fir_filter_max_taps",
-    "MAX_KNOTS": "constmem_interpolate_max_knots",
-}
-
-
-def op_limits(path: str) -> tuple[int, int, int, int]:
-    """MAX_TABLE_SIZE, MAX_COEFFICIENTS, MAX_TAPS and MAX_KNOTS of the op library at `path`."""
-    return tuple(library_constant(path, symbol) for symbol in _LIMITS.values())
 
 
 def accessors(framework: str, path: str) -> tuple[Callable[[], dict[str, int]], Callable[[], str]]:

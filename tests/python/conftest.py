@@ -27,6 +27,7 @@ if importlib.util.find_spec("tensorflow") is not None:
 else:
     WITHOUT_TENSORFLOW = (
         "test_bad_input.py",
+        "test_distributions.py",
         "test_jax.py",
         "test_layering.py",
         "test_separable_filter.py",
