@@ -263,12 +263,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   // Whole-vector rows and outputs move by bulk copies, each buffer's arrival signalled on its
   // barrier (after the block's buffers); bit b of `parities` is the phase of buffer b's barrier to
   // wait for.
-  const bool bulk = kBulkCopies && vector_rows && vector_output;
+  [[maybe_unused]] const bool bulk = kBulkCopies && vector_rows && vector_output;
   const unsigned barriers =
       static_cast<unsigned>(__cvta_generic_to_shared(shared_bytes)) +
       static_cast<unsigned>((Tune::kTeamsPerBlock * B * buffer_elements * sizeof(T)) +
                             team_in_block * B * sizeof(std::uint64_t));
-  unsigned parities = 0;
+  [[maybe_unused]] unsigned parities = 0;
   if constexpr (kBulkCopies) {
     if (bulk) {
       if (thread == 0) {
