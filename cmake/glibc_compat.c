@@ -21,11 +21,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -51,86 +51,88 @@ CONSTMEM_HIDDEN char __libc_single_threaded = 0;
 
 // CONSTMEM_COMPAT(version, return type, name, (parameters), (arguments)): __wrap_<name> calls
 // <name>@<version>.
-#define CONSTMEM_COMPAT(version, type, name, parameters, arguments)                    \
-  extern type constmem_glibc_##name parameters;                                      \
-  __asm__(".symver constmem_glibc_" #name "," #name "@" version);                    \
-  CONSTMEM_HIDDEN type __wrap_##name parameters;                                     \
+#define CONSTMEM_COMPAT(version, type, name, parameters, arguments) \
+  extern type constmem_glibc_##name parameters;                     \
+  __asm__(".symver constmem_glibc_" #name "," #name "@" version);   \
+  CONSTMEM_HIDDEN type __wrap_##name parameters;                    \
   CONSTMEM_HIDDEN type __wrap_##name parameters { return constmem_glibc_##name arguments; }
 
 #define B CONSTMEM_GLIBC_BASE
 // libdl
-CONSTMEM_COMPAT(B, void *, dlopen, (const char *file, int mode), (file, mode))
-CONSTMEM_COMPAT(CONSTMEM_GLIBC_DLMOPEN, void *, dlmopen, (Lmid_t lmid, const char *file, int mode),
+CONSTMEM_COMPAT(B, void*, dlopen, (const char* file, int mode), (file, mode))
+CONSTMEM_COMPAT(CONSTMEM_GLIBC_DLMOPEN, void*, dlmopen, (Lmid_t lmid, const char* file, int mode),
                 (lmid, file, mode))
-CONSTMEM_COMPAT(B, int, dlclose, (void *handle), (handle))
-CONSTMEM_COMPAT(B, char *, dlerror, (void), ())
-CONSTMEM_COMPAT(B, void *, dlsym, (void *handle, const char *name), (handle, name))
-CONSTMEM_COMPAT(B, void *, dlvsym, (void *handle, const char *name, const char *version),
+CONSTMEM_COMPAT(B, int, dlclose, (void* handle), (handle))
+CONSTMEM_COMPAT(B, char*, dlerror, (void), ())
+CONSTMEM_COMPAT(B, void*, dlsym, (void* handle, const char* name), (handle, name))
+CONSTMEM_COMPAT(B, void*, dlvsym, (void* handle, const char* name, const char* version),
                 (handle, name, version))
 // libpthread: threads, keys, once
 CONSTMEM_COMPAT(B, int, pthread_create,
-                (pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg),
+                (pthread_t * thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg),
                 (thread, attr, start, arg))
 CONSTMEM_COMPAT(B, int, pthread_detach, (pthread_t thread), (thread))
-CONSTMEM_COMPAT(B, int, pthread_join, (pthread_t thread, void **result), (thread, result))
+CONSTMEM_COMPAT(B, int, pthread_join, (pthread_t thread, void** result), (thread, result))
 CONSTMEM_COMPAT(B, int, pthread_kill, (pthread_t thread, int sig), (thread, sig))
-CONSTMEM_COMPAT(B, int, __pthread_key_create, (pthread_key_t *key, void (*destructor)(void *)),
+CONSTMEM_COMPAT(B, int, __pthread_key_create, (pthread_key_t * key, void (*destructor)(void*)),
                 (key, destructor))
-CONSTMEM_COMPAT(B, int, pthread_key_create, (pthread_key_t *key, void (*destructor)(void *)),
+CONSTMEM_COMPAT(B, int, pthread_key_create, (pthread_key_t * key, void (*destructor)(void*)),
                 (key, destructor))
 CONSTMEM_COMPAT(B, int, pthread_key_delete, (pthread_key_t key), (key))
-CONSTMEM_COMPAT(B, void *, pthread_getspecific, (pthread_key_t key), (key))
-CONSTMEM_COMPAT(B, int, pthread_setspecific, (pthread_key_t key, const void *value), (key, value))
-CONSTMEM_COMPAT(B, int, pthread_once, (pthread_once_t *once, void (*routine)(void)), (once, routine))
+CONSTMEM_COMPAT(B, void*, pthread_getspecific, (pthread_key_t key), (key))
+CONSTMEM_COMPAT(B, int, pthread_setspecific, (pthread_key_t key, const void* value), (key, value))
+CONSTMEM_COMPAT(B, int, pthread_once, (pthread_once_t * once, void (*routine)(void)),
+                (once, routine))
 // libpthread: mutexes and condition variables
-CONSTMEM_COMPAT(B, int, pthread_mutex_trylock, (pthread_mutex_t *mutex), (mutex))
-CONSTMEM_COMPAT(B, int, pthread_mutexattr_init, (pthread_mutexattr_t *attr), (attr))
-CONSTMEM_COMPAT(B, int, pthread_mutexattr_destroy, (pthread_mutexattr_t *attr), (attr))
-CONSTMEM_COMPAT(B, int, pthread_mutexattr_settype, (pthread_mutexattr_t *attr, int kind),
+CONSTMEM_COMPAT(B, int, pthread_mutex_trylock, (pthread_mutex_t * mutex), (mutex))
+CONSTMEM_COMPAT(B, int, pthread_mutexattr_init, (pthread_mutexattr_t * attr), (attr))
+CONSTMEM_COMPAT(B, int, pthread_mutexattr_destroy, (pthread_mutexattr_t * attr), (attr))
+CONSTMEM_COMPAT(B, int, pthread_mutexattr_settype, (pthread_mutexattr_t * attr, int kind),
                 (attr, kind))
-CONSTMEM_COMPAT(B, int, pthread_mutexattr_setpshared, (pthread_mutexattr_t *attr, int shared),
+CONSTMEM_COMPAT(B, int, pthread_mutexattr_setpshared, (pthread_mutexattr_t * attr, int shared),
                 (attr, shared))
-CONSTMEM_COMPAT(B, int, pthread_condattr_setpshared, (pthread_condattr_t *attr, int shared),
+CONSTMEM_COMPAT(B, int, pthread_condattr_setpshared, (pthread_condattr_t * attr, int shared),
                 (attr, shared))
 // libpthread: read-write locks
 CONSTMEM_COMPAT(B, int, pthread_rwlock_init,
-                (pthread_rwlock_t *lock, const pthread_rwlockattr_t *attr), (lock, attr))
-CONSTMEM_COMPAT(B, int, pthread_rwlock_destroy, (pthread_rwlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_rwlock_rdlock, (pthread_rwlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_rwlock_wrlock, (pthread_rwlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_rwlock_tryrdlock, (pthread_rwlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_rwlock_trywrlock, (pthread_rwlock_t *lock), (lock))
+                (pthread_rwlock_t * lock, const pthread_rwlockattr_t* attr), (lock, attr))
+CONSTMEM_COMPAT(B, int, pthread_rwlock_destroy, (pthread_rwlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_rwlock_rdlock, (pthread_rwlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_rwlock_wrlock, (pthread_rwlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_rwlock_tryrdlock, (pthread_rwlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_rwlock_trywrlock, (pthread_rwlock_t * lock), (lock))
 CONSTMEM_COMPAT(B, int, pthread_rwlock_timedrdlock,
-                (pthread_rwlock_t *lock, const struct timespec *until), (lock, until))
+                (pthread_rwlock_t * lock, const struct timespec* until), (lock, until))
 CONSTMEM_COMPAT(B, int, pthread_rwlock_timedwrlock,
-                (pthread_rwlock_t *lock, const struct timespec *until), (lock, until))
-CONSTMEM_COMPAT(B, int, pthread_rwlock_unlock, (pthread_rwlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_rwlockattr_init, (pthread_rwlockattr_t *attr), (attr))
-CONSTMEM_COMPAT(B, int, pthread_rwlockattr_destroy, (pthread_rwlockattr_t *attr), (attr))
-CONSTMEM_COMPAT(B, int, pthread_rwlockattr_setpshared, (pthread_rwlockattr_t *attr, int shared),
+                (pthread_rwlock_t * lock, const struct timespec* until), (lock, until))
+CONSTMEM_COMPAT(B, int, pthread_rwlock_unlock, (pthread_rwlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_rwlockattr_init, (pthread_rwlockattr_t * attr), (attr))
+CONSTMEM_COMPAT(B, int, pthread_rwlockattr_destroy, (pthread_rwlockattr_t * attr), (attr))
+CONSTMEM_COMPAT(B, int, pthread_rwlockattr_setpshared, (pthread_rwlockattr_t * attr, int shared),
                 (attr, shared))
 // libpthread: spin locks
-CONSTMEM_COMPAT(B, int, pthread_spin_init, (pthread_spinlock_t *lock, int shared), (lock, shared))
-CONSTMEM_COMPAT(B, int, pthread_spin_destroy, (pthread_spinlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_spin_lock, (pthread_spinlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_spin_trylock, (pthread_spinlock_t *lock), (lock))
-CONSTMEM_COMPAT(B, int, pthread_spin_unlock, (pthread_spinlock_t *lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_spin_init, (pthread_spinlock_t * lock, int shared), (lock, shared))
+CONSTMEM_COMPAT(B, int, pthread_spin_destroy, (pthread_spinlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_spin_lock, (pthread_spinlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_spin_trylock, (pthread_spinlock_t * lock), (lock))
+CONSTMEM_COMPAT(B, int, pthread_spin_unlock, (pthread_spinlock_t * lock), (lock))
 // libpthread: semaphores
-CONSTMEM_COMPAT(B, int, sem_init, (sem_t *sem, int shared, unsigned int value), (sem, shared, value))
-CONSTMEM_COMPAT(B, int, sem_destroy, (sem_t *sem), (sem))
-CONSTMEM_COMPAT(B, int, sem_post, (sem_t *sem), (sem))
-CONSTMEM_COMPAT(B, int, sem_wait, (sem_t *sem), (sem))
-CONSTMEM_COMPAT(B, int, sem_trywait, (sem_t *sem), (sem))
-CONSTMEM_COMPAT(B, int, sem_timedwait, (sem_t *sem, const struct timespec *until), (sem, until))
+CONSTMEM_COMPAT(B, int, sem_init, (sem_t * sem, int shared, unsigned int value),
+                (sem, shared, value))
+CONSTMEM_COMPAT(B, int, sem_destroy, (sem_t * sem), (sem))
+CONSTMEM_COMPAT(B, int, sem_post, (sem_t * sem), (sem))
+CONSTMEM_COMPAT(B, int, sem_wait, (sem_t * sem), (sem))
+CONSTMEM_COMPAT(B, int, sem_trywait, (sem_t * sem), (sem))
+CONSTMEM_COMPAT(B, int, sem_timedwait, (sem_t * sem, const struct timespec* until), (sem, until))
 // librt
-CONSTMEM_COMPAT(B, int, shm_open, (const char *name, int flags, mode_t mode), (name, flags, mode))
-CONSTMEM_COMPAT(B, int, shm_unlink, (const char *name), (name))
+CONSTMEM_COMPAT(B, int, shm_open, (const char* name, int flags, mode_t mode), (name, flags, mode))
+CONSTMEM_COMPAT(B, int, shm_unlink, (const char* name), (name))
 
 // fstat64: glibc < 2.33 made it an inline call of __fxstat64, which glibc still has.
-extern int constmem_glibc___fxstat64(int version, int fd, struct stat64 *buf);
+extern int constmem_glibc___fxstat64(int version, int fd, struct stat64* buf);
 __asm__(".symver constmem_glibc___fxstat64,__fxstat64@" B);
-CONSTMEM_HIDDEN int __wrap_fstat64(int fd, struct stat64 *buf);
-CONSTMEM_HIDDEN int __wrap_fstat64(int fd, struct stat64 *buf) {
+CONSTMEM_HIDDEN int __wrap_fstat64(int fd, struct stat64* buf);
+CONSTMEM_HIDDEN int __wrap_fstat64(int fd, struct stat64* buf) {
   return constmem_glibc___fxstat64(CONSTMEM_STAT_VERSION, fd, buf);
 }
 
@@ -138,7 +140,7 @@ CONSTMEM_HIDDEN int __wrap_fstat64(int fd, struct stat64 *buf) {
 CONSTMEM_HIDDEN uint32_t __wrap_arc4random(void);
 CONSTMEM_HIDDEN uint32_t __wrap_arc4random(void) {
   uint32_t value = 0;
-  unsigned char *bytes = (unsigned char *)&value;
+  unsigned char* bytes = (unsigned char*)&value;
   size_t have = 0;
   while (have < sizeof value) {
     ssize_t got = getrandom(bytes + have, sizeof value - have, 0);
