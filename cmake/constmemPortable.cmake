@@ -4,7 +4,7 @@
 # another sysroot:
 #
 #   constmem_portable_link(target)             # glibc fixes and a static libstdc++
-#   constmem_portable_link(target GLIBC_ONLY)  # glibc fixes only
+#   constmem_portable_link(target GLIBC_ONLY)  # glibc fixes, the shared libstdc++ of gcc >= 7
 #
 # The glibc fixes: every function glibc 2.34 gave a new version (libdl's, libpthread's, librt's,
 # which the static CUDA runtime calls) is wrapped (-Wl,--wrap) to call its oldest version, and
@@ -15,7 +15,10 @@
 # XLA's FFI): one that passes C++ objects to a framework (TensorFlow's op library) keeps the
 # libstdc++ the framework loads. Its symbols stay hidden (--exclude-libs,ALL), so that nothing else
 # binds to them. libgcc stays shared (libgcc_s.so.1, GCC_3.x versions): gcc 12's static unwinder
-# calls _dl_find_object (GLIBC_2.35), which has no older version.
+# calls _dl_find_object (GLIBC_2.35), which has no older version. GLIBC_ONLY keeps the shared
+# libstdc++ and makes the library need none newer than TensorFlow's wheel does (GLIBCXX_3.4.22,
+# CXXABI_1.3.11): the few functions the new gcc's headers call with a newer version are wrapped
+# too, by their mangled names, and done with older ones (cmake/glibcxx_compat.cc).
 include_guard(GLOBAL)
 
 if(CONSTMEM_PORTABLE_LINK)
@@ -39,7 +42,16 @@ if(CONSTMEM_PORTABLE_LINK)
       list(APPEND CONSTMEM_GLIBC_WRAP_OPTIONS "LINKER:--wrap=${CMAKE_MATCH_1}")
     endif()
   endforeach()
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CONSTMEM_GLIBC_COMPAT_SOURCE})
+  # GLIBC_ONLY's libstdc++ functions: the source's CONSTMEM_WRAP(name, ...) definitions.
+  set(CONSTMEM_GLIBCXX_COMPAT_SOURCE ${CMAKE_CURRENT_LIST_DIR}/glibcxx_compat.cc)
+  add_library(constmem_glibcxx_compat OBJECT ${CONSTMEM_GLIBCXX_COMPAT_SOURCE})
+  set_target_properties(constmem_glibcxx_compat PROPERTIES POSITION_INDEPENDENT_CODE ON
+                                                           CXX_VISIBILITY_PRESET hidden)
+  file(STRINGS ${CONSTMEM_GLIBCXX_COMPAT_SOURCE} lines REGEX "^CONSTMEM_WRAP\\([A-Za-z_0-9]+,")
+  list(TRANSFORM lines REPLACE "^CONSTMEM_WRAP\\(([A-Za-z_0-9]+),.*" "LINKER:--wrap=\\1"
+       OUTPUT_VARIABLE CONSTMEM_GLIBCXX_WRAP_OPTIONS)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CONSTMEM_GLIBC_COMPAT_SOURCE}
+                                                                 ${CONSTMEM_GLIBCXX_COMPAT_SOURCE})
 endif()
 
 function(constmem_portable_link target)
@@ -56,7 +68,10 @@ function(constmem_portable_link target)
   # librt's (on newer glibc these are empty): the library names them, whatever the process loaded.
   target_link_libraries(${target} PRIVATE -Wl,--no-as-needed -l:libdl.so.2 -l:libpthread.so.0
                                           -l:librt.so.1)
-  if(NOT ARG_GLIBC_ONLY)
+  if(ARG_GLIBC_ONLY)
+    target_link_libraries(${target} PRIVATE constmem_glibcxx_compat)
+    target_link_options(${target} PRIVATE ${CONSTMEM_GLIBCXX_WRAP_OPTIONS})
+  else()
     target_link_options(${target} PRIVATE -static-libstdc++)
   endif()
 endfunction()
