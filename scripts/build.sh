@@ -15,9 +15,10 @@ build=${CONSTMEM_BUILD_DIR:-build}
 if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && [ ! -e "$build/CMakeCache.txt" ]; then
   export CMAKE_GENERATOR=Ninja
 fi
-# The development configuration, also where scripts/test-wheel.sh left the wheel's.
+# The development configuration, also where scripts/test-wheel.sh left the release one.
 args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -USKBUILD -DCONSTMEM_BUILD_TESTS=ON
-  -DCONSTMEM_BUILD_BENCH=ON -DCONSTMEM_COPY_TO_PACKAGE=ON)
+  -DCONSTMEM_BUILD_BENCH=ON -DCONSTMEM_COPY_TO_PACKAGE=ON -DCONSTMEM_INSTALL_PACKAGE=OFF
+  -DCONSTMEM_PORTABLE_LINK=OFF)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   args+=(-DCONSTMEM_WITH_GPU=ON)
