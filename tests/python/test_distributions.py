@@ -69,7 +69,10 @@ def test_a_driver_too_old_is_named(installed, monkeypatch):
     assert "supports CUDA 12.4" in message and "constmem[torch-cu12]" in message
 
 
-def test_no_library_says_what_to_install(installed, monkeypatch):
-    installed()
-    with pytest.raises(ImportError, match=r"pip install constmem\[torch\]"):
-        _libraries.check_framework_version("torch", None)
+def test_no_library_says_what_to_install(tmp_path, monkeypatch):
+    # A framework no distribution exists for: whatever this machine has installed stays out.
+    monkeypatch.setattr(_libraries, "_PACKAGE", str(tmp_path))
+    monkeypatch.setitem(_libraries.LIBRARIES, "probe", "_constmem_probe")
+    monkeypatch.setitem(_libraries._DISPLAY, "probe", "Probe")
+    with pytest.raises(ImportError, match=r"pip install constmem\[probe\]"):
+        _libraries.check_framework_version("probe", None)
