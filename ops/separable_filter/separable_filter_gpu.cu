@@ -76,8 +76,12 @@ struct Tile {
 };
 using LargeTile = Tile<256, 128, 32, 16, 4>;
 using SmallTile = Tile<64, 32, 16, 8, 2>;
-// Blocks of the large tile a multiprocessor that the registers must allow.
-constexpr int kMinLargeBlocks = 2;
+// Blocks of the large tile a multiprocessor that the registers must allow (the compile definition
+// CONSTMEM_SEPARABLE_MIN_BLOCKS sets another, to compare launch shapes on a GPU).
+#ifndef CONSTMEM_SEPARABLE_MIN_BLOCKS
+#define CONSTMEM_SEPARABLE_MIN_BLOCKS 2
+#endif
+constexpr int kMinLargeBlocks = CONSTMEM_SEPARABLE_MIN_BLOCKS;
 // Taps are applied in chunks of kChunk: a turn of a thread's ring of samples.
 constexpr int kChunk = 4;
 // Channels-last images of up to this many channels run as rows of interleaved pixels; more
