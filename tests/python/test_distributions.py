@@ -7,7 +7,6 @@ library whose kernels it cannot run. Imports no framework.
 """
 
 import json
-import sys
 
 import pytest
 from constmem import _libraries
@@ -15,22 +14,24 @@ from constmem import _libraries
 
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
-    """Installs fake torch distributions of the given variants; no source build is visible."""
+    """Installs fake distributions of a framework "probe" of the given variants.
+
+    No source build is visible, and no real distribution can be (they are another framework's).
+    """
     monkeypatch.setattr(_libraries, "_PACKAGE", str(tmp_path / "constmem"))
-    monkeypatch.delenv("CONSTMEM_TORCH_LIBRARY", raising=False)
+    monkeypatch.setitem(_libraries.LIBRARIES, "probe", "_constmem_probe")
+    monkeypatch.setitem(_libraries._DISPLAY, "probe", "Probe")
     monkeypatch.syspath_prepend(str(tmp_path))
 
     def install(*variants):
         for variant in variants:
-            package = tmp_path / f"constmem_torch_{variant}"
+            package = tmp_path / f"constmem_probe_{variant}"
             package.mkdir()
             (package / "__init__.py").write_text("")
-            (package / "_constmem_torch.so").write_bytes(b"")
+            (package / "_constmem_probe.so").write_bytes(b"")
             cuda = f"{variant[2:]}.0"
-            info = {"torch": None, "gpu_kernels": True, "cuda": cuda, "test_hooks": False}
-            (package / "_constmem_torch.json").write_text(json.dumps(info))
-        sys.modules.pop("constmem_torch_cu13", None)
-        sys.modules.pop("constmem_torch_cu12", None)
+            info = {"probe": None, "gpu_kernels": True, "cuda": cuda, "test_hooks": False}
+            (package / "_constmem_probe.json").write_text(json.dumps(info))
 
     return install
 
@@ -51,11 +52,11 @@ def driver(monkeypatch, version):
 def test_the_newest_cuda_the_driver_runs(installed, monkeypatch, variants, version, chosen):
     installed(*variants)
     driver(monkeypatch, version)
-    path = _libraries.library_path("torch")
-    assert f"constmem_torch_{chosen}" in path
-    info = _libraries.library_info("torch")
-    assert info["distribution"] == f"constmem-torch-{chosen}"
-    _libraries.check_framework_version("torch", None)  # loads
+    path = _libraries.library_path("probe")
+    assert f"constmem_probe_{chosen}" in path
+    info = _libraries.library_info("probe")
+    assert info["distribution"] == f"constmem-probe-{chosen}"
+    _libraries.check_framework_version("probe", None)  # loads
 
 
 def test_a_driver_too_old_is_named(installed, monkeypatch):
@@ -63,16 +64,13 @@ def test_a_driver_too_old_is_named(installed, monkeypatch):
     driver(monkeypatch, 12040)
     monkeypatch.setattr(_libraries, "_driver_release", lambda: "550.127.05")
     with pytest.raises(ImportError) as error:
-        _libraries.check_framework_version("torch", None)
+        _libraries.check_framework_version("probe", None)
     message = str(error.value)
     assert "CUDA 13.0 kernels" in message and "550.127.05" in message
-    assert "supports CUDA 12.4" in message and "constmem[torch-cu12]" in message
+    assert "supports CUDA 12.4" in message and "constmem[probe-cu12]" in message
 
 
-def test_no_library_says_what_to_install(tmp_path, monkeypatch):
-    # A framework no distribution exists for: whatever this machine has installed stays out.
-    monkeypatch.setattr(_libraries, "_PACKAGE", str(tmp_path))
-    monkeypatch.setitem(_libraries.LIBRARIES, "probe", "_constmem_probe")
-    monkeypatch.setitem(_libraries._DISPLAY, "probe", "Probe")
+def test_no_library_says_what_to_install(installed):
+    installed()
     with pytest.raises(ImportError, match=r"pip install constmem\[probe\]"):
         _libraries.check_framework_version("probe", None)
