@@ -89,5 +89,11 @@ for wheel in "$raw"/*.whl; do
     --exclude libcuda.so.1 --exclude 'libcudart.so*' "$wheel" >>"$report" 2>&1 ||
     { cat "$report" >&2; exit 1; }
 done
+# The source distribution, for a framework release no op library's wheel fits (it builds them all
+# against the frameworks installed: pip install --no-build-isolation --no-binary constmem ...).
+if [ "${core[0]}" != --no-core ]; then
+  "$python" -m uv build -q --sdist --out-dir "$out"
+  rm -f "$out/.gitignore"
+fi
 echo "build-wheels: CUDA $cuda_major wheels in $out:" >&2
-ls "$out"/*.whl
+ls "$out"/*.whl "$out"/*.tar.gz 2>/dev/null || true
