@@ -8,8 +8,9 @@
 //                  short tables
 //   kernel         Frobulate's CPU kernel (each compiled instruction set), and the scalar
 //                  per-element loop it replaced as the baseline; Polyval (degree 16 and 256) and
-//                  FirFilter (17 and 63 taps, and at 63 taps each wide instruction set) against
-//                  min(fma / FMAs per element, copy)
+//                  FirFilter (17 and 63 taps, and at 63 taps each wide instruction set) and
+//                  SeparableFilter (float32 images [8, 3, 540, 960], k x k taps for k = 3, 9, 31:
+//                  2k FMAs a pixel) against min(fma / FMAs per element, copy)
 //
 // Each case reports its figure against its own ceiling, min(fadd / entries, copy / 8 or 16 B) in
 // elements per second (both measured again in every round; the best kernel time against the best
@@ -33,6 +34,7 @@
 #include "frobulate/frobulate_cpu.h"
 #include "frobulate/frobulate_functor.h"
 #include "polyval/polyval_cpu.h"
+#include "separable_filter/separable_filter_cpu.h"
 
 #if CONSTMEM_CPU_X86
 #include <xmmintrin.h>
@@ -268,7 +270,8 @@ Case RunFmaCase(const std::string& name, std::int64_t entries, std::int64_t elem
   return Case{name, "float32", entries, elements, seconds, elements / seconds / ceiling, 0};
 }
 
-// Polyval at degrees 16 and 256 and FirFilter with 17 and 63 taps, float32, every thread.
+// Polyval at degrees 16 and 256, FirFilter with 17 and 63 taps and SeparableFilter, float32, every
+// thread.
 void RunFmaOps(std::int64_t elements, int threads, int rounds, std::vector<Case>* cases) {
   AlignedBuffer<float> x(elements), y(elements);
   for (std::int64_t i = 0; i < elements; ++i)
@@ -301,6 +304,27 @@ void RunFmaOps(std::int64_t elements, int threads, int rounds, std::vector<Case>
     if (isa <= constmem::cpu::BestIsa()) {
       fir(std::string("fir_filter ") + constmem::cpu::IsaName(isa), 63, isa);
     }
+  }
+  // SeparableFilter: rows, then columns, each pixel k FMAs a pass. Its work units (planes' row
+  // blocks) are split between the threads as the pixels are.
+  constmem::ops::SeparableShape image;
+  image.images = 8;
+  image.channels = 3;
+  image.height = 540;
+  image.width = 960;
+  const std::int64_t pixels = image.Elements();
+  AlignedBuffer<float> in(pixels), out(pixels);
+  for (std::int64_t i = 0; i < pixels; ++i) in.data[i] = static_cast<float>(i % 251) / 251;
+  for (int k : {3, 9, 31}) {
+    image.kh = image.kw = k;
+    const std::vector<float> taps(2 * k, 1.0f / static_cast<float>(k));
+    const std::int64_t units = constmem::ops::SeparableFilterCpuUnits(image);
+    cases->push_back(RunFmaCase("separable_filter", k, pixels, 2.0 * k, threads, rounds,
+                                [&](std::int64_t begin, std::int64_t end) {
+                                  constmem::ops::SeparableFilterCpuRange(
+                                      in.data, out.data, image, taps.data(), begin * units / pixels,
+                                      end * units / pixels);
+                                }));
   }
 }
 
