@@ -315,16 +315,22 @@ void RunFmaOps(std::int64_t elements, int threads, int rounds, std::vector<Case>
   const std::int64_t pixels = image.Elements();
   AlignedBuffer<float> in(pixels), out(pixels);
   for (std::int64_t i = 0; i < pixels; ++i) in.data[i] = static_cast<float>(i % 251) / 251;
-  for (int k : {3, 9, 31}) {
+  auto separable = [&](const std::string& name, int k, Isa isa) {
     image.kh = image.kw = k;
     const std::vector<float> taps(2 * k, 1.0f / static_cast<float>(k));
     const std::int64_t units = constmem::ops::SeparableFilterCpuUnits(image);
-    cases->push_back(RunFmaCase("separable_filter", k, pixels, 2.0 * k, threads, rounds,
-                                [&](std::int64_t begin, std::int64_t end) {
-                                  constmem::ops::SeparableFilterCpuRange(
-                                      in.data, out.data, image, taps.data(), begin * units / pixels,
-                                      end * units / pixels);
-                                }));
+    cases->push_back(RunFmaCase(
+        name, k, pixels, 2.0 * k, threads, rounds, [&](std::int64_t begin, std::int64_t end) {
+          constmem::ops::SeparableFilterCpuRange(in.data, out.data, image, taps.data(),
+                                                 begin * units / pixels, end * units / pixels, isa);
+        }));
+  };
+  // The op's own choice (cpu::BestIsa), then each wide instruction set at 31 taps.
+  for (int k : {3, 9, 31}) separable("separable_filter", k, constmem::cpu::BestIsa());
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (isa <= constmem::cpu::BestIsa()) {
+      separable(std::string("separable_filter ") + constmem::cpu::IsaName(isa), 31, isa);
+    }
   }
 }
 
