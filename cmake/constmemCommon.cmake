@@ -56,6 +56,14 @@ function(constmem_use_fast_linker target)
   endif()
 endfunction()
 
+# Hides every symbol of `target` but those its code marks for export (CONSTMEM_EXPORT_OP_REGISTRY,
+# CONSTMEM_EXPORT_FFI_HANDLERS): the frameworks reach the rest through the registrations that run
+# when the library loads, and nothing else in the process binds to the op's own symbols.
+function(constmem_hide_symbols target)
+  set_target_properties(${target} PROPERTIES CXX_VISIBILITY_PRESET hidden
+                                             CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+endfunction()
+
 # Links `target` with its CUDA code: `cuda_library` (a static library of it), or one made from
 # `cuda_sources` (nvcc, no framework header; with `include_dirs`, `extra_include_dir` and the
 # further sources after them). The static CUDA runtime's symbols stay hidden, so that they never
@@ -69,6 +77,7 @@ function(constmem_link_cuda_code target cuda_library cuda_sources include_dirs e
     set(cuda_library ${target}_cuda)
     add_library(${cuda_library} STATIC ${cuda_sources} ${ARGN})
     set_target_properties(${cuda_library} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    constmem_hide_symbols(${cuda_library})
     target_include_directories(${cuda_library} PUBLIC ${extra_include_dir} ${include_dirs})
     target_link_libraries(${cuda_library} PUBLIC constmem::core CUDA::cudart_static)
   endif()

@@ -35,6 +35,7 @@ function(constmem_add_torch_op_library target)
   set(CONSTMEM_TORCH_VERSION ${torch_version} PARENT_SCOPE)
   add_library(${target} SHARED ${ARG_SOURCES})
   set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME ${target})
+  constmem_hide_symbols(${target})
   target_include_directories(${target} PRIVATE ${ARG_INCLUDE_DIRS})
   target_include_directories(${target} SYSTEM PRIVATE ${torch_dir}/include)
   # 2.10 is the oldest release whose stable ABI has everything the binding uses.
