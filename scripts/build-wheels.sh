@@ -17,6 +17,7 @@
 #   --archs LIST      CUDA architectures (CMake syntax; default every release architecture)
 #   --out DIR         where the wheels go
 #   --no-core         the op libraries' wheels alone (a second CUDA's build)
+#   --no-sdist        no source distribution (the test command's build, to save its time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,13 +26,15 @@ cuda_root=""
 archs="75-real;80-real;86-real;89-real;90-real;90-virtual"
 out=dist
 core=(--variants "cu13,cu12")
+sdist=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build=$2; shift 2 ;;
     --cuda-root) cuda_root=$2; shift 2 ;;
     --archs) archs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    --no-core) core=(--no-core); shift ;;
+    --no-core) core=(--no-core); sdist=""; shift ;;
+    --no-sdist) sdist=""; shift ;;
     *) echo "build-wheels: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -91,7 +94,7 @@ for wheel in "$raw"/*.whl; do
 done
 # The source distribution, for a framework release no op library's wheel fits (it builds them all
 # against the frameworks installed: pip install --no-build-isolation --no-binary constmem ...).
-if [ "${core[0]}" != --no-core ]; then
+if [ -n "$sdist" ]; then
   "$python" -m uv build -q --sdist --out-dir "$out"
   rm -f "$out/.gitignore"
 fi

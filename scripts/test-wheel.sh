@@ -17,7 +17,8 @@ trap 'rm -rf "$work"' EXIT
 build=${CONSTMEM_BUILD_DIR:-build}
 archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 archs=${archs:-75-real}  # the example op below builds for the first of them alone
-scripts/build-wheels.sh --build-dir "$build" --archs "$archs" --out "$work/wheels" >/dev/null
+scripts/build-wheels.sh --build-dir "$build" --archs "$archs" --out "$work/wheels" --no-sdist \
+  >/dev/null
 # The op libraries' wheels: manylinux_2_28 where the symbols allow it (not TensorFlow's, which
 # uses the libstdc++ TensorFlow loads: docs/design.md).
 for framework in torch jax; do
