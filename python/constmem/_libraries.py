@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -42,10 +43,12 @@ def _installed_variants(framework: str) -> dict[str, str]:
     return found
 
 
+@functools.cache
 def driver_cuda_version() -> int | None:
     """The CUDA version the NVIDIA driver supports (cuDriverGetVersion, 13000 for 13.0), or None.
 
-    None where no driver is installed: CPU kernels only.
+    None where no driver is installed: CPU kernels only. Asked once a process (library lookups
+    and the import check ask it again).
     """
     import ctypes
 
