@@ -22,6 +22,10 @@ constexpr std::size_t kDefaultByValueBytes = 4 * 1024;
 // Largest kernel parameter list with CUDA 12.1+ on Volta and newer; 4,096 bytes before that.
 constexpr std::size_t kMaxKernelParamBytes = 32764;
 constexpr std::size_t kLegacyKernelParamBytes = 4096;
+// The most entries a table of a constmem op takes, from any source: 2^20 (4 MiB of float32, 8 MiB
+// of float64). A table larger than its op's constant bank is read from global memory (a host table
+// is first copied into a stream-ordered device buffer): a matter of speed, never an error.
+constexpr std::int64_t kMaxTableEntries = std::int64_t{1} << 20;
 
 // sizeof(ByValueTable<T, capacity>) (by_value.cuh), padding included: an int count, the values at
 // T's alignment, the whole rounded up to the struct's alignment. What the parameter limit applies
