@@ -153,33 +153,7 @@ class DeviceBank {
       Count(Counter::kUploadSkipped);
       return Status::Ok();
     }
-    char* destination = SlotAddress(start);
-    Status status;
-    switch (kind) {
-      case SourceKind::kDevice:
-        status = CudaStatus(
-            CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, source, bytes,
-                                                             cudaMemcpyDeviceToDevice, stream)),
-            "cudaMemcpyAsync into constant bank (device source)");
-        Count(Counter::kUploadFromDevice);
-        break;
-      case SourceKind::kPinnedHost:
-        status = CudaStatus(
-            CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, source, bytes,
-                                                             cudaMemcpyHostToDevice, stream)),
-            "cudaMemcpyAsync into constant bank (pinned host source)");
-        Count(Counter::kUploadFromPinnedHost);
-        break;
-      case SourceKind::kPageableHost: {
-        int device = 0;
-        PinnedStagingPool* pool = nullptr;
-        status = StreamDevice(stream, &device);
-        if (status.ok()) status = StagingPoolFor(device, &pool);
-        if (status.ok()) status = pool->CopyToDevice(destination, source, bytes, stream);
-        Count(Counter::kUploadFromPageableHost);
-        break;
-      }
-    }
+    const Status status = CopyTableToDevice(SlotAddress(start), source, bytes, kind, stream);
     std::lock_guard<std::mutex> lock(mutex_);
     planner_.RecordContent(start, span, remember && status.ok() ? source : nullptr, bytes);
     return status;

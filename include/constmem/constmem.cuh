@@ -17,5 +17,6 @@
 #include "constmem/stats.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
+#include "constmem/stream_buffer.cuh"
 #include "constmem/table.hpp"
 #include "constmem/visibility.hpp"

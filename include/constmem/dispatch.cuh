@@ -40,6 +40,7 @@
 #include "constmem/shared_table.cuh"
 #include "constmem/stats.hpp"
 #include "constmem/strategy.hpp"
+#include "constmem/stream_buffer.cuh"
 #include "constmem/table.hpp"
 
 // Private to each library that compiles it (visibility.hpp).
@@ -113,22 +114,44 @@ Status LaunchFromConstantBank(cudaStream_t stream, int device, const TableView<E
   return lease.Release();
 }
 
+// A host table in global memory without a lease: copied into a stream-ordered device buffer
+// (stream_buffer.cuh), freed on the stream after the launch. What a host table larger than the
+// op's global bank, or of an op without one, takes: any size the device's memory holds.
+template <class DeviceBankOf, class Entry, class LaunchFn>
+Status LaunchFromStreamBuffer(cudaStream_t stream, int device, const TableView<Entry>& table,
+                              Placement placement, LaunchFn& launch) {
+  const std::size_t bytes = static_cast<std::size_t>(table.size) * sizeof(Entry);
+  StreamOrderedBuffer buffer;
+  CONSTMEM_RETURN_IF_ERROR(buffer.Allocate(stream, device, bytes));
+  CONSTMEM_RETURN_IF_ERROR(
+      CopyTableToDevice(buffer.data(), table.values, bytes, table.source, stream));
+  Count(Counter::kStreamBufferUpload);
+  CONSTMEM_RETURN_IF_ERROR(LaunchFromGlobal<DeviceBankOf>(
+      device, static_cast<const Entry*>(buffer.data()), placement, launch));
+  return buffer.Release();
+}
+
 // kGlobalMemory and kSharedMemory: a device table is read (or staged) in place, a host table is
-// uploaded into a lease of DeviceBankOf's global bank first. Without that bank an op has device
-// tables in global memory only.
+// uploaded into a lease of DeviceBankOf's global bank first, or where it does not fit that bank
+// (or the op has none) into a stream-ordered buffer. kSharedMemory needs DeviceBankOf (a kernel
+// that stages its table).
 template <class DeviceBankOf, class Entry, class LaunchFn>
 Status LaunchFromGlobalMemory(cudaStream_t stream, int device, const TableView<Entry>& table,
                               Placement placement, LaunchFn& launch, LaunchReport* report) {
   const bool host = table.source != SourceKind::kDevice;
+  const auto count = static_cast<std::size_t>(table.size);
   if constexpr (!kStagesTables<DeviceBankOf>) {
-    if (host || placement == Placement::kSharedMemory) return CannotPlace(table, placement);
+    if (placement == Placement::kSharedMemory) return CannotPlace(table, placement);
     Count(Counter::kGlobalMemoryLaunch);
+    if (host) return LaunchFromStreamBuffer<DeviceBankOf>(stream, device, table, placement, launch);
     return launch(device, GlobalTableReader<Entry>{table.values});
   } else {
     Count(placement == Placement::kSharedMemory ? Counter::kSharedMemoryLaunch
                                                 : Counter::kGlobalMemoryLaunch);
     if (!host) return LaunchFromGlobal<DeviceBankOf>(device, table.values, placement, launch);
-    const auto count = static_cast<std::size_t>(table.size);
+    if (count > DeviceBankOf::get().capacity_elements()) {
+      return LaunchFromStreamBuffer<DeviceBankOf>(stream, device, table, placement, launch);
+    }
     Lease<Entry> lease;
     CONSTMEM_RETURN_IF_ERROR(
         DeviceBankOf::get().Acquire(stream, count, table.repeats ? table.values : nullptr, &lease));
@@ -219,12 +242,11 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Placem
 //   kConstantBank  any table  -> a lease of BankOf's bank, uploaded on `stream`, released after
 //                  the launch;
 //   kGlobalMemory  device table read in place; a host table copied into a lease of DeviceBankOf's
-//                  global-memory bank first (an op without one caps its host tables at its
-//                  constant bank's capacity);
+//                  global-memory bank first, or into a stream-ordered device buffer where it does
+//                  not fit that bank or the op has none (any size);
 //   kSharedMemory  the same, staged by every block into shared memory (DeviceBankOf's ops only).
 // The stream's device is made current for the call. A placement the source cannot take (by value
-// from device memory, global memory from host memory without a global bank) is an
-// InvalidArgument.
+// from device memory, shared memory for an op without a global bank) is an InvalidArgument.
 //
 // On a stream that is capturing a CUDA graph the placement is the graph's (capture.cuh): by value
 // when a host table fits ByValue, a device table in place, a larger host table in a device buffer

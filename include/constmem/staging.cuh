@@ -21,6 +21,7 @@
 
 #include "constmem/cuda_support.cuh"
 #include "constmem/stats.hpp"
+#include "constmem/strategy.hpp"
 
 // Private to each library that compiles it (visibility.hpp).
 #pragma GCC visibility push(hidden)
@@ -234,6 +235,35 @@ class PinnedStagingPool {
 // One pool per device, created on first use and kept for the life of the process.
 inline Status StagingPoolFor(int device, PinnedStagingPool** pool) {
   return detail::PerDevice(device, pool, [] { return new PinnedStagingPool(); });
+}
+
+// Enqueues the copy of `bytes` of a table from `source` (device, pinned or pageable host memory,
+// as `kind` says) to device address `destination` on `stream`, whose device must be current:
+// pageable bytes go through the device's staging pool, so the host never waits for the copy.
+inline Status CopyTableToDevice(void* destination, const void* source, std::size_t bytes,
+                                SourceKind kind, cudaStream_t stream) {
+  switch (kind) {
+    case SourceKind::kDevice:
+      Count(Counter::kUploadFromDevice);
+      return CudaStatus(
+          CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, source, bytes,
+                                                           cudaMemcpyDeviceToDevice, stream)),
+          "cudaMemcpyAsync of a table (device source)");
+    case SourceKind::kPinnedHost:
+      Count(Counter::kUploadFromPinnedHost);
+      return CudaStatus(
+          CONSTMEM_CUDA_CALL(kMemcpyAsync, cudaMemcpyAsync(destination, source, bytes,
+                                                           cudaMemcpyHostToDevice, stream)),
+          "cudaMemcpyAsync of a table (pinned host source)");
+    case SourceKind::kPageableHost:
+      break;
+  }
+  Count(Counter::kUploadFromPageableHost);
+  int device = 0;
+  PinnedStagingPool* pool = nullptr;
+  CONSTMEM_RETURN_IF_ERROR(StreamDevice(stream, &device));
+  CONSTMEM_RETURN_IF_ERROR(StagingPoolFor(device, &pool));
+  return pool->CopyToDevice(destination, source, bytes, stream);
 }
 
 }  // namespace constmem

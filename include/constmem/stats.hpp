@@ -30,6 +30,7 @@ enum class Counter : int {
   kStagingBufferFreed,
   kCapturedLaunch,
   kSharedMemoryLaunch,
+  kStreamBufferUpload,
   kCount,
 };
 
@@ -43,6 +44,7 @@ inline const char* CounterName(Counter counter) {
       "staging_released_early",    "slot_quarantined",
       "staging_pageable_fallback", "staging_buffer_freed",
       "captured_launch",           "shared_memory_launch",
+      "stream_buffer_upload",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Counter::kCount),
                 "one name per counter");

@@ -18,8 +18,9 @@ results are bitwise equal except for NaN payloads (the GPU does not keep them) a
 
 Args:
   data: float32 or float64, any shape, including 0-d and empty.
-  table: 1 to 16,384 integers that fit int32: an int32 tensor, or a Python or NumPy sequence
-    (fixed per call site, uploaded at most once per device and content).
+  table: 1 to 1,048,576 integers that fit int32: an int32 tensor, or a Python or NumPy sequence
+    (fixed per call site, uploaded at most once per device and content). Up to 16,384 entries
+    are read from constant memory on a GPU, more from global memory.
 
 The gradient with respect to data is the incoming gradient; an integer table has none.
 """

@@ -17,10 +17,9 @@
 namespace constmem {
 namespace ops {
 
-// The longest table Frobulate accepts: what one constant bank holds. Larger tables would live in
-// global memory, which the op does not offer (see docs/design.md).
-constexpr std::int64_t kFrobulateMaxTableSize =
-    static_cast<std::int64_t>(kConstantMemoryBytes / sizeof(std::int32_t));
+// The longest table Frobulate accepts: every op's limit. Tables beyond its constant bank (16,384
+// entries) are read from global memory.
+constexpr std::int64_t kFrobulateMaxTableSize = kMaxTableEntries;
 // The kernel indexes with int64 and steps by the grid size; below 2^62 that arithmetic cannot
 // overflow.
 constexpr std::int64_t kFrobulateMaxElements = std::int64_t{1} << 62;

@@ -21,7 +21,7 @@ struct FrobulateOp : OpDescription {
 output[i] = (((data[i] + table[0]) + table[1]) + ... + table[n-1]), left to right in T.
 On the GPU the table is read from __constant__ memory with warp-uniform indices.
 data: any shape, float32 or float64.
-table: int32 vector of 1 to 16384 entries.
+table: int32 vector of 1 to 1048576 entries.
 )doc";
 
   template <class T, class Shard>

@@ -19,8 +19,8 @@ which serialises such reads.
 
 Args:
   x: float32 or float64, any shape.
-  knots: 2 to 16,384 values: a tensor of x's dtype, or a Python or NumPy sequence (fixed per call
-    site, rounded to x's dtype).
+  knots: 2 to 1,048,576 values: a tensor of x's dtype, or a Python or NumPy sequence (fixed per
+    call site, rounded to x's dtype).
   lo: where the first knot lies; finite, below hi in x's dtype.
   hi: where the last knot lies; finite.
 

@@ -17,15 +17,16 @@
 
 #include "constmem/host_device.hpp"
 #include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
 
 #pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
 constexpr std::int64_t kInterpolateMinKnots = 2;
-// 64 KiB of float32 knots, 128 KiB of float64: a lookup table a block can still stage into shared
-// memory on compute capability 8.0 and newer.
-constexpr std::int64_t kInterpolateMaxKnots = 16384;
+// Every op's limit. Up to 64 KiB of knots a block stages them into shared memory; beyond, lanes
+// read them from global memory.
+constexpr std::int64_t kInterpolateMaxKnots = kMaxTableEntries;
 constexpr std::int64_t kInterpolateMaxElements = std::int64_t{1} << 62;
 
 #pragma GCC visibility pop  // a value type bindings keep in their own classes (visibility.hpp)

@@ -17,9 +17,9 @@
 
 // Constant banks exist for the placement benchmark: divergent reads serialise there.
 CONSTMEM_DEFINE_FLOAT_BANKS(interpolate_knots, 1024, 4);
-// Global memory: two tables of the largest size at once, or eight of 4,096 knots.
-CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(interpolate_global_knots,
-                                   constmem::ops::kInterpolateMaxKnots / 4, 8);
+// Global memory for host tables: eight of 4,096 knots, or two of 16,384; larger host tables go
+// through a stream-ordered buffer.
+CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(interpolate_global_knots, 4096, 8);
 
 namespace constmem {
 namespace ops {

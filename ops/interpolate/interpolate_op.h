@@ -23,7 +23,7 @@ Piecewise-linear interpolation into `knots`, n values at n equally spaced points
 clamped at the ends: np.interp(x, np.linspace(lo, hi, n), knots), with
 t = (x - lo) * ((n - 1) / (hi - lo)), i = floor(t), y = fma(t - i, knots[i+1] - knots[i], knots[i]).
 x: any shape, float32 or float64.
-knots: vector of 2 to 16384 values of x's dtype.
+knots: vector of 2 to 1048576 values of x's dtype.
 lo, hi: where the first and the last knot lie (float64 bit patterns); lo < hi in x's dtype.
 )doc";
 

@@ -11,14 +11,15 @@
 #include <cmath>
 #include <cstdint>
 
+#include "constmem/strategy.hpp"
+
 #pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
-// The most coefficients (degree + 1) Polyval takes: a constant bank of 4,096 float64 entries is
-// half of the 64 KiB a CUDA module may declare, and no polynomial worth evaluating this way has
-// more.
-constexpr std::int64_t kPolyvalMaxCoefficients = 4096;
+// The most coefficients (degree + 1) Polyval takes: every op's limit. Up to 4,096 they fit its
+// constant bank (polyval_gpu.cu); more are read from global memory.
+constexpr std::int64_t kPolyvalMaxCoefficients = kMaxTableEntries;
 constexpr std::int64_t kPolyvalMaxElements = std::int64_t{1} << 62;
 
 template <class T>

@@ -14,7 +14,7 @@
 
 // Four slots per dtype: four streams evaluate polynomials of up to 1,024 coefficients at once; a
 // longer one takes a run of slots. 16 KiB + 32 KiB of the module's 64 KiB.
-CONSTMEM_DEFINE_FLOAT_BANKS(polyval_coeffs, constmem::ops::kPolyvalMaxCoefficients / 4, 4);
+CONSTMEM_DEFINE_FLOAT_BANKS(polyval_coeffs, 1024, 4);
 
 namespace constmem {
 namespace ops {
@@ -39,7 +39,7 @@ struct PolyvalStep {
 template <class T>
 StrategyLimits PolyvalLimits() {
   StrategyLimits limits;
-  limits.constant_bank_bytes = kPolyvalMaxCoefficients * sizeof(T);
+  limits.constant_bank_bytes = polyval_coeffs_banks::Of<T>::kBytes;
   // One coefficient read feeds 32 FMAs: a warp-uniform read from L1 costs what a constant-cache
   // read costs, so a small device table is read where it is rather than copied first (the same
   // balance as Frobulate's; docs/performance.md).

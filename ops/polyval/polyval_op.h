@@ -21,7 +21,7 @@ struct PolyvalOp : OpDescription {
 y = polyval(coeffs, x) by Horner's rule with one fused multiply-add per coefficient:
 y = coeffs[0]; y = fma(y, x, coeffs[j]) for j = 1 .. n-1. Highest degree first, as np.polyval.
 x: any shape, float32 or float64.
-coeffs: vector of 1 to 4096 coefficients of x's dtype.
+coeffs: vector of 1 to 1048576 coefficients of x's dtype.
 )doc";
 
   template <class T, class Shard>

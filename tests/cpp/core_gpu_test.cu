@@ -304,6 +304,73 @@ TEST(Hazards, WithoutTrackingTheStaleReadShows) {
   ReadAfterDelayedUpload(false);
 }
 
+// Copies `table` (host memory) out through LaunchWithTable's global placement after a spin: the
+// table travels in a stream-ordered buffer (no global bank here).
+Status CopyThroughGlobalMemory(cudaStream_t stream, const std::vector<std::int32_t>& table,
+                               std::int32_t* out, long long spin_ns) {
+  TableView<std::int32_t> view;
+  view.values = table.data();
+  view.size = static_cast<std::int64_t>(table.size());
+  view.source = SourceKind::kPageableHost;
+  const int n = static_cast<int>(table.size());
+  return LaunchWithTable<ByValueTable<std::int32_t, 256>, four_slot_bank_bank>(
+      stream, view, Placement::kGlobalMemory, [&](int, const auto& reader) {
+        CopyTableKernel<<<1, 256, 0, stream>>>(reader, n, out, spin_ns, nullptr);
+        return CudaStatus(cudaGetLastError(), "CopyTableKernel launch");
+      });
+}
+
+// Stream A reads a host table of 16 KiB (beyond the bank) from global memory after a long spin;
+// stream B then takes a buffer for another table. Ordered, A's buffer is freed only after its
+// kernel, so B gets other memory; unordered, B reuses A's block and A reads B's table.
+void HostTableBufferOutlivesItsReader(bool tracking) {
+  TrackingSwitch tracking_switch(tracking);
+  Stream a, b;
+  std::mt19937 rng(24);
+  constexpr int kEntries = 4096;
+  const auto x = RandomTable(rng, kEntries), y = RandomTable(rng, kEntries);
+  DeviceBuffer<std::int32_t> out_a(kEntries), out_b(kEntries);
+  const auto host_start = std::chrono::steady_clock::now();
+  ASSERT_OK(CopyThroughGlobalMemory(a, x, out_a.get(), kSpinNs));
+  ASSERT_OK(CopyThroughGlobalMemory(b, y, out_b.get(), 0));
+  const double host_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
+          .count();
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  EXPECT_LT(host_ms, 10.0) << "the host must not wait for the 50 ms kernel";
+  EXPECT_EQ(out_b.Read(), y);
+  if (tracking) {
+    EXPECT_EQ(out_a.Read(), x) << "B's table overwrote the buffer A was still reading";
+  } else {
+    EXPECT_EQ(out_a.Read(), y) << "without ordering the reuse should show";
+  }
+}
+
+TEST(StreamBuffers, AHostTableInGlobalMemoryOutlivesItsReader) {
+  REQUIRE_GPU();
+  HostTableBufferOutlivesItsReader(true);
+}
+
+TEST(StreamBuffers, WithoutOrderingTheReuseShows) {
+  REQUIRE_GPU();
+  HostTableBufferOutlivesItsReader(false);
+}
+
+TEST(StreamBuffers, HostTablesOfEverySizeReachTheKernel) {
+  REQUIRE_GPU();
+  Stream stream;
+  std::mt19937 rng(25);
+  for (int n : {1, 1024, 1025, 100000, 1 << 20}) {
+    const auto table = RandomTable(rng, n);
+    DeviceBuffer<std::int32_t> out(n);
+    const std::int64_t before = CounterValue(Counter::kStreamBufferUpload);
+    ASSERT_OK(CopyThroughGlobalMemory(stream, table, out.get(), 0));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    EXPECT_EQ(out.Read(), table) << "n=" << n;
+    EXPECT_EQ(CounterValue(Counter::kStreamBufferUpload), before + 1);
+  }
+}
+
 TEST(Slots, KernelsOnTwoStreamsOverlapInTime) {
   REQUIRE_GPU();
   Stream a, b;

@@ -111,7 +111,7 @@ TEST_P(FrobulateGpu, BitwiseEqualToTheCpuKernel) {
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (std::int64_t count : {0, 1, 7, 8, 9, 1000, (1 << 20) + 3}) {
-    for (std::int64_t table_size : {1, 100, 1024, 1025, 4096, 4097, 16384}) {
+    for (std::int64_t table_size : {1, 100, 1024, 1025, 4096, 4097, 16384, 16385, 300000}) {
       if (count * table_size > 200'000'000) continue;
       for (SourceKind source :
            {SourceKind::kDevice, SourceKind::kPinnedHost, SourceKind::kPageableHost}) {
@@ -131,8 +131,11 @@ TEST(FrobulatePlacement, FollowsTheStrategy) {
   EXPECT_EQ(FrobulatePlacement(100, SourceKind::kDevice), Placement::kGlobalMemory);
   EXPECT_EQ(FrobulatePlacement(1024, SourceKind::kDevice), Placement::kGlobalMemory);
   EXPECT_EQ(FrobulatePlacement(1025, SourceKind::kDevice), Placement::kConstantBank);
-  EXPECT_EQ(FrobulatePlacement(kFrobulateMaxTableSize, SourceKind::kDevice),
-            Placement::kConstantBank);
+  EXPECT_EQ(FrobulatePlacement(16384, SourceKind::kDevice), Placement::kConstantBank);
+  EXPECT_EQ(FrobulatePlacement(16385, SourceKind::kDevice), Placement::kGlobalMemory);
+  EXPECT_EQ(FrobulatePlacement(16385, SourceKind::kPageableHost), Placement::kGlobalMemory);
+  EXPECT_EQ(FrobulatePlacement(kFrobulateMaxTableSize, SourceKind::kPinnedHost),
+            Placement::kGlobalMemory);
 }
 
 TEST(FrobulateErrors, BadTablesAreInvalidArgumentAndTheNextCallWorks) {

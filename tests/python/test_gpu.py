@@ -43,7 +43,7 @@ def run_on(device, data, table, source):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("source", ["input", "host", "attr"])
-@pytest.mark.parametrize("table_size", [1, 100, 1024, 1025, 4096, 4097, 16384])
+@pytest.mark.parametrize("table_size", [1, 100, 1024, 1025, 4096, 4097, 16384, 16385, 70000])
 def test_gpu_bitwise_equals_cpu(dtype, source, table_size):
     rng = np.random.default_rng(table_size * 7 + len(source))
     data = rng.standard_normal(10007).astype(dtype) * 1e3
