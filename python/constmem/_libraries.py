@@ -179,6 +179,79 @@ def library_counters(path: str) -> dict[str, int]:
     }
 
 
+# The counters that say where a GPU launch put its table, by placement name.
+_PLACEMENT_COUNTERS = {
+    "by_value": "by_value_launch",
+    "constant_bank": "constant_bank_launch",
+    "global_memory": "global_memory_launch",
+    "shared_memory": "shared_memory_launch",
+}
+
+
+class TablePlacements:
+    """Where the GPU launches inside a `with table_placements() as seen:` block put their tables.
+
+    `seen.counts` maps a placement ("by_value", "constant_bank", "global_memory",
+    "shared_memory") to its launches, `seen.placement` is the one placement when every launch
+    took the same, `seen.captured` counts launches recorded into a CUDA graph (their placement
+    is the graph's: by value, or a device buffer), and `seen.stream_buffers` the host tables
+    copied into a stream-ordered device buffer (larger than the op's banks). The counters are
+    process-wide: launches of other threads in the block count too. A launch counts when the op
+    library runs it on the host: under JAX or tf.function, wait for the result inside the block.
+    CPU kernels place nothing.
+    """
+
+    def __init__(self, read: Callable[[], dict[str, int]]):
+        self._read = read
+        self._before: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self.captured = 0
+        self.stream_buffers = 0
+
+    def __enter__(self) -> TablePlacements:
+        self._before = self._read()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        after = self._read()
+
+        def delta(name: str) -> int:
+            return after.get(name, 0) - self._before.get(name, 0)
+
+        self.counts = {
+            placement: delta(counter)
+            for placement, counter in _PLACEMENT_COUNTERS.items()
+            if delta(counter) > 0
+        }
+        self.captured = delta("captured_launch")
+        self.stream_buffers = delta("stream_buffer_upload")
+
+    @property
+    def placement(self) -> str | None:
+        """The placement of every launch in the block, or None where there was none or several."""
+        return next(iter(self.counts)) if len(self.counts) == 1 else None
+
+    def __repr__(self) -> str:
+        return (
+            f"TablePlacements(counts={self.counts}, captured={self.captured}, "
+            f"stream_buffers={self.stream_buffers})"
+        )
+
+
+def placements_function(read: Callable[[], dict[str, int]]) -> Callable[[], TablePlacements]:
+    """table_placements() of a framework module whose counters `read` returns."""
+
+    def table_placements() -> TablePlacements:
+        """A context manager that says where the GPU launches inside it put their tables.
+
+        `with table_placements() as seen: y = op(...)`, then `seen.placement` ("by_value",
+        "constant_bank", "global_memory" or "shared_memory") and `seen.counts` (TablePlacements).
+        """
+        return TablePlacements(read)
+
+    return table_placements
+
+
 def accessors(framework: str, path: str) -> tuple[Callable[[], dict[str, int]], Callable[[], str]]:
     """upload_stats() and library_path() of `framework`'s loaded op library at `path`."""
     name = _DISPLAY[framework]

@@ -51,6 +51,41 @@ def test_frobulate_matches_left_to_right_sums(device, dtype, table_size):
         np.testing.assert_array_equal(as_numpy(out), expected, err_msg=form)
 
 
+# Polyval's float32 coefficients: by value up to 4 KiB (1,024), its constant bank up to 4,096,
+# global memory beyond (a host table through a stream-ordered buffer).
+PLACEMENTS = [
+    (1024, "cpu", "by_value", 0),
+    (1025, "cpu", "constant_bank", 0),
+    (4096, "static", "constant_bank", 0),
+    (4097, "cpu", "global_memory", 1),
+    (70000, "static", "global_memory", 1),
+    (4096, "device", "constant_bank", 0),
+    (4097, "device", "global_memory", 0),
+]
+
+
+@pytest.mark.parametrize(("size", "form", "placement", "buffers"), PLACEMENTS)
+def test_table_placements_say_where_each_table_went(device, size, form, placement, buffers):
+    x = torch.linspace(-1, 1, 4099, device=device)
+    coeffs = np.random.default_rng(size).uniform(-1, 1, size).astype(np.float32) / size
+    table = table_forms(coeffs, device)
+    if form not in table:
+        pytest.skip("a device table needs a GPU")
+    with cm.table_placements() as seen:
+        y = cm.polyval(table[form], x)
+    expected = np.polyval(coeffs.astype(np.float64), as_numpy(x).astype(np.float64))
+    np.testing.assert_allclose(as_numpy(y), expected, rtol=1e-5, atol=1e-6)
+    # The CPU kernel performs the same FMAs in the same order.
+    on_cpu = cm.polyval(torch.from_numpy(coeffs), x.cpu())
+    np.testing.assert_array_equal(as_numpy(y), as_numpy(on_cpu))
+    if device == "cpu":
+        assert seen.counts == {} and seen.placement is None  # CPU kernels place nothing
+    else:
+        assert seen.counts == {placement: 1}, seen
+        assert seen.placement == placement
+        assert seen.stream_buffers == buffers
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("degree", [0, 5, 300])
 def test_polyval_matches_horner_with_one_rounding(device, dtype, degree):

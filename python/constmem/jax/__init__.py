@@ -65,6 +65,7 @@ def register_library(path: str, described: Mapping[str, ModuleType] | None = Non
 
 OPS, _ = register_library(LIBRARY_PATH)
 upload_stats, library_path = _libraries.accessors("jax", LIBRARY_PATH)
+table_placements = _libraries.placements_function(upload_stats)
 
 
 def _attribute(kind: str, value: Any) -> Any:
@@ -340,4 +341,6 @@ _OWN = _binding.namespace(
     doc_suffix=_FORMS,
 )
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
-__all__ = sorted(["library_path", "load_library", "upload_stats", *_OWN.__all__])
+__all__ = sorted(
+    ["library_path", "load_library", "table_placements", "upload_stats", *_OWN.__all__]
+)

@@ -29,7 +29,7 @@ from constmem import _binding, _registry
 from constmem.tensorflow import _loader
 from constmem.tensorflow._loader import build_info, library_path  # noqa: F401 (in __all__)
 from constmem.tensorflow._tables import TableOp
-from constmem.tensorflow.stats import upload_stats  # noqa: F401 (in __all__)
+from constmem.tensorflow.stats import table_placements, upload_stats  # noqa: F401 (in __all__)
 
 
 def _register(library, path: str, described: Mapping[str, ModuleType] | None):
@@ -88,5 +88,13 @@ _OWN = _functions(__name__, OPS, _DESCRIBED, _TABLE_OPS)
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 
 __all__ = sorted(
-    ["TableOp", "build_info", "library_path", "load_library", "upload_stats", *_OWN.__all__]
+    [
+        "TableOp",
+        "build_info",
+        "library_path",
+        "load_library",
+        "table_placements",
+        "upload_stats",
+        *_OWN.__all__,
+    ]
 )

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The core's process-wide counters: which path each table took."""
 
+from constmem import _libraries
 from constmem.tensorflow import _loader
 
 
@@ -12,6 +13,9 @@ def upload_stats() -> dict[str, int]:
     """
     values, names = _loader.ops().constmem_upload_stats()
     return {n.decode(): int(v) for n, v in zip(names.numpy(), values.numpy(), strict=True)}
+
+
+table_placements = _libraries.placements_function(upload_stats)
 
 
 # The core's fault points (constmem::FaultPoint), for tests of error paths through TensorFlow.

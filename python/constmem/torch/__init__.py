@@ -47,6 +47,7 @@ from constmem.torch._library import (
 )
 
 upload_stats, library_path = _libraries.accessors("torch", LIBRARY_PATH)
+table_placements = _libraries.placements_function(upload_stats)
 
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _is_compiling = torch.compiler.is_compiling
@@ -165,4 +166,6 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
 
 _OWN = _binding.namespace(__name__, OPS, DESCRIPTIONS, _make_call, doc_suffix=_FORMS)
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
-__all__ = sorted(["library_path", "load_library", "upload_stats", *_OWN.__all__])
+__all__ = sorted(
+    ["library_path", "load_library", "table_placements", "upload_stats", *_OWN.__all__]
+)

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a table costs just past each placement boundary, against the call just inside it.
+
+For every op and every boundary its table can cross (the by-value parameter block, the constant
+bank, the shared-memory staging, a kernel's tiled range), the same call with a table of the last
+size inside and the first size outside, in each table form a PyTorch user has: a static table (a
+Python list), a CPU tensor (a host table) and a CUDA tensor (a device table). Each call is timed as
+a user sees it (CUDA events around back-to-back calls, so the host's work counts when it is the
+longer), the two sizes alternating over rounds in one run; the ratio is outside / inside.
+
+    python3 bench/crossover_bench.py [--json FILE] [--rounds N]
+"""
+
+import argparse
+import json
+import statistics
+
+import constmem.torch as cm
+import torch
+from timing import cuda_event_ms
+
+# (op, boundary, table sizes inside and outside, table dtype, call(table)).
+# Sizes: by value 4 KiB (1,024 float32 or int32 entries); constant banks: Frobulate 16,384 int32,
+# Polyval 4,096, FirFilter 2,048, Upfirdn 4,096 float32 taps; Interpolate stages up to 64 KiB of
+# float32 knots in shared memory; SeparableFilter's fused kernel takes 127 taps an axis.
+
+
+def _cases(device):
+    gen = torch.Generator(device="cpu").manual_seed(0)
+
+    def rand(*shape):
+        return torch.rand(*shape, generator=gen).to(device)
+
+    elementwise = rand(1 << 20)
+    rows = rand(64, 16384)
+    audio = rand(16, 48000)
+    images = rand(8, 3, 512, 512)
+    return [
+        (
+            "frobulate",
+            "by value",
+            (1024, 1025),
+            torch.int32,
+            lambda t: cm.frobulate(elementwise, t),
+        ),
+        (
+            "frobulate",
+            "constant bank",
+            (16384, 16385),
+            torch.int32,
+            lambda t: cm.frobulate(elementwise, t),
+        ),
+        ("polyval", "by value", (1024, 1025), torch.float32, lambda t: cm.polyval(t, elementwise)),
+        (
+            "polyval",
+            "constant bank",
+            (4096, 4097),
+            torch.float32,
+            lambda t: cm.polyval(t, elementwise),
+        ),
+        (
+            "interpolate",
+            "shared memory",
+            (16384, 16385),
+            torch.float32,
+            lambda t: cm.interpolate(elementwise, t, lo=0.0, hi=1.0),
+        ),
+        ("fir_filter", "by value", (1024, 1025), torch.float32, lambda t: cm.fir_filter(rows, t)),
+        (
+            "fir_filter",
+            "constant bank",
+            (2048, 2049),
+            torch.float32,
+            lambda t: cm.fir_filter(rows, t),
+        ),
+        (
+            "upfirdn",
+            "constant bank",
+            (4096, 4097),
+            torch.float32,
+            lambda t: cm.upfirdn(audio, t, up=1, down=1),
+        ),
+        # Row and column taps in one table: 127 + 127 and 129 + 129 entries.
+        (
+            "separable_filter",
+            "fused kernel",
+            (254, 258),
+            torch.float32,
+            lambda t: cm.separable_filter(images, t, _length(t) // 2),
+        ),
+    ]
+
+
+def _length(table):
+    return len(table) if isinstance(table, list) else table.numel()
+
+
+def _table(size, dtype, form, device):
+    gen = torch.Generator(device="cpu").manual_seed(size)
+    if dtype == torch.int32:
+        values = torch.randint(-3, 4, (size,), generator=gen, dtype=torch.int32)
+    else:
+        values = torch.rand(size, generator=gen) / size
+    if form == "static":
+        return values.tolist()
+    return values if form == "host" else values.to(device)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    cases = _cases(device)
+    results = []
+    print(f"{torch.cuda.get_device_name()}: ms a call, outside / inside")
+    print(
+        f"{'op':<18}{'boundary':<16}{'form':<8}{'sizes':>14}{'inside':>10}{'outside':>10}"
+        f"{'ratio':>8}"
+    )
+    for op, boundary, sizes, dtype, call in cases:
+        for form in ("static", "host", "device"):
+            tables = [_table(size, dtype, form, device) for size in sizes]
+            times = ([], [])
+            for _ in range(args.rounds):
+                for i, table in enumerate(tables):
+                    times[i].append(cuda_event_ms(lambda t=table, f=call: f(t), 5, 20, 5))
+            inside, outside = (statistics.median(t) for t in times)
+            ratio = outside / inside
+            label = f"{sizes[0]}/{sizes[1]}"
+            print(
+                f"{op:<18}{boundary:<16}{form:<8}{label:>14}{inside:>10.4f}{outside:>10.4f}"
+                f"{ratio:>8.3f}"
+            )
+            results.append(
+                {
+                    "op": op,
+                    "boundary": boundary,
+                    "form": form,
+                    "sizes": sizes,
+                    "inside_ms": inside,
+                    "outside_ms": outside,
+                    "ratio": ratio,
+                }
+            )
+    worst = max(results, key=lambda r: r["ratio"])
+    print(f"worst: {worst['op']} {worst['boundary']} {worst['form']} {worst['ratio']:.3f}x")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
