@@ -17,12 +17,13 @@ agree bit for bit. `xp` is the row with zero padding: for "SAME", `(k - 1) // 2`
 and the rest after (TensorFlow's rule), as many outputs as samples; for "VALID", none, `n - k + 1`
 outputs (none when the taps outnumber the samples). On a GPU the taps are read from `__constant__`
 memory (or a by-value kernel parameter) with warp-uniform indices while the samples are staged in
-shared memory.
+shared memory; filters of more than 2,048 taps read theirs from global memory and stage the
+samples in chunks of 2,048 taps, with the same results.
 
 Args:
   x: float32 or float64 of rank 1 or more; every leading dimension is a batch.
-  taps: 1 to 2,048 taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed per call
-    site, rounded to x's dtype).
+  taps: 1 to 1,048,576 (2^20) taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed
+    per call site, rounded to x's dtype).
   padding: "SAME" or "VALID".
 
 Gradients flow to x (the same filter with the taps reversed) and to a tensor `taps`.

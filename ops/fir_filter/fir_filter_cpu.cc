@@ -20,6 +20,11 @@ namespace {
 
 // Outputs per chunk: a chunk's samples (and the padded copy an edge chunk needs) stay in L1/L2.
 constexpr std::int64_t kChunkOutputs = 2048;
+// The longest filter the transposed float kernels take: each chunk of their outputs copies its
+// k - 1 samples of halo for every row of a group, which beyond this outgrows L2 (and takes
+// 64 MiB a thread at 2^20 taps). Longer filters take the row kernels, whose chunks read the row
+// in place.
+constexpr std::int64_t kGroupedMaxTaps = 2048;
 
 // out[0, tiles * kTile) from samples[0, tiles * kTile + taps - 1).
 template <class T, int kBytes, int kAccumulators>
@@ -430,12 +435,12 @@ void FirFilterCpuRange(const T* x, T* y, const FirShape& shape, const T* taps, s
 #if CONSTMEM_CPU_X86
     case cpu::Isa::kAvx512:
       if constexpr (std::is_same<T, float>::value) {
-        return Avx512Grouped(x, y, shape, taps, begin, end);
+        if (shape.taps <= kGroupedMaxTaps) return Avx512Grouped(x, y, shape, taps, begin, end);
       }
       return Avx512(x, y, shape, taps, begin, end);
     case cpu::Isa::kAvx2:
       if constexpr (std::is_same<T, float>::value) {
-        return Avx2Grouped(x, y, shape, taps, begin, end);
+        if (shape.taps <= kGroupedMaxTaps) return Avx2Grouped(x, y, shape, taps, begin, end);
       }
       return Avx2(x, y, shape, taps, begin, end);
 #endif

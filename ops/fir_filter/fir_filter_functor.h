@@ -14,13 +14,20 @@
 #include <cmath>
 #include <cstdint>
 
+#include "constmem/strategy.hpp"
+
 #pragma GCC visibility push(hidden)
 namespace constmem {
 namespace ops {
 
-// The most taps FirFilter takes: the GPU kernel keeps two tiles plus k-1 samples of halo each in
-// shared memory, which for 2,048 taps is about 90 KiB (float32) or 108 KiB (float64).
-constexpr std::int64_t kFirMaxTaps = 2048;
+// The most taps FirFilter takes: the table limit of every constmem op (2^20).
+constexpr std::int64_t kFirMaxTaps = kMaxTableEntries;
+// The longest filter the GPU's tiled kernels take in one pass: they keep two tiles plus k-1 samples
+// of halo each in shared memory, which for 2,048 taps is about 90 KiB (float32) or 108 KiB
+// (float64), and its taps fill the constant bank. Longer filters run through the same tiles in
+// chunks of this many taps, the outputs staying in registers from chunk to chunk (the same FMAs in
+// the same order), their taps read from global memory.
+constexpr std::int64_t kFirTiledMaxTaps = 2048;
 constexpr std::int64_t kFirMaxElements = std::int64_t{1} << 62;
 
 enum class FirPadding { kSame, kValid };

@@ -11,6 +11,12 @@
 // memory's broadcast), feeds kOutputs FMAs, and shared memory delivers one sample per thread per
 // tap, a fraction of what the FMAs consume. The outputs go back through shared memory to leave in
 // coalesced stores.
+//
+// Filters of more than kFirTiledMaxTaps taps (FirChunkedKernel) run through the block teams'
+// tiles one chunk of kFirTiledMaxTaps taps at a time: each chunk stages the tile's samples at its
+// offset, and the outputs stay in registers across the chunks, so each output takes the same FMAs
+// in the same order as on the CPU. Their taps, larger than the constant bank, are read from global
+// memory with the same warp-uniform indices.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,8 +32,9 @@
 #include "fir_filter/fir_filter_functor.h"
 #include "fir_filter/fir_filter_launcher.h"
 
-// Four slots of 512 taps per dtype; a longer filter takes a run of slots. 8 + 16 KiB.
-CONSTMEM_DEFINE_FLOAT_BANKS(fir_taps, constmem::ops::kFirMaxTaps / 4, 4);
+// Four slots of 512 taps per dtype; a filter of up to kFirTiledMaxTaps takes a run of slots, a
+// longer one global memory. 8 + 16 KiB.
+CONSTMEM_DEFINE_FLOAT_BANKS(fir_taps, constmem::ops::kFirTiledMaxTaps / 4, 4);
 
 namespace constmem {
 namespace ops {
@@ -124,16 +131,16 @@ constexpr std::size_t SharedBytes(int taps) {
 constexpr int kMaxWarpTeamTaps = 64;
 // Two blocks a multiprocessor at every tap count on sm_80 and sm_90 (228 KiB, 1 KiB reserved a
 // block).
-static_assert(SharedBytes<float, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
-static_assert(SharedBytes<double, kThreads>(kFirMaxTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<float, kThreads>(kFirTiledMaxTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<double, kThreads>(kFirTiledMaxTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<float, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<double, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
 // The most shared memory a block of warp teams or of one block team asks for, at their longest
-// filter.
+// filter (or chunk of a longer one).
 template <class T, int kBlock>
 constexpr std::size_t MostSharedBytes(bool warp_teams) {
   return warp_teams ? SharedBytes<T, 32, kBlock>(kMaxWarpTeamTaps)
-                    : SharedBytes<T, kBlock, kBlock>(kFirMaxTaps);
+                    : SharedBytes<T, kBlock, kBlock>(kFirTiledMaxTaps);
 }
 // Small blocks fit every GPU CUDA 13 builds for (64 KiB a block on compute capability 7.5).
 constexpr std::size_t kSmallestSharedBytesPerBlock = 64 * 1024;
@@ -625,19 +632,181 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   }
 }
 
+// Taps first .. first + n - 1 of a reader as taps 0 .. n - 1: a chunk of a long filter.
+template <class Taps>
+struct TapsFrom {
+  const Taps& taps;
+  int first;
+  __device__ __forceinline__ auto operator[](int j) const { return taps[first + j]; }
+};
+
+// Filters of more than kFirTiledMaxTaps taps: the block team's tiles, the taps walked in chunks of
+// kFirTiledMaxTaps. For each chunk the tile's samples at that chunk's offset (the tile plus the
+// chunk's halo) are staged afresh, while the outputs stay in registers from chunk to chunk: each
+// output still takes one FMA per tap in tap order. A step is one chunk of one tile; the next
+// step's samples arrive in the other buffer while this one computes.
+template <class T, class Taps, int kShift, int kBlock>
+__global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock)
+    FirChunkedKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
+                     int tap_count, int pad_left, const __grid_constant__ Taps taps) {
+  constexpr int kTeam = kBlock;
+  constexpr int kChunkTaps = static_cast<int>(kFirTiledMaxTaps);
+  using Tune = FirTuning<T, kTeam, kBlock>;
+  using V = typename Vector16<T>::type;
+  constexpr int R = Tune::kOutputs;
+  constexpr int K = Tune::kChunk;
+  constexpr int L = Tune::kLanes;
+  constexpr int S = RingSegments<T, kShift, kTeam>();
+  constexpr int B = Tune::kBuffers;
+  constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
+  static_assert(kChunkTaps % K == 0 && kChunkTaps % L == 0, "chunks start on whole vectors");
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  const int buffer_elements = BufferElements<T, kTeam>(kChunkTaps);
+  const int chunks = (tap_count + kChunkTaps - 1) / kChunkTaps;
+  T* const buffers = reinterpret_cast<T*>(shared_bytes);
+  const unsigned thread = threadIdx.x;
+  const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
+  const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
+
+  const TileWalk<Tune> walk(outputs);
+  // The samples chunk `chunk` of the tile at (row, column) reads: staged sample e is row sample
+  // column * kTile - pad_left - kShift + chunk * kChunkTaps + e.
+  auto stage = [&](int buffer_index, std::int64_t row, std::int64_t column, int chunk) {
+    T* const buffer = buffers + buffer_index * buffer_elements;
+    const T* row_x = x + row * length;
+    const int chunk_taps = min(kChunkTaps, tap_count - chunk * kChunkTaps);
+    const int staged_count = StagedSamples<T, kTeam>(chunk_taps);
+    const std::int64_t first_sample =
+        column * Tune::kTile - pad_left - kShift + static_cast<std::int64_t>(chunk) * kChunkTaps;
+    if (!vector_rows) {
+      for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
+        const std::int64_t s = first_sample + e;
+        const bool inside = s >= 0 && s < length;
+        CopyAsync(buffer + Padded<T, kTeam>(e), inside ? row_x + s : row_x, inside);
+      }
+      return;
+    }
+    const V* row_vectors = reinterpret_cast<const V*>(row_x);
+    const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
+    const int staged_vectors = staged_count / L;
+    V* const staged_vectors_at = reinterpret_cast<V*>(buffer);
+    // Staged vectors [inside_begin, inside_begin + inside_count) lie inside the row; a copy from
+    // outside reads nothing and is pointed at the row's start.
+    auto clamp = [&](std::int64_t k) {
+      return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
+    };
+    const int inside_begin = clamp(-first);
+    const int inside_end = clamp(length / L - first);
+    for (int k = thread; k < staged_vectors; k += kTeam) {
+      const bool inside = k >= inside_begin && k < inside_end;
+      CopyAsync(staged_vectors_at + PaddedVector<T, kTeam>(k),
+                inside ? row_vectors + (first + k) : row_vectors, inside);
+    }
+  };
+
+  std::int64_t row = blockIdx.x / walk.tiles_per_row, column = blockIdx.x % walk.tiles_per_row;
+  int chunk = 0;
+  if (row < rows) stage(0, row, column, 0);
+  CopyAsyncCommit();
+  ThreadOutputs<T, Tune, kShift, S> out;
+  for (int current = 0; row < rows; current = (current + 1) % B) {
+    T* const staged = buffers + current * buffer_elements;
+    CopyAsyncWaitAll();
+    // This step's samples are visible to the block; every thread is done with the buffer the next
+    // step goes to.
+    __syncthreads();
+    std::int64_t next_row = row, next_column = column;
+    int next_chunk = chunk + 1;
+    if (next_chunk == chunks) {
+      walk.Advance(&next_row, &next_column);
+      next_chunk = 0;
+    }
+    if (next_row < rows) stage((current + 1) % B, next_row, next_column, next_chunk);
+    CopyAsyncCommit();
+
+    if (chunk == 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) out.acc[r] = T(0);
+    }
+    const int chunk_taps = min(kChunkTaps, tap_count - chunk * kChunkTaps);
+    const TapsFrom<Taps> chunk_reader{taps, chunk * kChunkTaps};
+    T* const thread_samples = staged + Padded<T, kTeam>(thread * R);  // staged sample `first`
+    auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
+      const unsigned padded = Tune::kPadded ? offset + offset / R * L : offset;
+#pragma unroll
+      for (int q = 0; q < K / L; ++q) {
+        const V v = reinterpret_cast<const V*>(thread_samples + padded)[q];
+        const T* lanes = reinterpret_cast<const T*>(&v);
+#pragma unroll
+        for (int l = 0; l < L; ++l) segment[q * L + l] = lanes[l];
+      }
+    };
+#pragma unroll
+    for (int s = 0; s < S; ++s) load(out.ring[s], s * K);
+    int c = 0;  // taps of the chunk applied
+    const int last_full_chunk = chunk_taps - K;
+    while (c <= last_full_chunk) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        if (c <= last_full_chunk) {
+          out.ApplyChunk(chunk_reader, c, s);
+          load(out.ring[s], c + S * K);
+          c += K;
+        }
+      }
+    }
+    if (c < chunk_taps) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) load(out.ring[s], c + s * K);
+      out.ApplyLastTaps(chunk_reader, c, chunk_taps);
+    }
+
+    if (chunk + 1 == chunks) {  // the tile's last chunk: its outputs leave
+      __syncthreads();          // every thread is done reading the staged samples
+      out.StoreToShared(thread_samples);
+      const std::int64_t first_output = column * Tune::kTile;
+      T* tile_y = y + row * outputs + first_output;
+      const std::int64_t remaining = outputs - first_output;
+      const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
+      __syncthreads();
+      if (!vector_output) {
+        StoreOutputs<T, kTeam>(staged, tile_y, 0, tile_outputs, thread);
+      } else {
+        const int vectors = tile_outputs / L;
+#pragma unroll
+        for (int i = 0; i < kTileVectorsPerThread; ++i) {
+          const int v = static_cast<int>(i * kTeam + thread);
+          if (v < vectors) {
+            reinterpret_cast<V*>(tile_y)[v] =
+                reinterpret_cast<const V*>(staged)[PaddedVector<T, kTeam>(v)];
+          }
+        }
+        StoreOutputs<T, kTeam>(staged, tile_y, vectors * L, tile_outputs, thread);
+      }
+    }
+    row = next_row;
+    column = next_column;
+    chunk = next_chunk;
+  }
+}
+
 template <class T>
 StrategyLimits FirLimits() {
   StrategyLimits limits;
-  limits.constant_bank_bytes = kFirMaxTaps * sizeof(T);
+  // The bank's size: longer filters are read from global memory.
+  limits.constant_bank_bytes = fir_taps_banks::Of<T>::kBytes;
   return limits;
 }
 
-template <class T, class Taps, int kShift, int kTeam, int kBlock>
+// kChunked: FirChunkedKernel, for filters of more than kFirTiledMaxTaps (block teams).
+template <class T, class Taps, int kShift, int kTeam, int kBlock, bool kChunked = false>
 Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                      const Taps& taps) {
   using Tune = FirTuning<T, kTeam, kBlock>;
-  constexpr auto kernel = kTeam == 32 ? FirWarpTeamKernel<T, Taps, kShift, kBlock>
-                                      : FirBlockTeamKernel<T, Taps, kShift, kBlock>;
+  static_assert(!kChunked || kTeam == kBlock, "chunked filters run in block teams");
+  constexpr auto kernel = kChunked      ? FirChunkedKernel<T, Taps, kShift, kBlock>
+                          : kTeam == 32 ? FirWarpTeamKernel<T, Taps, kShift, kBlock>
+                                        : FirBlockTeamKernel<T, Taps, kShift, kBlock>;
   constexpr std::size_t kMostShared = MostSharedBytes<T, kBlock>(kTeam == 32);
   // Long filters need more than the 48 KiB of shared memory a block gets without asking; asked
   // once a device.
@@ -649,7 +818,8 @@ Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const Fi
         "cudaFuncSetAttribute(FirFilter kernel)");
     shared_memory_raised[device].store(true, std::memory_order_relaxed);
   }
-  const std::size_t shared = SharedBytes<T, kTeam, kBlock>(static_cast<int>(shape.taps));
+  const std::size_t shared =
+      SharedBytes<T, kTeam, kBlock>(static_cast<int>(kChunked ? kFirTiledMaxTaps : shape.taps));
   const std::int64_t tiles = shape.rows * ((shape.outputs + Tune::kTile - 1) / Tune::kTile);
   // The longest filter's shared memory gives every launch's grid (on sm_80 and sm_90 two blocks of
   // 256 threads a multiprocessor at every tap count: the static_asserts on SharedBytes).
@@ -679,13 +849,22 @@ template <class T, class Taps, int kShift>
 Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                      const Taps& taps, std::size_t shared_bytes_per_block) {
   const bool warp_teams = shape.taps <= kMaxWarpTeamTaps;
+  const bool chunked = shape.taps > kFirTiledMaxTaps;
   switch (BlockThreads<T>(shape.taps, shared_bytes_per_block)) {
     case kThreads:
+      if (chunked) {
+        return LaunchShifted<T, Taps, kShift, kThreads, kThreads, true>(device, stream, x, y, shape,
+                                                                        taps);
+      }
       return warp_teams
                  ? LaunchShifted<T, Taps, kShift, 32, kThreads>(device, stream, x, y, shape, taps)
                  : LaunchShifted<T, Taps, kShift, kThreads, kThreads>(device, stream, x, y, shape,
                                                                       taps);
     case kSmallBlockThreads:
+      if (chunked) {
+        return LaunchShifted<T, Taps, kShift, kSmallBlockThreads, kSmallBlockThreads, true>(
+            device, stream, x, y, shape, taps);
+      }
       return warp_teams ? LaunchShifted<T, Taps, kShift, 32, kSmallBlockThreads>(device, stream, x,
                                                                                  y, shape, taps)
                         : LaunchShifted<T, Taps, kShift, kSmallBlockThreads, kSmallBlockThreads>(

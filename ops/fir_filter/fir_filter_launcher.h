@@ -38,7 +38,7 @@ Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const
 // The threads a block of FirFilter's kernel for `taps` taps of T on a GPU that offers
 // `shared_bytes_per_block` of shared memory a block: 256, or 64 where the tiles of 256 threads do
 // not fit (compute capability 7.5; float64 filters of more than 64 taps on 8.6 and 8.9); 0 where
-// nothing fits.
+// nothing fits. Filters of more than kFirTiledMaxTaps take the tiles of kFirTiledMaxTaps.
 template <class T>
 int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block);
 

@@ -25,7 +25,7 @@ A 1-D FIR filter along the last axis, as a correlation (what tf.nn.conv1d comput
 y[..., i] = sum_j xp[..., i + j] * taps[j], the taps applied in order with one fused multiply-add
 each, xp the row with zero padding ((k-1)/2 zeros before it for SAME, none for VALID).
 x: rank 1 or more, float32 or float64.
-taps: vector of 1 to 2048 taps of x's dtype.
+taps: vector of 1 to 1048576 (2^20) taps of x's dtype.
 padding: SAME (as many outputs as samples) or VALID (n - k + 1 outputs, none if k > n).
 )doc";
 

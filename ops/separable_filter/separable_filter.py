@@ -17,8 +17,8 @@ import numpy as np
 
 # The name of the module constant that holds the most entries the table takes.
 LIMIT = "MAX_SEPARABLE_TABLE"
-# The most taps along either axis (kSeparableMaxTaps).
-MAX_AXIS_TAPS = 127
+# The most taps along either axis (kSeparableMaxTaps): the table limit of every op, 2^20.
+MAX_AXIS_TAPS = 1 << 20
 SIGNATURE = ("images", "taps", "row_taps")
 DEFAULTS = {"column_taps": 0, "border": "reflect", "layout": "channels_first"}
 DOC = """Filters every image with a separable 2-D filter, the output the size of the input.
@@ -28,7 +28,9 @@ its height with the next kh (`column_taps`): `tmp[y, x] = sum_j row[j] * in[y, x
 `out[y, x] = sum_i col[i] * tmp[y + i - ch, x]`, `c = (k - 1) // 2` on each axis, one fused
 multiply-add per tap in tap order from +0, on the CPU as on the GPU, so that the two agree bit for
 bit. The GPU kernel reads the taps from `__constant__` memory (or a by-value kernel parameter)
-with warp-uniform indices, one fused pass per tile.
+with warp-uniform indices, one fused pass per tile; filters of more than 127 taps along either
+axis run in two passes through an intermediate in global memory, their taps read from there too,
+with the same results.
 
 Args:
   images: channels_first `[..., C, H, W]` (every axis before C an image; rank 2 is one plane) or
@@ -37,10 +39,11 @@ Args:
     rounds uint8 images).
   taps: the kw row taps then the kh column taps: shared by every image (`kw + kh` entries) or one
     pair per image (`B * (kw + kh)` entries, B > 1 the number of images, image b's pair at
-    `b * (kw + kh)`; needs `column_taps`). float32 for float32 and uint8 images, float64 for
-    float64 images; a tensor, or a Python or NumPy sequence (fixed per call site).
-  row_taps: kw, 1 to 127.
-  column_taps: kh, 1 to 127; 0 (default): the rest of a shared table, `len(taps) - kw`.
+    `b * (kw + kh)`; needs `column_taps`), at most 2^20 entries. float32 for float32 and uint8
+    images, float64 for float64 images; a tensor, or a Python or NumPy sequence (fixed per call
+    site).
+  row_taps: kw, 1 to 2^20.
+  column_taps: kh, 1 to 2^20; 0 (default): the rest of a shared table, `len(taps) - kw`.
   border: "reflect" (reflect-101: `... 2 1 | 0 1 2 ...`, torch's "reflect", OpenCV's
     BORDER_REFLECT_101, scipy's "mirror"), "zeros" or "replicate" (scipy's "nearest").
   layout: "channels_first" or "channels_last".
@@ -60,7 +63,7 @@ def _check_taps(name, value, low):
 
 
 def check(attrs):
-    """row_taps in 1 .. 127, column_taps in 0 .. 127 (0: the rest of a shared table)."""
+    """row_taps in 1 .. 2^20, column_taps in 0 .. 2^20 (0: the rest of a shared table)."""
     _check_taps("row_taps", attrs["row_taps"], 1)
     _check_taps("column_taps", attrs["column_taps"], 0)
 
@@ -427,7 +430,9 @@ def _make_gaussian_blur(ops):
         Args:
           images: `[..., C, H, W]` (or `[..., H, W, C]` with layout="channels_last"): float32,
             float64 or uint8.
-          kernel_size: odd k, or (kx, ky) (x along the width), each 1 to 127.
+          kernel_size: odd k, or (kx, ky) (x along the width): any odd positive sizes, as
+            torchvision. With border="reflect" each half, k // 2, must be less than the image's
+            size along its axis, as torchvision's reflect padding requires (ValueError).
           sigma: None (each axis's `0.15 * k + 0.35`, torchvision's default),
             one value, (sigma_x, sigma_y), or a tensor of shape (B, 2) with one (sigma_x,
             sigma_y) per image (kornia takes (B, 2) too, but as (sigma_y, sigma_x)).
@@ -443,19 +448,46 @@ def _make_gaussian_blur(ops):
                     f"kernel_size should have odd and positive integers. Got {kernel_size}"
                 )
         if _framework(sigma) is not None:
+            _check_reflect_padding(images, kx, ky, border, layout)
             return _per_image_blur(ops, images, kx, ky, sigma, border, layout, options)
         if sigma is None:
             sigma = [k * 0.15 + 0.35 for k in (kx, ky)]
         sx, sy = (float(s) for s in _pair(sigma, "sigma"))
         for s in (sx, sy):
-            if not s > 0.0:
+            if s <= 0.0:  # torchvision's test: a NaN sigma passes, and blurs to NaN
                 raise ValueError(f"sigma should have positive values. Got {sigma}")
+        _check_reflect_padding(images, kx, ky, border, layout)
         table = gaussian_taps(kx, sx) + gaussian_taps(ky, sy)  # rounded by the op
         return ops.separable_filter(
             images, table, kx, column_taps=ky, border=border, layout=layout, **options
         )
 
     return gaussian_blur
+
+
+def _check_reflect_padding(images, kx, ky, border, layout):
+    """Refuses what torchvision refuses: reflect padding of k // 2 not less than the image's size.
+
+    torchvision pads with torch.nn.functional.pad(mode="reflect"), which reflects once; the op
+    itself folds again as often as the kernel needs. Empty images pass (torchvision returns them
+    before padding), and so do sizes unknown until run time.
+    """
+    if border != "reflect":
+        return
+    shape = getattr(images, "shape", None)
+    shape = tuple(np.shape(images) if shape is None else shape)
+    if len(shape) < (3 if layout == "channels_last" else 2):
+        return  # the op words the rank's error
+    if any(isinstance(d, int) and d == 0 for d in shape):
+        return
+    h_axis, w_axis = (-3, -2) if layout == "channels_last" else (-2, -1)
+    for k, axis, name in ((kx, w_axis, "width"), (ky, h_axis, "height")):
+        size = shape[axis]
+        if isinstance(size, int) and k // 2 >= size:
+            raise ValueError(
+                f"kernel_size {k} needs reflect padding of {k // 2}, which must be less than the "
+                f"image's {name} ({size}), as torchvision's padding requires"
+            )
 
 
 def _per_image_blur(ops, images, kx, ky, sigma, border, layout, options):

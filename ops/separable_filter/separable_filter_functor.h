@@ -37,24 +37,21 @@
 
 #include "constmem/host_device.hpp"
 #include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
 
 namespace constmem {
 namespace ops {
 
-// The most taps along either axis. The table of shared taps (at most 2 * 127 = 254 entries) fits
-// one slot of the constant bank (1,024 entries: four streams at once) and travels by value from
-// the host (4 KiB: 1,024 floats or 512 doubles); and the GPU kernel's smallest tile (for GPUs with
-// 64 KiB of shared memory a block, compute capability 7.5) keeps its kh + 15 rows of float64
-// intermediate within 64 KiB at 127 taps (separable_filter_gpu.cu).
-constexpr std::int64_t kSeparableMaxTaps = 127;
-// The most entries of the table, shared or per image: B * (kw + kh) <= 4,096 (e.g. 16 images of
-// two 127-tap filters, or 682 images of 3 x 3). That is the whole constant bank of the GPU kernel's
-// translation unit: four slots of 1,024 entries for float (16 KiB) and for double (32 KiB), 48 of
-// the 64 KiB of __constant__ data a module may declare (each .cu file is its own module: other ops'
-// banks live in theirs; 64 KiB would not hold a fifth slot of both types). A host table larger
-// than the bank would need a bank of global memory; a per-image table is read warp-uniformly like
-// a shared one (a block works on one image), so the constant bank serves both.
-constexpr std::int64_t kSeparableMaxTableEntries = 4096;
+// The most taps along either axis, and the most entries of the table, shared or per image
+// (B * (kw + kh)): the table limit of every constmem op (2^20).
+constexpr std::int64_t kSeparableMaxTaps = kMaxTableEntries;
+constexpr std::int64_t kSeparableMaxTableEntries = kMaxTableEntries;
+// The longest filters the GPU's fused kernel takes, along each axis: its smallest tile (for GPUs
+// with 64 KiB of shared memory a block, compute capability 7.5) keeps its kh + 15 rows of float64
+// intermediate within 64 KiB at 127 taps (separable_filter_gpu.cu). Longer filters run in two
+// passes through an intermediate in global memory, each a tiled 1-D filter over chunks of taps,
+// with the same results.
+constexpr std::int64_t kSeparableFusedMaxTaps = 127;
 constexpr std::int64_t kSeparableMaxElements = std::int64_t{1} << 62;
 
 enum class SeparableLayout { kPlanes, kChannelsLast };

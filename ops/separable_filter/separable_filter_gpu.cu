@@ -23,6 +23,9 @@
 // channels (channels-last, a tap along W then C elements on). Channels-last with more channels
 // runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
 // are strided).
+//
+// Filters of more than kSeparableFusedMaxTaps taps along either axis run in two passes through an
+// intermediate in global memory (LaunchTwoPass below), with the same FMAs in the same order.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -36,12 +39,15 @@
 #include "constmem/async_copy.cuh"
 #include "constmem/constmem.cuh"
 #include "constmem/dispatch.cuh"
+#include "constmem/stream_buffer.cuh"
 #include "separable_filter/separable_filter_functor.h"
 #include "separable_filter/separable_filter_launcher.h"
 
 // Four slots of 1,024 taps per dtype (a shared table of two 127-tap filters fits one; a per-image
-// table takes a run of slots, up to all four): 16 KiB + 32 KiB of the module's 64 KiB.
-CONSTMEM_DEFINE_FLOAT_BANKS(separable_taps, constmem::ops::kSeparableMaxTableEntries / 4, 4);
+// table takes a run of slots, up to all four): 16 KiB + 32 KiB of the module's 64 KiB (64 KiB
+// would not hold a fifth slot of both types). A larger table is read from global memory: a
+// per-image table is read warp-uniformly like a shared one (a block works on one image).
+CONSTMEM_DEFINE_FLOAT_BANKS(separable_taps, 1024, 4);
 
 namespace constmem {
 namespace ops {
@@ -454,6 +460,181 @@ Geometry MakeGeometry(const SeparableShape& s, bool interleave) {
   return g;
 }
 
+// ---- Filters of more than kSeparableFusedMaxTaps taps along either axis: two passes ----
+//
+// The row pass writes tmp (the compute type, one value a pixel) for every row of a batch of planes
+// into a scratch buffer in global memory; the column pass filters tmp along H into y. A warp of the
+// row pass owns a segment of kRowSegment outputs of one row, kRowPassOutputs consecutive ones a
+// lane, and walks the row taps in chunks of kRowChunkTaps: each chunk stages the segment's folded
+// samples at its offset into the warp's shared memory, and the outputs stay in registers across
+// the chunks. A lane of the column pass owns kColumnPassOutputs consecutive rows of one column
+// (a warp: 32 columns, its loads coalesced) and reads tmp through L1, each row folded by the
+// border as it is read. Both apply every tap with Slide: one FMA per tap in tap order from +0,
+// the row pass's sums rounded to the compute type, as the CPU does.
+
+// Threads a block of either pass; warps are independent.
+constexpr int kTwoPassThreads = 128;
+// An odd number: the lanes' shared-memory loads, kRowPassOutputs elements apart, hit distinct
+// banks.
+constexpr int kRowPassOutputs = 9;
+constexpr int kRowSegment = 32 * kRowPassOutputs;
+constexpr int kRowChunkTaps = 512;
+// What a warp stages for a chunk: its segment, the chunk's halo and what Slide's ring reads past.
+constexpr int kRowStaged = kRowSegment + kRowChunkTaps + RingSegments<kRowPassOutputs>() * kChunk;
+constexpr int kColumnPassOutputs = 16;
+// The scratch of one batch of planes: at most this much, or one plane.
+constexpr std::size_t kMostScratchBytes = std::size_t{256} << 20;
+
+template <class T>
+constexpr std::size_t RowPassSharedBytes() {
+  return static_cast<std::size_t>(kTwoPassThreads / 32) * kRowStaged * sizeof(T);
+}
+
+// tmp of planes [first_plane, first_plane + planes) into `tmp`, plane after plane, rows of W.
+template <class In, class T, class Taps>
+__global__ void __launch_bounds__(kTwoPassThreads)
+    SeparableRowPassKernel(const In* __restrict__ x, T* __restrict__ tmp, const Geometry g,
+                           std::int64_t first_plane, std::int64_t planes,
+                           const __grid_constant__ Taps taps) {
+  constexpr int kWarps = kTwoPassThreads / 32;
+  constexpr int R = kRowPassOutputs;
+  __shared__ T staged_rows[kWarps][kRowStaged];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  T* const staged = staged_rows[warp];
+  const int segments = (g.width + kRowSegment - 1) / kRowSegment;
+  const std::int64_t tasks = planes * g.height * segments;
+  for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp; task < tasks;
+       task += static_cast<std::int64_t>(gridDim.x) * kWarps) {
+    const int segment = static_cast<int>(task % segments);
+    const std::int64_t plane_row = task / segments;  // local plane * H + row
+    const int row = static_cast<int>(plane_row % g.height);
+    const std::int64_t local_plane = plane_row / g.height;
+    const std::int64_t plane = first_plane + local_plane;
+    const std::int64_t image = plane / g.planes_per_image;
+    const In* const x_row = x + image * g.image_stride +
+                            (plane - image * g.planes_per_image) * g.sub_stride +
+                            static_cast<std::int64_t>(row) * g.row_stride;
+    const int row_taps = static_cast<int>(image) * g.tap_stride;
+    const int x0 = segment * kRowSegment;
+    Lanes<T, 1> acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r].v[0] = T(0);
+    for (int c0 = 0; c0 < g.kw; c0 += kRowChunkTaps) {
+      const int count = min(kRowChunkTaps, g.kw - c0);
+      __syncwarp();  // every lane is done with the previous chunk's samples
+      // Staged sample e is virtual pixel x0 - cw + c0 + e, folded by the border.
+      for (int e = lane; e < kRowStaged; e += 32) {
+        const int source = SeparableFold(x0 - g.cw + c0 + e, g.width, g.border);
+        staged[e] =
+            source < 0
+                ? T(0)
+                : static_cast<T>(x_row[static_cast<std::int64_t>(source) * g.element_stride]);
+      }
+      __syncwarp();
+      const T* const samples = staged + lane * R;
+      Slide<R>(acc, taps, row_taps + c0, count, [&](int n) { return Lanes<T, 1>{{samples[n]}}; });
+    }
+    T* const tmp_row = tmp + plane_row * g.width;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int xx = x0 + lane * R + r;
+      if (xx < g.width) tmp_row[xx] = acc[r].v[0];
+    }
+  }
+}
+
+// y of planes [first_plane, first_plane + planes) from their tmp.
+template <class In, class T, class Taps>
+__global__ void __launch_bounds__(kTwoPassThreads)
+    SeparableColumnPassKernel(const T* __restrict__ tmp, In* __restrict__ y, const Geometry g,
+                              std::int64_t first_plane, std::int64_t planes,
+                              const __grid_constant__ Taps taps) {
+  constexpr int kWarps = kTwoPassThreads / 32;
+  constexpr int R = kColumnPassOutputs;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int column_tiles = (g.width + 31) / 32;
+  const int row_groups = (g.height + R - 1) / R;
+  const std::int64_t tasks = planes * row_groups * column_tiles;
+  for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp; task < tasks;
+       task += static_cast<std::int64_t>(gridDim.x) * kWarps) {
+    const int tile = static_cast<int>(task % column_tiles);
+    const std::int64_t rest = task / column_tiles;
+    const int y0 = static_cast<int>(rest % row_groups) * R;
+    const std::int64_t local_plane = rest / row_groups;
+    const std::int64_t plane = first_plane + local_plane;
+    const std::int64_t image = plane / g.planes_per_image;
+    const int col_taps = static_cast<int>(image) * g.tap_stride + g.kw;
+    const int xx = tile * 32 + lane;
+    // Lanes past the row's end read its last column and store nothing.
+    const T* const tmp_column = tmp + local_plane * g.height * g.width + min(xx, g.width - 1);
+    Lanes<T, 1> acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r].v[0] = T(0);
+    Slide<R>(acc, taps, col_taps, g.kh, [&](int n) {
+      const int source = SeparableFold(y0 - g.ch + n, g.height, g.border);
+      return Lanes<T, 1>{
+          {source < 0 ? T(0) : __ldg(tmp_column + static_cast<std::int64_t>(source) * g.width)}};
+    });
+    if (xx >= g.width) continue;
+    In* const y_column = y + image * g.image_stride +
+                         (plane - image * g.planes_per_image) * g.sub_stride +
+                         static_cast<std::int64_t>(xx) * g.element_stride;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int yy = y0 + r;
+      if (yy < g.height) {
+        y_column[static_cast<std::int64_t>(yy) * g.row_stride] = SeparableToOutput<In>(acc[r].v[0]);
+      }
+    }
+  }
+}
+
+// The free of `buffer`, enqueued on its stream after the kernels, whichever form its Release takes.
+template <class Buffer>
+auto ReleaseAfter(Buffer& buffer, cudaStream_t stream, int) -> decltype(buffer.Release(stream)) {
+  return buffer.Release(stream);
+}
+template <class Buffer>
+Status ReleaseAfter(Buffer& buffer, cudaStream_t, long) {
+  return buffer.Release();
+}
+
+template <class In, class T, class Taps>
+Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
+                     const SeparableShape& shape, const Taps& taps) {
+  constexpr auto row_kernel = SeparableRowPassKernel<In, T, Taps>;
+  constexpr auto column_kernel = SeparableColumnPassKernel<In, T, Taps>;
+  const Geometry g = MakeGeometry(shape, /*interleave=*/false);
+  const std::size_t plane_bytes = static_cast<std::size_t>(g.height) * g.width * sizeof(T);
+  const std::int64_t batch = std::max<std::int64_t>(
+      1,
+      std::min<std::int64_t>(g.planes, static_cast<std::int64_t>(kMostScratchBytes / plane_bytes)));
+  int row_resident = 0, column_resident = 0;
+  CONSTMEM_RETURN_IF_ERROR(ResidentBlocks<row_kernel>(kTwoPassThreads, device, &row_resident));
+  CONSTMEM_RETURN_IF_ERROR(
+      ResidentBlocks<column_kernel>(kTwoPassThreads, device, &column_resident));
+  StreamOrderedBuffer scratch;
+  CONSTMEM_RETURN_IF_ERROR(
+      scratch.Allocate(stream, device, static_cast<std::size_t>(batch) * plane_bytes));
+  T* const tmp = static_cast<T*>(scratch.data());
+  constexpr int kWarps = kTwoPassThreads / 32;
+  for (std::int64_t first = 0; first < g.planes; first += batch) {
+    const std::int64_t planes = std::min(batch, g.planes - first);
+    const std::int64_t row_tasks = planes * g.height * ((g.width + kRowSegment - 1) / kRowSegment);
+    row_kernel<<<PersistentGrid((row_tasks + kWarps - 1) / kWarps, row_resident), kTwoPassThreads,
+                 0, stream>>>(x, tmp, g, first, planes, taps);
+    CONSTMEM_RETURN_IF_ERROR(CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()),
+                                        "SeparableFilter row pass launch"));
+    const std::int64_t column_tasks =
+        planes * ((g.height + kColumnPassOutputs - 1) / kColumnPassOutputs) * ((g.width + 31) / 32);
+    column_kernel<<<PersistentGrid((column_tasks + kWarps - 1) / kWarps, column_resident),
+                    kTwoPassThreads, 0, stream>>>(tmp, y, g, first, planes, taps);
+    CONSTMEM_RETURN_IF_ERROR(CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()),
+                                        "SeparableFilter column pass launch"));
+  }
+  return ReleaseAfter(scratch, stream, 0);
+}
+
 template <class In, class T, class Taps, class Tile>
 Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g,
                   const Taps& taps) {
@@ -526,6 +707,11 @@ int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool
   return 0;
 }
 
+// Filters the fused kernel takes; longer ones run in two passes.
+bool Fused(const SeparableShape& s) {
+  return s.kw <= kSeparableFusedMaxTaps && s.kh <= kSeparableFusedMaxTaps;
+}
+
 }  // namespace
 
 template <class T>
@@ -535,6 +721,10 @@ Placement SeparableFilterPlacement(std::int64_t count, SourceKind source) {
 
 template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block) {
+  using T = typename SeparableCompute<In>::type;
+  if (!Fused(shape)) {
+    return RowPassSharedBytes<T>() <= shared_bytes_per_block ? kTwoPassThreads : 0;
+  }
   bool interleave = false;
   return ChooseTile<typename SeparableCompute<In>::type>(shape, shared_bytes_per_block,
                                                          &interleave);
@@ -565,6 +755,16 @@ Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* 
         std::size_t device_bytes = 0;
         CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
         const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
+        if (!Fused(shape)) {
+          if (RowPassSharedBytes<T>() > available) {
+            return Status(StatusCode::kFailedPrecondition,
+                          "SeparableFilter's row pass needs " +
+                              std::to_string(RowPassSharedBytes<T>()) +
+                              " bytes of shared memory a block; this GPU offers " +
+                              std::to_string(available));
+          }
+          return LaunchTwoPass<In, T, Taps>(device, stream, x, y, shape, reader);
+        }
         bool interleave = false;
         switch (ChooseTile<T>(shape, available, &interleave)) {
           case LargeTile::kThreads:

@@ -36,10 +36,10 @@ images: channels_first [..., C, H, W] (every axis before C an image axis; rank 2
   channels_last [..., H, W, C] (every axis before H an image axis); float32, float64, or uint8
   (computed in float32, rounded half to even and clamped to [0, 255]).
 taps: the kw row taps then the kh column taps, shared ([kw + kh]) or per image ([B * (kw + kh)],
-  B > 1 the number of images, image b's at b * (kw + kh)); float32 for float32 and uint8 images,
-  float64 for float64 images.
-row_taps: kw, 1 to 127.
-column_taps: kh, 1 to 127; 0 (default): kh = the table's size - kw, a shared table.
+  B > 1 the number of images, image b's at b * (kw + kh)), at most 1048576 (2^20) entries; float32
+  for float32 and uint8 images, float64 for float64 images.
+row_taps: kw, 1 to 1048576 (2^20).
+column_taps: kh, 1 to 1048576; 0 (default): kh = the table's size - kw, a shared table.
 border: reflect (reflect-101, as torch's and OpenCV's default), zeros or replicate.
 layout: channels_first or channels_last.
 )doc";

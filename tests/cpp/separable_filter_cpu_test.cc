@@ -193,16 +193,19 @@ std::vector<SeparableShape> Shapes() {
     std::int64_t b, c, h, w, kh, kw;
   };
   const Size sizes[] = {
-      {2, 3, 13, 17, 3, 3},     // odd kernels
-      {2, 3, 13, 17, 4, 6},     // even kernels: the centre at (k - 1) / 2
-      {1, 2, 9, 40, 1, 5},      // one column tap
-      {1, 2, 21, 7, 9, 1},      // one row tap
-      {2, 1, 6, 5, 25, 40},     // kernels larger than the image: folded again and again
-      {1, 3, 1, 33, 7, 5},      // H = 1
-      {1, 3, 35, 1, 5, 7},      // W = 1
-      {1, 1, 1, 1, 3, 4},       // one pixel
-      {1, 4, 70, 150, 31, 17},  // more than a band of rows, more than a tile of columns
-      {3, 2, 33, 67, 127, 2},   // the longest filter
+      {2, 3, 13, 17, 3, 3},      // odd kernels
+      {2, 3, 13, 17, 4, 6},      // even kernels: the centre at (k - 1) / 2
+      {1, 2, 9, 40, 1, 5},       // one column tap
+      {1, 2, 21, 7, 9, 1},       // one row tap
+      {2, 1, 6, 5, 25, 40},      // kernels larger than the image: folded again and again
+      {1, 3, 1, 33, 7, 5},       // H = 1
+      {1, 3, 35, 1, 5, 7},       // W = 1
+      {1, 1, 1, 1, 3, 4},        // one pixel
+      {1, 4, 70, 150, 31, 17},   // more than a band of rows, more than a tile of columns
+      {3, 2, 33, 67, 127, 2},    // the longest filter of the GPU's fused kernel
+      {1, 1, 10, 12, 129, 131},  // past it along both axes, taller and wider than the image
+      {1, 2, 7, 9, 301, 5},      // a column filter 40 times the image's height
+      {1, 1, 5, 20, 3, 4097},    // a row filter past any constant bank
   };
   for (const Size& z : sizes) {
     for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
@@ -260,8 +263,8 @@ TEST_P(SeparableCpu, BitwiseEqualToThePortableKernelOnRandomShapes) {
     s.channels = 1 + rng() % 4;
     s.height = 1 + rng() % 90;
     s.width = 1 + rng() % 300;
-    s.kh = 1 + rng() % (trial % 5 == 0 ? 127 : 20);
-    s.kw = 1 + rng() % (trial % 7 == 0 ? 127 : 20);
+    s.kh = 1 + rng() % (trial % 5 == 0 ? 400 : 20);
+    s.kw = 1 + rng() % (trial % 7 == 0 ? 400 : 20);
     s.layout = trial % 2 ? SeparableLayout::kPlanes : SeparableLayout::kChannelsLast;
     s.border = static_cast<SeparableBorder>(trial % 3);
     s.per_image_taps = trial % 4 == 1;
@@ -347,24 +350,46 @@ TEST(SeparableShapeCheck, RejectsBadSizesAndTables) {
   s.height = 4;
   s.width = 5;
   s.kh = 3;
-  s.kw = 127;
-  EXPECT_TRUE(CheckSeparableArguments(s, 130).ok());
-  EXPECT_FALSE(CheckSeparableArguments(s, 129).ok());
+  s.kw = 129;
+  EXPECT_TRUE(CheckSeparableArguments(s, 132).ok());
+  EXPECT_FALSE(CheckSeparableArguments(s, 131).ok());
   s.per_image_taps = true;
-  EXPECT_TRUE(CheckSeparableArguments(s, 260).ok());
-  s.kw = 128;
-  EXPECT_FALSE(CheckSeparableArguments(s, 262).ok());
+  EXPECT_TRUE(CheckSeparableArguments(s, 264).ok());
+  // Any length along either axis, up to a table of 2^20 entries.
+  s.kw = kMaxTableEntries - 3;
+  s.per_image_taps = false;
+  EXPECT_TRUE(CheckSeparableArguments(s, kMaxTableEntries).ok());
+  s.kw = kMaxTableEntries - 2;
+  EXPECT_FALSE(CheckSeparableArguments(s, kMaxTableEntries + 1).ok());
+  s.kw = kMaxTableEntries + 1;
+  EXPECT_FALSE(CheckSeparableArguments(s, kMaxTableEntries + 4).ok());
+  s.per_image_taps = true;
   s.kw = 0;
   EXPECT_FALSE(CheckSeparableArguments(s, 6).ok());
   s.kw = 3;
-  s.images = 1000;  // 6,000 entries
-  EXPECT_FALSE(CheckSeparableArguments(s, 6000).ok());
+  s.images = 170000;  // 1,020,000 entries
+  EXPECT_TRUE(CheckSeparableArguments(s, 1020000).ok());
+  s.images = 180000;  // 1,080,000 entries
+  EXPECT_FALSE(CheckSeparableArguments(s, 1080000).ok());
   s.images = -1;
   EXPECT_FALSE(CheckSeparableArguments(s, 0).ok());
   s.images = 0;  // empty: valid, nothing to do
   s.per_image_taps = false;
   EXPECT_TRUE(CheckSeparableArguments(s, 6).ok());
   EXPECT_EQ(SeparableFilterCpuUnits(s), 0);
+}
+
+// A unit's cost in multiply-adds stays a positive int64 for the longest filters of large images.
+TEST(SeparableCpuCost, LongFiltersOfLargeImagesStayInRange) {
+  SeparableShape s;
+  s.images = 1;
+  s.channels = 1;
+  s.height = std::int64_t{1} << 20;
+  s.width = std::int64_t{1} << 30;
+  s.kh = kMaxTableEntries / 2;
+  s.kw = kMaxTableEntries / 2;
+  EXPECT_GT(SeparableFilterCpuUnitCost(s), 0);
+  EXPECT_GT(SeparableFilterCpuUnits(s), 0);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "constmem/constmem.cuh"
@@ -108,10 +109,11 @@ void Check(const SeparableShape& s, std::uint64_t seed, int offset = 0,
     for (Placement placement :
          {Placement::kByValue, Placement::kConstantBank, Placement::kGlobalMemory}) {
       const bool host = source != SourceKind::kDevice;
-      if ((placement == Placement::kByValue) != host && placement != Placement::kConstantBank)
-        continue;  // by value needs a host table, global memory a device table
+      if (placement == Placement::kByValue && !host) continue;  // by value needs a host table
       if (placement == Placement::kByValue && s.TableSize() * sizeof(T) > kDefaultByValueBytes)
         continue;
+      // The constant bank's four slots hold 4,096 entries.
+      if (placement == Placement::kConstantBank && s.TableSize() > 4096) continue;
       ASSERT_CUDA(cudaMemsetAsync(out.get(), 0x5A, (n + offset + 1) * sizeof(In), stream));
       LaunchReport report;
       ASSERT_OK((LaunchSeparableFilterWithSharedMemory<In, T>(
@@ -147,7 +149,11 @@ std::vector<SeparableShape> Shapes() {
       {1, 3, 35, 1, 5, 7},        // W = 1
       {1, 1, 1, 1, 3, 4},         // one pixel
       {2, 3, 70, 300, 31, 17},    // several tile columns and steps
-      {1, 2, 40, 260, 127, 127},  // the longest filters
+      {1, 2, 40, 260, 127, 127},  // the longest filters of the fused kernel
+      {1, 2, 20, 40, 129, 129},   // two passes: past it along both axes
+      {2, 1, 9, 11, 301, 131},    // far taller and wider than the image
+      {1, 2, 30, 70, 5, 129},     // past it along one axis
+      {1, 2, 6, 30, 1100, 3},     // per image: a table past the constant bank
       {1, 12, 19, 23, 5, 9},      // channels-last with more channels than interleave
   };
   if (UnderSanitizer()) sizes.resize(8);
@@ -180,7 +186,7 @@ TEST(SeparableFilterGpu, LargeImagesAndLongFilters) {
   REQUIRE_GPU();
   if (UnderSanitizer()) GTEST_SKIP() << "sizes too large for the sanitizer";
   std::uint64_t seed = 1000;
-  for (std::int64_t k : {3, 17, 63, 127}) {
+  for (std::int64_t k : {3, 17, 63, 127, 129, 301}) {
     Check<float>(
         MakeShape(2, 3, 301, 517, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, false),
         seed++);
@@ -226,6 +232,39 @@ TEST(SeparableFilterGpu, SmallTilesBitwiseEqualToTheCpuKernel) {
   Check<double>(
       MakeShape(1, 2, 60, 70, 127, 127, SeparableLayout::kPlanes, SeparableBorder::kReflect, true),
       seed++, 0, kTuringSharedBytes);
+  Check<double>(
+      MakeShape(1, 2, 60, 70, 129, 129, SeparableLayout::kPlanes, SeparableBorder::kReflect, true),
+      seed++, 0, kTuringSharedBytes);
+}
+
+// At the fused kernel's limit and just past it, every border and layout, and a row filter
+// thousands of taps long: the two passes agree with the CPU kernel bit for bit where the fused
+// kernel leaves off.
+TEST(SeparableFilterGpu, TwoPassesAtTheBoundaryAndFarPast) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 3500;
+  for (std::int64_t k : {126, 127, 128, 129}) {
+    for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
+      for (auto border :
+           {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+        Check<float>(MakeShape(2, 3, 45, 150, k, k - 1, layout, border, false), seed++);
+        Check<std::uint8_t>(MakeShape(2, 3, 40, 64, k - 1, k, layout, border, true), seed++);
+        if (UnderSanitizer()) break;
+        Check<double>(MakeShape(1, 2, 33, 300, k, k, layout, border, false), seed++);
+      }
+    }
+  }
+  if (UnderSanitizer()) return;
+  Check<float>(MakeShape(1, 2, 12, 5000, 3, 4097, SeparableLayout::kPlanes,
+                         SeparableBorder::kReflect, false),
+               seed++);
+  Check<float>(MakeShape(1, 1, 3000, 7, 2000, 1, SeparableLayout::kPlanes,
+                         SeparableBorder::kReplicate, false),
+               seed++);
+  // Several batches of planes through the scratch (256 MiB each).
+  Check<std::uint8_t>(MakeShape(12, 3, 1080, 1920, 129, 129, SeparableLayout::kPlanes,
+                                SeparableBorder::kReflect, false),
+                      seed++);
 }
 
 TEST(SeparableFilterLaunch, TilesShrinkWhereSharedMemoryIsSmall) {
@@ -239,6 +278,27 @@ TEST(SeparableFilterLaunch, TilesShrinkWhereSharedMemoryIsSmall) {
     EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kTuringSharedBytes) > 0, true) << k;
     EXPECT_EQ(SeparableFilterBlockThreads<double>(s, 8 * 1024), 0) << k;
   }
+  for (std::int64_t k : {129, 301, 20000}) {  // the two passes' blocks
+    auto s =
+        MakeShape(1, 3, 100, 100, k, 3, SeparableLayout::kPlanes, SeparableBorder::kReflect, false);
+    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kHopperSharedBytes), 128) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kTuringSharedBytes), 128) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<std::uint8_t>(s, kTuringSharedBytes), 128) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<double>(s, 8 * 1024), 0) << k;
+    std::swap(s.kh, s.kw);
+    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kTuringSharedBytes), 128) << k;
+  }
+}
+
+TEST(SeparableFilterLaunch, TablesPastTheConstantBankAreReadFromGlobalMemory) {
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    EXPECT_EQ(SeparableFilterPlacement<float>(4097, source), Placement::kGlobalMemory);
+    EXPECT_EQ(SeparableFilterPlacement<double>(kSeparableMaxTableEntries, source),
+              Placement::kGlobalMemory);
+  }
+  EXPECT_EQ(SeparableFilterPlacement<float>(4096, SourceKind::kDevice), Placement::kConstantBank);
+  EXPECT_EQ(SeparableFilterPlacement<float>(258, SourceKind::kPageableHost), Placement::kByValue);
 }
 
 TEST(SeparableFilterGpu, EmptyImagesLaunchNothingAndBadTablesAreErrors) {
@@ -260,8 +320,8 @@ TEST(SeparableFilterGpu, EmptyImagesLaunchNothingAndBadTablesAreErrors) {
   EXPECT_EQ(LaunchSeparableFilter<float>(stream, buffer.get(), buffer.get() + 16, s, wrong).code(),
             StatusCode::kInvalidArgument);
   auto too_long = s;
-  too_long.kw = 128;
-  const TableView<float> long_view{taps.data(), 131, SourceKind::kPageableHost};
+  too_long.kw = kSeparableMaxTaps + 1;
+  const TableView<float> long_view{taps.data(), 300, SourceKind::kPageableHost};
   EXPECT_EQ(
       LaunchSeparableFilter<float>(stream, buffer.get(), buffer.get() + 16, too_long, long_view)
           .code(),
@@ -273,13 +333,17 @@ TEST(SeparableFilterGpu, EmptyImagesLaunchNothingAndBadTablesAreErrors) {
 
 // Captured into a graph: a device table is read in place at every replay, so new taps written into
 // it between replays take effect; a host table larger than the by-value parameter lives in the
-// graph's buffer and changes through UpdateCapturedTable.
-TEST(SeparableFilterGpu, CapturedGraphReplaysWithChangedTaps) {
+// graph's buffer and changes through UpdateCapturedTable. The two passes' scratch is the graph's
+// own memory.
+class SeparableCapture : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(SeparableCapture, CapturedGraphReplaysWithChangedTaps) {
   REQUIRE_GPU();
   std::mt19937_64 rng(4000);
-  // 9 images of two 63-tap filters: 1,134 taps, more than a by-value table holds.
+  // 9 images of two k-tap filters: 1,134 taps at 63, more than a by-value table holds.
+  const std::int64_t k = GetParam();
   const auto s =
-      MakeShape(9, 2, 50, 70, 63, 63, SeparableLayout::kPlanes, SeparableBorder::kReflect, true);
+      MakeShape(9, 2, 50, 70, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, true);
   const std::int64_t n = s.Elements();
   const auto x = RandomImages<float>(rng, n);
   Stream stream;
@@ -325,6 +389,9 @@ TEST(SeparableFilterGpu, CapturedGraphReplaysWithChangedTaps) {
     ASSERT_CUDA(cudaGraphDestroy(graph));
   }
 }
+
+// The fused kernel, and the two passes.
+INSTANTIATE_TEST_SUITE_P(FusedAndTwoPasses, SeparableCapture, ::testing::Values(63, 129));
 
 }  // namespace
 }  // namespace ops

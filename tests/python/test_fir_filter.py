@@ -114,6 +114,98 @@ def test_tap_counts_across_placements(device, source, count):
         np.testing.assert_allclose(y, fir_float64(x, taps, "SAME"), atol=1e-4)
 
 
+# Past the GPU's tiled kernels (2,048 taps): chunks of taps in global memory, the same bits as the
+# CPU; and filters longer than the rows.
+LONG_CASES = [((2, 3000), 2049), ((2, 5000), 4097), ((3, 900), 20000), ((1, 20300), 20000)]
+
+
+def long_case(dtype, shape, k):
+    rng = np.random.default_rng(k + shape[-1])
+    x = rng.standard_normal(shape).astype(dtype)
+    taps = (rng.standard_normal(k) / np.sqrt(k)).astype(dtype)
+    return x, taps
+
+
+def long_tolerance(dtype):
+    return 2e-4 if dtype == np.float32 else 1e-11
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_long_filters_close_to_numpy_and_bitwise_across_devices(device, source, dtype):
+    for shape, k in LONG_CASES:
+        x, taps = long_case(dtype, shape, k)
+        for padding in PADDINGS:
+            y = run_fir(device, x, taps, padding, source)
+            expected = fir_float64(x, taps, padding)
+            assert y.shape == expected.shape and y.dtype == dtype
+            np.testing.assert_allclose(y, expected, rtol=0, atol=long_tolerance(dtype))
+            if not device.startswith("/CPU"):
+                np.testing.assert_array_equal(y, run_fir("/CPU:0", x, taps, padding, "input"))
+
+
+def test_long_filters_in_torch_and_jax_match_tensorflow_bitwise():
+    """Each framework's wrapper takes any length up to MAX_TAPS: the same bits as TensorFlow's."""
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    import constmem.jax as cm_jax
+    import constmem.torch as cm_torch
+
+    jax.config.update("jax_enable_x64", True)
+    assert cm_torch.MAX_TAPS == cm_jax.MAX_TAPS == cm.MAX_TAPS == 2**20
+    torch_devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    jax_devices = jax.devices("cpu") + [d for d in jax.devices() if d.platform == "gpu"]
+    for dtype in DTYPES:
+        for shape, k in LONG_CASES[1:3]:
+            x, taps = long_case(dtype, shape, k)
+            for padding in PADDINGS:
+                expected = run_fir("/CPU:0", x, taps, padding, "input")
+                np.testing.assert_allclose(
+                    expected, fir_float64(x, taps, padding), atol=long_tolerance(dtype)
+                )
+                for d in torch_devices:
+                    for table in (taps, torch.as_tensor(taps, device=d)):
+                        y = cm_torch.fir_filter(
+                            torch.as_tensor(x, device=d), table, padding=padding
+                        )
+                        np.testing.assert_array_equal(y.cpu().numpy(), expected)
+                for d in jax_devices:
+                    y = cm_jax.fir_filter(
+                        jax.device_put(x, d), jax.device_put(taps, d), padding=padding
+                    )
+                    np.testing.assert_array_equal(np.asarray(y), expected)
+                    static = jax.jit(
+                        lambda v, t=taps, p=padding: cm_jax.fir_filter(v, t, padding=p)
+                    )
+                    np.testing.assert_array_equal(
+                        np.asarray(static(jax.device_put(x, d))), expected
+                    )
+
+
+def test_long_filter_gradients_in_torch():
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm_torch
+
+    rng = np.random.default_rng(3)
+    x = torch.tensor(rng.standard_normal((2, 40)), requires_grad=True)
+    taps = torch.tensor(rng.standard_normal(2100) / 40, requires_grad=True)
+    y = cm_torch.fir_filter(x, taps, padding="SAME")
+    g = torch.as_tensor(rng.standard_normal(y.shape))
+    y.backward(g)
+    # The adjoint by hand in float64: dx[i] = sum_j g[i + pad - j] taps[j], dtaps[j] =
+    # sum_i g[i] xp[i + j].
+    k, pad = 2100, (2100 - 1) // 2
+    xp = np.pad(x.detach().numpy(), [(0, 0), (pad, k - 1 - pad)])
+    gn = g.numpy()
+    expected_taps = sum(np.correlate(xp[r], gn[r], "valid") for r in range(2))
+    np.testing.assert_allclose(taps.grad.numpy(), expected_taps, atol=1e-12)
+    gp = np.pad(gn, [(0, 0), (k - 1 - pad, pad)])
+    expected_x = np.stack(
+        [np.correlate(gp[r], taps.detach().numpy()[::-1], "valid") for r in range(2)]
+    )
+    np.testing.assert_allclose(x.grad.numpy(), expected_x, atol=1e-12)
+
+
 @pytest.mark.parametrize("source", ["input", "host"])
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("k", [1, 4, 5])
@@ -175,8 +267,9 @@ def test_errors_are_invalid_argument_and_the_process_carries_on(device, source):
 
         assert_invalid(lambda: call(np.zeros(0, np.float32)), "taps must")
         assert_invalid(lambda: call(np.zeros((2, 2), np.float32)), "rank 1")
+        assert cm.MAX_TAPS == 2**20
         too_many = np.zeros(cm.MAX_TAPS + 1, np.float32)
-        assert_invalid(lambda: call(too_many), "2048")
+        assert_invalid(lambda: call(too_many), "1 to 1048576 entries; got 1048577")
         assert_invalid(lambda: call(np.ones(2, np.float32), np.float32(3)), "rank 1 or more")
         assert_invalid(lambda: call(np.ones(2, np.float32), np.ones(3, np.int32)), "float32")
         np.testing.assert_array_equal(call(np.array([1.0], np.float32)).numpy(), np.ones((2, 5)))

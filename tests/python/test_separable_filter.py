@@ -2,8 +2,10 @@
 """SeparableFilter in PyTorch and JAX (no TensorFlow: this file runs where it is absent).
 
 Against scipy.ndimage.correlate1d applied along W then H in float64, for every border, both
-layouts, shared and per-image tables, uint8 rounding; gaussian_blur against torchvision's formula;
-gradients against finite differences; opcheck, torch.compile, jax.jit, vmap and grad.
+layouts, shared and per-image tables, uint8 rounding, filters of any length (past the GPU's fused
+kernel and the constant bank, longer than the image); gaussian_blur against torchvision's formula
+and its refusals; gradients against finite differences; opcheck, torch.compile, jax.jit, vmap and
+grad. TensorFlow, where it is installed, for the long filters.
 """
 
 import importlib.util
@@ -303,3 +305,137 @@ def test_jax_jit_vmap_grad():
     u8 = jnp.asarray(rng.integers(0, 256, (2, 6, 7)), jnp.uint8)
     out = jax.jit(lambda u: cm.gaussian_blur(u, 3))(u8)
     assert out.dtype == jnp.uint8
+
+
+# ---- Filters of any length: past the fused kernel (127 taps an axis) and the constant bank ----
+
+LONG_SHAPES = [((129, 129), (1, 2, 20, 30)), ((301, 5), (2, 1, 12, 9)), ((3, 4100), (1, 1, 6, 40))]
+
+
+def test_limits_are_the_table_limit_in_every_framework(fw):
+    assert fw.cm.MAX_SEPARABLE_TABLE == 2**20
+
+
+@pytest.mark.parametrize("border", ["reflect", "zeros", "replicate"])
+def test_long_filters_match_scipy(fw, border):
+    """Longer than the fused kernel takes along either axis, and than the image (folded again)."""
+    rng = np.random.default_rng(11)
+    for (kw, kh), shape in LONG_SHAPES:
+        x = rng.standard_normal(shape)
+        row, column = taps(rng, kw) / np.sqrt(kw), taps(rng, kh) / np.sqrt(kh)
+        expected = reference(x, row, column, border, "channels_first")
+        results = []
+        for device in fw.devices:
+            for dtype, tol in (("float32", 2e-5), ("float64", 1e-12)):
+                table = np.concatenate([row, column]).astype(dtype)
+                for form in (table, fw.array(table, device)):
+                    y = fw.cm.separable_filter(fw.array(x, device, dtype), form, kw, border=border)
+                    scale = np.abs(row).sum() * np.abs(column).sum() * np.abs(x).max()
+                    np.testing.assert_allclose(fw.numpy(y), expected, atol=tol * scale)
+                    results.append((dtype, fw.numpy(y)))
+        for dtype in ("float32", "float64"):  # every device and table form: the same bits
+            same = [r for d, r in results if d == dtype]
+            for r in same[1:]:
+                np.testing.assert_array_equal(r, same[0])
+
+
+def test_long_per_image_tables_past_the_constant_bank(fw):
+    """Per-image pairs of 129 + 131 taps for 20 images: 5,200 entries, more than 4,096."""
+    rng = np.random.default_rng(12)
+    images, kw, kh = 20, 129, 131
+    x = rng.standard_normal((images, 1, 5, 7))
+    rows, columns = rng.uniform(-1, 1, (images, kw)), rng.uniform(-1, 1, (images, kh))
+    expected = reference(x, rows, columns, "replicate", "channels_first", per_image=True)
+    for device in fw.devices:
+        y = fw.cm.separable_filter2d(fw.array(x, device), rows, columns, border="replicate")
+        np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-11)
+
+
+def test_long_filters_in_tensorflow_match_scipy_and_the_other_frameworks():
+    tf = pytest.importorskip("tensorflow")
+    import constmem.tensorflow as cm_tf
+
+    assert cm_tf.MAX_SEPARABLE_TABLE == 2**20
+    rng = np.random.default_rng(13)
+    devices = ["/CPU:0"] + [f"/GPU:{i}" for i in range(len(tf.config.list_physical_devices("GPU")))]
+    others = [Framework(name) for name in FRAMEWORKS]
+    for (kw, kh), shape in LONG_SHAPES:
+        x = rng.standard_normal(shape).astype(np.float32)
+        row = (taps(rng, kw) / np.sqrt(kw)).astype(np.float32)
+        column = (taps(rng, kh) / np.sqrt(kh)).astype(np.float32)
+        table = np.concatenate([row, column])
+        expected = reference(x, row, column, "reflect", "channels_first")
+        on_cpu = None
+        for device in devices:
+            with tf.device(device):
+                for form in (table, tf.constant(table)):
+                    y = cm_tf.separable_filter(x, form, kw).numpy()
+                    np.testing.assert_allclose(y, expected, atol=1e-5)
+                    on_cpu = y if on_cpu is None else on_cpu
+                    np.testing.assert_array_equal(y, on_cpu)
+        for other in others:
+            y = other.cm.separable_filter(other.array(x, other.devices[0]), table, kw)
+            np.testing.assert_array_equal(other.numpy(y), on_cpu)
+        blurred = cm_tf.gaussian_blur(np.ones((1, 70, 80), np.float32), 129, 30.0).numpy()
+        np.testing.assert_allclose(blurred, 1.0, atol=1e-5)  # taps that sum to 1
+
+
+def test_gaussian_blur_any_odd_kernel_size_as_torchvision():
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    rng = np.random.default_rng(14)
+    x = torch.as_tensor(rng.uniform(0, 1, (1, 3, 70, 80)).astype(np.float32))
+    for kernel_size, sigma in (((129, 129), None), ((129, 131), (20.0, 3.5)), ((9, 139), 7.0)):
+        ks = list(kernel_size)
+        sig = [k * 0.15 + 0.35 for k in ks] if sigma is None else sigma
+        sig = [sig, sig] if isinstance(sig, float) else list(sig)
+        expected = torchvision_blur(x, ks, sig)
+        np.testing.assert_allclose(
+            cm.gaussian_blur(x, ks, sigma).numpy(), expected.numpy(), atol=2e-6
+        )
+    u8 = torch.as_tensor(rng.integers(0, 256, (2, 3, 70, 80)).astype(np.uint8))
+    expected = torchvision_blur(u8, [129, 129], [9.0, 9.0])
+    out = cm.gaussian_blur(u8, 129, 9.0)
+    assert out.dtype == torch.uint8
+    assert (out.int() - expected.int()).abs().max() <= 1
+    # A kernel larger than the image with padding k // 2 below its size: torchvision blurs it.
+    small = x[..., :8, :9]
+    np.testing.assert_allclose(
+        cm.gaussian_blur(small, 15, 2.0).numpy(),
+        torchvision_blur(small, [15, 15], [2.0, 2.0]).numpy(),
+        atol=2e-6,
+    )
+    # Padding k // 2 not below the size: torchvision's reflect padding refuses, and so does this.
+    for kernel_size in (17, (19, 3), (3, 17)):
+        ks = [kernel_size] * 2 if isinstance(kernel_size, int) else list(kernel_size)
+        with pytest.raises(RuntimeError):
+            torchvision_blur(small, ks, [2.0, 2.0])
+        with pytest.raises(ValueError, match="reflect padding"):
+            cm.gaussian_blur(small, kernel_size, 2.0)
+    # Other borders take any size; so does an empty image, as in torchvision.
+    assert cm.gaussian_blur(small, 129, 2.0, border="zeros").shape == small.shape
+    assert cm.gaussian_blur(x[..., :0, :], 129).shape == (1, 3, 0, 80)
+    for bad in (0, -3, 128, (129, 4)):
+        with pytest.raises(ValueError, match="odd and positive"):
+            cm.gaussian_blur(x, bad)
+    for bad in (0.0, -1.0, (2.0, 0.0)):
+        with pytest.raises(ValueError, match="sigma should have positive values"):
+            cm.gaussian_blur(x, 129, bad)
+
+
+def test_gaussian_blur_long_kernels_in_jax(fw):
+    if fw.name != "jax":
+        pytest.skip("JAX's own jit of the long kernel")
+    import jax
+    from constmem.ops.separable_filter import gaussian_taps
+
+    rng = np.random.default_rng(15)
+    x = rng.uniform(0, 1, (1, 2, 70, 66))
+    t = np.asarray(gaussian_taps(129, 11.0))  # torchvision's formula, in float64
+    expected = reference(x, t, t, "reflect", "channels_first")
+    for device in fw.devices:
+        y = jax.jit(lambda v: fw.cm.gaussian_blur(v, 129, 11.0))(fw.array(x, device))
+        np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
+    with pytest.raises(ValueError, match="reflect padding"):
+        fw.cm.gaussian_blur(fw.array(x[..., :60], fw.devices[0]), 129)
