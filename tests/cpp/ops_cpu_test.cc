@@ -141,6 +141,37 @@ TEST_P(OpsCpu, FirFilterRandomShapesPaddingsAndRanges) {
   FirRandomCases<double>(GetParam());
 }
 
+// Filters past the GPU's tiled kernels (2,048 taps) and far longer than the rows: the row kernels
+// (the transposed ones stop at 2,048 taps), every output a chunk with zero padding at both ends.
+template <class T>
+void FirLongCases(Isa isa) {
+  std::mt19937_64 rng(71 + static_cast<unsigned>(isa) + sizeof(T));
+  std::normal_distribution<double> normal(0.0, 1.0);
+  struct Case {
+    std::int64_t rows, length, taps;
+    ops::FirPadding padding;
+  };
+  const Case cases[] = {
+      {17, 300, 2048, ops::FirPadding::kSame},  {17, 300, 2049, ops::FirPadding::kSame},
+      {3, 5000, 4097, ops::FirPadding::kValid}, {2, 700, 4097, ops::FirPadding::kSame},
+      {1, 90, 20000, ops::FirPadding::kSame},   {2, 20100, 20000, ops::FirPadding::kValid},
+  };
+  for (const Case& c : cases) {
+    const ops::FirShape shape = ops::MakeFirShape(c.rows, c.length, c.taps, c.padding);
+    std::vector<T> x(c.rows * c.length), tap_values(c.taps);
+    for (auto& v : x) v = static_cast<T>(normal(rng));
+    for (auto& v : tap_values) v = static_cast<T>(normal(rng));
+    const std::int64_t total = c.rows * shape.outputs;
+    ExpectFirMatches(isa, x, shape, tap_values, 0, total);
+    ExpectFirMatches(isa, x, shape, tap_values, total / 3, total - 1);  // ranges in mid-row
+  }
+}
+
+TEST_P(OpsCpu, FirFilterLongFiltersPastTheOldLimit) {
+  FirLongCases<float>(GetParam());
+  FirLongCases<double>(GetParam());
+}
+
 TEST_P(OpsCpu, FirFilterSpecialValuesWithAndWithoutDenormalFlush) {
   for (bool flush : {false, true}) {
     ScopedFlushDenormals mode(flush);

@@ -172,12 +172,43 @@ TEST(FirFilterGpu, EveryShapeAndSourceBitwiseEqualToTheDefinition) {
   }
 }
 
+// Past the tiled kernels' 2,048 taps: the chunked kernel, its taps in global memory from every
+// source (a host table through the core's stream-ordered buffer), at the boundary and far beyond,
+// with filters longer than the rows.
+TEST(FirFilterGpu, LongFiltersInChunksBitwiseEqualToTheDefinition) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 800;
+  for (std::int64_t taps : {2048, 2049, 2052, 4096, 4097, 6150, 20000}) {
+    if (UnderSanitizer() && taps > 2052) continue;
+    for (auto padding : {FirPadding::kSame, FirPadding::kValid}) {
+      CheckFir<float>(3, 5000, taps, padding, seed++);  // partial tiles, whole vectors
+      CheckFir<float>(2, 700, taps, padding, seed++);   // taps longer than the signal
+      CheckFir<double>(3, 2049, taps, padding, seed++);
+      if (taps > 4097) continue;                           // the host reference's budget
+      CheckFir<float>(3, 4099, taps, padding, seed++);     // rows that start anywhere
+      CheckFir<float>(2, 4100, taps, padding, seed++, 1);  // whole vectors, misaligned
+      CheckFir<double>(2, 9000, taps, padding, seed++);    // several tiles a row
+    }
+  }
+}
+
+TEST(FirFilterLaunch, LongFiltersAreReadFromGlobalMemory) {
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    EXPECT_EQ(FirFilterPlacement<float>(2049, source), Placement::kGlobalMemory);
+    EXPECT_EQ(FirFilterPlacement<double>(2049, source), Placement::kGlobalMemory);
+    EXPECT_EQ(FirFilterPlacement<float>(kFirMaxTaps, source), Placement::kGlobalMemory);
+  }
+  EXPECT_EQ(FirFilterPlacement<float>(2048, SourceKind::kPageableHost), Placement::kConstantBank);
+  EXPECT_EQ(FirFilterPlacement<double>(2048, SourceKind::kDevice), Placement::kConstantBank);
+}
+
 // The opt-in shared memory a block of compute capability 7.5, 8.6 and 8.9, and 9.0.
 constexpr std::size_t kTuringSharedBytes = 64 * 1024, kAdaSharedBytes = 99 * 1024,
                       kHopperSharedBytes = 227 * 1024;
 
 TEST(FirFilterLaunch, BlocksShrinkWhereSharedMemoryIsSmall) {
-  for (std::int64_t taps : {1, 17, 64, 65, 513, 2048}) {
+  for (std::int64_t taps : {1, 17, 64, 65, 513, 2048, 2049, 20000, kFirMaxTaps}) {
     EXPECT_EQ(FirFilterBlockThreads<float>(taps, kHopperSharedBytes), 256) << taps;
     EXPECT_EQ(FirFilterBlockThreads<double>(taps, kHopperSharedBytes), 256) << taps;
     EXPECT_EQ(FirFilterBlockThreads<float>(taps, kAdaSharedBytes), 256) << taps;
@@ -194,7 +225,7 @@ TEST(FirFilterGpu, SmallSharedMemoryBitwiseEqualToTheDefinition) {
   REQUIRE_GPU();
   std::uint64_t seed = 500;
   for (std::size_t shared : {kTuringSharedBytes, kAdaSharedBytes}) {
-    for (std::int64_t taps : {1, 3, 17, 63, 64, 65, 513, 2048}) {
+    for (std::int64_t taps : {1, 3, 17, 63, 64, 65, 513, 2048, 2049, 4097}) {
       if (UnderSanitizer() && taps > 64) continue;
       for (auto padding : {FirPadding::kSame, FirPadding::kValid}) {
         CheckFir<float>(3, 5000, taps, padding, seed++, 0, shared);
