@@ -246,7 +246,7 @@ template <class Op, class T>
 Tensor RunTableOp(const Tensor& x_in, const TableView<TableEntryOf<Op, T>>& table,
                   const AttrValue* values) {
   typename Op::Params params;
-  ThrowIfError(params.Read(values, DataTypeOf<T>()));
+  ThrowIfError(ReadParams<Op>(values, DataTypeOf<T>(), &params));
   const Tensor x = Contiguous(x_in);
   const auto sizes = x.sizes();
   typename Op::Shape shape;

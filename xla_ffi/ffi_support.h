@@ -145,7 +145,7 @@ struct TableHandlers {
       }
     }
     CONSTMEM_RETURN_IF_ERROR(CheckTableSize<Op>(size));
-    CONSTMEM_RETURN_IF_ERROR(params->Read(values.data(), ::constmem::DataTypeOf<T>()));
+    CONSTMEM_RETURN_IF_ERROR(ReadParams<Op>(values.data(), ::constmem::DataTypeOf<T>(), params));
     Dims y_dims;
     CONSTMEM_RETURN_IF_ERROR(Op::Output(DimsOf(x), *params, size, shape, &y_dims));
     if (y_dims != DimsOf(y)) {

@@ -199,6 +199,36 @@ Status CheckTableSize(std::int64_t size) {
                          "; got " + std::to_string(size));
 }
 
+// Whether `choice` is one of `spec`'s comma-separated choices.
+inline bool IsChoiceOf(const AttrSpec& spec, std::string_view choice) {
+  std::string_view rest = spec.choices;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == choice) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+// Op's Params from its attributes' values for data of `dtype`, every binding's one entry: a
+// choice outside its list is refused here, before the op's own Read (a raw op called with
+// padding="BAD" must not run as the default).
+template <class Op>
+Status ReadParams(const AttrValue* values, DataType dtype, typename Op::Params* params) {
+  for (int i = 0; i < Op::kAttrCount; ++i) {
+    const AttrSpec& spec = Op::kAttrs[i];
+    if (spec.kind != AttrKind::kChoice || IsChoiceOf(spec, values[i].choice)) continue;
+    std::string expected = spec.choices;
+    for (char& c : expected) {
+      if (c == ',') c = '/';
+    }
+    return InvalidArgument(std::string(spec.name) + " must be one of " + expected + "; got '" +
+                           std::string(values[i].choice) + "'");
+  }
+  return params->Read(values, dtype);
+}
+
 // Runs fn(begin, end) over [0, count) on the calling thread: a binding whose caller shards
 // (XLA's CPU handlers).
 struct SerialShard {

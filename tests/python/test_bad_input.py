@@ -204,3 +204,33 @@ def test_a_table_on_the_meta_device_is_refused(spec):
         with pytest.raises((ValueError, RuntimeError), match="must be on the CPU"):
             op(data, meta, *values).cpu()
     assert cm is not None
+
+
+CHOICE_OPS = [spec for spec in OPS if any(a.kind == "choice" for a in spec.attrs)]
+
+
+@pytest.mark.parametrize("spec", CHOICE_OPS, ids=lambda spec: spec.name)
+def test_a_raw_op_refuses_a_choice_outside_its_list(spec):
+    """Past every wrapper, the op library's kernel refuses a choice its description does not list
+    (rather than running as the default), and the next call is right."""
+    torch = pytest.importorskip("torch")
+    import constmem.torch  # noqa: F401 (registers torch.ops.constmem)
+
+    framework = Framework("torch")
+    attrs = example_attrs(spec)
+    dtype = torch.int32 if spec.int32_table else torch.float32
+    op = getattr(torch.ops.constmem, spec.name)
+    for device in framework.devices:
+        data = torch.linspace(-1, 1, 24, device=device).reshape(2, 12)
+        table = torch.tensor(good_table(spec, spec.min_table), dtype=dtype, device=device)
+        values = [attrs[a.name] for a in spec.attrs]
+        expected = op(data, table, *values).cpu()
+        for i, attr in enumerate(spec.attrs):
+            if attr.kind != "choice":
+                continue
+            bad = list(values)
+            bad[i] = "BAD"
+            listed = "/".join(attr.choices)
+            with pytest.raises(ValueError, match=f"{attr.name} must be one of {listed}; got 'BAD'"):
+                op(data, table, *bad).cpu()
+        np.testing.assert_array_equal(op(data, table, *values).cpu(), expected)

@@ -157,7 +157,10 @@ def test_non_contiguous_data_is_read_by_value(device):
             "rank 1",
         ),
         (lambda d: cm.frobulate(torch.ones(3, device=d), torch.ones(2)), "int32"),
-        (lambda d: cm.polyval(torch.ones(1048577, device=d), torch.ones(3, device=d)), "1 to 1048576"),
+        (
+            lambda d: cm.polyval(torch.ones(1048577, device=d), torch.ones(3, device=d)),
+            "1 to 1048576",
+        ),
         (
             lambda d: cm.polyval(torch.ones(3, dtype=torch.float64), torch.ones(3, device=d)),
             "coeffs must be float32; got float64",

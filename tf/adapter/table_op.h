@@ -85,7 +85,7 @@ absl::Status ReadParams(const Attrs& attrs, tensorflow::DataType dtype,
   std::array<AttrValue, kCount + 1> values{};
   std::array<std::string, kCount + 1> storage{};
   TF_RETURN_IF_ERROR(ReadTfAttrs(attrs, Op::kAttrs, kCount, values.data(), storage.data()));
-  return ToTfStatus(params->Read(values.data(), ToDataType(dtype)));
+  return ToTfStatus(::constmem::ReadParams<Op>(values.data(), ToDataType(dtype), params));
 }
 
 // The XLA custom call's attributes, an MLIR dictionary, from an op's attributes.
