@@ -7,7 +7,9 @@
 //   }
 //
 // `Table` is `const T*` on the CPU and whichever reader LaunchWithTable hands the kernel on the
-// GPU. Both sides then execute the same operations in the same order and round alike.
+// GPU. Both sides then execute the same operations in the same order and round alike. The macro
+// already says `inline` (`__forceinline__` under nvcc): write it instead of `inline`, not beside
+// it (a repeated `inline` is a compile error).
 #pragma once
 
 #include <cmath>
