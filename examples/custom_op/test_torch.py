@@ -46,6 +46,9 @@ def test_opcheck_compile_and_gradients(ops, device):
     torch.library.opcheck(torch.ops.example.apply_gain_static.default, (x, [1.0] * 12))
     compiled = torch.compile(ops.apply_gain, fullgraph=True)
     torch.testing.assert_close(compiled(x, gains), ops.apply_gain(x, gains), rtol=0, atol=0)
+    # The loader called inside the compiled function: no graph break.
+    loaded = torch.compile(lambda x, g: apply_gain_ops.torch().apply_gain(x, g), fullgraph=True)
+    torch.testing.assert_close(loaded(x, gains), ops.apply_gain(x, gains), rtol=0, atol=0)
     (ops.apply_gain(x, gains) * 2).sum().backward()
     torch.testing.assert_close(x.grad, 2 * gains.detach().reshape(3, 4, 1).expand(3, 4, 5))
     torch.testing.assert_close(gains.grad, 2 * x.detach().sum(-1).reshape(-1))
