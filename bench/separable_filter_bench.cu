@@ -4,6 +4,8 @@
 //     (NCHW), k x k taps for k = 3, 9, 17, 31, 63, reflect borders, shared taps by value from the
 //     host (and, for float32, a device table in a constant bank), as GB/s of one read and one write
 //     of the images, against a device-to-device cudaMemcpyAsync of as many bytes (read + write);
+//   - GPU: the fused kernel's longest filter (k = 127) against the two passes just past it
+//     (k = 129), float32 [32, 3, 1080, 1920]: the cost of a call one step past the limit;
 //   - CPU: the CPU kernel over every hardware thread on [256, 3, 224, 224], against a memcpy of the
 //     same bytes over the same threads.
 //   separable_filter_bench [--json FILE] [--no-cpu]
@@ -169,6 +171,26 @@ int main(int argc, char** argv) {
             rows.push_back(row);
           }
         }
+      }
+    }
+    // The fused kernel's longest filter against the two passes just past it: what a call one step
+    // past the limit costs, float32 [32, 3, 1080, 1920], taps by value.
+    {
+      const SeparableShape base = Planes(32, 3, 1080, 1920, 3);
+      double inside_ms = 0;
+      for (int k : {127, 129}) {
+        SeparableShape s = base;
+        s.kh = s.kw = k;
+        const std::vector<float> taps = SmoothTaps(k);
+        const TableView<float> host{taps.data(), 2 * k, SourceKind::kPageableHost};
+        const double ms = MedianMs(stream, [&] {
+          CHECK_OK((LaunchSeparableFilterWithPlacement<float, float>(stream, in, out, s, host,
+                                                                     Placement::kByValue)));
+        });
+        if (k == 127) inside_ms = ms;
+        std::printf("boundary: float32 %s k = %d (%s) %.4f ms%s\n", ShapeName(s).c_str(), k,
+                    k <= 127 ? "fused" : "two passes", ms,
+                    k == 127 ? "" : (" = " + std::to_string(ms / inside_ms) + "x k = 127").c_str());
       }
     }
     CHECK_CUDA(cudaFree(in));

@@ -263,8 +263,8 @@ TEST_P(SeparableCpu, BitwiseEqualToThePortableKernelOnRandomShapes) {
     s.channels = 1 + rng() % 4;
     s.height = 1 + rng() % 90;
     s.width = 1 + rng() % 300;
-    s.kh = 1 + rng() % (trial % 5 == 0 ? 400 : 20);
-    s.kw = 1 + rng() % (trial % 7 == 0 ? 400 : 20);
+    s.kh = 1 + rng() % (trial % 5 == 0 ? 300 : 20);
+    s.kw = 1 + rng() % (trial % 7 == 0 ? 300 : 20);
     s.layout = trial % 2 ? SeparableLayout::kPlanes : SeparableLayout::kChannelsLast;
     s.border = static_cast<SeparableBorder>(trial % 3);
     s.per_image_taps = trial % 4 == 1;
