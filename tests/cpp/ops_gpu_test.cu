@@ -208,7 +208,7 @@ constexpr std::size_t kTuringSharedBytes = 64 * 1024, kAdaSharedBytes = 99 * 102
                       kHopperSharedBytes = 227 * 1024;
 
 TEST(FirFilterLaunch, BlocksShrinkWhereSharedMemoryIsSmall) {
-  for (std::int64_t taps : {1, 17, 64, 65, 513, 2048, 2049, 20000, kFirMaxTaps}) {
+  for (std::int64_t taps : {1, 17, 64, 65, 513, 2048, 2049, 20000, int{kFirMaxTaps}}) {
     EXPECT_EQ(FirFilterBlockThreads<float>(taps, kHopperSharedBytes), 256) << taps;
     EXPECT_EQ(FirFilterBlockThreads<double>(taps, kHopperSharedBytes), 256) << taps;
     EXPECT_EQ(FirFilterBlockThreads<float>(taps, kAdaSharedBytes), 256) << taps;
