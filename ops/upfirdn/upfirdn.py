@@ -19,7 +19,8 @@ import numpy as np
 LIMIT = "MAX_UPFIRDN_TAPS"
 SIGNATURE = ("x", "taps")
 DEFAULTS = {"up": 1, "down": 1}
-MAX_RATE = 1024  # up and down: 1 to 1,024 (upfirdn_functor.h)
+MAX_RATE = 2**31 - 1  # up and down: 1 to 2^31 - 1 (kUpfirdnMaxRate, upfirdn_functor.h)
+MAX_TAPS = 2**20  # the op's taps: 1 to 2^20 (kUpfirdnMaxTaps, the core's kMaxTableEntries)
 DOC = """Upsamples, filters and downsamples every row of `x` (its last axis): scipy.signal.upfirdn.
 
 `upfirdn(x, taps, up=up, down=down)` is `scipy.signal.upfirdn(taps, x, up, down)` along the last
@@ -30,14 +31,14 @@ taps `p, p + up, ...` of its phase `p = (i * down) % up` against the samples bef
 multiply-add each from +0, nearest sample first; terms outside the row are skipped. The CPU and
 GPU kernels run the same operations in the same order and agree bit for bit. On a GPU the taps are
 read from `__constant__` memory (or a by-value kernel parameter) when every lane of a warp reads
-the same tap, else staged in shared memory.
+the same tap and they fit it (4,096 taps), else staged in shared memory or read from global memory.
 
 Args:
   x: float32 or float64 of rank 1 or more; every leading dimension is a batch.
-  taps: 1 to 4,096 taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed per call
-    site, rounded to x's dtype).
-  up: the upsampling factor, 1 to 1,024.
-  down: the downsampling factor, 1 to 1,024.
+  taps: 1 to 1,048,576 (2^20) taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed
+    per call site, rounded to x's dtype).
+  up: the upsampling factor, 1 to 2,147,483,647 (2^31 - 1).
+  down: the downsampling factor, 1 to 2,147,483,647.
 
 Gradients flow to x (the adjoint: the reversed taps with up and down exchanged, by the op itself)
 and to a tensor `taps` (a correlation of the upsampled rows with the zero-inserted gradient).
@@ -58,7 +59,7 @@ LAYER = {
 
 
 def check(attrs):
-    """Up and down are 1 to 1,024 (the op checks the same, in every framework)."""
+    """Up and down are 1 to 2^31 - 1 (the op checks the same, in every framework)."""
     for name in ("up", "down"):
         if not 1 <= attrs[name] <= MAX_RATE:
             raise ValueError(f"{name} must be 1 to {MAX_RATE}; got {attrs[name]}")
@@ -94,13 +95,18 @@ def _adjoint_chunks(k, up, limit):
     """[(start, count)] of the taps for the adjoint: starts multiples of up.
 
     Each chunk with its padding is within the op's limit (one chunk unless k is within up - 1 of
-    the limit).
+    the limit). Raises ValueError where no chunk of two taps fits (up of the limit or more).
     """
     if not isinstance(k, int):  # a table of unknown size (TensorFlow): one chunk
         return [(0, k)]
-    per = ((limit - 1) // up) * up
     if _ceil_div(k - 1, up) * up + 1 <= limit:
         return [(0, k)]
+    per = ((limit - 1) // up) * up
+    if per == 0:
+        raise ValueError(
+            f"upfirdn's gradient for x with {k} taps needs up / gcd(up, down) below {limit}; "
+            f"got {up}"
+        )
     return [(start, min(per, k - start)) for start in range(0, k, per)]
 
 
@@ -113,19 +119,24 @@ def backward(F, grad, x, taps, attrs, need_x, need_taps):
     k, n, m = F.length(taps), F.size(x, -1), F.size(grad, -1)
     grad_x = grad_taps = None
     if need_x:
-        # y[i] = sum_t x[t] h[i * down - t * up], so dx[t] = sum_i g[i] h[i * down - t * up]:
-        # upfirdn(g, h', up=down, down=up)[t + a] with h'[q] = h[a * up - q], a = ceil((k-1)/up),
-        # i.e. h reversed after a * up - (k - 1) zeros. One zero after g makes that output long
-        # enough whatever k. Taps too many for the padding run in chunks (starts multiples of up,
-        # whose outputs are x delayed by start / up samples).
+        # y[i] = sum_t x[t] h[i * down - t * up] meets only the taps at multiples of c = gcd(up,
+        # down): with h' = h[::c], P = up / c and Q = down / c, dx[t] = sum_i g[i] h'[i Q - t P]:
+        # upfirdn(g, h'', up=Q, down=P)[t + a] with h''[q] = h'[a P - q], a = ceil((k' - 1) / P),
+        # i.e. h' reversed after a P - (k' - 1) zeros. One zero after g makes that output long
+        # enough whatever k. Taps too many for the padding run in chunks (starts multiples of P,
+        # whose outputs are x delayed by start / P samples).
+        common = math.gcd(up, down)
+        period, stride = up // common, down // common
+        kept = taps if common == 1 else taps[::common]
+        kept_length = k if common == 1 else F.length(kept)
         padded_grad = F.pad_last(grad, 0, 1)
-        chunks = _adjoint_chunks(k, up, 4096)
+        chunks = _adjoint_chunks(kept_length, period, MAX_TAPS)
         for start, count in chunks:
-            chunk = taps if len(chunks) == 1 else taps[start : start + count]
-            a = (count - 1 + up - 1) // up
-            reversed_taps = F.pad_last(F.flip(chunk), a * up - (count - 1), 0)
-            full = F.op(padded_grad, reversed_taps, up=down, down=up)
-            offset = a + start // up
+            chunk = kept if len(chunks) == 1 else kept[start : start + count]
+            a = (count - 1 + period - 1) // period
+            reversed_taps = F.pad_last(F.flip(chunk), a * period - (count - 1), 0)
+            full = F.op(padded_grad, reversed_taps, up=stride, down=period)
+            offset = a + start // period
             part = full[..., offset : offset + n]
             grad_x = part if grad_x is None else grad_x + part
     if need_taps:
@@ -229,6 +240,7 @@ def _poly_design(up, down, window, float64, phase):
     else:
         max_rate = max(up, down)
         half_len = 10 * max_rate
+        _check_taps(2 * half_len + 1, f"resample_poly by {up}/{down} (after their gcd)")
         h = firwin_lowpass(2 * half_len + 1, 1.0 / max_rate, window)
     # Scipy rounds the filter to x's dtype, then scales it in that dtype.
     h = (h if float64 else h.astype(np.float32)) * (np.float64(up) if float64 else np.float32(up))
@@ -242,7 +254,14 @@ def _poly_design(up, down, window, float64, phase):
     ) + n_pre_remove:
         n_post_pad += 1
     taps = np.concatenate([np.zeros(n_pre_pad), h.astype(np.float64), np.zeros(n_post_pad)])
+    _check_taps(taps.shape[0], f"resample_poly by {up}/{down} (after their gcd)")
     return tuple(taps.tolist()), n_pre_remove
+
+
+def _check_taps(count, what):
+    """Raises ValueError where a resampler's filter has more taps than the op takes."""
+    if count > MAX_TAPS:
+        raise ValueError(f"{what} needs {count} taps; upfirdn takes at most {MAX_TAPS}")
 
 
 def _static_length(x, name):
@@ -266,8 +285,9 @@ def _make_resample_poly(ops):
 
         Args:
           x: float32 or float64 of rank 1 or more, its last dimension known.
-          up: a positive integer; after the gcd with down, at most 1,024, and at most 204 for
-            the default filter (its 20 * max(up, down) + 1 taps within the op's 4,096).
+          up: a positive integer. After the gcd with down, the filter's taps (about 21 * max(up,
+            down) for the default filter) are within the op's 1,048,576 (2^20): rates up to
+            about 50,000.
           down: likewise.
           window: ("kaiser", beta), "hann", "hamming", "blackman", "boxcar", or the filter's
             coefficients (a list or 1-D NumPy array, used as scipy uses them).
@@ -288,10 +308,6 @@ def _make_resample_poly(ops):
         up, down = up // g, down // g
         if up == down == 1:
             return x[..., :]
-        if max(up, down) > MAX_RATE:
-            raise ValueError(
-                f"up and down must be at most {MAX_RATE} after their gcd; got {up} and {down}"
-            )
         if isinstance(window, (list, np.ndarray)):
             window = tuple(float(v) for v in np.asarray(window, np.float64).reshape(-1))
         n = _static_length(x, "resample_poly")
@@ -312,18 +328,32 @@ def _sinc_design(orig, new, width_zeros, rolloff, method, beta):
     Upfirdn with up = new, down = orig, then outputs [first, first + ceil(n * new / orig)).
 
     Torchaudio's kernel[i, m] (phase i of new, m of 2 w + orig samples) is a sample of one
-    windowed sinc at r = i * orig - (m - w) * new on the grid of 1 / (orig * new): evaluated
-    here as torchaudio evaluates it (in float64), placed at r, zero where its kernels have no
-    entry; the entries whose argument torchaudio clamps (the window's edge, about 1e-33 of the
-    peak for Hann) are left out.
+    windowed sinc at r = i * orig - (m - w) * new on the grid of 1 / (orig * new); each r is one
+    (i, m), orig and new being coprime. Evaluated here at every r the window reaches, as
+    torchaudio evaluates kernel[i, m] (in float64), placed at r; the entries whose argument
+    torchaudio clamps (the window's edge, about 1e-33 of the peak for Hann) are left out. The
+    work is the filter's taps, not torchaudio's new * (2 w + orig) kernel entries.
     """
     base = min(orig, new) * rolloff
     w = math.ceil(width_zeros * orig / base)
-    idx = np.arange(-w, w + orig, dtype=np.float64)[None, :] / orig
-    t = np.arange(0, -new, -1, dtype=np.float64)[:, None] / new + idx
-    t = t * base
+    what = (
+        f"resample from {orig} to {new} (after their gcd) with lowpass_filter_width "
+        f"{width_zeros} and rolloff {rolloff}"
+    )
+    # |t| <= width_zeros where |r| <= width_zeros * orig * new / base (two more for rounding), and
+    # every r up to there is inside: the filter has about 2 * reach taps.
+    reach = math.floor(width_zeros * orig * new / base) + 2
+    if reach > MAX_TAPS:
+        raise ValueError(f"{what} needs about {2 * reach} taps; upfirdn takes at most {MAX_TAPS}")
+    r = np.arange(-reach, reach + 1, dtype=np.int64)
+    i = (r * pow(orig, -1, new)) % new if new > 1 else np.zeros_like(r)
+    m = w + (i * orig - r) // new
+    on_grid = (m >= 0) & (m < 2 * w + orig)
+    r, i, m = r[on_grid], i[on_grid], m[on_grid]
+    # Torchaudio's t[i, m] = (-i / new + (m - w) / orig) * base.
+    t = (-i.astype(np.float64) / new + (m - w).astype(np.float64) / orig) * base
     inside = np.abs(t) <= width_zeros
-    t = np.clip(t, -width_zeros, width_zeros)
+    r, t = r[inside], t[inside]
     if method == "sinc_interp_hann":
         window = np.cos(t * math.pi / width_zeros / 2) ** 2
     else:
@@ -334,19 +364,12 @@ def _sinc_design(orig, new, width_zeros, rolloff, method, beta):
     with np.errstate(divide="ignore", invalid="ignore"):
         kernels = np.where(t == 0, 1.0, np.sin(t) / t)
     kernels = kernels * (window * scale)
-    i, m = np.meshgrid(np.arange(new), np.arange(2 * w + orig), indexing="ij")
-    r = i * orig - (m - w) * new
-    lo, hi = int(r[inside].min()), int(r[inside].max())
+    lo, hi = int(r.min()), int(r.max())
     z = _ceil_div(-lo, orig) * orig if lo < 0 else 0
     length = z + max(hi, new - 1) + 1  # r up to new - 1 at least: outputs enough for the crop
+    _check_taps(length, what)
     taps = np.zeros(length)
-    keep = inside & (r + z >= 0)
-    taps[(r + z)[keep]] = kernels[keep]
-    if length > 4096:
-        raise ValueError(
-            f"resample from {orig} to {new} (after their gcd) with lowpass_filter_width "
-            f"{width_zeros} needs {length} taps; upfirdn takes at most 4096"
-        )
+    taps[r + z] = kernels
     return tuple(taps.tolist()), z // orig
 
 
@@ -373,11 +396,13 @@ def _make_resample(ops):
 
         Args:
           x: float32 or float64 of rank 1 or more.
-          orig_freq: a positive integer rate; after the gcd with new_freq at most 1,024, and the
-            filter (about 2 * lowpass_filter_width * max / rolloff taps) within 4,096.
+          orig_freq: a positive integer rate. After the gcd with new_freq, the filter (about
+            2 * lowpass_filter_width * max(orig, new) / rolloff taps) is within the op's
+            1,048,576 (2^20).
           new_freq: likewise.
-          lowpass_filter_width: as torchaudio's (zero crossings on each side).
-          rolloff: as torchaudio's (the cutoff as a fraction of the lower Nyquist frequency).
+          lowpass_filter_width: as torchaudio's (zero crossings on each side), positive.
+          rolloff: as torchaudio's (the cutoff as a fraction of the lower Nyquist frequency), in
+            (0, 1].
           resampling_method: "sinc_interp_hann" or "sinc_interp_kaiser".
           beta: the Kaiser window's beta (torchaudio's default 14.77 where None).
 
@@ -388,18 +413,18 @@ def _make_resample(ops):
             raise ValueError("Original frequency and desired frequency should be positive")
         if int(orig_freq) != orig_freq or int(new_freq) != new_freq:
             raise ValueError(f"rates must be integers; got {orig_freq} and {new_freq}")
-        if orig_freq == new_freq:
-            return x
         if resampling_method not in ("sinc_interp_hann", "sinc_interp_kaiser"):
             raise ValueError(f"Invalid resampling method: {resampling_method}")
-        if lowpass_filter_width <= 0:
-            raise ValueError("Low pass filter width should be positive.")
+        if not (math.isfinite(lowpass_filter_width) and lowpass_filter_width > 0):
+            raise ValueError(
+                f"lowpass_filter_width must be positive and finite; got {lowpass_filter_width}"
+            )
+        if not (math.isfinite(rolloff) and 0 < rolloff <= 1):
+            raise ValueError(f"rolloff must be in (0, 1]; got {rolloff}")
+        if orig_freq == new_freq:
+            return x
         g = math.gcd(int(orig_freq), int(new_freq))
         orig, new = int(orig_freq) // g, int(new_freq) // g
-        if max(orig, new) > MAX_RATE:
-            raise ValueError(
-                f"rates must be at most {MAX_RATE} after their gcd; got {orig} and {new}"
-            )
         taps, first = design(
             orig, new, lowpass_filter_width, float(rolloff), resampling_method, beta
         )

@@ -27,6 +27,9 @@ inline std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return -FloorDiv(-
 
 // Samples per chunk of the rearranged row: the streams stay in L2 while every class reads them.
 constexpr std::int64_t kChunkSamples = 1 << 14;
+// The most samples a chunk rearranges whatever Q (4 MiB of float32): a chunk holds at least a
+// vector of outputs of each class, Q samples apart, so Q above this over the lanes runs scalar.
+constexpr std::int64_t kScratchSamples = 1 << 20;
 
 // Where a chunk's samples are: sample e is streams[v * stream_length + j] for
 // e - origin = j * Q + v (for Q = 1, the row itself).
@@ -102,10 +105,19 @@ __attribute__((always_inline)) inline void UpfirdnRow(const T* row, T* out,
       out[c + s * P] = UpfirdnOutput(row, shape, taps, c + s * P);
     }
   };
+  // Fewer outputs than a vector of each class, or classes whose samples lie too far apart to
+  // rearrange: output by output (the class loop below costs P steps a chunk, the rearranged
+  // chunk about Q samples an output of each class).
+  if (last - first < P * kLanes || Q > kScratchSamples / kLanes) {
+    for (std::int64_t i = first; i < last; ++i) out[i] = UpfirdnOutput(row, shape, taps, i);
+    return;
+  }
   const std::int64_t s_first = first / P, s_last = CeilDiv(last, P);
-  // Chunks of s (outputs of every class): whole rows for Q = 1, which read the row in place.
+  // Chunks of s (outputs of every class): whole rows for Q = 1, which read the row in place;
+  // else at least a vector's, at most kScratchSamples samples where Q is large.
   const std::int64_t chunk =
-      Q == 1 ? s_last - s_first : std::max<std::int64_t>(4 * kTile, kChunkSamples / Q);
+      Q == 1 ? s_last - s_first
+             : std::max(kChunkSamples / Q, std::min<std::int64_t>(4 * kTile, kScratchSamples / Q));
   for (std::int64_t sa = s_first; sa < s_last; sa += chunk) {
     const std::int64_t sb = std::min(s_last, sa + chunk);
     Streams<T> streams{row, n, 0, Q};

@@ -29,20 +29,20 @@
 #include <string>
 
 #include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
 
 namespace constmem {
 namespace ops {
 
-// The most taps Upfirdn takes: 4,096 (16 KiB of float32, 32 KiB of float64). The constant banks
-// hold one such table of each dtype (upfirdn_gpu.cu: 48 KiB of the 64 KiB of __constant__ memory
-// a module may declare), which leaves room in the module for another op's banks of up to 16 KiB;
-// scipy.signal.resample_poly's default filter (20 * max(up, down) + 1 taps) fits it up to rates of
-// 204, so 44.1 kHz <-> 48 kHz (160/147, 3,201 taps) runs from constant memory. The GPU kernel also
-// stages ceil(k / up) samples of halo per tile, and its shared-memory placement the whole table.
-constexpr std::int64_t kUpfirdnMaxTaps = 4096;
-// up and down: 1 to 1,024 each. A tile of the GPU kernel spans at least P + Q <= 2,048 outputs
-// and samples plus the halo, within the shared memory of every GPU it builds for.
-constexpr std::int64_t kUpfirdnMaxRate = 1024;
+// The most taps Upfirdn takes: the core's limit for every table, 2^20 (kMaxTableEntries). Tables
+// up to 4,096 taps fit its constant banks (upfirdn_gpu.cu); longer ones are read from global
+// memory, staged in shared memory where they fit. scipy.signal.resample_poly's default filter
+// (20 * max(up, down) + 1 taps) fits up to rates of about 50,000 after their gcd.
+constexpr std::int64_t kUpfirdnMaxTaps = kMaxTableEntries;
+// up and down: 1 to 2^31 - 1 each. The GPU's tiled kernel takes the shapes whose tile fits shared
+// memory and whose indices fit int, a direct kernel the others (upfirdn_gpu.cu); products such as
+// i * down and p + m * up are int64 (below 2^63 within the limits).
+constexpr std::int64_t kUpfirdnMaxRate = (std::int64_t{1} << 31) - 1;
 constexpr std::int64_t kUpfirdnMaxElements = std::int64_t{1} << 62;
 
 struct UpfirdnShape {
@@ -57,7 +57,7 @@ struct UpfirdnShape {
 // scipy's _output_len: ceil(((n - 1) * up + k) / down) as (((n - 1) * up + k) - 1) // down + 1,
 // with Python's floor division. Negative only for n = 0 and k < up - down + 1, where scipy raises
 // ("negative dimensions are not allowed"); for n = 0 otherwise it gives that many zeros. Arguments
-// within the limits (n <= 2^62 / up) do not overflow.
+// within the limits (n <= 2^62 / up, k <= 2^20, up < 2^31) do not overflow.
 inline std::int64_t UpfirdnOutputLength(std::int64_t length, std::int64_t taps, std::int64_t up,
                                         std::int64_t down) {
   const std::int64_t numerator = (length - 1) * up + taps - 1;

@@ -16,12 +16,19 @@
 // question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so that every lane reads
 // the same tap (constant memory's broadcast, by value or from a bank), or consecutive phases per
 // warp with the taps in shared memory.
+//
+// Shapes whose smallest tile does not fit shared memory (a long filter at a small `up`, whose halo
+// of ceil(k / up) samples a tile stages, or rates whose P + Q samples and outputs do not fit) or
+// whose indices pass int run a direct kernel instead: one output a thread over a grid-stride loop,
+// samples and taps read where they are (taps staged in shared memory only by that placement), the
+// same fused multiply-adds in the same order.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -33,12 +40,16 @@
 #include "upfirdn/upfirdn_launcher.h"
 
 // The taps in constant memory: 8 slots of 512 per dtype, so a table of up to 512 taps takes one
-// slot and the longest, 4,096, all eight: 16 KiB of float32 and 32 KiB of float64, 48 KiB of the
-// 64 KiB a module may declare (kUpfirdnMaxTaps says why that many).
-CONSTMEM_DEFINE_FLOAT_BANKS(upfirdn_taps, constmem::ops::kUpfirdnMaxTaps / 8, 8);
+// slot and one of 4,096 all eight: 16 KiB of float32 and 32 KiB of float64, 48 KiB of the 64 KiB a
+// module may declare, which leaves room in the module for another op's banks of up to 16 KiB.
+// scipy.signal.resample_poly's default filter (20 * max(up, down) + 1 taps) fits it up to rates of
+// 204, so 44.1 kHz <-> 48 kHz (160/147, 3,201 taps) runs from constant memory. Longer tables are
+// read from global memory (UpfirdnLimits).
+CONSTMEM_DEFINE_FLOAT_BANKS(upfirdn_taps, 512, 8);
 // Global memory, for host tables staged in shared memory or read from global memory: two tables
-// of the largest size at once, or eight of up to 1,024 taps.
-CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(upfirdn_global_taps, constmem::ops::kUpfirdnMaxTaps / 4, 8);
+// of 4,096 taps at once, or eight of up to 1,024; longer host tables go through a stream-ordered
+// device buffer.
+CONSTMEM_DEFINE_FLOAT_GLOBAL_BANKS(upfirdn_global_taps, 1024, 8);
 
 namespace constmem {
 namespace ops {
@@ -57,6 +68,11 @@ constexpr int kChunk = sizeof(T) == 4 ? 16 : 8;
 // inside the budget, a long filter at a small `up` (4,096 taps at 1/3) would leave room for one
 // output a tile and read its samples a thousand times over.
 constexpr std::size_t kTileBudgetBytes = 32 * 1024;
+// The most shared memory the smallest tile of the tiled kernel may take beside the staged taps,
+// within what the GPU offers: shapes that need more run the direct kernel. 96 KiB: every shape of
+// rates up to 1,024 and 4,096 taps is tiled on a GPU of compute capability 9.0 (227 KiB a block),
+// and those whose taps are not staged on 8.x too (99 KiB and more).
+constexpr std::size_t kTiledMostBytes = 96 * 1024;
 
 // The staged samples of a tile: local index e is sample tile_first_base - (most_terms - 1) -
 // kChunk + e; the kChunk in front are never read for a term (a last, partial chunk's window may
@@ -231,26 +247,78 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// A tile plan: S, and whether the lanes of each warp share a phase.
+// The direct kernel's shape, all in int64.
+struct DirectGeometry {
+  std::int64_t rows, length, outputs, taps, up, down;
+};
+
+// One output a thread, over a grid-stride loop: UpfirdnOutput (upfirdn_functor.h) as it is written,
+// the samples read from global memory, the taps from wherever `taps` reads them (staged in shared
+// memory for that placement).
+template <class T, class Taps>
+__global__ void __launch_bounds__(kThreads)
+    UpfirdnDirectKernel(const T* __restrict__ x, T* __restrict__ y, const DirectGeometry g,
+                        const __grid_constant__ Taps taps) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  const auto& h = StageTable(taps, static_cast<int>(g.taps), shared_bytes);
+  const std::int64_t total = g.rows * g.outputs;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < total;
+       w += stride) {
+    const std::int64_t row = w / g.outputs, i = w - row * g.outputs;
+    const std::int64_t t = i * g.down;
+    const std::int64_t p = t % g.up, b = t / g.up;
+    T acc = T(0);
+    if (p < g.taps) {
+      const std::int64_t last_m = (g.taps - 1 - p) / g.up;
+      const std::int64_t lo = b - g.length + 1 > 0 ? b - g.length + 1 : 0;
+      const std::int64_t hi = b < last_m ? b : last_m;
+      std::int64_t sample = row * g.length + b - lo;  // x[b - m] of this row
+      std::int64_t tap = p + lo * g.up;               // h[p + m * up]
+      for (std::int64_t m = lo; m <= hi; ++m, --sample, tap += g.up) {
+        acc = fma(x[sample], h[static_cast<int>(tap)], acc);
+      }
+    }
+    y[w] = acc;
+  }
+}
+
+// A tile plan: S, and whether the lanes of each warp share a phase. Sizes in int64: a plan whose
+// bytes fit shared memory has sizes that fit int.
 struct TilePlan {
-  int s = 0;
+  std::int64_t s = 0;
   bool per_warp = false;
   std::size_t bytes = 0;  // the tile buffers
-  int staged = 0, in_elements = 0;
+  std::int64_t staged = 0, in_elements = 0;
 };
 
 template <class T>
-TilePlan PlanFor(int s, int q, int p_period, int most_terms, bool padded, bool per_warp) {
-  constexpr int kAlign = 16 / static_cast<int>(sizeof(T));
+TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t most_terms,
+                 bool padded, bool per_warp) {
+  constexpr std::int64_t kAlign = 16 / static_cast<std::int64_t>(sizeof(T));
   TilePlan plan;
   plan.s = s;
   plan.per_warp = per_warp;
   plan.staged = kChunk<T> + most_terms - 1 + s * q;
-  const int last = plan.staged - 1;
+  const std::int64_t last = plan.staged - 1;
   plan.in_elements = ((padded ? last + (last >> 5) : last) + 1 + kAlign - 1) / kAlign * kAlign;
-  const int out_elements = (s * p_period + kAlign - 1) / kAlign * kAlign;
-  plan.bytes = (2 * static_cast<std::size_t>(plan.in_elements) + out_elements) * sizeof(T);
+  const std::int64_t out_elements = (s * p_period + kAlign - 1) / kAlign * kAlign;
+  plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
   return plan;
+}
+
+// Whether the tiled kernel takes `shape` with `most_bytes` of shared memory a block for its tile
+// buffers: its int arithmetic holds (c * down for c < P, tap indices up to kChunk * up past the
+// last tap) and its smallest tile (S = 1: one output of each phase, Q samples and the halo) fits.
+template <class T>
+bool TiledFits(const UpfirdnShape& shape, std::size_t most_bytes) {
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  if ((phases.period - 1) * shape.down + shape.up > kIntMax) return false;
+  if (shape.taps + (kChunk<T> + 1) * shape.up > kIntMax) return false;
+  const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
+  return PlanFor<T>(1, phases.stride, phases.period, most_terms, phases.stride > 3, false).bytes <=
+         most_bytes;
 }
 
 // The tile for `shape`: the largest S within kTileBudgetBytes plus the halo (and within
@@ -261,25 +329,25 @@ template <class T>
 TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
                     std::size_t most_bytes = kTileBudgetBytes * 8) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
-  const int P = static_cast<int>(phases.period), Q = static_cast<int>(phases.stride);
-  const int most_terms = static_cast<int>((shape.taps + shape.up - 1) / shape.up);
+  const std::int64_t P = phases.period, Q = phases.stride;
+  const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
   const bool padded = Q > 3;
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
-  auto plan = [&](int s) { return PlanFor<T>(s, Q, P, most_terms, padded, per_warp); };
+  auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, most_terms, padded, per_warp); };
   const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + most_terms) * sizeof(T);
   const std::size_t budget = std::min(kTileBudgetBytes + halo_bytes, most_bytes);
   // The most S the budget holds (bytes grow with S).
-  int most = 0;
-  for (int step = 1 << 20; step > 0; step >>= 1) {
+  std::int64_t most = 0;
+  for (std::int64_t step = 1 << 20; step > 0; step >>= 1) {
     if (plan(most + step).bytes <= budget) most += step;
   }
-  const int unit = per_warp ? 32 * kOutputs : kOutputs;
-  int s;
+  const std::int64_t unit = per_warp ? 32 * kOutputs : kOutputs;
+  std::int64_t s;
   if (most >= unit) {
     const std::int64_t whole = (needed + unit - 1) / unit * unit;
-    s = static_cast<int>(std::min<std::int64_t>(most / unit * unit, whole));
+    s = std::min(most / unit * unit, whole);
   } else {
-    s = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(most, needed)));
+    s = std::max<std::int64_t>(1, std::min(most, needed));
   }
   TilePlan chosen = plan(s);
   // Whole groups of 32 threads a phase; with one phase (up dividing down) any tile is uniform.
@@ -299,7 +367,8 @@ StrategyLimits UpfirdnLimits() {
   return limits;
 }
 
-// Whether the lanes of a warp share a phase for `shape` with a table read as `divergent` says.
+// Whether the lanes of a warp share a phase for `shape` (one the tiled kernel takes) with a table
+// read as `divergent_reader` says.
 template <class T>
 bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader,
                   UpfirdnArrangement arrangement) {
@@ -310,9 +379,27 @@ bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader,
     case UpfirdnArrangement::kPhasePerLane:
       return false;
     case UpfirdnArrangement::kAuto:
+    case UpfirdnArrangement::kDirect:
       break;
   }
   return ChooseTile<T>(shape, true).per_warp;
+}
+
+// The shared memory a table staged by `placement` takes, rounded to 16 bytes (the tile buffers
+// follow it).
+template <class T>
+std::size_t StagedTapsBytes(std::int64_t taps, Placement placement) {
+  if (placement != Placement::kSharedMemory) return 0;
+  return (static_cast<std::size_t>(taps) * sizeof(T) + 15) / 16 * 16;
+}
+
+// Whether the tiled kernel takes `shape` beside `taps_bytes` of staged taps on a GPU that offers
+// `device_bytes` a block (by default one with room for the taps and kTiledMostBytes).
+template <class T>
+bool Tiled(const UpfirdnShape& shape, std::size_t taps_bytes,
+           std::size_t device_bytes = std::numeric_limits<std::size_t>::max()) {
+  if (device_bytes <= taps_bytes) return false;
+  return TiledFits<T>(shape, std::min(device_bytes - taps_bytes, kTiledMostBytes));
 }
 
 // The threads a block for a tile of `items` (each kOutputs outputs of one phase): the multiple of
@@ -362,6 +449,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   const std::size_t taps_bytes =
       (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  // Tiled<T> held for these bytes: the plan's sizes and the geometry's fit int.
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0);
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
@@ -376,9 +464,9 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
   g.period = static_cast<int>(phases.period);
   g.stride = static_cast<int>(phases.stride);
   g.most_terms = static_cast<int>((shape.taps + shape.up - 1) / shape.up);
-  g.tile_s = plan.s;
-  g.staged = plan.staged;
-  g.in_elements = plan.in_elements;
+  g.tile_s = static_cast<int>(plan.s);
+  g.staged = static_cast<int>(plan.staged);
+  g.in_elements = static_cast<int>(plan.in_elements);
   g.tiles_offset = static_cast<int>(taps_bytes);
   const std::size_t shared = g.tiles_offset + plan.bytes;
   if (shared > device_bytes) {
@@ -389,7 +477,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
                       std::to_string(shape.down) + "; this GPU offers " +
                       std::to_string(device_bytes));
   }
-  const int threads = BlockThreads(g.period * ((plan.s + kOutputs - 1) / kOutputs));
+  const int threads = BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
   int resident = 0;
   CONSTMEM_RETURN_IF_ERROR(ResidentBlocksOf<kernel>(device, threads, shared, &resident));
   kernel<<<PersistentGrid(g.tiles, resident), threads, shared, stream>>>(x, y, g, taps);
@@ -412,8 +500,38 @@ Status LaunchForStride(int device, cudaStream_t stream, const T* x, T* y, const 
 }
 
 template <class T, class Taps>
+Status LaunchDirect(int device, cudaStream_t stream, const T* x, T* y, const UpfirdnShape& shape,
+                    const Taps& taps) {
+  constexpr auto kernel = UpfirdnDirectKernel<T, Taps>;
+  const std::size_t shared = StagedTableBytes(taps, static_cast<int>(shape.taps));
+  int resident = 0;
+  CONSTMEM_RETURN_IF_ERROR(SharedResidentBlocks<kernel>(kThreads, device, shared, &resident));
+  const DirectGeometry g{shape.rows, shape.length, shape.outputs, shape.taps, shape.up, shape.down};
+  const std::int64_t blocks = (shape.rows * shape.outputs + kThreads - 1) / kThreads;
+  kernel<<<PersistentGrid(blocks, resident), kThreads, shared, stream>>>(x, y, g, taps);
+  return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "Upfirdn launch");
+}
+
+template <class T, class Taps>
 Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const UpfirdnShape& shape,
                     const Taps& taps, UpfirdnArrangement arrangement) {
+  if (arrangement == UpfirdnArrangement::kDirect) {
+    return LaunchDirect<T>(device, stream, x, y, shape, taps);
+  }
+  std::size_t device_bytes = 0;
+  CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
+  const std::size_t taps_bytes =
+      (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  if (!Tiled<T>(shape, taps_bytes, device_bytes)) {
+    if (arrangement == UpfirdnArrangement::kAuto) {
+      return LaunchDirect<T>(device, stream, x, y, shape, taps);
+    }
+    return Status(StatusCode::kFailedPrecondition,
+                  "Upfirdn's tiled kernel cannot take " + std::to_string(shape.taps) +
+                      " taps at up " + std::to_string(shape.up) + ", down " +
+                      std::to_string(shape.down) + " on this GPU (" + std::to_string(device_bytes) +
+                      " bytes of shared memory a block); the direct kernel runs them");
+  }
   if constexpr (kDivergentReader<Taps>) {
     if (!PhasePerWarp<T>(shape, true, arrangement)) {
       return LaunchForStride<T, Taps, false>(device, stream, x, y, shape, taps);
@@ -436,14 +554,27 @@ Placement UpfirdnPlacement(std::int64_t count, SourceKind source) {
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source) {
   // An invalid shape has no tile (its phases may divide by zero): the launch refuses it.
-  if (!ValidUpfirdnShape(shape) || ChooseTile<T>(shape, true).per_warp) {
-    return UpfirdnPlacement<T>(shape.taps, source);
+  if (!ValidUpfirdnShape(shape)) return UpfirdnPlacement<T>(shape.taps, source);
+  const bool one_phase = MakeUpfirdnPhases(shape.up, shape.down).period == 1;
+  if (!Tiled<T>(shape, 0)) {
+    // The direct kernel: consecutive lanes read the taps of consecutive phases, unless there is
+    // one phase (up dividing down).
+    if (one_phase) return UpfirdnPlacement<T>(shape.taps, source);
+    return ChoosePlacementFor<T>(shape.taps, source, UpfirdnLimits<T>(), TableAccess::kDivergent);
   }
-  return Placement::kSharedMemory;
+  if (ChooseTile<T>(shape, true).per_warp) return UpfirdnPlacement<T>(shape.taps, source);
+  // Lanes of different phases: the taps in shared memory where they fit beside the tile.
+  const std::size_t bytes = StagedTapsBytes<T>(shape.taps, Placement::kSharedMemory);
+  return bytes <= UpfirdnLimits<T>().shared_memory_bytes && Tiled<T>(shape, bytes)
+             ? Placement::kSharedMemory
+             : Placement::kGlobalMemory;
 }
 
 template <class T>
 UpfirdnArrangement UpfirdnChosenArrangement(const UpfirdnShape& shape, Placement placement) {
+  if (!ValidUpfirdnShape(shape) || !Tiled<T>(shape, StagedTapsBytes<T>(shape.taps, placement))) {
+    return UpfirdnArrangement::kDirect;
+  }
   const bool divergent =
       placement == Placement::kSharedMemory || placement == Placement::kGlobalMemory;
   return PhasePerWarp<T>(shape, divergent, UpfirdnArrangement::kAuto)

@@ -24,9 +24,14 @@ namespace ops {
 //   kPhasePerLane: lanes take outputs of consecutive phases, each reading its own taps: the taps
 //     go to shared memory (or global memory); tiles need only 7 outputs of each phase. For rates
 //     such as 160/147, whose P + Q is too large for the other.
-//   kAuto: kPhasePerWarp where its tiles fit, else kPhasePerLane (with a table in shared or
-//     global memory; a table by value or in a constant bank always takes kPhasePerWarp).
-enum class UpfirdnArrangement { kAuto, kPhasePerWarp, kPhasePerLane };
+//   kDirect: no tile: one output a thread, its samples and taps read where they are, for shapes
+//     whose smallest tile does not fit shared memory (a halo of ceil(k / up) samples, P outputs
+//     and Q samples a tile) or whose indices pass int. Any placement; consecutive lanes read the
+//     taps of consecutive phases, so shared or global memory serves it best.
+//   kAuto: kDirect where no tile fits, else kPhasePerWarp where its tiles fit, else
+//     kPhasePerLane (with a table in shared or global memory; a table by value or in a constant
+//     bank always takes kPhasePerWarp).
+enum class UpfirdnArrangement { kAuto, kPhasePerWarp, kPhasePerLane, kDirect };
 
 inline const char* UpfirdnArrangementName(UpfirdnArrangement arrangement) {
   switch (arrangement) {
@@ -34,6 +39,8 @@ inline const char* UpfirdnArrangementName(UpfirdnArrangement arrangement) {
       return "phase_per_warp";
     case UpfirdnArrangement::kPhasePerLane:
       return "phase_per_lane";
+    case UpfirdnArrangement::kDirect:
+      return "direct";
     case UpfirdnArrangement::kAuto:
       break;
   }
@@ -56,25 +63,30 @@ Status LaunchUpfirdnWithPlacement(GpuStream stream, const T* x, T* y, const Upfi
                                   LaunchReport* report = nullptr);
 
 // The same with the lanes' arrangement chosen too: kPhasePerLane needs a table in shared or
-// global memory (InvalidArgument otherwise).
+// global memory (InvalidArgument otherwise); kPhasePerWarp and kPhasePerLane a shape whose tile
+// fits this GPU (FailedPrecondition otherwise).
 template <class T>
 Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
                                     const TableView<T>& taps, Placement placement,
                                     UpfirdnArrangement arrangement, LaunchReport* report = nullptr);
 
 // Where a table of `count` taps of T from `source` goes when every lane of a warp reads the same
-// tap (kPhasePerWarp): by value (a host table of up to 4 KiB), a constant bank, or global memory.
-// What a framework adapter asks to prepare the table; LaunchUpfirdn may stage it in shared memory
-// instead (UpfirdnPlacementForShape), which takes a table from any source.
+// tap (kPhasePerWarp): by value (a host table of up to 4 KiB), a constant bank (up to 4,096 taps),
+// or global memory. What a framework adapter asks to prepare the table; LaunchUpfirdn may stage it
+// in shared memory or read it from global memory instead (UpfirdnPlacementForShape), which takes
+// a table from any source.
 template <class T>
 Placement UpfirdnPlacement(std::int64_t count, SourceKind source);
 
-// Where LaunchUpfirdn puts the taps for `shape`: UpfirdnPlacement where kPhasePerWarp's tiles fit,
-// else shared memory (for kPhasePerLane).
+// Where LaunchUpfirdn puts the taps for `shape`: UpfirdnPlacement where kPhasePerWarp's tiles fit
+// (or the direct kernel's lanes share one phase), else shared memory where the taps fit it (64
+// KiB, beside the tile), else global memory.
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source);
 
-// The arrangement a launch with `placement` runs for `shape` when asked for kAuto.
+// The arrangement a launch with `placement` runs for `shape` when asked for kAuto, on a GPU that
+// offers a block 96 KiB of shared memory beside the taps that placement stages (a GPU with less
+// runs kDirect for more shapes).
 template <class T>
 UpfirdnArrangement UpfirdnChosenArrangement(const UpfirdnShape& shape, Placement placement);
 

@@ -27,8 +27,9 @@ down-th sample is kept from the first: y[..., i] = sum_j taps[j] xup[..., i * do
 polyphase as fused multiply-adds from +0 over the terms inside the row, in ascending order of the
 sample's distance back, bitwise alike on the CPU and the GPU.
 x: rank 1 or more, float32 or float64; n samples per row.
-taps: vector of 1 to 4096 taps of x's dtype.
-up, down: 1 to 1024 each. The last dimension of y is ((n - 1) * up + k - 1) // down + 1.
+taps: vector of 1 to 1048576 (2^20) taps of x's dtype.
+up, down: 1 to 2147483647 (2^31 - 1) each.
+The last dimension of y is ((n - 1) * up + k - 1) // down + 1.
 )doc";
 
   struct Params {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Upfirdn's CPU kernel against an independent direct reference (zero insertion, full convolution,
-// decimation, in long double) for many (n, k, up, down), every edge case included; exactly on
-// small integers, within the FMA chain's error bound on random data. Every instruction set this CPU
+// decimation, in long double) for many (n, k, up, down), every edge case included, up to 2^20 taps
+// and rates up to 2^31 - 1; exactly on small integers, within the FMA chain's error bound on random
+// data. Every instruction set this CPU
 // supports is bitwise equal to the scalar definition (UpfirdnOutput) and so to the portable kernel,
 // on random ranges of work units and on special values, with and without the denormal flush. The
 // output length is scipy's _output_len (the table below, from tests/cpp/upfirdn_scipy_check.py).
@@ -129,20 +130,40 @@ TEST(UpfirdnShape, OutputLengthIsScipys) {
       EXPECT_EQ(shape.outputs, c.scipy);
     }
   }
-  // The ceiling of ((n - 1) * up + k) / down for n >= 1.
+  // The ceiling of ((n - 1) * up + k) / down for n >= 1, small and up to the limits.
   std::mt19937_64 rng(3);
-  for (int trial = 0; trial < 10000; ++trial) {
-    const std::int64_t n = 1 + rng() % 100000, k = 1 + rng() % 4096, up = 1 + rng() % 1024,
-                       down = 1 + rng() % 1024;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const bool large = trial % 2 == 1;
+    const std::int64_t n = 1 + rng() % 100000;
+    const std::int64_t k = 1 + rng() % (large ? kUpfirdnMaxTaps : 4096);
+    const std::int64_t up = 1 + rng() % (large ? kUpfirdnMaxRate : 1024);
+    const std::int64_t down = 1 + rng() % (large ? kUpfirdnMaxRate : 1024);
     const std::int64_t full = (n - 1) * up + k;
     EXPECT_EQ(UpfirdnOutputLength(n, k, up, down), (full + down - 1) / down);
   }
+  // Rows of no sample at the largest rates: scipy's (k - 1 - up) // down + 1.
+  EXPECT_EQ(UpfirdnOutputLength(0, 1, kUpfirdnMaxRate, 1), -kUpfirdnMaxRate + 1);
+  EXPECT_EQ(UpfirdnOutputLength(0, kUpfirdnMaxTaps, kUpfirdnMaxRate, kUpfirdnMaxRate), 0);
+  EXPECT_EQ(UpfirdnOutputLength(0, kUpfirdnMaxTaps, 5, kUpfirdnMaxRate), 1);
 }
 
 TEST(UpfirdnShape, RejectsWhatIsOutsideTheLimits) {
+  // 1 to 2^20 taps (the core's limit for every table), up and down 1 to 2^31 - 1.
+  static_assert(kUpfirdnMaxTaps == std::int64_t{1} << 20, "taps: 1 to 2^20");
+  static_assert(kUpfirdnMaxTaps == kMaxTableEntries, "the core's table limit");
+  static_assert(kUpfirdnMaxRate == 2147483647, "rates: 1 to 2^31 - 1");
   UpfirdnShape shape;
   EXPECT_TRUE(
       MakeUpfirdnShape(2, 10, kUpfirdnMaxTaps, kUpfirdnMaxRate, kUpfirdnMaxRate, &shape).ok());
+  EXPECT_EQ(shape.outputs, 10 + (kUpfirdnMaxTaps - 1) / kUpfirdnMaxRate);
+  ASSERT_TRUE(MakeUpfirdnShape(3, 1000, 5000, 1, kUpfirdnMaxRate, &shape).ok());
+  EXPECT_EQ(shape.outputs, 1);
+  // 2^31 samples at up 2^31 - 1: 2^62 - 2^31 of the upsampled row, within 2^62; 2^31 + 2 not.
+  ASSERT_TRUE(
+      MakeUpfirdnShape(1, std::int64_t{1} << 31, 7, kUpfirdnMaxRate, kUpfirdnMaxRate, &shape).ok());
+  EXPECT_EQ(shape.outputs, std::int64_t{1} << 31);
+  EXPECT_FALSE(
+      MakeUpfirdnShape(1, (std::int64_t{1} << 31) + 2, 7, kUpfirdnMaxRate, 1, &shape).ok());
   EXPECT_TRUE(MakeUpfirdnShape(0, 10, 1, 1, 1, &shape).ok());
   EXPECT_EQ(shape.outputs, 10);
   EXPECT_FALSE(MakeUpfirdnShape(2, 10, 0, 1, 1, &shape).ok());
@@ -168,6 +189,9 @@ struct Reference {
   std::vector<std::int64_t> terms;
 };
 
+// xup[u] is x[u / up] where up divides u, else zero; it is not stored (up may be 2^31 - 1): the
+// sum runs over the taps j, skipping the zeros, or over the samples s (u = s * up), whichever is
+// shorter.
 template <class T>
 Reference Direct(const std::vector<T>& x, std::int64_t rows, std::int64_t n,
                  const std::vector<T>& h, std::int64_t up, std::int64_t down) {
@@ -177,21 +201,27 @@ Reference Direct(const std::vector<T>& x, std::int64_t rows, std::int64_t n,
   ref.y.assign(rows * outputs, 0.0L);
   ref.magnitude.assign(rows * outputs, 0.0L);
   ref.terms.assign(rows * outputs, 0);
-  std::vector<long double> xup(n * up);
   for (std::int64_t r = 0; r < rows; ++r) {
-    std::fill(xup.begin(), xup.end(), 0.0L);
-    for (std::int64_t s = 0; s < n; ++s) xup[s * up] = x[r * n + s];
     for (std::int64_t i = 0; i < outputs; ++i) {
       const std::int64_t t = i * down;  // a sample of the full convolution, of length (n-1)up+k
       long double sum = 0, magnitude = 0;
       std::int64_t terms = 0;
-      for (std::int64_t j = 0; j < k; ++j) {
-        const std::int64_t u = t - j;
-        if (u < 0 || u >= n * up) continue;
-        const long double term = static_cast<long double>(h[j]) * xup[u];
+      auto add = [&](std::int64_t j, std::int64_t s) {
+        const long double term = static_cast<long double>(h[j]) * x[r * n + s];
         sum += term;
         magnitude += std::fabs(term);
-        if (u % up == 0) ++terms;
+        ++terms;
+      };
+      if (k <= n) {
+        for (std::int64_t j = 0; j < k; ++j) {
+          const std::int64_t u = t - j;
+          if (u >= 0 && u < n * up && u % up == 0) add(j, u / up);
+        }
+      } else {
+        for (std::int64_t s = 0; s < n; ++s) {
+          const std::int64_t j = t - s * up;
+          if (j >= 0 && j < k) add(j, s);
+        }
       }
       ref.y[r * outputs + i] = sum;
       ref.magnitude[r * outputs + i] = magnitude;
@@ -245,6 +275,22 @@ std::vector<Case> Cases() {
       {20, 257, 13, 1, 2},      {17, 129, 33, 3, 5},
   };
   return cases;
+}
+
+// Past 4,096 taps and rates of 1,024: long filters (2^20 taps), rates up to 2^31 - 1 (i * down and
+// p + m * up past 2^32), Q past 1,024 (the vector kernel's streams) and past what a chunk
+// rearranges (scalar), P past the outputs of a range (scalar), and the audio rates of resample's
+// longest filters.
+std::vector<Case> LargeCases() {
+  constexpr std::int64_t kRate = kUpfirdnMaxRate;
+  return {
+      {1, 300, 100000, 1, 1},       {1, 50, kUpfirdnMaxTaps, 1000, 3}, {2, 40, 9, kRate, kRate - 1},
+      {2, 40, 9, kRate - 1, kRate}, {1, 30, 70000, kRate, 65536},      {2, 7, 3, 3, kRate},
+      {3, 500, 700, 1500, 1499},    {2, 30000, 5000, 1, 3000},         {1, 1100000, 3, 1, 65537},
+      {2, 2000, 50000, 4099, 4097}, {2, 250, 31005, 2560, 147},        {2, 4000, 31005, 147, 2560},
+      {2, 300, 96405, 2560, 147},   {2, 5000, 96405, 147, 2560},       {1, 20, 5000, 100000, 99999},
+      {3, 100000, 40, 5, 1031},
+  };
 }
 
 class UpfirdnCpu : public ::testing::TestWithParam<Isa> {
@@ -339,21 +385,49 @@ TEST_P(UpfirdnCpu, RealsWithinTheErrorBoundAndBitwiseEqualToTheDefinition) {
   }
 }
 
+TEST_P(UpfirdnCpu, LargeTapsAndRatesEqualTheDirectReference) {
+  std::uint64_t seed = 2000;
+  for (const Case& c : LargeCases()) {
+    CheckIntegers<float>(GetParam(), c, seed++);
+    CheckReals<double>(GetParam(), c, seed++);
+  }
+}
+
 // Random shapes and ranges, against the portable kernel and the definition.
 template <class T>
 void RandomShapes(Isa isa) {
   std::mt19937_64 rng(77 + static_cast<unsigned>(isa) + sizeof(T));
   std::normal_distribution<double> normal(0.0, 1.0);
-  const std::int64_t rates[] = {1, 2, 3, 4, 5, 7, 8, 16, 147, 160, 1024};
-  for (int trial = 0; trial < 150; ++trial) {
+  const std::int64_t rates[] = {1,
+                                2,
+                                3,
+                                4,
+                                5,
+                                7,
+                                8,
+                                16,
+                                147,
+                                160,
+                                1024,
+                                1025,
+                                2560,
+                                4099,
+                                65537,
+                                300007,
+                                1 << 20,
+                                kUpfirdnMaxRate - 1,
+                                kUpfirdnMaxRate};
+  constexpr int kRates = sizeof(rates) / sizeof(rates[0]);
+  for (int trial = 0; trial < 200; ++trial) {
     Case c;
     c.rows = 1 + rng() % 4;
     c.n = trial % 10 == 0 ? 3000 + rng() % 500 : rng() % 300;
-    c.k = trial % 9 == 0 ? 1 + rng() % 4096 : 1 + rng() % 70;
-    c.up = trial % 3 == 0 ? rates[rng() % 11] : 1 + rng() % 12;
-    c.down = trial % 4 == 0 ? rates[rng() % 11] : 1 + rng() % 12;
+    c.k = trial % 9 == 0 ? 1 + rng() % 4096 : trial % 25 == 1 ? 1 + rng() % 70000 : 1 + rng() % 70;
+    c.up = trial % 3 == 0 ? rates[rng() % kRates] : 1 + rng() % 12;
+    c.down = trial % 4 == 0 ? rates[rng() % kRates] : 1 + rng() % 12;
     UpfirdnShape shape;
     if (!MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) continue;
+    if (shape.rows * shape.outputs > 4000000) continue;  // a large up over a small down
     std::vector<T> x(c.rows * c.n), h(c.k);
     for (auto& v : x) v = static_cast<T>(normal(rng));
     for (auto& v : h) v = static_cast<T>(normal(rng));

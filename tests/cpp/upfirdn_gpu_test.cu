@@ -2,7 +2,9 @@
 // Upfirdn's GPU launcher, driven without a framework on a CUDA stream, against its CPU kernel
 // (which upfirdn_cpu_test.cc checks against the direct reference and scipy's lengths): bit for bit,
 // for every edge case, the audio rates 1/3, 3/1, 160/147, 147/160 and 2/1, 1/2, 3/2 at 31, 255 and
-// 4,096 taps, every table source, placement and lane arrangement, aligned and misaligned data;
+// 4,096 taps, every table source, placement and lane arrangement (the direct kernel included),
+// aligned and misaligned data; past 4,096 taps and rates of 1,024 (up to 2^20 taps and 2^31 - 1),
+// the direct kernel and the tiled one with the taps in global memory, from host and device tables;
 // special values (NaN as NaN); a launch captured into a CUDA graph and replayed with changed taps.
 #include <gtest/gtest.h>
 
@@ -75,24 +77,48 @@ std::string Describe(const Config& config) {
          UpfirdnArrangementName(config.arrangement);
 }
 
-// Every configuration a table of `taps` entries of T can take.
+// Every configuration a table of `taps` entries of T can take: by value up to 4 KiB, a constant
+// bank up to 4,096 taps, shared memory up to 64 KiB, global memory always; the tiled kernel's
+// arrangements where its tile fits (CheckUpfirdn skips them for shapes it does not take).
 template <class T>
 std::vector<Config> Configs(std::int64_t taps) {
+  const std::int64_t bytes = taps * static_cast<std::int64_t>(sizeof(T));
   std::vector<Config> configs;
   for (SourceKind source :
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
     const bool host = source != SourceKind::kDevice;
     for (Placement placement : {Placement::kByValue, Placement::kConstantBank,
                                 Placement::kGlobalMemory, Placement::kSharedMemory}) {
-      if (placement == Placement::kByValue &&
-          (!host || taps * static_cast<std::int64_t>(sizeof(T)) > 4096))
-        continue;
+      if (placement == Placement::kByValue && (!host || bytes > 4096)) continue;
+      if (placement == Placement::kConstantBank && taps > 4096) continue;
+      if (placement == Placement::kSharedMemory && bytes > 64 * 1024) continue;
       const bool divergent =
           placement == Placement::kGlobalMemory || placement == Placement::kSharedMemory;
       for (UpfirdnArrangement arrangement :
            {UpfirdnArrangement::kAuto, UpfirdnArrangement::kPhasePerWarp,
-            UpfirdnArrangement::kPhasePerLane}) {
+            UpfirdnArrangement::kPhasePerLane, UpfirdnArrangement::kDirect}) {
         if (!divergent && arrangement == UpfirdnArrangement::kPhasePerLane) continue;
+        configs.push_back({source, placement, arrangement});
+      }
+    }
+  }
+  return configs;
+}
+
+// Host and device tables in global memory (and shared memory where the table fits 64 KiB), the
+// arrangement chosen and the direct kernel: the configurations of a table past the constant bank.
+template <class T>
+std::vector<Config> LargeConfigs(std::int64_t taps) {
+  std::vector<Config> configs;
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    for (Placement placement : {Placement::kGlobalMemory, Placement::kSharedMemory}) {
+      if (placement == Placement::kSharedMemory &&
+          taps * static_cast<std::int64_t>(sizeof(T)) > 64 * 1024) {
+        continue;
+      }
+      for (UpfirdnArrangement arrangement :
+           {UpfirdnArrangement::kAuto, UpfirdnArrangement::kDirect}) {
         configs.push_back({source, placement, arrangement});
       }
     }
@@ -130,6 +156,12 @@ void CheckUpfirdn(const Case& c, const std::vector<Config>& configs, std::uint64
                                 cudaMemcpyDefault, stream));
   }
   for (const Config& config : configs) {
+    const bool tiled_arrangement = config.arrangement == UpfirdnArrangement::kPhasePerWarp ||
+                                   config.arrangement == UpfirdnArrangement::kPhasePerLane;
+    if (tiled_arrangement &&
+        UpfirdnChosenArrangement<T>(shape, config.placement) == UpfirdnArrangement::kDirect) {
+      continue;  // no tile of this shape fits: the tiled kernel refuses it (BadArguments test)
+    }
     ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (total + 1 + offset) * sizeof(T), stream));
     LaunchReport report;
     ASSERT_OK(LaunchUpfirdnWithArrangement<T>(stream, in.get() + offset, out.get() + offset, shape,
@@ -217,6 +249,85 @@ TEST(UpfirdnGpu, ResamplePolyFiltersAndManyRowsBitwiseEqualToTheCpu) {
   }
 }
 
+// Past 4,096 taps and rates of 1,024: filters of up to 2^20 taps, rates up to 2^31 - 1 (indices
+// past int), tiles that do not fit shared memory (the direct kernel) and resample's longest audio
+// filters (147 <-> 2,560, tiled with the taps in global memory), from host and device tables.
+const Case kLargeCases[] = {
+    {2, 3000, 100000, 1, 1},
+    {1, 200, kUpfirdnMaxTaps, 1000, 3},
+    {2, 40, 9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1},
+    {2, 40, 9, kUpfirdnMaxRate - 1, kUpfirdnMaxRate},
+    {2, 300, 31005, 2560, 147},
+    {2, 5000, 31005, 147, 2560},
+    {2, 20000, 96405, 147, 2560},
+    {1, 3000, 61, 1, 1500},
+    {1, 200000, 5000, 3, 70000},
+    {2, 50, 20000, 65537, 3},
+    {2, 4000, 16384, 7, 5},
+    {3, 100000, 40, 5, 1031},
+};
+
+TEST(UpfirdnGpu, LargeTapsAndRatesInGlobalMemoryBitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 700;
+  for (const Case& c : kLargeCases) {
+    CheckUpfirdn<float>(c, LargeConfigs<float>(c.k), seed++);
+    CheckUpfirdn<double>(c, LargeConfigs<double>(c.k), seed++, 1);
+  }
+}
+
+// The direct kernel in every configuration (by value and constant banks included) on the edge
+// cases, which the tiled kernel runs when asked for kAuto: the same bits.
+TEST(UpfirdnGpu, DirectKernelOnTheEdgeCasesBitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 900;
+  for (const Case& c : kEdgeCases) {
+    std::vector<Config> direct;
+    for (const Config& config : Configs<float>(c.k)) {
+      if (config.arrangement == UpfirdnArrangement::kDirect) direct.push_back(config);
+    }
+    CheckUpfirdn<float>(c, direct, seed++, 0, true);
+  }
+}
+
+// What LaunchUpfirdn picks for tables past the constant bank: global memory (shared memory for a
+// direct kernel whose lanes read taps of different phases, where the table fits 64 KiB).
+TEST(UpfirdnGpu, LargeTablesGoToGlobalMemory) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(17);
+  Stream stream;
+  for (const Case& c : std::vector<Case>{{1, 3000, 100000, 1, 1},
+                                         {1, 300, 31005, 2560, 147},
+                                         {1, 4000, 31005, 147, 2560},
+                                         {1, 40, 5000, kUpfirdnMaxRate, kUpfirdnMaxRate - 2}}) {
+    UpfirdnShape shape;
+    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
+    const auto x = Random<float>(rng, c.rows * c.n);
+    const auto taps = Random<float>(rng, c.k);
+    std::vector<float> expected(shape.rows * shape.outputs);
+    UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, shape.rows * shape.outputs);
+    DeviceBuffer<float> in(x.size()), out(expected.size()), device_taps(c.k);
+    ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    ASSERT_CUDA(
+        cudaMemcpy(device_taps.get(), taps.data(), c.k * sizeof(float), cudaMemcpyHostToDevice));
+    for (const TableView<float>& view :
+         {TableView<float>{taps.data(), c.k, SourceKind::kPageableHost},
+          TableView<float>{device_taps.get(), c.k, SourceKind::kDevice}}) {
+      LaunchReport report;
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, expected.size() * sizeof(float), stream));
+      ASSERT_OK(LaunchUpfirdn<float>(stream, in.get(), out.get(), shape, view, &report));
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      EXPECT_EQ(report.placement, UpfirdnPlacementForShape<float>(shape, view.source));
+      EXPECT_EQ(report.placement, c.k * 4 <= 64 * 1024 && c.up > 1 ? Placement::kSharedMemory
+                                                                   : Placement::kGlobalMemory)
+          << Describe(c);
+      std::size_t where = 0;
+      ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected, &where))
+          << Describe(c) << ": output " << where;
+    }
+  }
+}
+
 TEST(UpfirdnGpu, SpecialValuesGiveTheCpusBitsAndNanForNan) {
   REQUIRE_GPU();
   std::uint64_t seed = 500;
@@ -266,6 +377,51 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
   EXPECT_EQ(UpfirdnPlacement<float>(1024, SourceKind::kPageableHost), Placement::kByValue);
   EXPECT_EQ(UpfirdnPlacement<float>(4096, SourceKind::kPageableHost), Placement::kConstantBank);
   EXPECT_EQ(UpfirdnPlacement<double>(4096, SourceKind::kDevice), Placement::kConstantBank);
+  // Past the constant bank: global memory, from any source.
+  for (SourceKind source : {SourceKind::kPageableHost, SourceKind::kDevice}) {
+    EXPECT_EQ(UpfirdnPlacement<float>(4097, source), Placement::kGlobalMemory);
+    EXPECT_EQ(UpfirdnPlacement<double>(4097, source), Placement::kGlobalMemory);
+    EXPECT_EQ(UpfirdnPlacement<float>(kUpfirdnMaxTaps, source), Placement::kGlobalMemory);
+    // A long filter at up 1: its halo fits no tile, the direct kernel's lanes share the phase.
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(100000, 1, 1), source),
+              Placement::kGlobalMemory);
+    EXPECT_EQ(UpfirdnPlacementForShape<double>(shape(kUpfirdnMaxTaps, 3, 2), source),
+              Placement::kGlobalMemory);
+    // resample's 147 <-> 2,560 filters: tiled, phase per lane, 124 KiB of taps in global memory.
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(31005, 2560, 147), source),
+              Placement::kGlobalMemory);
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(31005, 147, 2560), source),
+              Placement::kGlobalMemory);
+    // The direct kernel, lanes of different phases: small tables in global memory, up to 64 KiB
+    // in shared memory.
+    EXPECT_EQ(
+        UpfirdnPlacementForShape<float>(shape(9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1), source),
+        Placement::kGlobalMemory);
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(4000, 65537, 3), source),
+              Placement::kSharedMemory);
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(20000, 65537, 3), source),
+              Placement::kGlobalMemory);
+  }
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(100000, 1, 1), Placement::kGlobalMemory),
+            UpfirdnArrangement::kDirect);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1),
+                                            Placement::kGlobalMemory),
+            UpfirdnArrangement::kDirect);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(4000, 65537, 3), Placement::kSharedMemory),
+            UpfirdnArrangement::kDirect);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(31005, 2560, 147), Placement::kGlobalMemory),
+            UpfirdnArrangement::kPhasePerLane);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(31005, 147, 2560), Placement::kGlobalMemory),
+            UpfirdnArrangement::kPhasePerLane);
+  // Every shape of rates up to 1,024 and 4,096 taps stays tiled, its taps staged or not.
+  for (Placement placement : {Placement::kConstantBank, Placement::kSharedMemory}) {
+    EXPECT_NE(UpfirdnChosenArrangement<double>(shape(4096, 1, 1024), placement),
+              UpfirdnArrangement::kDirect);
+    EXPECT_NE(UpfirdnChosenArrangement<double>(shape(4096, 2, 1023), placement),
+              UpfirdnArrangement::kDirect);
+    EXPECT_NE(UpfirdnChosenArrangement<double>(shape(4096, 1024, 1023), placement),
+              UpfirdnArrangement::kDirect);
+  }
 }
 
 TEST(UpfirdnGpu, BadArgumentsAreErrorsAndTheNextCallWorks) {
@@ -294,6 +450,19 @@ TEST(UpfirdnGpu, BadArgumentsAreErrorsAndTheNextCallWorks) {
                                           Placement::kByValue, UpfirdnArrangement::kPhasePerLane)
           .code(),
       StatusCode::kInvalidArgument);
+  // The tiled kernel asked for a shape whose tile fits no GPU (a halo of 99,999 samples).
+  UpfirdnShape long_filter;
+  ASSERT_TRUE(MakeUpfirdnShape(1, 64, 100000, 1, 1, &long_filter).ok());
+  DeviceBuffer<float> many(100000), long_y(long_filter.outputs);
+  for (UpfirdnArrangement arrangement :
+       {UpfirdnArrangement::kPhasePerWarp, UpfirdnArrangement::kPhasePerLane}) {
+    EXPECT_EQ(LaunchUpfirdnWithArrangement<float>(
+                  stream, x.get(), long_y.get(), long_filter,
+                  TableView<float>{many.get(), 100000, SourceKind::kDevice},
+                  Placement::kGlobalMemory, arrangement)
+                  .code(),
+              StatusCode::kFailedPrecondition);
+  }
   ASSERT_CUDA(cudaMemsetAsync(y.get(), 0xFF, 256 * sizeof(float), stream));
   EXPECT_OK(LaunchUpfirdn<float>(stream, x.get(), y.get(), shape, good));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -374,9 +543,11 @@ void CheckCapturedReplays(std::int64_t taps_count, std::int64_t up, std::int64_t
 TEST(UpfirdnGpu, CapturedGraphReplaysWithChangedTaps) {
   REQUIRE_GPU();
   for (SourceKind source : {SourceKind::kPageableHost, SourceKind::kDevice}) {
-    CheckCapturedReplays<float>(3201, 160, 147, source);  // shared memory, phase per lane
-    CheckCapturedReplays<float>(2000, 3, 1, source);      // a device buffer, phase per warp
-    CheckCapturedReplays<double>(1000, 1, 2, source);     // 8 KB: not by value
+    CheckCapturedReplays<float>(3201, 160, 147, source);    // shared memory, phase per lane
+    CheckCapturedReplays<float>(2000, 3, 1, source);        // a device buffer, phase per warp
+    CheckCapturedReplays<double>(1000, 1, 2, source);       // 8 KB: not by value
+    CheckCapturedReplays<float>(20000, 1, 1, source);       // the direct kernel, global memory
+    CheckCapturedReplays<float>(31005, 2560, 147, source);  // tiled, phase per lane, global
   }
 }
 

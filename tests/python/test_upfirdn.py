@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Upfirdn and the resamplers built on it in PyTorch and JAX (no TensorFlow needed): against
-scipy.signal.upfirdn and resample_poly in float64, the exact polyphase definition, torchaudio's
-resample (where importable; else its definition in NumPy), gradients against finite differences,
-jit, vmap, torch.compile(fullgraph=True) and opcheck, on the CPU and each GPU."""
+"""Upfirdn and the resamplers built on it in PyTorch and JAX (TensorFlow where installed): against
+scipy.signal.upfirdn and resample_poly in float64 (past 4,096 taps and rates of 1,024 too), the
+exact polyphase definition, torchaudio's resample (where importable; else its definition in NumPy)
+over every ordered pair of 11 audio rates, gradients against finite differences, jit, vmap,
+torch.compile(fullgraph=True) and opcheck, on the CPU and each GPU."""
 
 import importlib.util
+import math
 
 import numpy as np
 import pytest
@@ -106,17 +108,81 @@ def test_upfirdn_is_bitwise_its_polyphase_definition(fw, dtype, k, up, down, n):
 def test_upfirdn_attributes_are_checked(fw):
     x = fw.tensor(np.ones((2, 8)), fw.devices[0])
     for attrs, message in (
-        ({"up": 0}, "up must be 1 to 1024; got 0"),
-        ({"down": 1025}, "down must be 1 to 1024; got 1025"),
+        ({"up": 0}, "up must be 1 to 2147483647; got 0"),
+        ({"down": 2**31}, "down must be 1 to 2147483647; got 2147483648"),
     ):
         with pytest.raises(ValueError, match=message):
             fw.numpy(fw.ops.upfirdn(x, [1.0, 2.0], **attrs))
-    assert fw.ops.MAX_UPFIRDN_TAPS == 4096
+    assert fw.ops.MAX_UPFIRDN_TAPS == 2**20
+    with pytest.raises(ValueError, match="taps"):
+        fw.numpy(fw.ops.upfirdn(x, np.zeros(2**20 + 1)))
+    # The largest rates: 8 samples at 2^31 - 1 up and down (one tap a phase at most).
+    y = fw.numpy(fw.ops.upfirdn(x, [1.0, 2.0], up=2**31 - 1, down=2**31 - 1))
+    np.testing.assert_array_equal(y, np.ones((2, 8)))
     # Rows of no sample: scipy's length, negative (an error) with fewer taps than up - down + 1.
     empty = fw.tensor(np.ones((2, 0)), fw.devices[0])
     assert fw.numpy(fw.ops.upfirdn(empty, [1.0] * 5, up=2, down=1)).shape == (2, 3)
     with pytest.raises(ValueError, match="negative output length"):
         fw.numpy(fw.ops.upfirdn(empty, [1.0], up=3, down=1))
+
+
+# Past 4,096 taps and rates of 1,024: (taps, up, down, samples).
+LARGE_CASES = [
+    (5000, 1, 1, 300),
+    (70000, 3, 2, 40),
+    (2**20, 1000, 3, 12),
+    (31, 1025, 1024, 50),
+    (61, 1, 3000, 20000),
+    (9, 2**31 - 1, 2**31 - 2, 40),
+    (40000, 65537, 3, 3),
+    (31005, 2560, 147, 60),
+    (31005, 147, 2560, 600),
+]
+
+
+@pytest.mark.parametrize(("k", "up", "down", "n"), LARGE_CASES)
+def test_upfirdn_past_the_constant_bank_matches_scipy(fw, k, up, down, n):
+    rng = np.random.default_rng(k + up + down)
+    x = rng.standard_normal((2, n))
+    taps = rng.standard_normal(k) / np.sqrt(min(k, n * up))
+    expected = upfirdn_scipy(x, taps, up, down)
+    for device in fw.devices:
+        data = fw.tensor(x, device)
+        for form, table in (("static", taps.tolist()), ("tensor", fw.tensor(taps, device))):
+            y = fw.numpy(fw.ops.upfirdn(data, table, up=up, down=down))
+            assert y.shape == expected.shape, form
+            np.testing.assert_allclose(y, expected, rtol=0, atol=1e-12, err_msg=form)
+
+
+@pytest.mark.parametrize(("up", "down"), [(205, 1), (1, 205), (441, 640), (2560, 147), (3001, 7)])
+def test_resample_poly_past_the_old_rates_matches_scipy(fw, up, down):
+    rng = np.random.default_rng(up * 3 + down)
+    n = max(40, -(-300 * down // up))
+    x = rng.standard_normal((2, n))
+    expected = scipy_signal.resample_poly(x, up, down, axis=-1)
+    x32 = x.astype(np.float32)
+    expected32 = scipy_signal.resample_poly(x32, up, down, axis=-1)
+    device = fw.devices[-1]
+    y = fw.numpy(fw.ops.resample_poly(fw.tensor(x, device), up, down))
+    assert y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-13)
+    y32 = fw.numpy(fw.ops.resample_poly(fw.tensor(x32, device), up, down))
+    np.testing.assert_allclose(y32, expected32, rtol=0, atol=2e-5)
+
+
+def test_a_static_table_of_400000_taps(fw):
+    # A static table (a Python sequence, fixed per call site) of 400,000 taps, under jit in JAX.
+    rng = np.random.default_rng(400)
+    taps = rng.standard_normal(400_000) / 600
+    static = tuple(taps.tolist())
+    x = rng.standard_normal((2, 30))
+    expected = upfirdn_scipy(x, taps, 7000, 3)
+    data = fw.tensor(x, fw.devices[0])
+    if fw.name == "jax":
+        y = fw.jax.jit(lambda a: fw.ops.upfirdn(a, static, up=7000, down=3))(data)
+    else:
+        y = fw.ops.upfirdn(data, static, up=7000, down=3)
+    np.testing.assert_allclose(fw.numpy(y), expected, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize(("orig", "new"), RATES)
@@ -326,3 +392,153 @@ def test_torch_compile_fullgraph_and_opcheck():
             torch.library.opcheck(torch.ops.constmem.upfirdn, (data, t, 3, 2))
         data32 = data.detach().float().requires_grad_(True)
         torch.library.opcheck(torch.ops.constmem.upfirdn_static, (data32, [0.5, 0.25], 1, 2))
+
+
+# torchaudio.functional.resample over every ordered pair of these rates (110 pairs), with
+# torchaudio's defaults and with a long Kaiser filter (up to 96,405 taps, rates up to 2,560 after
+# their gcd).
+AUDIO_RATES = [8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000, 192000]
+RATE_PAIRS = [(orig, new) for orig in AUDIO_RATES for new in AUDIO_RATES if orig != new]
+SINC_SETTINGS = {
+    "defaults": {},
+    "kaiser_width16_rolloff085": {
+        "lowpass_filter_width": 16,
+        "rolloff": 0.85,
+        "resampling_method": "sinc_interp_kaiser",
+    },
+}
+
+
+def torchaudio_sinc_float64(
+    x,
+    orig_freq,
+    new_freq,
+    lowpass_filter_width=6,
+    rolloff=0.99,
+    resampling_method="sinc_interp_hann",
+    beta=None,
+):
+    """torchaudio.functional.resample computed as torchaudio computes it, in float64 NumPy.
+
+    Its _get_sinc_resample_kernel: for the rates reduced by their gcd, a kernel of shape
+    [new, 2 * width + orig] (width = ceil(lowpass_filter_width * orig / base), base = min(orig,
+    new) * rolloff) of windowed sincs at t = (-i / new + (j - width) / orig) * base, clamped to
+    the filter's width, Hann or Kaiser; its _apply_sinc_resample_kernel: the rows padded with width
+    zeros before and width + orig after, conv1d with that kernel and stride orig (each frame of
+    2 * width + orig samples gives `new` outputs), the frames' outputs in order, cropped to
+    ceil(new * n / orig).
+    """
+    g = math.gcd(orig_freq, new_freq)
+    orig, new = orig_freq // g, new_freq // g
+    base = min(orig, new) * rolloff
+    width = math.ceil(lowpass_filter_width * orig / base)
+    idx = np.arange(-width, width + orig, dtype=np.float64)[None, :] / orig
+    t = np.arange(0, -new, -1, dtype=np.float64)[:, None] / new + idx
+    t = np.clip(t * base, -lowpass_filter_width, lowpass_filter_width)
+    if resampling_method == "sinc_interp_hann":
+        window = np.cos(t * math.pi / lowpass_filter_width / 2) ** 2
+    else:
+        beta = 14.769656459379492 if beta is None else beta
+        window = np.i0(beta * np.sqrt(1 - (t / lowpass_filter_width) ** 2)) / np.i0(beta)
+    t = t * math.pi
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kernel = np.where(t == 0, 1.0, np.sin(t) / t) * (window * (base / orig))
+    x = np.asarray(x, np.float64)
+    n = x.shape[-1]
+    rows = x.reshape(-1, n)
+    padded = np.pad(rows, [(0, 0), (width, width + orig)])
+    frames = np.lib.stride_tricks.sliding_window_view(padded, 2 * width + orig, axis=-1)[:, ::orig]
+    out = (frames @ kernel.T).reshape(rows.shape[0], -1)[:, : -(-new * n // orig)]
+    return out.reshape((*x.shape[:-1], out.shape[-1]))
+
+
+def audio_signal(orig, new):
+    """Two rows of float32 in [-1, 1) with about 200 outputs at the new rate."""
+    n = max(24, -(-200 * orig // new))
+    rng = np.random.default_rng(orig * 7 + new)
+    return rng.uniform(-1, 1, (2, n)).astype(np.float32)
+
+
+@pytest.mark.parametrize("setting", sorted(SINC_SETTINGS))
+@pytest.mark.parametrize(("orig", "new"), RATE_PAIRS)
+def test_resample_every_audio_rate_pair_matches_torchaudios_algorithm(orig, new, setting):
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    kwargs = SINC_SETTINGS[setting]
+    x = audio_signal(orig, new)
+    expected = torchaudio_sinc_float64(x, orig, new, **kwargs)
+    y = cm.resample(torch.from_numpy(x), orig, new, **kwargs).numpy()
+    assert y.shape == expected.shape and y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-5)
+
+
+# The pairs of the longest filters and the largest rates after the gcd, in every framework.
+FRAMEWORK_PAIRS = [(192000, 11025), (11025, 192000), (88200, 32000), (44100, 48000)]
+
+
+@pytest.mark.parametrize("setting", sorted(SINC_SETTINGS))
+@pytest.mark.parametrize(("orig", "new"), FRAMEWORK_PAIRS)
+def test_resample_is_bitwise_alike_in_every_framework(orig, new, setting):
+    kwargs = SINC_SETTINGS[setting]
+    x = audio_signal(orig, new)
+    expected = torchaudio_sinc_float64(x, orig, new, **kwargs)
+    results = {}
+    if "torch" in FRAMEWORKS:
+        import constmem.torch as cm
+        import torch
+
+        results["torch"] = cm.resample(torch.from_numpy(x), orig, new, **kwargs).numpy()
+    if "jax" in FRAMEWORKS:
+        import constmem.jax as cmj
+        import jax
+
+        run = jax.jit(lambda a: cmj.resample(a, orig, new, **kwargs))
+        results["jax"] = np.asarray(run(jax.device_put(x, jax.devices("cpu")[0])))
+    if importlib.util.find_spec("tensorflow") is not None:
+        import constmem.tensorflow as cmt
+        import tensorflow as tf
+
+        with tf.device("/CPU:0"):
+            results["tf"] = cmt.resample(tf.constant(x), orig, new, **kwargs).numpy()
+            traced = tf.function(lambda a: cmt.resample(a, orig, new, **kwargs))
+            results["tf.function"] = traced(tf.constant(x)).numpy()
+    if not results:
+        pytest.skip("needs torch, jax or tensorflow")
+    first = next(iter(results.values()))
+    np.testing.assert_allclose(first, expected, rtol=0, atol=1e-5)
+    for name, y in results.items():
+        np.testing.assert_array_equal(y, first, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rolloff": 0}, "rolloff"),
+        ({"rolloff": -0.5}, "rolloff"),
+        ({"rolloff": 1.5}, "rolloff"),
+        ({"rolloff": float("nan")}, "rolloff"),
+        ({"rolloff": float("inf")}, "rolloff"),
+        ({"lowpass_filter_width": 0}, "lowpass_filter_width"),
+        ({"lowpass_filter_width": -3}, "lowpass_filter_width"),
+        ({"lowpass_filter_width": float("inf")}, "lowpass_filter_width"),
+    ],
+)
+def test_resample_refuses_bad_filters(fw, kwargs, message):
+    x = fw.tensor(np.ones((2, 40)), fw.devices[0])
+    with pytest.raises(ValueError, match=message):
+        fw.ops.resample(x, 44100, 48000, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        fw.ops.resample(x, 48000, 48000, **kwargs)
+
+
+def test_resample_takes_rolloff_one_and_refuses_filters_past_the_op(fw):
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 300))
+    y = fw.numpy(fw.ops.resample(fw.tensor(x, fw.devices[0]), 16000, 44100, rolloff=1.0))
+    expected = torchaudio_sinc_float64(x, 16000, 44100, rolloff=1.0)
+    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-12)
+    # 44,100 -> 96,001 Hz (coprime): about 2.3 million taps; resample_poly by 96,001/2: 1.9 million.
+    with pytest.raises(ValueError, match="taps; upfirdn takes at most 1048576"):
+        fw.ops.resample(fw.tensor(x, fw.devices[0]), 44100, 96001)
+    with pytest.raises(ValueError, match="taps; upfirdn takes at most 1048576"):
+        fw.ops.resample_poly(fw.tensor(x, fw.devices[0]), 96001, 2)
