@@ -25,6 +25,7 @@
 // ComputeTypeOf<T> (float) entries.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -306,6 +307,76 @@ void AppendOpJson(std::string* out) {
   out->append("]}");
 }
 
+// The data type named `dtype` ("float32", "float64", "uint8") if Op takes it.
+template <class Op>
+Status DataTypeNamed(std::string_view dtype, DataType* type) {
+  if (dtype == "float32") {
+    *type = DataType::kFloat32;
+    return Status::Ok();
+  }
+  if (dtype == "float64" && Op::kFloat64) {
+    *type = DataType::kFloat64;
+    return Status::Ok();
+  }
+  if (dtype == "uint8" && Op::kUint8) {
+    *type = DataType::kUint8;
+    return Status::Ok();
+  }
+  return InvalidArgument(std::string(Op::kNames.data) + " must be " + DataTypeList<Op>() +
+                         "; got " + std::string(dtype));
+}
+
+// What Op's kernels check before they run, for data of `dtype` and dims `x` with a table of
+// `table_size` entries: the attributes, the table's size and the description's Output; y's dims.
+template <class Op>
+Status CheckCallOf(std::string_view dtype, const Dims& x, std::int64_t table_size,
+                   const AttrValue* values, Dims* y) {
+  DataType type = DataType::kFloat32;
+  CONSTMEM_RETURN_IF_ERROR(DataTypeNamed<Op>(dtype, &type));
+  typename Op::Params params;
+  CONSTMEM_RETURN_IF_ERROR(ReadParams<Op>(values, type, &params));
+  CONSTMEM_RETURN_IF_ERROR(CheckTableSize<Op>(table_size));
+  typename Op::Shape shape;
+  return Op::Output(x, params, table_size, &shape, y);
+}
+
+// CheckCallOf for the op of Ops... named `name`, its attributes given by position as C values
+// (a choice's string, a float64, an int64: the array of its kind holds it at the attribute's
+// index). What an op library exports for Python to check a call while a framework traces it.
+template <class... Ops>
+int ExportedCheckCall(const char* name, const char* dtype, const long long* dims, int rank,
+                      long long table_size, const char* const* choices, const double* floats,
+                      const long long* ints, long long* y_dims, int* y_rank, char* error,
+                      int error_size) {
+  Status status = InvalidArgument(std::string("no op named ") + name);
+  Dims y;
+  auto one = [&](auto* op) {
+    using Op = std::remove_pointer_t<decltype(op)>;
+    if (std::string_view(name) != Op::kNames.name) return;
+    std::vector<AttrValue> values(Op::kAttrCount + 1);
+    for (int i = 0; i < Op::kAttrCount; ++i) {
+      values[i].choice = choices[i] != nullptr ? choices[i] : "";
+      values[i].float64 = floats[i];
+      values[i].int64 = ints[i];
+    }
+    status = CheckCallOf<Op>(dtype, Dims(dims, dims + rank), table_size, values.data(), &y);
+  };
+  (one(static_cast<Ops*>(nullptr)), ...);
+  if (status.ok() && static_cast<int>(y.size()) <= *y_rank) {
+    *y_rank = static_cast<int>(y.size());
+    for (std::size_t d = 0; d < y.size(); ++d) y_dims[d] = y[d];
+    return 0;
+  }
+  const std::string message =
+      status.ok() ? std::string("the output has too many dimensions") : status.message();
+  if (error_size > 0) {
+    const std::size_t n = std::min<std::size_t>(message.size(), error_size - 1);
+    message.copy(error, n);
+    error[n] = '\0';
+  }
+  return status.ok() || status.code() == StatusCode::kInvalidArgument ? 1 : 2;
+}
+
 }  // namespace detail
 
 // The registry of ops Ops... as JSON: a list of each op's names, table rule, flags and attributes,
@@ -320,10 +391,20 @@ std::string OpRegistryJson() {
 
 }  // namespace constmem
 
-// The registry of an op library's ops, exported as `const char* symbol()` for its Python package.
-#define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                           \
-  extern "C" __attribute__((visibility("default"))) const char* symbol() { \
-    static const std::string* registry =                                   \
-        new std::string(::constmem::OpRegistryJson<__VA_ARGS__>());        \
-    return registry->c_str();                                              \
+// The registry of an op library's ops, exported as `const char* symbol()` for its Python package,
+// and `symbol_check` (detail::ExportedCheckCall), which runs an op's checks for a call without
+// running it: JAX calls it while it traces, so a description's refusal is a ValueError then.
+#define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                                                   \
+  extern "C" __attribute__((visibility("default"))) const char* symbol() {                         \
+    static const std::string* registry =                                                           \
+        new std::string(::constmem::OpRegistryJson<__VA_ARGS__>());                                \
+    return registry->c_str();                                                                      \
+  }                                                                                                \
+  extern "C" __attribute__((visibility("default"))) int symbol##_check(                            \
+      const char* name, const char* dtype, const long long* dims, int rank, long long table_size,  \
+      const char* const* choices, const double* floats, const long long* ints, long long* y_dims,  \
+      int* y_rank, char* error, int error_size) {                                                  \
+    return ::constmem::detail::ExportedCheckCall<__VA_ARGS__>(name, dtype, dims, rank, table_size, \
+                                                              choices, floats, ints, y_dims,       \
+                                                              y_rank, error, error_size);          \
   }

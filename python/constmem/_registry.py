@@ -14,6 +14,7 @@ import dataclasses
 import json
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,79 @@ def read_registry(path: str) -> dict[str, OpSpec]:
         spec = OpSpec(attrs=attrs, **op)
         ops[spec.name] = spec
     return ops
+
+
+CallChecker = Callable[[OpSpec, str, tuple, int, dict], tuple]
+
+
+def call_checker(path: str) -> CallChecker | None:
+    """`check(spec, dtype, shape, table_size, attrs)` of the op library at `path`, or None.
+
+    It runs the checks the library's kernels run before they start (the attributes, the table's
+    size and the C++ description's output shape) without running the op, and returns the output's
+    shape or raises ValueError with the description's message: what a framework that traces
+    (JAX) calls so that a refusal comes while it traces, not when the call runs. None for a library
+    built without it.
+    """
+    library = ctypes.CDLL(path)
+    function = getattr(library, "constmem_op_registry_check", None)
+    if function is None:
+        return None
+    function.restype = ctypes.c_int
+    longs = ctypes.POINTER(ctypes.c_longlong)
+    function.argtypes = (
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        longs,
+        ctypes.c_int,
+        ctypes.c_longlong,
+        ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_double),
+        longs,
+        longs,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.c_char_p,
+        ctypes.c_int,
+    )
+
+    def check(spec: OpSpec, dtype: str, shape: tuple, table_size: int, attrs: dict) -> tuple:
+        count = max(1, len(spec.attrs))
+        choices = (ctypes.c_char_p * count)()
+        floats = (ctypes.c_double * count)()
+        ints = (ctypes.c_longlong * count)()
+        for i, attr in enumerate(spec.attrs):
+            value = attrs[attr.name]
+            if attr.kind == "choice":
+                choices[i] = str(value).encode()
+            elif attr.kind == "float64":
+                floats[i] = float(value)
+            else:
+                ints[i] = int(value)
+        dims = (ctypes.c_longlong * max(1, len(shape)))(*shape)
+        out = (ctypes.c_longlong * 16)()
+        rank = ctypes.c_int(16)
+        error = ctypes.create_string_buffer(1024)
+        status = function(
+            spec.name.encode(),
+            dtype.encode(),
+            dims,
+            len(shape),
+            table_size,
+            choices,
+            floats,
+            ints,
+            out,
+            ctypes.byref(rank),
+            error,
+            len(error),
+        )
+        if status == 1:
+            raise ValueError(error.value.decode())
+        if status != 0:
+            raise RuntimeError(error.value.decode())
+        return tuple(out[: rank.value])
+
+    return check
 
 
 def size_message(spec: OpSpec, size: Any) -> str:

@@ -343,3 +343,20 @@ def test_shard_map_over_two_devices_gives_the_one_device_bits():
         pytest.skip("this JAX has no jax.shard_map")
     env = python_env(XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     assert "sharded ok" in run_python("-c", _SHARDED_PROGRAM, env=env).stdout
+
+
+def test_the_library_checks_a_call_while_jax_traces(monkeypatch):
+    """The op library's own checks (its C++ description's Output) run when JAX traces a call:
+    with the Python description's shape rule out of the way, a scalar FirFilter is still a
+    ValueError from make_jaxpr, which compiles and runs nothing."""
+    from constmem import _registry
+
+    check = _registry.call_checker(cm.library_path())
+    spec = cm.OPS["fir_filter"]
+    assert check(spec, "float32", (4, 100), 5, {"padding": "VALID"}) == (4, 96)
+    with pytest.raises(ValueError, match="padding must be one of SAME/VALID; got 'FULL'"):
+        check(spec, "float32", (4, 100), 5, {"padding": "FULL"})
+    monkeypatch.setattr(cm, "_output_shape", lambda spec, shape, size, attrs: tuple(shape))
+    with pytest.raises(ValueError, match="x must have rank 1 or more"):
+        jax.make_jaxpr(lambda x: cm.fir_filter(x, [0.5, 0.5]))(jnp.float32(1))
+    jax.make_jaxpr(lambda x: cm.fir_filter(x, [0.5, 0.5]))(jnp.ones(8))  # a good call traces

@@ -40,6 +40,8 @@ from constmem._registry import OpSpec
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
 _DESCRIPTIONS: dict[str, Any] = {}  # every registered op's Python description, by FFI target
+# Every registered op's library check (constmem._registry.call_checker), by FFI target.
+_CHECKERS: dict[str, _registry.CallChecker | None] = {}
 
 
 def register_library(path: str, described: Mapping[str, ModuleType] | None = None):
@@ -53,8 +55,10 @@ def register_library(path: str, described: Mapping[str, ModuleType] | None = Non
     find = ctypes.CDLL(path).constmem_ffi_handler
     find.restype = ctypes.c_void_p
     find.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
+    checker = _registry.call_checker(path)
     for spec in ops.values():
         _DESCRIPTIONS[spec.target] = described[spec.name]
+        _CHECKERS[spec.target] = checker
         for target in (spec.target, spec.target + "_static"):
             for platform in ("cpu", "CUDA"):
                 handler = find(target.encode(), platform.encode())
@@ -79,6 +83,17 @@ def _attribute(kind: str, value: Any) -> Any:
 
 def _output_shape(spec: OpSpec, shape, size: int, attrs: dict) -> tuple:
     return descriptions.output_shape(_DESCRIPTIONS[spec.target], shape, size, attrs)
+
+
+def _check_call(spec: OpSpec, dtype: str, shape, size: int, attrs: dict) -> None:
+    """Runs the library's own checks of the call (its C++ description's) while JAX traces.
+
+    A refusal is then a ValueError here rather than an error when the call runs. Symbolic shapes
+    are left to the Python description.
+    """
+    checker = _CHECKERS.get(spec.target)
+    if checker is not None and all(isinstance(d, int) for d in shape):
+        checker(spec, dtype, tuple(shape), size, attrs)
 
 
 def _encoded(spec: OpSpec, attrs: dict) -> dict:
@@ -303,11 +318,13 @@ def _make_call(spec: OpSpec, description: ModuleType):
             if str(table.dtype) != spec.table_dtype(dtype):
                 raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
             _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
+            _check_call(spec, dtype, data.shape, table.shape[0], checked)
             if dtype == "uint8":  # no gradient flows through uint8 data
                 return _array_call(spec, attr_items)(data, table)
             return _with_array(spec, data, table, attr_items)
         values = tuple(_registry.static_values(spec, table, dtype).tolist())
         _output_shape(spec, data.shape, len(values), checked)
+        _check_call(spec, dtype, data.shape, len(values), checked)
         if dtype == "uint8":
             return _static_call(spec, data, values, checked)
         return _with_static(spec, data, values, attr_items)
