@@ -2,6 +2,9 @@
 # What building an op library on constmem needs in every framework, in constmem's own build and in
 # a user's project (each framework's file includes this one).
 include_guard(GLOBAL)
+# constmem_portable_link, which every constmem_add_*_op_library applies where
+# CONSTMEM_PORTABLE_LINK is on (-DCONSTMEM_PORTABLE_LINK=ON: libraries that load on glibc 2.28).
+include(${CMAKE_CURRENT_LIST_DIR}/constmemPortable.cmake)
 
 set(CONSTMEM_PYTHON "" CACHE FILEPATH "Python with the frameworks, for their flags and headers")
 if(NOT CONSTMEM_PYTHON)

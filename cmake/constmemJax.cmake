@@ -40,4 +40,5 @@ function(constmem_add_jax_op_library target)
   target_link_libraries(${target} PRIVATE constmem::xla_ffi ${ARG_LIBRARIES})
   constmem_link_cuda_code(${target} "${ARG_CUDA_LIBRARY}" "${ARG_CUDA_SOURCES}"
                           "${ARG_INCLUDE_DIRS}" "")
+  constmem_portable_link(${target})  # a C interface: a static libstdc++
 endfunction()

@@ -75,4 +75,5 @@ function(constmem_add_tf_op_library target)
   constmem_link_cuda_code(${target} "${ARG_CUDA_LIBRARY}" "${ARG_CUDA_SOURCES}"
                           "${ARG_INCLUDE_DIRS}" ${CONSTMEM_TF_ADAPTER_DIR}
                           ${CONSTMEM_TF_ADAPTER_DIR}/adapter/adapter_gpu.cu)
+  constmem_portable_link(${target} GLIBC_ONLY)  # C++ objects cross to TensorFlow
 endfunction()

@@ -49,4 +49,5 @@ function(constmem_add_torch_op_library target)
     target_compile_definitions(${target} PRIVATE USE_CUDA)
     target_link_libraries(${target} PRIVATE ${torch_dir}/lib/libtorch_cuda.so)
   endif()
+  constmem_portable_link(${target})  # a C interface: a static libstdc++
 endfunction()

@@ -50,8 +50,21 @@ cmake --build "$work/consumer" -j "$(nproc)" >/dev/null
 "$work/consumer/consumer_host"
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work/custom_op" \
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
-  -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" >/dev/null
+  -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" -DCONSTMEM_PORTABLE_LINK=ON >/dev/null
 cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
+# The installed helpers' portable link: the example's libraries need no glibc newer than 2.28, and
+# the PyTorch and JAX ones no libstdc++ at all (TensorFlow's the one TensorFlow's wheel needs).
+newest() { objdump -T "$1" | grep -o "$2[0-9.]*" | sort -uV | tail -1; }
+for library in "$work"/custom_op/_apply_gain_*.so; do
+  glibc=$(newest "$library" GLIBC_)
+  [ "$(printf '%s\nGLIBC_2.28\n' "$glibc" | sort -V | tail -1)" = GLIBC_2.28 ] ||
+    { echo "test-wheel: $library needs $glibc (the portable link allows GLIBC_2.28)" >&2; exit 1; }
+  glibcxx=$(newest "$library" GLIBCXX_)
+  case $library in
+    *_tf.so) [ "$(printf '%s\nGLIBCXX_3.4.22\n' "$glibcxx" | sort -V | tail -1)" = GLIBCXX_3.4.22 ] ;;
+    *) [ -z "$glibcxx" ] ;;
+  esac || { echo "test-wheel: $library needs $glibcxx" >&2; exit 1; }
+done
 APPLY_GAIN_BUILD="$work/custom_op" PYTHONPATH="$work/site" \
   "$OLDPWD/.venv/bin/python" -m pytest -q \
   -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"
