@@ -5,12 +5,15 @@ in this run:
 - Polyval (coefficients a CUDA tensor that changes every call) against a Horner loop compiled by
   torch.compile, degree 16 and 256, 16 Mi float32 elements;
 - FirFilter against torch.nn.functional.conv1d (cuDNN), [4096, 16384] float32, 17 and 63 taps;
-- the per-call cost at 1 Ki elements against torch.add, eagerly;
+- the per-call cost at 1 Ki elements against torch.add, eagerly: every op in every table form
+  (a CUDA tensor, a CPU tensor, a static list), each alternating with torch.add over many short
+  rounds, the ratio's median and minimum over the rounds (host timings swing between runs on a
+  shared machine; alternating in one run keeps the ratio);
 - Frobulate at 64 Mi elements (100 entries), for comparison with kernel_bench's figure;
 - Polyval's coefficient gradient at degree 256 on 16 Mi float32 elements (blocks of powers) against
   every power at once: GPU time and peak memory beyond the inputs, in multiples of the input's size.
 
-    python3 bench/torch_bench.py [--json FILE]
+    python3 bench/torch_bench.py [--json FILE] [--per-call-only]
 """
 
 import argparse
@@ -57,6 +60,52 @@ def peak_bytes(fn):
     return torch.cuda.max_memory_allocated() - before
 
 
+def per_call_ratios(fn, baseline, rounds=60, calls=200):
+    """Median and minimum over `rounds` of (wall time of `calls` calls of fn) / (the same of
+    baseline), the two alternating round by round, and each one's median microseconds a call."""
+    for _ in range(300):
+        fn()
+        baseline()
+    torch.cuda.synchronize()
+    ratios, ours, theirs = [], [], []
+    for _ in range(rounds):
+        times = []
+        for f in (fn, baseline):
+            start = time.perf_counter()
+            for _ in range(calls):
+                f()
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - start) / calls * 1e6)
+        ours.append(times[0])
+        theirs.append(times[1])
+        ratios.append(times[0] / times[1])
+    return {
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "constmem_us": statistics.median(ours),
+        "torch_add_us": statistics.median(theirs),
+    }
+
+
+def per_call_cases():
+    """(op, form, call) at 1 Ki elements of data, each op with a small table in each form."""
+    small = torch.randn(1024, device="cuda")
+    rows = small.view(1, 1024)
+    image = small.view(1, 1, 32, 32)
+    tables = {
+        "frobulate": (torch.arange(100, dtype=torch.int32), lambda t: cm.frobulate(small, t)),
+        "polyval": (torch.randn(17), lambda t: cm.polyval(t, small)),
+        "fir_filter": (torch.randn(17), lambda t: cm.fir_filter(rows, t)),
+        "interpolate": (torch.randn(16), lambda t: cm.interpolate(small, t, lo=-3.0, hi=3.0)),
+        "separable_filter": (torch.randn(6), lambda t: cm.separable_filter(image, t, 3)),
+        "upfirdn": (torch.randn(16), lambda t: cm.upfirdn(rows, t, up=2, down=1)),
+    }
+    for op, (table, call) in tables.items():
+        forms = {"cuda": table.cuda(), "cpu": table, "static": table.tolist()}
+        for form, t in forms.items():
+            yield op, form, (lambda c=call, t=t: c(t))
+
+
 def horner(coeffs, x):
     y = torch.full_like(x, 0) + coeffs[0]
     for i in range(1, coeffs.shape[0]):
@@ -67,9 +116,29 @@ def horner(coeffs, x):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
+    parser.add_argument("--per-call-only", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(0)
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+    small, other = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    per_call = {}
+    for op, form, call in per_call_cases():
+        per_call[f"{op}_{form}"] = measured = per_call_ratios(call, lambda: torch.add(small, other))
+        print(
+            f"per call, {op:<17} {form:<7} {measured['constmem_us']:6.2f} us, torch.add "
+            f"{measured['torch_add_us']:5.2f} us: {measured['ratio_median']:.2f}x "
+            f"(min {measured['ratio_min']:.2f}x)",
+            flush=True,
+        )
+    results["per_call_vs_torch_add"] = per_call
+    worst = max(per_call.values(), key=lambda m: m["ratio_median"])
+    print(f"per call: the largest median ratio {worst['ratio_median']:.2f}x", flush=True)
+    if args.per_call_only:
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(results, f, indent=1)
+        return
 
     x = torch.rand(16 << 20, device="cuda") * 2 - 1
     for degree in (16, 256):
