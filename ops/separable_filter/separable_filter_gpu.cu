@@ -589,16 +589,6 @@ __global__ void __launch_bounds__(kTwoPassThreads)
   }
 }
 
-// The free of `buffer`, enqueued on its stream after the kernels, whichever form its Release takes.
-template <class Buffer>
-auto ReleaseAfter(Buffer& buffer, cudaStream_t stream, int) -> decltype(buffer.Release(stream)) {
-  return buffer.Release(stream);
-}
-template <class Buffer>
-Status ReleaseAfter(Buffer& buffer, cudaStream_t, long) {
-  return buffer.Release();
-}
-
 template <class In, class T, class Taps>
 Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
                      const SeparableShape& shape, const Taps& taps) {
@@ -632,7 +622,7 @@ Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
     CONSTMEM_RETURN_IF_ERROR(CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()),
                                         "SeparableFilter column pass launch"));
   }
-  return ReleaseAfter(scratch, stream, 0);
+  return scratch.Release();  // the free is enqueued after the kernels
 }
 
 template <class In, class T, class Taps, class Tile>
