@@ -10,7 +10,13 @@
 // arrangement that can take the table; "terms" is G fused multiply-adds a second (outputs times
 // ceil(k / up)). A few outputs of every launch are checked against the scalar definition. The CPU
 // figure runs UpfirdnCpuRange on every hardware thread over the [64, 480000] shape.
-//   upfirdn_bench [--json FILE] [--no-cpu] [--quick]
+// --long-filters runs long filters instead (128 to 16,384 taps at 1/1, 4,096 at 2/1 and 1/2,
+// torchaudio's 31,005-tap filters between 11,025 and 192,000 Hz (147/2560 and 2560/147), on
+// [64, 480000]): where a constant bank stops paying against global memory, and the direct kernel
+// (16,384 taps at 1/1, whose halo fits no tile). Variants that cannot take the table (a constant
+// bank past 4,096 taps, shared memory past 64 KiB, the tiled arrangements where no tile fits) are
+// left out; the direct kernel runs with the taps in global memory.
+//   upfirdn_bench [--json FILE] [--no-cpu] [--quick] [--long-filters]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -95,13 +101,27 @@ double SecondsOfBest(int rounds, const std::function<void()>& run) {
 
 int main(int argc, char** argv) {
   const char* json_path = nullptr;
-  bool cpu = true, quick = false;
+  bool cpu = true, quick = false, long_filters = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     if (!std::strcmp(argv[i], "--no-cpu")) cpu = false;
     if (!std::strcmp(argv[i], "--quick")) quick = true;
+    if (!std::strcmp(argv[i], "--long-filters")) long_filters = true;
   }
-  const std::vector<Case> cases = {
+  const std::vector<Case> long_cases = {
+      {"fir 1/1", 1, 1, 128},
+      {"fir 1/1", 1, 1, 512},
+      {"fir 1/1", 1, 1, 1024},
+      {"fir 1/1", 1, 1, 2048},
+      {"fir 1/1", 1, 1, 4096},
+      {"fir 1/1", 1, 1, 16384},
+      {"upfirdn 2/1", 2, 1, 4096},
+      {"upfirdn 1/2", 1, 2, 4096},
+      {"upfirdn 3/2", 3, 2, 4096},
+      {"resample 192k->11.025k", 147, 2560, 31005},
+      {"resample 11.025k->192k", 2560, 147, 31005},
+  };
+  const std::vector<Case> standard_cases = {
       {"resample 48k->16k", 1, 3, 2 * 10 * 3 + 1},
       {"resample 16k->48k", 3, 1, 2 * 10 * 3 + 1},
       {"resample 44.1k->48k", 160, 147, 2 * 10 * 160 + 1},
@@ -113,6 +133,8 @@ int main(int argc, char** argv) {
       {"upfirdn 1/2", 1, 2, 255},
       {"upfirdn 3/2", 3, 2, 255},
   };
+  const std::vector<Case>& cases = long_filters ? long_cases : standard_cases;
+  if (long_filters) cpu = false;
   const std::int64_t shapes[][2] = {{64, quick ? 48000 : 480000}, {1, quick ? 2880000 : 28800000}};
   std::vector<Row> rows;
 
@@ -128,6 +150,7 @@ int main(int argc, char** argv) {
                 "memcpy", "Gterm/s");
   }
   for (const auto& dims : shapes) {
+    if (long_filters && &dims != &shapes[0]) break;  // the long filters on [64, 480000] alone
     const std::int64_t n_rows = dims[0], length = dims[1];
     std::vector<float> x(n_rows * length);
     {
@@ -209,18 +232,27 @@ int main(int argc, char** argv) {
       };
       measure("LaunchUpfirdn", device_view, Placement::kConstantBank, UpfirdnArrangement::kAuto,
               true);
-      if (c.taps * sizeof(float) <= kDefaultByValueBytes) {
+      auto tiled = [&](Placement placement) {
+        return UpfirdnChosenArrangement<float>(shape, placement) != UpfirdnArrangement::kDirect;
+      };
+      if (c.taps * sizeof(float) <= kDefaultByValueBytes && tiled(Placement::kByValue)) {
         measure("by_value", host_view, Placement::kByValue, UpfirdnArrangement::kPhasePerWarp,
                 false);
       }
-      measure("constant_bank", device_view, Placement::kConstantBank,
-              UpfirdnArrangement::kPhasePerWarp, false);
+      if (c.taps <= 4096 && tiled(Placement::kConstantBank)) {
+        measure("constant_bank", device_view, Placement::kConstantBank,
+                UpfirdnArrangement::kPhasePerWarp, false);
+      }
       for (Placement placement : {Placement::kGlobalMemory, Placement::kSharedMemory}) {
+        if (placement == Placement::kSharedMemory && c.taps * sizeof(float) > 64 * 1024) continue;
+        if (!tiled(placement)) continue;
         for (UpfirdnArrangement arrangement :
              {UpfirdnArrangement::kPhasePerWarp, UpfirdnArrangement::kPhasePerLane}) {
           measure(PlacementName(placement), device_view, placement, arrangement, false);
         }
       }
+      measure("global_memory", device_view, Placement::kGlobalMemory, UpfirdnArrangement::kDirect,
+              false);
       CHECK_CUDA(cudaFree(out));
     }
     CHECK_CUDA(cudaFree(in));

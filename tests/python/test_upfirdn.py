@@ -5,6 +5,7 @@ exact polyphase definition, torchaudio's resample (where importable; else its de
 over every ordered pair of 11 audio rates, gradients against finite differences, jit, vmap,
 torch.compile(fullgraph=True) and opcheck, on the CPU and each GPU."""
 
+import functools
 import importlib.util
 import math
 
@@ -129,7 +130,7 @@ def test_upfirdn_attributes_are_checked(fw):
 # Past 4,096 taps and rates of 1,024: (taps, up, down, samples).
 LARGE_CASES = [
     (5000, 1, 1, 300),
-    (70000, 3, 2, 40),
+    (20000, 3, 2, 40),
     (2**20, 1000, 3, 12),
     (31, 1025, 1024, 50),
     (61, 1, 3000, 20000),
@@ -140,12 +141,18 @@ LARGE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("k", "up", "down", "n"), LARGE_CASES)
-def test_upfirdn_past_the_constant_bank_matches_scipy(fw, k, up, down, n):
+@functools.lru_cache(maxsize=None)
+def large_case(k, up, down, n):
+    """x, taps and scipy's result (seconds for the longest filters: once for every framework)."""
     rng = np.random.default_rng(k + up + down)
     x = rng.standard_normal((2, n))
     taps = rng.standard_normal(k) / np.sqrt(min(k, n * up))
-    expected = upfirdn_scipy(x, taps, up, down)
+    return x, taps, upfirdn_scipy(x, taps, up, down)
+
+
+@pytest.mark.parametrize(("k", "up", "down", "n"), LARGE_CASES)
+def test_upfirdn_past_the_constant_bank_matches_scipy(fw, k, up, down, n):
+    x, taps, expected = large_case(k, up, down, n)
     for device in fw.devices:
         data = fw.tensor(x, device)
         for form, table in (("static", taps.tolist()), ("tensor", fw.tensor(taps, device))):
@@ -262,8 +269,18 @@ def dense_matrix(n, taps, up, down):
     return np.stack([upfirdn_scipy(np.eye(n)[t], taps, up, down) for t in range(n)], axis=1)
 
 
-# 2/1, 1/2, 3/2 with more taps than samples, 2/3.
-GRADIENT_CASES = [(5, 2, 1, 6), (4, 1, 2, 7), (9, 3, 2, 3), (6, 2, 3, 5)]
+# 2/1, 1/2, 3/2 with more taps than samples, 2/3; up and down with a common factor (the adjoint
+# takes every 2nd, every 100th tap), rates past 1,024.
+GRADIENT_CASES = [
+    (5, 2, 1, 6),
+    (4, 1, 2, 7),
+    (9, 3, 2, 3),
+    (6, 2, 3, 5),
+    (9, 4, 6, 5),
+    (301, 200, 300, 6),
+    (5, 1500, 1499, 4),
+    (50, 1025, 1024, 3),
+]
 
 
 @pytest.mark.parametrize(("k", "up", "down", "n"), GRADIENT_CASES)
@@ -298,12 +315,21 @@ def test_gradients_match_finite_differences(fw, k, up, down, n):
 
 
 def test_gradient_of_the_most_taps_runs_in_chunks(fw):
-    # 4,096 taps at up 3: the adjoint's padded taps would pass the limit; it runs in two chunks.
+    # 2^20 taps at up 2: the adjoint's padded taps (2^20 + 1) would pass the limit; it runs in two
+    # chunks. (Down 1,001 keeps the gradient short: the adjoint computes about k / up outputs.)
     rng = np.random.default_rng(5)
-    n, taps, up, down = 6, rng.standard_normal(4096), 3, 2
+    k, n, up, down = 2**20, 6, 2, 1001
+    taps = rng.standard_normal(k)
     x = rng.standard_normal((1, n))
-    matrix = dense_matrix(n, taps, up, down)
-    grad = rng.standard_normal((1, matrix.shape[0]))
+    outputs = ((n - 1) * up + k - 1) // down + 1
+    grad = rng.standard_normal((1, outputs))
+    # dx[t] = sum_i g[i] h[i * down - t * up].
+    i = np.arange(outputs)
+    expected_dx = np.zeros((1, n))
+    for t in range(n):
+        j = i * down - t * up
+        hit = (j >= 0) & (j < k)
+        expected_dx[0, t] = (grad[0, hit] * taps[j[hit]]).sum()
     device = fw.devices[-1]
     if fw.name == "torch":
         data = fw.tensor(x, device).requires_grad_(True)
@@ -317,15 +343,29 @@ def test_gradient_of_the_most_taps_runs_in_chunks(fw):
             fw.tensor(taps, device),
         )
         dx, dtaps = (fw.numpy(g) for g in vjp(fw.tensor(grad, device)))
-    np.testing.assert_allclose(dx, grad @ matrix, rtol=0, atol=1e-11)
-    # dtaps[j] = sum_i g[i] xup[i * down - j]: the same matrix with the roles of x and taps.
-    expected = np.stack(
-        [
-            (grad * upfirdn_scipy(x, np.eye(len(taps))[j], up, down)).sum()
-            for j in range(0, 4096, 97)
-        ]
-    )
-    np.testing.assert_allclose(dtaps[::97], expected, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(dx, expected_dx, rtol=0, atol=1e-11)
+    # dtaps[j] = sum_i g[i] xup[i * down - j], xup the row with up - 1 zeros after each sample.
+    expected = np.zeros(k)
+    j = np.arange(k)
+    for s in range(n):
+        i, rest = np.divmod(s * up + j, down)
+        hit = (rest == 0) & (i < grad.shape[1])
+        expected[hit] += x[0, s] * grad[0, i[hit]]
+    np.testing.assert_allclose(dtaps, expected, rtol=0, atol=1e-11)
+
+
+def test_gradient_for_x_needs_the_reduced_up_below_the_limit(fw):
+    # P = up / gcd = 2^21 + 1 and two taps: no chunk of the adjoint's padded taps fits.
+    x = fw.tensor(np.ones((1, 4)), fw.devices[0])
+    up, down = 2**21 + 1, 2**21
+    if fw.name == "torch":
+        data = x.requires_grad_(True)
+        y = fw.ops.upfirdn(data, [1.0, 2.0], up=up, down=down)
+        with pytest.raises(ValueError, match="gradient for x"):
+            y.sum().backward()
+    else:
+        with pytest.raises(ValueError, match="gradient for x"):
+            fw.jax.grad(lambda a: fw.ops.upfirdn(a, [1.0, 2.0], up=up, down=down).sum())(x)
 
 
 def test_resamplers_have_gradients(fw):
