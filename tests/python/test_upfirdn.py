@@ -141,7 +141,7 @@ LARGE_CASES = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def large_case(k, up, down, n):
     """x, taps and scipy's result (seconds for the longest filters: once for every framework)."""
     rng = np.random.default_rng(k + up + down)
