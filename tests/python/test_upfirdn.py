@@ -192,6 +192,24 @@ def test_a_static_table_of_400000_taps(fw):
     np.testing.assert_allclose(fw.numpy(y), expected, rtol=0, atol=1e-13)
 
 
+def test_a_static_table_of_400000_taps_in_tensorflow():
+    # An attr of 400,000 entries, eagerly and in a tf.function.
+    tf = pytest.importorskip("tensorflow")
+    import constmem.tensorflow as cmt
+
+    rng = np.random.default_rng(401)
+    taps = rng.standard_normal(400_000) / 600
+    static = tuple(taps.tolist())
+    x = rng.standard_normal((2, 30))
+    expected = upfirdn_scipy(x, taps, 7000, 3)
+    with tf.device("/CPU:0"):
+        eager = cmt.upfirdn(tf.constant(x), static, up=7000, down=3).numpy()
+        traced = tf.function(lambda a: cmt.upfirdn(a, static, up=7000, down=3))
+        graph = traced(tf.constant(x)).numpy()
+    np.testing.assert_allclose(eager, expected, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(graph, eager)
+
+
 @pytest.mark.parametrize(("orig", "new"), RATES)
 def test_resample_poly_matches_scipy(fw, orig, new):
     rng = np.random.default_rng(orig + new)
