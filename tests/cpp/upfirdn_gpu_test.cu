@@ -348,13 +348,16 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
     EXPECT_TRUE(MakeUpfirdnShape(64, 480000, taps, up, down, &s).ok());
     return s;
   };
-  // Small P + Q: one phase a warp, the taps broadcast by value or from a constant bank.
+  // Small P + Q: one phase a warp, a small host table by value, any other staged in shared
+  // memory (faster than the constant bank at every size measured).
   EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(61, 3, 1), SourceKind::kPageableHost),
             Placement::kByValue);
   EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(61, 1, 3), SourceKind::kDevice),
-            Placement::kConstantBank);
+            Placement::kSharedMemory);
   EXPECT_EQ(UpfirdnPlacementForShape<double>(shape(255, 3, 2), SourceKind::kDevice),
-            Placement::kConstantBank);
+            Placement::kSharedMemory);
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(2048, 1, 1), SourceKind::kPageableHost),
+            Placement::kSharedMemory);
   EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(61, 3, 1), Placement::kConstantBank),
             UpfirdnArrangement::kPhasePerWarp);
   EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(61, 3, 1), Placement::kSharedMemory),
@@ -371,7 +374,7 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
   }
   // One phase (up divides down): uniform whatever the tile.
   EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(4096, 1, 1024), SourceKind::kDevice),
-            Placement::kConstantBank);
+            Placement::kSharedMemory);
   EXPECT_EQ(UpfirdnChosenArrangement<double>(shape(4096, 1, 1024), Placement::kSharedMemory),
             UpfirdnArrangement::kPhasePerWarp);
   EXPECT_EQ(UpfirdnPlacement<float>(1024, SourceKind::kPageableHost), Placement::kByValue);
