@@ -29,9 +29,9 @@ convolution, not a correlation) and every `down`-th sample is kept from the firs
 dimension becomes `((n - 1) * up + k - 1) // down + 1`. Computed polyphase: output `i` takes the
 taps `p, p + up, ...` of its phase `p = (i * down) % up` against the samples before it, one fused
 multiply-add each from +0, nearest sample first; terms outside the row are skipped. The CPU and
-GPU kernels run the same operations in the same order and agree bit for bit. On a GPU the taps are
-read from `__constant__` memory (or a by-value kernel parameter) when every lane of a warp reads
-the same tap and they fit it (4,096 taps), else staged in shared memory or read from global memory.
+GPU kernels run the same operations in the same order and agree bit for bit. On a GPU a small host
+table travels as a by-value kernel parameter; other taps are staged in each block's shared memory
+where they fit (64 KiB), else read from global memory.
 
 Args:
   x: float32 or float64 of rank 1 or more; every leading dimension is a batch.

@@ -78,9 +78,9 @@ Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const Up
 template <class T>
 Placement UpfirdnPlacement(std::int64_t count, SourceKind source);
 
-// Where LaunchUpfirdn puts the taps for `shape`: UpfirdnPlacement where kPhasePerWarp's tiles fit
-// (or the direct kernel's lanes share one phase), else shared memory where the taps fit it (64
-// KiB, beside the tile), else global memory.
+// Where LaunchUpfirdn puts the taps for `shape`: by value where UpfirdnPlacement says so and
+// kPhasePerWarp's tiles fit, else shared memory where the taps fit it (64 KiB, beside the tile),
+// else global memory; the direct kernel as UpfirdnPlacement says where its lanes share one phase.
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source);
 
