@@ -204,9 +204,9 @@ __attribute__((flatten)) void Portable(const In* x, In* y, const SeparableShape&
 
 #if CONSTMEM_CPU_X86
 template <class In, class T>
-CONSTMEM_TARGET_AVX2 __attribute__((flatten)) void Avx2(const In* x, In* y, const SeparableShape& s,
-                                                        const T* taps, std::int64_t begin,
-                                                        std::int64_t end) {
+CONSTMEM_TARGET_AVX2
+    __attribute__((flatten)) void Avx2(const In* x, In* y, const SeparableShape& s, const T* taps,
+                                       std::int64_t begin, std::int64_t end) {
   Range<In, T, 32, 8>(x, y, s, taps, begin, end);
 }
 
