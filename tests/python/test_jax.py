@@ -360,3 +360,12 @@ def test_the_library_checks_a_call_while_jax_traces(monkeypatch):
     with pytest.raises(ValueError, match="x must have rank 1 or more"):
         jax.make_jaxpr(lambda x: cm.fir_filter(x, [0.5, 0.5]))(jnp.float32(1))
     jax.make_jaxpr(lambda x: cm.fir_filter(x, [0.5, 0.5]))(jnp.ones(8))  # a good call traces
+
+
+def test_the_gradient_namespace_has_the_standard_functions_and_sigmoid():
+    F = cm.JaxArrays(cm.OPS["polyval"], {})
+    t = jnp.linspace(-3, 3, 7, dtype=jnp.float64)
+    values = np.asarray(t)
+    np.testing.assert_allclose(np.asarray(F.sigmoid(t)), 1 / (1 + np.exp(-values)), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(F.exp(t)), np.exp(values), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(F.tanh(t)), np.tanh(values), rtol=1e-15)

@@ -226,3 +226,14 @@ def test_attr_coefficients_must_be_known_when_the_graph_is_built():
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="known when the graph is built"):
         run(tf.ones([2]), tf.ones([2]))
+
+
+def test_the_gradient_namespace_has_the_standard_functions_and_sigmoid():
+    from constmem.tensorflow._tables import TfArrays
+
+    F = TfArrays(None, {})  # the op is not called here
+    t = tf.linspace(tf.constant(-3.0, tf.float64), 3.0, 7)
+    values = t.numpy()
+    np.testing.assert_allclose(F.sigmoid(t).numpy(), 1 / (1 + np.exp(-values)), rtol=1e-15)
+    np.testing.assert_allclose(F.exp(t).numpy(), np.exp(values), rtol=1e-15)
+    np.testing.assert_allclose(F.tanh(t).numpy(), np.tanh(values), rtol=1e-15)

@@ -389,3 +389,15 @@ def test_two_devices_from_two_threads():
     for thread in threads:
         thread.join()
     assert results == {0: 0, 1: 0}
+
+
+def test_the_gradient_namespace_has_the_standard_functions_and_sigmoid():
+    from constmem.torch._library import TorchArrays
+
+    F = TorchArrays(cm.OPS["polyval"], {})
+    t = torch.linspace(-3, 3, 7, dtype=torch.float64)
+    values = t.numpy()
+    np.testing.assert_allclose(F.sigmoid(t).numpy(), 1 / (1 + np.exp(-values)), rtol=1e-15)
+    np.testing.assert_allclose(F.exp(t).numpy(), np.exp(values), rtol=1e-15)
+    np.testing.assert_allclose(F.tanh(t).numpy(), np.tanh(values), rtol=1e-15)
+    assert F.sum(t).item() == pytest.approx(values.sum())

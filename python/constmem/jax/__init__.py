@@ -156,6 +156,14 @@ class JaxArrays:
         merged = {**self._attrs, **attrs}
         return _array_call(self._spec, tuple(merged.items()))(data, table)
 
+    def __getattr__(self, name):
+        """Any other name is jax.numpy's (the array API standard's names: exp, tanh, sum, ...)."""
+        return getattr(jnp, name)
+
+    @staticmethod
+    def sigmoid(t):
+        return jax.nn.sigmoid(t)
+
     @staticmethod
     def length(table):
         return table.shape[0]

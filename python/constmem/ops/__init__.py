@@ -62,7 +62,11 @@ ARRAY_API = (
     "pad_axis",  # pad_axis(t, axis, before, after): zeros around one axis (ints)
     "take",  # take(t, indices, axis): t's slices at `indices` (a NumPy int vector) along axis
     "reshape",  # reshape(t, shape): t in `shape` (a tuple of ints, one of them may be -1)
+    "sigmoid",  # sigmoid(t): 1 / (1 + exp(-t))
 )
+# Any other name is the framework's NumPy-like namespace (jax.numpy, torch, tf.experimental.numpy):
+# the array API standard's elementwise functions and reductions (F.exp(t), F.tanh(t), F.sum(t))
+# under the names an author knows.
 
 
 def describe(name: str) -> ModuleType:

@@ -227,6 +227,14 @@ class TfArrays:
     def op(self, data, table, **attrs):
         return self._op(data, table, {**self._attrs, **attrs}, source="input")
 
+    def __getattr__(self, name):
+        """Any other name is tf.experimental.numpy's (NumPy's names: exp, tanh, sum, ...)."""
+        return getattr(tf.experimental.numpy, name)
+
+    @staticmethod
+    def sigmoid(t):
+        return tf.math.sigmoid(t)
+
     @staticmethod
     def length(table):
         return table.shape[0] if table.shape[0] is not None else tf.shape(table)[0]

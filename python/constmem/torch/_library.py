@@ -164,6 +164,14 @@ class TorchArrays:
         merged = {**self._attrs, **attrs}
         return self._op(data, table.contiguous(), *(merged[a.name] for a in self._spec.attrs))
 
+    def __getattr__(self, name):
+        """Any other name is torch's (the array API standard's names: exp, tanh, sum, ...)."""
+        return getattr(torch, name)
+
+    @staticmethod
+    def sigmoid(t):
+        return torch.sigmoid(t)
+
     @staticmethod
     def length(table):
         return table.shape[0]
