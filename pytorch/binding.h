@@ -118,6 +118,16 @@ inline const char* DtypeName(ScalarType type) {
       return "float16";
     case ScalarType::BFloat16:
       return "bfloat16";
+    case ScalarType::Short:
+      return "int16";
+    case ScalarType::Char:
+      return "int8";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::ComplexFloat:
+      return "complex64";
+    case ScalarType::ComplexDouble:
+      return "complex128";
     default:
       return "another dtype";
   }

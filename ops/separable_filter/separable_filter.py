@@ -405,6 +405,11 @@ def gaussian_taps(kernel_size, sigma):
     return [v / total for v in values]
 
 
+def _is_sym_int(value):
+    """Whether `value` is torch.compile's symbolic int (no framework is imported for it)."""
+    return type(value).__name__ == "SymInt"
+
+
 def _pair(value, name):
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return [value, value]
@@ -441,7 +446,24 @@ def _make_gaussian_blur(ops):
           **options: TensorFlow's `source` and `name`.
 
         """
-        kx, ky = (int(k) for k in _pair(kernel_size, "kernel_size"))
+        try:
+            sizes = (
+                []
+                if isinstance(kernel_size, (str, bytes, bool))
+                else _pair(kernel_size, "kernel_size")
+            )
+        except TypeError:  # neither a number nor a sequence
+            sizes = []
+        # Integers only (a SymInt under torch.compile is one): a string or a float is refused, not
+        # converted.
+        if not sizes or any(
+            isinstance(k, bool) or not (isinstance(k, numbers.Integral) or _is_sym_int(k))
+            for k in sizes
+        ):
+            raise ValueError(
+                f"kernel_size must be an odd positive integer or two of them; got {kernel_size!r}"
+            )
+        kx, ky = (int(k) for k in sizes)
         for k in (kx, ky):
             if k % 2 == 0 or k < 1:
                 raise ValueError(

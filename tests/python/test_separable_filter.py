@@ -222,8 +222,13 @@ def test_gaussian_blur_matches_torchvision():
     for b in range(2):
         single = cm.gaussian_blur(x[b : b + 1], [5, 7], sigmas[b].tolist())
         np.testing.assert_allclose(out[b : b + 1].numpy(), single.numpy(), atol=1e-6)
+    out5 = cm.gaussian_blur(x, 5)
     with pytest.raises(ValueError, match="odd and positive"):
         cm.gaussian_blur(x, 4)
+    for size in ("9", 9.0, (3, "5"), True):  # refused, not converted
+        with pytest.raises(ValueError, match="kernel_size must be an odd positive integer"):
+            cm.gaussian_blur(x, size)
+    np.testing.assert_array_equal(cm.gaussian_blur(x, np.int64(5)).numpy(), out5.numpy())
 
 
 @pytest.mark.parametrize("border", ["reflect", "zeros", "replicate"])

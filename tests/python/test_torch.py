@@ -157,6 +157,25 @@ def test_non_contiguous_data_is_read_by_value(device):
             "rank 1",
         ),
         (lambda d: cm.frobulate(torch.ones(3, device=d), torch.ones(2)), "int32"),
+        # The kernel's own words for dtypes it does not take, past the wrapper.
+        (
+            lambda d: torch.ops.constmem.polyval(
+                torch.ones(3, dtype=torch.int16, device=d), torch.ones(2)
+            ),
+            "x must be float32 or float64; got int16",
+        ),
+        (
+            lambda d: torch.ops.constmem.polyval(
+                torch.ones(3, dtype=torch.bool, device=d), torch.ones(2)
+            ),
+            "x must be float32 or float64; got bool",
+        ),
+        (
+            lambda d: torch.ops.constmem.polyval(
+                torch.ones(3, dtype=torch.complex64, device=d), torch.ones(2)
+            ),
+            "x must be float32 or float64; got complex64",
+        ),
         (
             lambda d: cm.polyval(torch.ones(1048577, device=d), torch.ones(3, device=d)),
             "1 to 1048576",
