@@ -406,8 +406,28 @@ def gaussian_taps(kernel_size, sigma):
 
 
 def _is_sym_int(value):
-    """Whether `value` is torch.compile's symbolic int (no framework is imported for it)."""
-    return type(value).__name__ == "SymInt"
+    """Whether `value` is torch.compile's symbolic int (where torch is loaded)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.SymInt)
+
+
+def _torch_compiling():
+    """Whether torch.compile is tracing the call (where torch is loaded)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+def _traced_gaussian_taps(torch, kernel_size, sigma, device):
+    """gaussian_taps as a float64 tensor on `device`, in a graph that torch.compile traces.
+
+    Sigma may be symbolic there.
+    """
+    lim = (kernel_size - 1) / (2.0 * math.sqrt(2.0))
+    step = 2.0 * lim / (kernel_size - 1) if kernel_size > 1 else 0.0
+    x = torch.arange(kernel_size, dtype=torch.float64, device=device) * step - lim
+    exponents = -((x / sigma) ** 2)
+    values = torch.exp(exponents - exponents.max())
+    return values / values.sum()
 
 
 def _pair(value, name):
@@ -479,7 +499,15 @@ def _make_gaussian_blur(ops):
             if s <= 0.0:  # torchvision's test: a NaN sigma passes, and blurs to NaN
                 raise ValueError(f"sigma should have positive values. Got {sigma}")
         _check_reflect_padding(images, kx, ky, border, layout)
-        table = gaussian_taps(kx, sx) + gaussian_taps(ky, sy)  # rounded by the op
+        if _torch_compiling():
+            # torch.compile makes a sigma that changes between calls symbolic: the taps are then
+            # computed in the graph, in float64 and rounded as the op rounds a static table.
+            torch = sys.modules["torch"]
+            table = torch.cat(
+                [_traced_gaussian_taps(torch, k, s, images.device) for k, s in ((kx, sx), (ky, sy))]
+            ).to(getattr(torch, _compute_dtype(images)))
+        else:
+            table = gaussian_taps(kx, sx) + gaussian_taps(ky, sy)  # rounded by the op
         return ops.separable_filter(
             images, table, kx, column_taps=ky, border=border, layout=layout, **options
         )

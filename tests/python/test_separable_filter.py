@@ -277,6 +277,14 @@ def test_opcheck_and_compile():
     expected = cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25, 1.0], 3)
     torch.testing.assert_close(blur(x), expected)
 
+    # Python numbers that change between calls (torch.compile makes the sigma symbolic): no graph
+    # break, and the eager call's bits.
+    varying = torch.compile(lambda x, k, s: cm.gaussian_blur(x, k, s), fullgraph=True)
+    for k, sigma in ((5, 1.0), (5, 1.7), (7, 0.6)):
+        torch.testing.assert_close(
+            varying(x, k, sigma), cm.gaussian_blur(x, k, sigma), rtol=0, atol=0
+        )
+
 
 def test_jax_jit_vmap_grad():
     jax = pytest.importorskip("jax")
