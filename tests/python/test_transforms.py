@@ -95,7 +95,8 @@ def test_resample_module_is_the_function(device):
 
 @pytest.mark.skipif(not HAS_TORCHVISION, reason="torchvision is not installed")
 def test_against_torchvisions_module_with_tv_tensors(device):
-    from torchvision import transforms, tv_tensors
+    from torchvision import tv_tensors
+    from torchvision.transforms import v2
 
     images = tv_tensors.Image(torch.rand(4, 3, 32, 40, device=device))
     boxes = tv_tensors.BoundingBoxes(
@@ -105,7 +106,7 @@ def test_against_torchvisions_module_with_tv_tensors(device):
     torch.manual_seed(11)
     ours = GaussianBlur(9, sigma=(0.1, 2.0))(sample)
     torch.manual_seed(11)
-    theirs = transforms.v2.GaussianBlur(9, sigma=(0.1, 2.0))(sample)
+    theirs = v2.GaussianBlur(9, sigma=(0.1, 2.0))(sample)
     assert type(ours["image"]) is tv_tensors.Image
     assert ours["boxes"] is boxes and ours["label"] == 1
     np.testing.assert_allclose(
