@@ -280,7 +280,7 @@ def test_opcheck_and_compile():
     # Python numbers that change between calls (torch.compile makes the sigma symbolic): no graph
     # break, and the eager call's bits.
     varying = torch.compile(lambda x, k, s: cm.gaussian_blur(x, k, s), fullgraph=True)
-    for k, sigma in ((5, 1.0), (5, 1.7), (7, 0.6)):
+    for k, sigma in ((5, 1.0), (7, 1.7)):
         torch.testing.assert_close(
             varying(x, k, sigma), cm.gaussian_blur(x, k, sigma), rtol=0, atol=0
         )
