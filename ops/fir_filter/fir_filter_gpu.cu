@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "constmem/async_copy.cuh"
 #include "constmem/constmem.cuh"
@@ -850,20 +851,31 @@ Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const Fi
                      const Taps& taps, std::size_t shared_bytes_per_block) {
   const bool warp_teams = shape.taps <= kMaxWarpTeamTaps;
   const bool chunked = shape.taps > kFirTiledMaxTaps;
+  // A filter longer than the tiles is past the constant bank and the by-value block: its taps are
+  // in global memory, the one reader the chunked kernel is compiled for (a third of the code).
+  constexpr bool kGlobalTaps = std::is_same<Taps, GlobalTableReader<T>>::value;
+  if (chunked && !kGlobalTaps) {
+    return InvalidArgument("FirFilter: a filter of " + std::to_string(shape.taps) +
+                           " taps is read from global memory");
+  }
   switch (BlockThreads<T>(shape.taps, shared_bytes_per_block)) {
     case kThreads:
-      if (chunked) {
-        return LaunchShifted<T, Taps, kShift, kThreads, kThreads, true>(device, stream, x, y, shape,
-                                                                        taps);
+      if constexpr (kGlobalTaps) {
+        if (chunked) {
+          return LaunchShifted<T, Taps, kShift, kThreads, kThreads, true>(device, stream, x, y,
+                                                                          shape, taps);
+        }
       }
       return warp_teams
                  ? LaunchShifted<T, Taps, kShift, 32, kThreads>(device, stream, x, y, shape, taps)
                  : LaunchShifted<T, Taps, kShift, kThreads, kThreads>(device, stream, x, y, shape,
                                                                       taps);
     case kSmallBlockThreads:
-      if (chunked) {
-        return LaunchShifted<T, Taps, kShift, kSmallBlockThreads, kSmallBlockThreads, true>(
-            device, stream, x, y, shape, taps);
+      if constexpr (kGlobalTaps) {
+        if (chunked) {
+          return LaunchShifted<T, Taps, kShift, kSmallBlockThreads, kSmallBlockThreads, true>(
+              device, stream, x, y, shape, taps);
+        }
       }
       return warp_teams ? LaunchShifted<T, Taps, kShift, 32, kSmallBlockThreads>(device, stream, x,
                                                                                  y, shape, taps)

@@ -152,6 +152,8 @@ def large_case(k, up, down, n):
 
 @pytest.mark.parametrize(("k", "up", "down", "n"), LARGE_CASES)
 def test_upfirdn_past_the_constant_bank_matches_scipy(fw, k, up, down, n):
+    if fw.name == "jax" and k == 2**20:
+        pytest.skip("the most taps in PyTorch alone: JAX compiles them into its program (seconds)")
     x, taps, expected = large_case(k, up, down, n)
     for device in fw.devices:
         data = fw.tensor(x, device)
