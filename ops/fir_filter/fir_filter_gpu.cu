@@ -484,6 +484,50 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   }
 }
 
+// Applies taps [0, tap_count) of `taps` to a thread's outputs from its staged samples
+// (thread_samples: its first), a block team's inner loop: for a whole filter (FirBlockTeamKernel)
+// or one chunk of a long one (FirChunkedKernel). A whole turn of the ring per iteration, so that
+// every segment index is a constant; the taps are counted chunk by chunk, which ran faster for
+// block teams.
+template <class T, class Tune, int kShift, int S, class Taps>
+__device__ __forceinline__ void ApplyStagedTaps(ThreadOutputs<T, Tune, kShift, S>& out,
+                                                const Taps& taps, const T* thread_samples,
+                                                int tap_count) {
+  using V = typename Vector16<T>::type;
+  constexpr int R = Tune::kOutputs;
+  constexpr int K = Tune::kChunk;
+  constexpr int L = Tune::kLanes;
+  auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
+    const unsigned padded = Tune::kPadded ? offset + offset / R * L : offset;
+#pragma unroll
+    for (int q = 0; q < K / L; ++q) {
+      const V v = reinterpret_cast<const V*>(thread_samples + padded)[q];
+      const T* lanes = reinterpret_cast<const T*>(&v);
+#pragma unroll
+      for (int l = 0; l < L; ++l) segment[q * L + l] = lanes[l];
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < S; ++s) load(out.ring[s], s * K);
+  int c = 0;  // taps applied
+  const int last_full_chunk = tap_count - K;
+  while (c <= last_full_chunk) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      if (c <= last_full_chunk) {
+        out.ApplyChunk(taps, c, s);
+        load(out.ring[s], c + S * K);
+        c += K;
+      }
+    }
+  }
+  if (c < tap_count) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) load(out.ring[s], c + s * K);
+    out.ApplyLastTaps(taps, c, tap_count);
+  }
+}
+
 // Longer filters: the block of kBlock threads is one team, whose tiles carry less halo.
 template <class T, class Taps, int kShift, int kBlock>
 __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock)
@@ -494,7 +538,6 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   using Tune = FirTuning<T, kTeam, kBlock>;
   using V = typename Vector16<T>::type;
   constexpr int R = Tune::kOutputs;
-  constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
   constexpr int S = RingSegments<T, kShift, kTeam>();
   constexpr int B = Tune::kBuffers;
@@ -576,38 +619,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     }
 
     T* const thread_samples = staged + Padded<T, kTeam>(thread * R);  // staged sample `first`
-    auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
-      const unsigned padded = Tune::kPadded ? offset + offset / R * L : offset;
-#pragma unroll
-      for (int q = 0; q < K / L; ++q) {
-        const V v = reinterpret_cast<const V*>(thread_samples + padded)[q];
-        const T* lanes = reinterpret_cast<const T*>(&v);
-#pragma unroll
-        for (int l = 0; l < L; ++l) segment[q * L + l] = lanes[l];
-      }
-    };
     ThreadOutputs<T, Tune, kShift, S> out;
-#pragma unroll
-    for (int s = 0; s < S; ++s) load(out.ring[s], s * K);
-    // A whole turn of the ring per iteration, so that every segment index is a constant; the taps
-    // are counted chunk by chunk, which ran faster for block teams.
-    int c = 0;  // taps applied
-    const int last_full_chunk = tap_count - K;
-    while (c <= last_full_chunk) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        if (c <= last_full_chunk) {
-          out.ApplyChunk(taps, c, s);
-          load(out.ring[s], c + S * K);
-          c += K;
-        }
-      }
-    }
-    if (c < tap_count) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) load(out.ring[s], c + s * K);
-      out.ApplyLastTaps(taps, c, tap_count);
-    }
+    ApplyStagedTaps(out, taps, thread_samples, tap_count);
 
     __syncthreads();  // every thread is done reading the staged samples
     out.StoreToShared(thread_samples);
@@ -732,35 +745,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     const int chunk_taps = min(kChunkTaps, tap_count - chunk * kChunkTaps);
     const TapsFrom<Taps> chunk_reader{taps, chunk * kChunkTaps};
     T* const thread_samples = staged + Padded<T, kTeam>(thread * R);  // staged sample `first`
-    auto load = [&](T(&segment)[K], unsigned offset) {  // offset: samples past first, whole chunks
-      const unsigned padded = Tune::kPadded ? offset + offset / R * L : offset;
-#pragma unroll
-      for (int q = 0; q < K / L; ++q) {
-        const V v = reinterpret_cast<const V*>(thread_samples + padded)[q];
-        const T* lanes = reinterpret_cast<const T*>(&v);
-#pragma unroll
-        for (int l = 0; l < L; ++l) segment[q * L + l] = lanes[l];
-      }
-    };
-#pragma unroll
-    for (int s = 0; s < S; ++s) load(out.ring[s], s * K);
-    int c = 0;  // taps of the chunk applied
-    const int last_full_chunk = chunk_taps - K;
-    while (c <= last_full_chunk) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        if (c <= last_full_chunk) {
-          out.ApplyChunk(chunk_reader, c, s);
-          load(out.ring[s], c + S * K);
-          c += K;
-        }
-      }
-    }
-    if (c < chunk_taps) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) load(out.ring[s], c + s * K);
-      out.ApplyLastTaps(chunk_reader, c, chunk_taps);
-    }
+    ApplyStagedTaps(out, chunk_reader, thread_samples, chunk_taps);
 
     if (chunk + 1 == chunks) {  // the tile's last chunk: its outputs leave
       __syncthreads();          // every thread is done reading the staged samples
