@@ -201,6 +201,33 @@ def test_bad_input_raises_and_the_next_call_is_right(device, call, message):
     )
 
 
+def test_attributes_that_passed_once_are_checked_again_by_type_and_value(device):
+    """A call site's attributes are remembered once checked: equal values of another type, a
+    value beyond the data's dtype and a 0-d tensor changed in place are each seen again."""
+    x = torch.linspace(-1, 1, 9, device=device)
+    knots = [0.0, 1.0, 4.0]
+
+    def expected(lo, hi):
+        return np.interp(as_numpy(x), np.linspace(lo, hi, 3), knots)
+
+    for _ in range(2):
+        np.testing.assert_allclose(as_numpy(cm.interpolate(x, knots, -1, 1)), expected(-1, 1))
+    with pytest.raises(ValueError, match="hi must be finite in float32"):
+        cm.interpolate(x, knots, -1, 1e300)
+    rows = x.view(1, 9)
+    for _ in range(2):
+        assert cm.upfirdn(rows, [1.0, 2.0], up=2, down=1).shape == (1, 18)
+    cm.upfirdn(rows, [1.0, 2.0], up=1, down=1)
+    with pytest.raises(ValueError, match="up must be an integer; got True"):
+        cm.upfirdn(rows, [1.0, 2.0], up=True, down=1)
+    with pytest.raises(ValueError, match="up must be an integer; got 2.0"):
+        cm.upfirdn(rows, [1.0, 2.0], up=2.0, down=1)
+    hi = torch.tensor(1.0)
+    np.testing.assert_allclose(as_numpy(cm.interpolate(x, knots, -1, hi)), expected(-1, 1))
+    hi.fill_(3.0)  # the same object, another value
+    np.testing.assert_allclose(as_numpy(cm.interpolate(x, knots, -1, hi)), expected(-1, 3))
+
+
 @pytest.mark.skipif(torch.cuda.device_count() == 0, reason="needs a CUDA device")
 def test_cpu_data_with_a_cuda_table_is_refused():
     with pytest.raises(ValueError, match=r"table must be on the CPU or on data's device \(cpu\)"):

@@ -105,11 +105,47 @@ def _checked_attrs(spec: _registry.OpSpec, check, attrs: tuple, data: torch.Tens
     return tuple(checked.values())
 
 
+# Attribute values of these exact types are immutable, so a check of them holds for every later
+# call with equal values of the same types (a tensor or an array could change in place).
+_IMMUTABLE_ATTR_TYPES = frozenset((str, int, float))
+_ATTR_CACHE_SIZE = 256
+
+
+def _attr_checker(spec: _registry.OpSpec, check):
+    """_checked_attrs for `spec`'s op, remembering the attribute values that passed.
+
+    A call site passes the same attributes again and again; their check in Python costs more than
+    the rest of a small call. Under torch.compile the check runs as it is, traced once.
+    """
+    passed: dict[Any, tuple] = {}
+
+    def checked_attrs(attrs: tuple, data: torch.Tensor) -> tuple:
+        if _is_compiling() or not isinstance(data, torch.Tensor):
+            return _checked_attrs(spec, check, attrs, data)
+        types = tuple(map(type, attrs))
+        key = (data.dtype, attrs, types)
+        try:
+            values = passed.get(key)
+        except TypeError:  # an unhashable value: the check below names it
+            values = key = None
+        if values is None:
+            values = _checked_attrs(spec, check, attrs, data)
+            if key is not None and _IMMUTABLE_ATTR_TYPES.issuperset(types):
+                if len(passed) >= _ATTR_CACHE_SIZE:
+                    passed.clear()
+                passed[key] = values
+        return values
+
+    return checked_attrs
+
+
 def _make_call(spec: _registry.OpSpec, description: ModuleType):
     """The function that checks a call of the op and runs it with a tensor or static table."""
-    check = getattr(description, "check", None)
+    checked_attrs = _attr_checker(spec, getattr(description, "check", None))
     library = getattr(torch.ops, spec.library)
     tensor_op = getattr(library, spec.name).default
+    # Below the autograd key, the overload's C++ entry itself: one Python frame less.
+    run_below_autograd = tensor_op._op
     static_op = getattr(library, spec.name + "_static").default
 
     def call(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
@@ -120,17 +156,17 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
         words of the fake kernel's, which torch.compile and meta tensors meet.
         """
         if attrs:
-            attrs = _checked_attrs(spec, check, attrs, data)
+            attrs = checked_attrs(attrs, data)
         if isinstance(table, torch.Tensor):
             # No gradient flows through uint8 data, nor to a table used with it.
             if _is_compiling() or (
-                data.is_floating_point()
+                torch.is_grad_enabled()
                 and (data.requires_grad or table.requires_grad)
-                and torch.is_grad_enabled()
+                and data.is_floating_point()
             ):
                 return tensor_op(data, table, *attrs)
             with _below_autograd():
-                return tensor_op(data, table, *attrs)
+                return run_below_autograd(data, table, *attrs)
         if not isinstance(data, torch.Tensor):
             raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
         if _is_compiling():  # the schema's list: a constant of the traced graph
@@ -141,7 +177,7 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
         if data.requires_grad and torch.is_grad_enabled():
             return tensor_op(data, table, *attrs)
         with _below_autograd():
-            return tensor_op(data, table, *attrs)
+            return run_below_autograd(data, table, *attrs)
 
     return call
 
