@@ -9,6 +9,7 @@ two tap sets apart, and `gaussian_blur(images, kernel_size, sigma=None, ...)`, t
 
 from __future__ import annotations
 
+import fractions
 import math
 import numbers
 import sys
@@ -258,6 +259,42 @@ def backward(F, grad, images, taps, attrs, need_images, need_taps):
 
 # ---- Functions built on the op ----
 
+# Data the functions take beyond the op's dtypes: computed in float32, returned in its own dtype.
+WIDENED_DTYPES = ("float16", "bfloat16")
+IMAGE_DTYPES = ("float32", "float64", "uint8", *WIDENED_DTYPES)
+
+
+class _Required:
+    """The default of an argument that may come under another name (torchvision's `inpt`).
+
+    Tested with isinstance, which torch.compile traces whatever the value (`is` it does not, for
+    a symbolic int).
+    """
+
+    def __repr__(self):
+        return "<required>"
+
+
+REQUIRED = _Required()
+
+
+def argument(function, name, value, options, aliases):
+    """(the name it came under, its value) of a required argument given as `name` or one alias.
+
+    The aliases are popped from `options` (the call's other keywords). Raises TypeError, as Python
+    does, where none or two of the names are given.
+    """
+    given = [(alias, options.pop(alias)) for alias in aliases if alias in options]
+    if not isinstance(value, _Required):
+        given.insert(0, (name, value))
+    if not given:
+        raise TypeError(f"{function}() missing required argument: {name!r}")
+    if len(given) > 1:
+        raise TypeError(
+            f"{function}() got {given[0][0]!r} and {given[1][0]!r}, two names of one argument"
+        )
+    return given[0]
+
 
 def _framework(value):
     """'torch', 'jax' or 'tensorflow' for a tensor of that framework, else None."""
@@ -275,6 +312,10 @@ def _framework(value):
     return None
 
 
+# Bit layout of each compute dtype: (integer of its size, mantissa bits, exponent bias).
+_FLOAT_BITS = {"float32": ("int32", 23, 127), "float64": ("int64", 52, 1023)}
+
+
 class _Xp:
     """The few array functions the functions below need, in the images' framework."""
 
@@ -285,30 +326,33 @@ class _Xp:
 
             self.m = torch
         elif name == "jax":
+            import jax
             import jax.numpy as jnp
 
             self.m = jnp
+            self.lax = jax.lax
         else:
             import tensorflow as tf
 
             self.m = tf
 
+    def dtype(self, name):
+        return getattr(self.m, name)
+
     def asarray(self, value, dtype, like):
         if self.name == "torch":
-            return self.m.as_tensor(value, dtype=getattr(self.m, dtype), device=like.device)
+            return self.m.as_tensor(value, dtype=self.dtype(dtype), device=like.device)
         if self.name == "jax":
             return self.m.asarray(value, dtype)
         return self.m.cast(self.m.convert_to_tensor(value), dtype)
 
-    def linspace(self, start, stop, num, dtype, like):
-        """`num` points from start to stop, made on like's device (no copy from the host)."""
+    def arange(self, start, stop, dtype, like):
+        """start, start + 1, ... stop - 1, made on like's device (no copy from the host)."""
         if self.name == "torch":
-            return self.m.linspace(
-                start, stop, num, dtype=getattr(self.m, dtype), device=like.device
-            )
+            return self.m.arange(start, stop, dtype=self.dtype(dtype), device=like.device)
         if self.name == "jax":
-            return self.m.linspace(start, stop, num, dtype=dtype)
-        return self.m.cast(self.m.linspace(start, stop, num), dtype)
+            return self.m.arange(start, stop, dtype=dtype)
+        return self.m.cast(self.m.range(start, stop), dtype)
 
     def reshape(self, t, shape):
         return self.m.reshape(t, shape)
@@ -323,22 +367,111 @@ class _Xp:
     def exp(self, t):
         return self.m.exp(t) if self.name != "tensorflow" else self.m.math.exp(t)
 
-    def sum_last(self, t):
-        if self.name == "tensorflow":
-            return self.m.reduce_sum(t, axis=-1, keepdims=True)
+    def round(self, t):
+        """To the nearest integer, halves to even, in every framework."""
+        return self.m.round(t)
+
+    def maximum(self, t, number):
         if self.name == "torch":
-            return t.sum(-1, keepdim=True)
-        return t.sum(-1, keepdims=True)
+            return self.m.clamp(t, min=number)
+        return self.m.maximum(t, number)
+
+    def zero_where(self, condition, t):
+        if self.name == "tensorflow":
+            return self.m.where(condition, self.m.zeros_like(t), t)
+        return self.m.where(condition, 0.0, t)
+
+    def power_of_two(self, n, dtype):
+        """2**n for integral n of the dtype's normal range, made from its exponent bits (exact)."""
+        integer, mantissa, bias = _FLOAT_BITS[dtype]
+        if self.name == "torch":
+            return ((n.to(self.dtype(integer)) + bias) << mantissa).view(self.dtype(dtype))
+        if self.name == "jax":
+            bits = (n.astype(integer) + bias) << mantissa
+            return self.lax.bitcast_convert_type(bits, self.dtype(dtype))
+        bits = self.m.cast(n, integer) + bias
+        bits = self.m.bitwise.left_shift(bits, self.m.constant(mantissa, integer))
+        return self.m.bitcast(bits, dtype)
 
 
 def _dtype_name(images):
+    """The dtype's name ("float32", "bfloat16"), or None for data without a dtype (a list)."""
     dtype = getattr(images, "dtype", None)
-    name = getattr(dtype, "name", None) or str(dtype).removeprefix("torch.")
-    return name
+    if dtype is None:
+        return None
+    return getattr(dtype, "name", None) or str(dtype).removeprefix("torch.")
 
 
 def _compute_dtype(images):
     return "float64" if _dtype_name(images) == "float64" else "float32"
+
+
+def _cast(t, dtype):
+    """The tensor `t` in the dtype named, in its own framework (NumPy for anything else)."""
+    framework = _framework(t)
+    if framework == "torch":
+        return t.to(getattr(sys.modules["torch"], dtype))
+    if framework == "jax":
+        return t.astype(getattr(sys.modules["jax"].numpy, dtype))
+    if framework == "tensorflow":
+        tf = sys.modules["tensorflow"]
+        return tf.cast(t, getattr(tf, dtype))
+    return np.asarray(t, dtype)
+
+
+def _listed(names):
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def widened(data, name, accepted):
+    """(data, restore): float16 and bfloat16 data in float32, and what casts a result back.
+
+    Refuses a dtype outside `accepted` by the name the user gave the data. The casts are the
+    framework's own, so that gradients flow through them (back in the data's dtype).
+    """
+    dtype = _dtype_name(data)
+    if dtype is not None and dtype not in accepted:
+        raise ValueError(f"{name} must be {_listed(accepted)}; got {dtype}")
+    if dtype not in WIDENED_DTYPES:
+        return data, lambda result: result
+    return _cast(data, "float32"), lambda result: _cast(result, dtype)
+
+
+def _is_channels_last(images):
+    """Whether images is a 4-D torch tensor in the channels_last memory format.
+
+    And not contiguous NCHW as well, as a tensor of one channel or one pixel is.
+    """
+    torch = sys.modules.get("torch")
+    return (
+        torch is not None
+        and isinstance(images, torch.Tensor)
+        and images.dim() == 4
+        and not images.is_contiguous()
+        and images.is_contiguous(memory_format=torch.channels_last)
+    )
+
+
+def _filter(ops, images, table, kw, kh, border, layout, options):
+    """ops.separable_filter; a channels_last NCHW torch tensor gives a channels_last result.
+
+    Its NHWC permutation is a contiguous view, which the op filters in place as channels_last
+    data, and the result's permutation back is again channels_last NCHW: no copy either way.
+    """
+    if layout == "channels_first" and _is_channels_last(images):
+        out = ops.separable_filter(
+            images.permute(0, 2, 3, 1),
+            table,
+            kw,
+            column_taps=kh,
+            border=border,
+            layout="channels_last",
+            **options,
+        )
+        return out.permute(0, 3, 1, 2)
+    return ops.separable_filter(
+        images, table, kw, column_taps=kh, border=border, layout=layout, **options
+    )
 
 
 def _pair_table(row, column, images):
@@ -381,12 +514,13 @@ def _make_separable_filter2d(ops):
 
         Each is a vector `[k]` shared by every image, or `[B, k]` one row per image (B > 1);
         a tensor, or a Python or NumPy sequence (fixed per call site). The rest is as for
-        `separable_filter` (border, layout; TensorFlow's `source` and `name` in `options`).
+        `separable_filter` (border, layout; TensorFlow's `source` and `name` in `options`), and
+        float16 and bfloat16 images are filtered in float32 and returned in their own dtype; a
+        channels_last PyTorch tensor stays channels_last.
         """
+        images, restore = widened(images, "images", IMAGE_DTYPES)
         table, kw, kh = _pair_table(row_taps, column_taps, images)
-        return ops.separable_filter(
-            images, table, kw, column_taps=kh, border=border, layout=layout, **options
-        )
+        return restore(_filter(ops, images, table, kw, kh, border, layout, options))
 
     return separable_filter2d
 
@@ -443,29 +577,46 @@ def _pair(value, name):
 
 def _make_gaussian_blur(ops):
     def gaussian_blur(
-        images, kernel_size, sigma=None, border="reflect", layout="channels_first", **options
+        images=REQUIRED,
+        kernel_size=REQUIRED,
+        sigma=None,
+        border="reflect",
+        layout="channels_first",
+        **options,
     ):
         """torchvision.transforms.v2.functional.gaussian_blur, on constmem's separable filter.
 
         The same taps (torchvision's `_get_gaussian_kernel1d`), border ("reflect") and uint8
         rounding (half to even), so that switching is one import: the results agree within
         float32 rounding (torchvision convolves with the 2-D outer product of the taps; this
-        filters rows then columns).
+        filters rows then columns). torchvision's argument names are taken too: `inpt` (and
+        `img`, its v1 name) for `images`.
 
         Args:
           images: `[..., C, H, W]` (or `[..., H, W, C]` with layout="channels_last"): float32,
-            float64 or uint8.
+            float64, uint8, or float16 and bfloat16 (filtered in float32, returned in their own
+            dtype). A channels_last PyTorch tensor gives a channels_last result.
           kernel_size: odd k, or (kx, ky) (x along the width): any odd positive sizes, as
             torchvision. With border="reflect" each half, k // 2, must be less than the image's
             size along its axis, as torchvision's reflect padding requires (ValueError).
-          sigma: None (each axis's `0.15 * k + 0.35`, torchvision's default),
-            one value, (sigma_x, sigma_y), or a tensor of shape (B, 2) with one (sigma_x,
-            sigma_y) per image (kornia takes (B, 2) too, but as (sigma_y, sigma_x)).
+          sigma: None (each axis's `0.15 * k + 0.35`, torchvision's default), one value,
+            (sigma_x, sigma_y), or a tensor: of shape () or (2,) for every image, or (B, 2) with
+            one (sigma_x, sigma_y) per image (kornia takes (B, 2) too, but as (sigma_y,
+            sigma_x)). A tensor's taps are computed in the framework, with the same bits in
+            every framework and on every device, and may be traced (torch.compile, jax.jit,
+            jax.vmap over sigma). A tensor on the host is checked to be positive and finite
+            (ValueError); a tensor on a GPU is not, since reading it would wait for the device:
+            its zero, negative or NaN values give NaN or meaningless images. A tensor on the
+            meta device blurs meta images (a meta result).
           border: "reflect" (torchvision's), "zeros" or "replicate".
           layout: "channels_first" or "channels_last".
           **options: TensorFlow's `source` and `name`.
 
         """
+        name, images = argument("gaussian_blur", "images", images, options, ("inpt", "img"))
+        if isinstance(kernel_size, _Required):
+            raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
+        images, restore = widened(images, name, IMAGE_DTYPES)
         try:
             sizes = (
                 []
@@ -491,7 +642,8 @@ def _make_gaussian_blur(ops):
                 )
         if _framework(sigma) is not None:
             _check_reflect_padding(images, kx, ky, border, layout)
-            return _per_image_blur(ops, images, kx, ky, sigma, border, layout, options)
+            table = _tensor_sigma_table(ops, images, kx, ky, sigma)
+            return restore(_filter(ops, images, table, kx, ky, border, layout, options))
         if sigma is None:
             sigma = [k * 0.15 + 0.35 for k in (kx, ky)]
         sx, sy = (float(s) for s in _pair(sigma, "sigma"))
@@ -508,9 +660,7 @@ def _make_gaussian_blur(ops):
             ).to(getattr(torch, _compute_dtype(images)))
         else:
             table = gaussian_taps(kx, sx) + gaussian_taps(ky, sy)  # rounded by the op
-        return ops.separable_filter(
-            images, table, kx, column_taps=ky, border=border, layout=layout, **options
-        )
+        return restore(_filter(ops, images, table, kx, ky, border, layout, options))
 
     return gaussian_blur
 
@@ -540,26 +690,161 @@ def _check_reflect_padding(images, kx, ky, border, layout):
             )
 
 
-def _per_image_blur(ops, images, kx, ky, sigma, border, layout, options):
-    """gaussian_blur with a (B, 2) tensor of (sigma_x, sigma_y): the taps in the framework."""
+def _host_values(value):
+    """A tensor's values as float64 NumPy where the host holds them, else None.
+
+    None for a tensor on a GPU (reading it would wait for the device), on the meta device, or
+    traced (torch.compile, jax.jit, tf.function).
+    """
+    framework = _framework(value)
+    if framework == "torch":
+        if value.device.type != "cpu" or _torch_compiling():
+            return None
+        torch = sys.modules["torch"]
+        if torch._C._functorch.is_functorch_wrapped_tensor(value):  # torch.func.vmap's
+            return None
+        return value.detach().to(torch.float64).numpy()
+    if framework == "jax":
+        jax = sys.modules["jax"]
+        if isinstance(value, jax.core.Tracer):
+            return None
+        if any(device.platform != "cpu" for device in value.devices()):
+            return None
+        return np.asarray(value, np.float64)
+    if framework == "tensorflow":
+        tf = sys.modules["tensorflow"]
+        if not (tf.executing_eagerly() and hasattr(value, "numpy")):
+            return None
+        if "GPU" in value.device:
+            return None
+        return np.asarray(value.numpy(), np.float64)
+    return None
+
+
+def _checked_sigma(xp, sigma, images, dtype):
+    """A sigma tensor as its (sigma_x, sigma_y) columns, each [B, 1] (B = 1: every image)."""
+    shape = tuple(sigma.shape)
+    if shape not in ((), (1,), (2,)) and not (len(shape) == 2 and shape[1] == 2):
+        raise ValueError(
+            f"sigma must be a tensor of shape () or (2,) for every image, or (B, 2) for each; "
+            f"got shape {shape}"
+        )
+    if (
+        xp.name == "torch"
+        and sigma.device.type == "meta"
+        and getattr(images, "device", None) != sigma.device
+    ):
+        raise ValueError(
+            "sigma is on the meta device, which holds no values: it blurs only meta images; got "
+            f"images on {images.device}"
+        )
+    values = _host_values(sigma)
+    if values is not None:
+        bad = values[~(np.isfinite(values) & (values > 0))]
+        if bad.size:
+            raise ValueError(f"sigma must hold positive finite values; got {float(bad[0])} in it")
+    sigma = xp.reshape(xp.asarray(sigma, dtype, images), (-1,) if len(shape) < 2 else (-1, 2))
+    if len(shape) < 2:  # one sigma, or one pair, for every image
+        sigma = xp.reshape(sigma if shape == (2,) else xp.concat([sigma, sigma], 0), (1, 2))
+    return sigma[:, 0:1], sigma[:, 1:2]
+
+
+def _tensor_sigma_table(ops, images, kx, ky, sigma):
+    """gaussian_blur's table for a sigma tensor, computed in the images' framework."""
     xp = _Xp(_framework(sigma))
     dtype = _compute_dtype(images)
-    sigma = xp.asarray(sigma, dtype, images)
-    if len(sigma.shape) != 2 or sigma.shape[1] != 2:
-        raise ValueError(f"sigma must have shape (B, 2); got {tuple(sigma.shape)}")
+    sx, sy = _checked_sigma(xp, sigma, images, dtype)
+    taps = [_gaussian_taps_of(ops, xp, k, s, dtype, images) for k, s in ((kx, sx), (ky, sy))]
+    return xp.reshape(xp.concat(taps, 1), (-1,))
 
-    def taps(k, s):  # [B, k] from [B, 1]: torchvision's formula, max subtracted (at x = 0)
-        lim = (k - 1) / (2.0 * math.sqrt(2.0))
-        x = xp.reshape(xp.linspace(-lim, lim, k, dtype, images), (1, k))
-        values = xp.exp(-((x / s) ** 2))
-        return values / xp.sum_last(values)
 
-    sx = xp.reshape(sigma[:, 0], (-1, 1))
-    sy = xp.reshape(sigma[:, 1], (-1, 1))
-    table = xp.reshape(xp.concat([taps(kx, sx), taps(ky, sy)], 1), (-1,))
-    return ops.separable_filter(
-        images, table, kx, column_taps=ky, border=border, layout=layout, **options
-    )
+# exp(t) for t <= 0 by operations of one rounding each: t = n ln2 + r with n = round(t / ln2),
+# r = t - n ln2 by pieces of ln2 so short that each n * piece is exact (fused into a
+# multiply-add or not, one rounding), exp(r) by its Taylor polynomial (to within a fraction of
+# the dtype's last bit), and 2**n from its exponent bits. Below `lowest` exp(t) is taken as 0
+# (2**n would leave the dtype's normal range).
+_LN2 = fractions.Fraction("0.693147180559945309417232121458176568075500134360255254120680")
+
+
+def _short_pieces(value, bits, count):
+    """`count` floats of `bits` significant bits each whose sum is `value` to their precision."""
+    pieces = []
+    for _ in range(count):
+        mantissa, exponent = math.frexp(float(value))
+        piece = math.ldexp(round(mantissa * 2**bits), exponent - bits)
+        pieces.append(piece)
+        value -= fractions.Fraction(piece)
+    return tuple(pieces)
+
+
+_EXP = {
+    # (lowest t, 1 / ln2 in the dtype, pieces of ln2, Taylor coefficients highest degree first):
+    # n is at most 116 (7 bits) in float32 and 1010 (10 bits) in float64.
+    "float32": (
+        -80.0,
+        float(np.float32(1 / math.log(2))),
+        _short_pieces(_LN2, 16, 3),
+        [1 / math.factorial(d) for d in range(8, -1, -1)],
+    ),
+    "float64": (
+        -700.0,
+        1 / math.log(2),
+        _short_pieces(_LN2, 42, 3),
+        [1 / math.factorial(d) for d in range(14, -1, -1)],
+    ),
+}
+
+
+def _exp(ops, xp, t, dtype):
+    """exp(t) for t <= 0, the same bits in every framework and on every device.
+
+    The frameworks' own exp functions differ from each other in the last bit (and PyTorch's CPU
+    one from its CUDA one); this one's polynomial is the Polyval op's (a fused multiply-add a
+    step, the same everywhere), and every other operation rounds once. Where the op library has
+    no Polyval, the framework's exp.
+    """
+    if not hasattr(ops, "polyval"):
+        return xp.exp(t)
+    lowest, inverse_ln2, ln2_pieces, coefficients = _EXP[dtype]
+    clamped = xp.maximum(t, lowest)
+    n = xp.round(clamped * inverse_ln2)
+    r = clamped
+    for piece in ln2_pieces:
+        r = r - n * piece
+    return xp.zero_where(t < lowest, ops.polyval(coefficients, r) * xp.power_of_two(n, dtype))
+
+
+def _fixed_order_sum(xp, values, k):
+    """The sums of the k columns of values [B, k], as [B, 1], added in one fixed order.
+
+    Halves added elementwise, then halves of those: the frameworks' own sums each add in an order
+    of their own.
+    """
+    while k > 1:
+        half = k // 2
+        summed = values[:, :half] + values[:, half : 2 * half]
+        values = xp.concat([summed, values[:, 2 * half : k]], 1) if k % 2 else summed
+        k = half + k % 2
+    return values
+
+
+def _gaussian_taps_of(ops, xp, k, sigma, dtype, like):
+    """[B, k] taps of torchvision's formula for the sigmas [B, 1], in the framework.
+
+    Torchvision's points are linspace(-lim, lim, k), lim = (k - 1) / (2 sqrt 2): (i - (k - 1) / 2)
+    / sqrt 2, computed here as one product of exact integers and the step (no linspace, whose
+    rounding differs between frameworks).
+    """
+    half = (k - 1) // 2
+    step = 1 / math.sqrt(2.0)
+    if dtype == "float32":
+        step = float(np.float32(step))  # the product rounds once whatever the framework's scalar
+    x = xp.reshape(xp.arange(-half, half + 1, dtype, like) * step, (1, k))
+    # Products with reciprocals, not quotients: XLA turns a division by a broadcast value into
+    # that, and this way every framework rounds alike.
+    q = x * (1.0 / sigma)
+    values = _exp(ops, xp, -(q * q), dtype)
+    return values * (1.0 / _fixed_order_sum(xp, values, k))
 
 
 FUNCTIONS = {"separable_filter2d": _make_separable_filter2d, "gaussian_blur": _make_gaussian_blur}

@@ -282,6 +282,55 @@ def _jax_upfirdn(ops, taps, up, down):
     return jax.jit(lambda x: ops.upfirdn(x, taps, up=up, down=down))
 
 
+# The resamplers' data beyond the op's dtypes: resampled in float32, returned in its own dtype.
+WIDENED_DTYPES = ("float16", "bfloat16")
+DATA_DTYPES = ("float32", "float64", *WIDENED_DTYPES)
+
+
+class _Required:
+    """The default of an argument that may come under another name (torchaudio's `waveform`)."""
+
+    def __repr__(self):
+        return "<required>"
+
+
+REQUIRED = _Required()
+
+
+def _dtype_name(x):
+    """The dtype's name ("float32", "bfloat16"), or None for data without a dtype (a list)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return None
+    return getattr(dtype, "name", None) or str(dtype).removeprefix("torch.")
+
+
+def _cast(t, dtype):
+    """The tensor `t` in the dtype named, in its own framework (NumPy for anything else)."""
+    torch, jax, tf = (sys.modules.get(m) for m in ("torch", "jax", "tensorflow"))
+    if torch is not None and isinstance(t, torch.Tensor):
+        return t.to(getattr(torch, dtype))
+    if jax is not None and isinstance(t, jax.Array):
+        return t.astype(getattr(jax.numpy, dtype))
+    if tf is not None and tf.is_tensor(t):
+        return tf.cast(t, getattr(tf, dtype))
+    return np.asarray(t, dtype)
+
+
+def _widened(x, name):
+    """(x, restore): float16 and bfloat16 data in float32, and what casts a result back.
+
+    Refuses other dtypes the op does not take by the name the user gave the data. The casts are
+    the framework's own, so that gradients flow through them (back in the data's dtype).
+    """
+    dtype = _dtype_name(x)
+    if dtype is not None and dtype not in DATA_DTYPES:
+        raise ValueError(f"{name} must be float32, float64, float16 or bfloat16; got {dtype}")
+    if dtype not in WIDENED_DTYPES:
+        return x, lambda result: result
+    return _cast(x, "float32"), lambda result: _cast(result, dtype)
+
+
 def _static_length(x, name):
     n = x.shape[-1] if len(x.shape) else None
     if n is None:
@@ -302,7 +351,8 @@ def _make_resample_poly(ops):
         `upfirdn` as a static table, and the output cropped to ceil(n * up / down) samples.
 
         Args:
-          x: float32 or float64 of rank 1 or more, its last dimension known.
+          x: float32 or float64 of rank 1 or more, its last dimension known; float16 and
+            bfloat16 are resampled in float32 and returned in their own dtype.
           up: a positive integer. After the gcd with down, the filter's taps (about 21 * max(up,
             down) for the default filter) are within the op's 1,048,576 (2^20): rates up to
             about 50,000.
@@ -328,10 +378,11 @@ def _make_resample_poly(ops):
             return x[..., :]
         if isinstance(window, (list, np.ndarray)):
             window = tuple(float(v) for v in np.asarray(window, np.float64).reshape(-1))
+        x, restore = _widened(x, "x")
         n = _static_length(x, "resample_poly")
         taps, first = design(up, down, window, _is_float64(x), int((n * up) % down))
         y = _upfirdn_static(ops, x, taps, up, down)
-        return y[..., first : first + _ceil_div(n * up, down)]
+        return restore(y[..., first : first + _ceil_div(n * up, down)])
 
     return resample_poly
 
@@ -395,13 +446,15 @@ def _make_resample(ops):
     design = _constant_result(_sinc_design)
 
     def resample(
-        x,
-        orig_freq,
-        new_freq,
+        x=REQUIRED,
+        orig_freq=REQUIRED,
+        new_freq=REQUIRED,
         lowpass_filter_width=6,
         rolloff=0.99,
         resampling_method="sinc_interp_hann",
         beta=None,
+        *,
+        waveform=REQUIRED,
     ):
         """Resamples every row of `x` (its last axis): torchaudio.functional.resample.
 
@@ -410,10 +463,11 @@ def _make_resample(ops):
         offset and a crop to ceil(n * new / orig) samples. The filter is designed in NumPy in
         float64 (torchaudio designs it in x's dtype) and passed as a static table: the same values
         as torchaudio within float32 rounding. The window's clamped edge entries (relative size
-        below 1e-20) are left out.
+        below 1e-20) are left out. Torchaudio's name `waveform` is taken for `x` too.
 
         Args:
-          x: float32 or float64 of rank 1 or more.
+          x: float32 or float64 of rank 1 or more; float16 and bfloat16 are resampled in float32
+            and returned in their own dtype.
           orig_freq: a positive integer rate. After the gcd with new_freq, the filter (about
             2 * lowpass_filter_width * max(orig, new) / rolloff taps) is within the op's
             1,048,576 (2^20).
@@ -423,10 +477,23 @@ def _make_resample(ops):
             (0, 1].
           resampling_method: "sinc_interp_hann" or "sinc_interp_kaiser".
           beta: the Kaiser window's beta (torchaudio's default 14.77 where None).
+          waveform: torchaudio's name for `x` (one of the two is given).
 
         Gradients flow to x (the op's adjoint).
 
         """
+        given = [
+            (n, v) for n, v in (("x", x), ("waveform", waveform)) if not isinstance(v, _Required)
+        ]
+        if len(given) != 1:
+            raise TypeError(
+                "resample() takes the data as x or as waveform (torchaudio's name), once; got "
+                + (" and ".join(n for n, _ in given) or "neither")
+            )
+        name, x = given[0]
+        for argument, value in (("orig_freq", orig_freq), ("new_freq", new_freq)):
+            if isinstance(value, _Required):
+                raise TypeError(f"resample() missing required argument: {argument!r}")
         if orig_freq <= 0 or new_freq <= 0:
             raise ValueError("Original frequency and desired frequency should be positive")
         if int(orig_freq) != orig_freq or int(new_freq) != new_freq:
@@ -441,6 +508,7 @@ def _make_resample(ops):
             raise ValueError(f"rolloff must be in (0, 1]; got {rolloff}")
         if orig_freq == new_freq:
             return x
+        x, restore = _widened(x, name)
         g = math.gcd(int(orig_freq), int(new_freq))
         orig, new = int(orig_freq) // g, int(new_freq) // g
         taps, first = design(
@@ -448,7 +516,7 @@ def _make_resample(ops):
         )
         n = _static_length(x, "resample")
         y = _upfirdn_static(ops, x, taps, new, orig)
-        return y[..., first : first + _ceil_div(new * n, orig)]
+        return restore(y[..., first : first + _ceil_div(new * n, orig)])
 
     return resample
 
