@@ -2,11 +2,13 @@
 // SeparableFilter's CPU kernel (see separable_filter_cpu.h). Both layouts are rows of contiguous
 // elements: W pixels of one channel (planes) or W pixels of C interleaved channels (channels-last),
 // a tap along W then being C elements further on. A unit (a band of rows of one plane or image)
-// computes the rows of tmp its outputs need, from a zero-padded or folded copy of each input row,
-// into a buffer, then its outputs from that buffer. A row of tmp outside the image is tmp of the
-// row it folds to (or zeros), so each distinct input row is filtered once per unit however far the
-// column taps reach: a filter much taller than the image costs no more rows of tmp than the image
-// has. Each pass keeps a tile of consecutive elements
+// walks its output rows in order. Each needs kh rows of tmp; a row of tmp outside the image is tmp
+// of the row it folds to (or zeros), so each distinct input row is filtered once per unit however
+// far the column taps reach, and a filter much taller than the image costs no more rows of tmp
+// than the image has. A row of tmp is computed (from a zero-padded or folded copy of its input row,
+// converted to the compute type) when the first output row needs it, and its buffer reused after
+// the last: what the passes touch stays about kh rows, in the core's caches. Output rows are
+// converted and stored straight from the registers. Each pass keeps a tile of consecutive elements
 // in vector registers while the taps stream past: every tap is broadcast once and applied to every
 // accumulator, so each element still gets its FMAs one by one in tap order.
 #include "separable_filter/separable_filter_cpu.h"
@@ -47,11 +49,102 @@ RowsView ViewOf(const SeparableShape& s) {
   return v;
 }
 
-template <class T, int kBytes, int kAccumulators>
+// w = the bytes at p[0, lanes of IntV) as int32. GCC's generic conversion of a byte vector
+// extracts the bytes one by one; x86 has one instruction for it. Vectors pass by reference (see
+// cpu_elementwise.hpp).
+template <class IntV>
+__attribute__((always_inline)) inline void WidenBytes(IntV& w, const std::uint8_t* p) {
+  typename cpu::Vector<std::uint8_t, sizeof(IntV) / 4>::type narrow;
+  std::memcpy(&narrow, p, sizeof(narrow));
+  w = __builtin_convertvector(narrow, IntV);
+}
+#if CONSTMEM_CPU_X86
+using Int8 = cpu::Vector<std::int32_t, 32>::type;
+using Int16 = cpu::Vector<std::int32_t, 64>::type;
+template <>
+CONSTMEM_TARGET_AVX2 inline void WidenBytes<Int8>(Int8& w, const std::uint8_t* p) {
+  const __m256i wide = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  std::memcpy(&w, &wide, sizeof(w));
+}
+template <>
+CONSTMEM_TARGET_AVX512 inline void WidenBytes<Int16>(Int16& w, const std::uint8_t* p) {
+  // The masked form: GCC 12 warns of the unmasked one's undefined source.
+  const __m512i wide =
+      _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  std::memcpy(&w, &wide, sizeof(w));
+}
+#endif
+
+// to[0, lanes of IntV) = the int32 values in [0, 255] of `w` as bytes.
+template <class IntV>
+__attribute__((always_inline)) inline void NarrowToBytes(std::uint8_t* to, const IntV& w) {
+  using Bytes = typename cpu::Vector<std::uint8_t, sizeof(IntV) / 4>::type;
+  const Bytes narrow = __builtin_convertvector(w, Bytes);
+  std::memcpy(to, &narrow, sizeof(narrow));
+}
+#if CONSTMEM_CPU_X86
+// AVX2 has no truncating narrow (GCC's generic one goes byte by byte): two saturating packs, exact
+// for values in [0, 255], then the two 128-bit lanes' four bytes side by side.
+template <>
+CONSTMEM_TARGET_AVX2 inline void NarrowToBytes<Int8>(std::uint8_t* to, const Int8& w) {
+  __m256i wide;
+  std::memcpy(&wide, &w, sizeof(wide));
+  const __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(wide, wide), wide);
+  const __m128i eight =
+      _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(to), eight);
+}
+#endif
+
+template <class In, class T, int kBytes, int kAccumulators>
 struct Kernel {
   using V = typename cpu::Vector<T, kBytes>::type;
   static constexpr int kLanes = cpu::Vector<T, kBytes>::kLanes;
   static constexpr std::int64_t kTile = std::int64_t{kLanes} * kAccumulators;
+  // kLanes values of In, and of int for the conversion to uint8.
+  using InV = typename cpu::Vector<In, kLanes* static_cast<int>(sizeof(In))>::type;
+  using IntV = typename cpu::Vector<std::int32_t, kLanes * 4>::type;
+
+  // to[0, n) = in[0, n) converted to T, whole vectors at a time.
+  __attribute__((always_inline)) static inline void Convert(const In* in, std::int64_t n, T* to) {
+    if constexpr (std::is_same<In, T>::value) {
+      std::memcpy(to, in, static_cast<std::size_t>(n) * sizeof(T));
+    } else {
+      std::int64_t e = 0;
+      for (; e + kLanes <= n; e += kLanes) {
+        IntV bytes;
+        WidenBytes(bytes, in + e);
+        const V wide = __builtin_convertvector(bytes, V);
+        std::memcpy(to + e, &wide, kBytes);
+      }
+      for (; e < n; ++e) to[e] = static_cast<T>(in[e]);
+    }
+  }
+
+  // The first n (<= kLanes) values of `acc` to `out` as In: SeparableToOutput lane by lane, the
+  // same operations in the same order.
+  __attribute__((always_inline)) static inline void Store(const V& acc, In* out, std::int64_t n) {
+    if constexpr (std::is_same<In, T>::value) {
+      if (n == kLanes) {
+        std::memcpy(out, &acc, kBytes);
+      } else {
+        std::memcpy(out, &acc, static_cast<std::size_t>(n) * sizeof(T));
+      }
+    } else {
+      const V high = V{} + 255.0f, zero = V{}, magic = V{} + 8388608.0f;
+      V f = acc > high ? high : acc;
+      f = f >= zero ? f : zero;
+      const V rounded = f + magic;
+      const IntV whole = __builtin_convertvector(rounded - magic, IntV);
+      if (n == kLanes) {
+        NarrowToBytes(out, whole);
+      } else {
+        In narrow[kLanes];
+        NarrowToBytes(narrow, whole);
+        std::memcpy(out, narrow, static_cast<std::size_t>(n));
+      }
+    }
+  }
 
   // out[0, tiles * kTile): out[e] = sum_j fma(in[e + j * step], taps[j], .) from +0: the row pass,
   // stepping a pixel along W (1 or C elements).
@@ -77,15 +170,15 @@ struct Kernel {
     }
   }
 
-  // The column pass: out[e] = sum_j fma(rows[j][offset + e], taps[j], .) from +0, rows[j] the row
-  // of tmp tap j reads.
-  __attribute__((always_inline)) static inline void ColumnPass(const T* const* rows,
-                                                               std::int64_t offset, const T* taps,
-                                                               std::int64_t count,
-                                                               std::int64_t tiles, T* out) {
-    for (std::int64_t t = 0; t < tiles; ++t) {
+  // The column pass over out[0, n): out[e] = sum_j fma(rows[j][e], taps[j], .) from +0, rows[j]
+  // the row of tmp tap j reads (whole tiles of it), stored as In.
+  __attribute__((always_inline)) static inline void ColumnPass(const T* const* rows, const T* taps,
+                                                               std::int64_t count, std::int64_t n,
+                                                               In* out) {
+    // One tile at `at`, its accumulators handed to store(acc): the last tile of a row stores fewer
+    // values, in a copy of its own, so that the whole tiles' accumulators stay in registers.
+    auto tile = [&](std::int64_t at, auto store) __attribute__((always_inline)) {
       V acc[kAccumulators] = {};
-      const std::int64_t at = offset + t * kTile;
       for (std::int64_t j = 0; j < count; ++j) {
         V tap;
         cpu::Broadcast(tap, taps + j);
@@ -97,37 +190,88 @@ struct Kernel {
           cpu::Fma(acc[a], sample, tap, acc[a]);
         }
       }
+      store(acc);
+    };
+    std::int64_t at = 0;
+    for (; at + kTile <= n; at += kTile) {
+      tile(at, [&](const V(&acc)[kAccumulators]) __attribute__((always_inline)) {
 #pragma GCC unroll 16
-      for (int a = 0; a < kAccumulators; ++a)
-        std::memcpy(out + t * kTile + a * kLanes, &acc[a], kBytes);
+        for (int a = 0; a < kAccumulators; ++a) Store(acc[a], out + at + a * kLanes, kLanes);
+      });
+    }
+    if (at < n) {
+      tile(at, [&](const V(&acc)[kAccumulators]) __attribute__((always_inline)) {
+        for (std::int64_t a = 0; a * kLanes < n - at; ++a) {
+          Store(acc[a], out + at + a * kLanes, std::min<std::int64_t>(kLanes, n - at - a * kLanes));
+        }
+      });
     }
   }
 };
+
+// `rows` rows of `pitch` values of T, zeros, each starting on a 64-byte boundary (pitch is whole
+// tiles of at least 64 bytes), so that the passes' whole-vector accesses to them split no line.
+template <class T>
+class AlignedRows {
+ public:
+  AlignedRows(std::int64_t rows, std::int64_t pitch)
+      : pitch_(pitch), values_(static_cast<std::size_t>(rows * pitch + 64 / sizeof(T)), T(0)) {
+    const auto address = reinterpret_cast<std::uintptr_t>(values_.data());
+    first_ = values_.data() + (64 - address % 64) % 64 / sizeof(T);
+  }
+  T* Row(std::int64_t r) { return first_ + r * pitch_; }
+
+ private:
+  std::int64_t pitch_;
+  std::vector<T> values_;
+  T* first_;
+};
+
+// tmp_row[0, tiles * kTile) from input row `row`: a zero-padded or folded copy of it (converted
+// to T) in `padded`, then the row pass. Padded pixel p is source pixel p - cw: the row itself at
+// cw .. cw + W - 1, converted in one pass; the borders pixel by pixel.
+template <class K, class In, class T>
+__attribute__((always_inline)) inline void RowPass(const In* row, const RowsView& v,
+                                                   const SeparableShape& s, std::int64_t cw,
+                                                   const T* row_taps, std::int64_t tiles, T* padded,
+                                                   T* tmp_row) {
+  K::Convert(row, v.elements, padded + cw * v.stride);
+  for (std::int64_t p = 0; p < s.kw - 1 + v.width; ++p) {
+    if (p == cw) p += v.width;
+    if (p >= s.kw - 1 + v.width) break;
+    const std::int64_t source_px = SeparableFold<std::int64_t>(p - cw, v.width, s.border);
+    for (std::int64_t c = 0; c < v.stride; ++c) {
+      padded[p * v.stride + c] =
+          source_px < 0 ? T(0) : static_cast<T>(row[source_px * v.stride + c]);
+    }
+  }
+  K::Pass(padded, v.stride, row_taps, s.kw, tiles, tmp_row);
+}
 
 template <class In, class T, int kBytes, int kAccumulators>
 __attribute__((always_inline)) inline void Range(const In* x, In* y, const SeparableShape& s,
                                                  const T* taps, std::int64_t begin,
                                                  std::int64_t end) {
-  using K = Kernel<T, kBytes, kAccumulators>;
+  using K = Kernel<In, T, kBytes, kAccumulators>;
   const RowsView v = ViewOf(s);
   const std::int64_t band = BandRows(s);
   const std::int64_t bands = (v.rows + band - 1) / band;
+  const std::int64_t cw = (s.kw - 1) / 2, ch = (s.kh - 1) / 2;
   const std::int64_t tiles = (v.elements + K::kTile - 1) / K::kTile;
   const std::int64_t pitch = tiles * K::kTile;  // a row of tmp, whole tiles
-  const std::int64_t cw = (s.kw - 1) / 2, ch = (s.kh - 1) / 2;
-  // One input row padded or folded along W (and zeros to whole tiles); the rows of tmp of the
-  // band's distinct source rows, then a row of zeros; for each virtual row of tmp the row it reads;
-  // one row of outputs before conversion.
-  std::vector<T> padded(static_cast<std::size_t>(pitch + (s.kw - 1) * v.stride), T(0));
   const std::int64_t most_tmp_rows = std::min(band, v.rows) + s.kh - 1;
   const std::int64_t most_sources = std::min(most_tmp_rows, v.rows);
-  std::vector<T> tmp(static_cast<std::size_t>((most_sources + 1) * pitch));
+  // One input row padded or folded along W (and zeros to whole tiles); rows of tmp for the
+  // unit's distinct source rows, then a row of zeros, 64-byte aligned; for each virtual row of tmp
+  // the row it reads.
+  std::vector<T> padded(static_cast<std::size_t>(pitch + (s.kw - 1) * v.stride), T(0));
+  AlignedRows<T> tmp(most_sources + 1, pitch);
   std::vector<const T*> tmp_rows(static_cast<std::size_t>(most_tmp_rows));
+  std::vector<std::int64_t> source_of(static_cast<std::size_t>(most_tmp_rows));
   std::vector<std::int64_t> slot_of(static_cast<std::size_t>(v.rows), -1);
-  std::vector<std::int64_t> sources;
-  std::vector<T> out_row(static_cast<std::size_t>(pitch));
-  T* const zero_row = tmp.data() + most_sources * pitch;
-  std::fill(zero_row, zero_row + pitch, T(0));
+  std::vector<std::int64_t> last_use(static_cast<std::size_t>(v.rows));
+  std::vector<std::int64_t> free_slots;
+  const T* const zero_row = tmp.Row(most_sources);
   for (std::int64_t unit = begin; unit < end; ++unit) {
     const std::int64_t plane = unit / bands;
     const std::int64_t y0 = unit % bands * band, y1 = std::min(v.rows, y0 + band);
@@ -137,61 +281,43 @@ __attribute__((always_inline)) inline void Range(const In* x, In* y, const Separ
     const In* x_plane = x + plane * v.rows * v.elements;
     In* y_plane = y + plane * v.rows * v.elements;
     // Virtual rows y0 - ch .. y1 - 1 + kh - 1 - ch of tmp, each the row of tmp of its source row
-    // (a slot per distinct source row, in the order the virtual rows reach them) or zeros.
+    // or zeros. A source row's tmp is computed when the first output row needs it, into a free
+    // slot, and the slot freed after its last use: the slots in use, and so what the passes touch,
+    // stay about kh rows (most recently freed reused first).
     const std::int64_t virtual_rows = y1 - y0 + s.kh - 1;
-    sources.clear();
     for (std::int64_t t = 0; t < virtual_rows; ++t) {
       const std::int64_t source = SeparableFold<std::int64_t>(y0 - ch + t, v.rows, s.border);
-      if (source < 0) {
-        tmp_rows[t] = zero_row;
-        continue;
-      }
-      if (slot_of[source] < 0) {
-        slot_of[source] = static_cast<std::int64_t>(sources.size());
-        sources.push_back(source);
-      }
-      tmp_rows[t] = tmp.data() + slot_of[source] * pitch;
+      source_of[t] = source;
+      if (source >= 0) last_use[source] = t;
     }
-    for (std::size_t slot = 0; slot < sources.size(); ++slot) {
-      const std::int64_t source = sources[slot];
-      slot_of[source] = -1;  // free for the next unit
-      T* tmp_row = tmp.data() + static_cast<std::int64_t>(slot) * pitch;
-      const In* row = x_plane + source * v.elements;
-      // Padded pixel p is source pixel p - cw: the row itself at cw .. cw + W - 1, converted in
-      // one pass; the borders pixel by pixel.
-      if constexpr (std::is_same<In, T>::value) {
-        std::memcpy(padded.data() + cw * v.stride, row,
-                    static_cast<std::size_t>(v.elements) * sizeof(T));
-      } else {
-        T* to = padded.data() + cw * v.stride;
-        for (std::int64_t e = 0; e < v.elements; ++e) to[e] = static_cast<T>(row[e]);
-      }
-      for (std::int64_t p = 0; p < s.kw - 1 + v.width; ++p) {
-        if (p == cw) p += v.width;
-        if (p >= s.kw - 1 + v.width) break;
-        const std::int64_t source_px = SeparableFold<std::int64_t>(p - cw, v.width, s.border);
-        for (std::int64_t c = 0; c < v.stride; ++c) {
-          padded[p * v.stride + c] =
-              source_px < 0 ? T(0) : static_cast<T>(row[source_px * v.stride + c]);
-        }
-      }
-      K::Pass(padded.data(), v.stride, row_taps, s.kw, tiles, tmp_row);
-    }
+    free_slots.clear();
+    for (std::int64_t slot = most_sources - 1; slot >= 0; --slot) free_slots.push_back(slot);
+    std::int64_t ready = 0;  // virtual rows with their row of tmp
     for (std::int64_t yy = y0; yy < y1; ++yy) {
-      const T* const* rows = tmp_rows.data() + (yy - y0);
-      In* out = y_plane + yy * v.elements;
-      if constexpr (std::is_same<In, T>::value) {
-        const std::int64_t whole = v.elements / K::kTile;
-        K::ColumnPass(rows, 0, col_taps, s.kh, whole, out);
-        if (whole < tiles) {
-          K::ColumnPass(rows, whole * K::kTile, col_taps, s.kh, 1, out_row.data());
-          std::memcpy(out + whole * K::kTile, out_row.data(),
-                      static_cast<std::size_t>(v.elements - whole * K::kTile) * sizeof(T));
+      for (; ready < yy - y0 + s.kh; ++ready) {
+        const std::int64_t source = source_of[ready];
+        if (source < 0) {
+          tmp_rows[ready] = zero_row;
+          continue;
         }
-      } else {
-        K::ColumnPass(rows, 0, col_taps, s.kh, tiles, out_row.data());
-        for (std::int64_t e = 0; e < v.elements; ++e) out[e] = SeparableToOutput<In>(out_row[e]);
+        if (slot_of[source] < 0) {
+          slot_of[source] = free_slots.back();
+          free_slots.pop_back();
+          RowPass<K>(x_plane + source * v.elements, v, s, cw, row_taps, tiles, padded.data(),
+                     tmp.Row(slot_of[source]));
+        }
+        tmp_rows[ready] = tmp.Row(slot_of[source]);
       }
+      K::ColumnPass(tmp_rows.data() + (yy - y0), col_taps, s.kh, v.elements,
+                    y_plane + yy * v.elements);
+      const std::int64_t leaving = source_of[yy - y0];
+      if (leaving >= 0 && last_use[leaving] == yy - y0) {
+        free_slots.push_back(slot_of[leaving]);
+        slot_of[leaving] = -1;
+      }
+    }
+    for (std::int64_t t = 0; t < virtual_rows; ++t) {
+      if (source_of[t] >= 0) slot_of[source_of[t]] = -1;  // free for the next unit
     }
   }
 }
