@@ -369,3 +369,30 @@ def test_the_gradient_namespace_has_the_standard_functions_and_sigmoid():
     np.testing.assert_allclose(np.asarray(F.sigmoid(t)), 1 / (1 + np.exp(-values)), rtol=1e-15)
     np.testing.assert_allclose(np.asarray(F.exp(t)), np.exp(values), rtol=1e-15)
     np.testing.assert_allclose(np.asarray(F.tanh(t)), np.tanh(values), rtol=1e-15)
+
+
+def test_gaussian_blur_with_sigma_tensors_has_torchs_bits_and_maps_over_sigma(device):
+    """Per-image sigma: the same bits as PyTorch (on its CPU and GPU), also under jax.vmap over the
+    images and sigmas; vmap over a batch of sigmas for one batch of images."""
+    torch = pytest.importorskip("torch")
+    import constmem.torch as ct
+
+    rng = np.random.default_rng(26)
+    torch_devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dtype, k, tol in ((np.float32, [31, 9], 2e-6), (np.float64, [3, 5], 1e-13)):
+        x = rng.uniform(0, 1, (3, 2, 12, 17)).astype(dtype)
+        sigmas = rng.uniform(0.3, 6.0, (3, 2))
+        images, sigma = jax.device_put(x, device), jax.device_put(sigmas, device)
+        ours = np.asarray(jax.jit(lambda v, s, k=k: cm.gaussian_blur(v, k, s))(images, sigma))
+        for torch_device in torch_devices:
+            data, per_image = (torch.from_numpy(a).to(torch_device) for a in (x, sigmas))
+            np.testing.assert_array_equal(ours, ct.gaussian_blur(data, k, per_image).cpu().numpy())
+        mapped = jax.jit(jax.vmap(lambda v, s, k=k: cm.gaussian_blur(v, k, s)))(images, sigma)
+        np.testing.assert_array_equal(np.asarray(mapped), ours)
+        single = cm.gaussian_blur(images[:1], k, sigmas[0].tolist())  # torchvision's float64 taps
+        np.testing.assert_allclose(ours[0], np.asarray(single)[0], rtol=0, atol=tol)
+    blur = jax.jit(lambda v, s: cm.gaussian_blur(v, 5, s))
+    blurred = jax.jit(jax.vmap(blur, in_axes=(None, 0)))(images, sigma[:2])
+    for i in range(2):
+        expected = blur(images, jnp.broadcast_to(sigma[i], (3, 2)))
+        np.testing.assert_array_equal(np.asarray(blurred[i]), np.asarray(expected))

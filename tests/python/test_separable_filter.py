@@ -71,6 +71,20 @@ class Framework:
     def numpy(self, t):
         return np.asarray(t.cpu() if self.name == "torch" else t)
 
+    def cast(self, t, dtype):
+        """t in the dtype named (float16, bfloat16, ...), as the framework casts."""
+        if self.name == "torch":
+            import torch
+
+            return t.to(getattr(torch, dtype))
+        import jax.numpy as jnp
+
+        return t.astype(getattr(jnp, dtype))
+
+    def float64(self, t):
+        """t's values in float64 NumPy, whatever its dtype (NumPy has no bfloat16)."""
+        return self.numpy(self.cast(t, "float32")).astype(np.float64)
+
 
 @pytest.fixture(params=FRAMEWORKS, scope="module")
 def fw(request):
@@ -453,3 +467,140 @@ def test_gaussian_blur_long_kernels_in_jax(fw):
         np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
     with pytest.raises(ValueError, match="reflect padding"):
         fw.cm.gaussian_blur(fw.array(x[..., :60], fw.devices[0]), 129)
+
+
+# ---- float16 and bfloat16, channels_last, sigma tensors, torchvision's argument names ----
+
+# Half the spacing of each dtype's values in [1/2, 1]: the most a rounding moves a value there.
+HALF_STEP = {"float16": 2.0**-12, "bfloat16": 2.0**-9}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_float16_and_bfloat16_images_are_filtered_in_float32(fw, dtype):
+    """The float32 filter, one rounding to the images' dtype, and gradients back in that dtype."""
+    from constmem.ops.separable_filter import gaussian_taps
+
+    rng = np.random.default_rng(21)
+    x = rng.uniform(0.5, 1.0, (2, 3, 9, 11))
+    w = rng.uniform(0.5, 1.0, x.shape)
+    row, column = np.asarray(gaussian_taps(5, 1.2)), np.asarray(gaussian_taps(3, 0.8))
+    for device in fw.devices:
+        low = fw.cast(fw.array(x, device, "float32"), dtype)
+        exact = reference(fw.float64(low), row, column, "reflect", "channels_first")
+        widened = fw.cast(low, "float32")
+        for y, y32 in (
+            (
+                fw.cm.gaussian_blur(low, [5, 3], [1.2, 0.8]),
+                fw.cm.gaussian_blur(widened, [5, 3], [1.2, 0.8]),
+            ),
+            (
+                fw.cm.separable_filter2d(low, row, column),
+                fw.cm.separable_filter2d(widened, row, column),
+            ),
+        ):
+            assert str(y.dtype).endswith(dtype)
+            np.testing.assert_array_equal(fw.float64(y), fw.float64(fw.cast(y32, dtype)))
+            np.testing.assert_allclose(fw.float64(y), exact, rtol=0, atol=HALF_STEP[dtype] + 1e-6)
+        # With zero borders and symmetric taps the filter is its own adjoint: the gradient of
+        # sum(w * blur(x)) is blur(w), here of w rounded to the dtype as the cast's gradient is.
+        w_low = fw.cast(fw.array(w, device, "float32"), dtype)
+        expected = reference(fw.float64(w_low), row, column, "zeros", "channels_first")
+        if fw.name == "torch":
+            data = low.clone().requires_grad_(True)
+            y = fw.cm.gaussian_blur(data, [5, 3], [1.2, 0.8], border="zeros")
+            (y.float() * w_low.float()).sum().backward()
+            grad = data.grad
+        else:
+            import jax
+
+            def loss(v, w=w_low):
+                y = fw.cm.gaussian_blur(v, [5, 3], [1.2, 0.8], border="zeros")
+                return (y.astype("float32") * w.astype("float32")).sum()
+
+            grad = jax.grad(loss)(low)
+        assert str(grad.dtype).endswith(dtype)
+        np.testing.assert_allclose(fw.float64(grad), expected, rtol=0, atol=HALF_STEP[dtype] + 1e-6)
+
+
+def test_channels_last_images_stay_channels_last():
+    """A channels_last NCHW tensor is filtered as NHWC in place: the same values, the format kept,
+    gradients through it."""
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal((2, 3, 9, 11))
+    row, column = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 4)
+    expected = reference(x, row, column, "replicate", "channels_first")
+    sigmas = torch.tensor([[0.7, 1.3], [2.0, 0.9]])
+    calls = (
+        lambda t: cm.separable_filter2d(t, row, column, border="replicate"),
+        lambda t: cm.gaussian_blur(t, 5, 1.1),
+        lambda t: cm.gaussian_blur(t, [3, 5], sigmas),
+        lambda t: cm.gaussian_blur(t.to(torch.bfloat16), 5),
+    )
+    for device in ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]:
+        nchw = torch.tensor(x, device=device)
+        channels_last = nchw.contiguous(memory_format=torch.channels_last)
+        assert not channels_last.is_contiguous()
+        for call in calls:
+            y = call(channels_last)
+            assert y.is_contiguous(memory_format=torch.channels_last)
+            torch.testing.assert_close(y, call(nchw), rtol=0, atol=0)
+        np.testing.assert_allclose(calls[0](channels_last).cpu().numpy(), expected, atol=1e-12)
+        grads = []
+        for t in (nchw, channels_last):
+            data = t.clone().requires_grad_(True)
+            cm.gaussian_blur(data, 5, 1.1).pow(2).sum().backward()
+            grads.append(data.grad)
+        torch.testing.assert_close(grads[1], grads[0], rtol=0, atol=0)
+
+
+def test_sigma_tensors_of_every_shape_and_their_checks(fw):
+    """Shapes () and (2,) blur every image alike; a host tensor's values are checked, a GPU
+    tensor's are not (NaN blurs to NaN); a meta tensor blurs meta images."""
+    rng = np.random.default_rng(24)
+    x = rng.uniform(0, 1, (2, 3, 10, 12))
+    host = "cpu" if fw.name == "torch" else fw.devices[0]
+    for device in fw.devices:
+        images = fw.array(x, device, "float32")
+        for sigma, pair in ((1.2, [1.2, 1.2]), ([1.5, 0.8], [1.5, 0.8])):
+            expected = fw.numpy(fw.cm.gaussian_blur(images, [5, 3], pair))
+            for where in {host, device}:
+                out = fw.cm.gaussian_blur(images, [5, 3], fw.array(sigma, where))
+                np.testing.assert_allclose(fw.numpy(out), expected, rtol=0, atol=1e-6)
+        for bad in (-1.0, 0.0, np.nan, np.inf):
+            with pytest.raises(ValueError, match="sigma must hold positive finite values"):
+                fw.cm.gaussian_blur(images, 5, fw.array([[1.0, 1.0], [1.0, bad]], host))
+        with pytest.raises(
+            ValueError, match=r"sigma must be a tensor of shape .* got shape \(3,\)"
+        ):
+            fw.cm.gaussian_blur(images, 5, fw.array([1.0, 1.0, 1.0], host))
+        if device != host:  # not read: its values would need a wait for the device
+            out = fw.numpy(
+                fw.cm.gaussian_blur(images, 5, fw.array([[1.0, 1.0], [np.nan, 1]], device))
+            )
+            assert np.isfinite(out[0]).all() and np.isnan(out[1]).all()
+    if fw.name == "torch":
+        import torch
+
+        sigma = torch.tensor([[1.0, 2.0], [0.5, 0.7]], device="meta")
+        out = fw.cm.gaussian_blur(torch.empty(2, 3, 10, 12, device="meta"), 5, sigma)
+        assert out.device.type == "meta" and out.shape == (2, 3, 10, 12)
+        with pytest.raises(ValueError, match="sigma is on the meta device"):
+            fw.cm.gaussian_blur(torch.rand(2, 3, 10, 12), 5, sigma)
+
+
+def test_torchvisions_argument_names(fw):
+    images = fw.array(np.random.default_rng(25).uniform(0, 1, (3, 8, 9)), fw.devices[0], "float32")
+    expected = fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0))
+    for name in ("images", "inpt", "img"):
+        out = fw.cm.gaussian_blur(**{name: images}, kernel_size=5, sigma=1.0)
+        np.testing.assert_array_equal(fw.numpy(out), expected)
+    with pytest.raises(TypeError, match="'images' and 'inpt', two names of one argument"):
+        fw.cm.gaussian_blur(images, 5, inpt=images)
+    with pytest.raises(TypeError, match="missing required argument: 'images'"):
+        fw.cm.gaussian_blur(kernel_size=5)
+    integers = fw.array(np.zeros((3, 8, 9)), fw.devices[0], "int16")
+    with pytest.raises(ValueError, match=r"^inpt must be float32, float64, uint8, float16 or "):
+        fw.cm.gaussian_blur(inpt=integers, kernel_size=5)
