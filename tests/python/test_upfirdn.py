@@ -602,3 +602,79 @@ def test_resample_takes_rolloff_one_and_refuses_filters_past_the_op(fw):
         fw.ops.resample(fw.tensor(x, fw.devices[0]), 44100, 96001)
     with pytest.raises(ValueError, match="taps; upfirdn takes at most 1048576"):
         fw.ops.resample_poly(fw.tensor(x, fw.devices[0]), 96001, 2)
+
+
+def low_precision(fw, values, device, dtype):
+    """Values rounded to float16 or bfloat16, as a tensor of the framework on `device`."""
+    data = fw.tensor(values, device, np.float32)
+    if fw.name == "torch":
+        return data.to(getattr(fw.torch, dtype))
+    return data.astype(getattr(fw.jax.numpy, dtype))
+
+
+def as_float64(fw, value):
+    """Values of any dtype (NumPy has no bfloat16) in float64."""
+    if fw.name == "torch":
+        return fw.numpy(value.float()).astype(np.float64)
+    return np.asarray(value.astype("float32"), np.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_resamplers_take_float16_and_bfloat16(fw, dtype):
+    """Resampled in float32 and rounded once to the data's dtype; gradients back in that dtype."""
+    step = {"float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]  # the spacing of values in [1, 2)
+    x = np.random.default_rng(27).uniform(-1, 1, (2, 96))
+    for device in fw.devices:
+        low = low_precision(fw, x, device, dtype)
+        x64 = as_float64(fw, low)
+        for call, expected in (
+            (
+                lambda a: fw.ops.resample(a, 48000, 44100),
+                torchaudio_resample_float64(x64, 48000, 44100),
+            ),
+            (
+                lambda a: fw.ops.resample_poly(a, 3, 2),
+                scipy_signal.resample_poly(x64, 3, 2, axis=-1),
+            ),
+        ):
+            y = call(low)
+            assert str(y.dtype).endswith(dtype)
+            in_float32 = call(low.float() if fw.name == "torch" else low.astype("float32"))
+            np.testing.assert_array_equal(
+                as_float64(fw, y),
+                as_float64(fw, low_precision(fw, fw.numpy(in_float32), device, dtype)),
+            )
+            np.testing.assert_allclose(as_float64(fw, y), expected, rtol=0, atol=step)
+        # The gradient of sum(resample(x)) is the adjoint applied to ones: against float64.
+        ones = np.ones(x.shape)
+        if fw.name == "torch":
+            data = low.clone().requires_grad_(True)
+            fw.ops.resample_poly(data, 3, 2).float().sum().backward()
+            grad = data.grad
+            exact = fw.torch.tensor(ones, requires_grad=True)
+            fw.ops.resample_poly(exact, 3, 2).sum().backward()
+            expected = exact.grad.numpy()
+        else:
+            jax = fw.jax
+            grad = jax.grad(lambda a: fw.ops.resample_poly(a, 3, 2).astype("float32").sum())(low)
+            expected = np.asarray(
+                jax.grad(lambda a: fw.ops.resample_poly(a, 3, 2).sum())(jax.numpy.asarray(ones))
+            )
+        assert str(grad.dtype).endswith(dtype)
+        np.testing.assert_allclose(as_float64(fw, grad), expected, rtol=0, atol=2 * step)
+
+
+def test_resample_takes_torchaudios_argument_names(fw):
+    x = fw.tensor(np.random.default_rng(28).standard_normal((2, 50)), fw.devices[0])
+    expected = fw.numpy(fw.ops.resample(x, 3, 2))
+    out = fw.ops.resample(waveform=x, orig_freq=3, new_freq=2)
+    np.testing.assert_array_equal(fw.numpy(out), expected)
+    with pytest.raises(TypeError, match="once; got x and waveform"):
+        fw.ops.resample(x, 3, 2, waveform=x)
+    with pytest.raises(TypeError, match="missing required argument: 'new_freq'"):
+        fw.ops.resample(waveform=x, orig_freq=3)
+    integers = fw.tensor(np.zeros((2, 50)), fw.devices[0], np.int32)
+    with pytest.raises(
+        ValueError, match=r"^waveform must be float32, float64, float16 or bfloat16"
+    ):
+        fw.ops.resample(waveform=integers, orig_freq=3, new_freq=2)
