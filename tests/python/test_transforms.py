@@ -122,3 +122,46 @@ def test_against_torchaudios_module(device):
     ours = Resample(48000, 44100)(waveform)
     theirs = torchaudio.transforms.Resample(48000, 44100, dtype=torch.float64).to(device)(waveform)
     np.testing.assert_allclose(ours.cpu().numpy(), theirs.cpu().numpy(), rtol=0, atol=1e-12)
+
+
+def test_float16_channels_last_images_through_the_module(device):
+    images = torch.rand(2, 3, 16, 20, device=device).half()
+    images = images.contiguous(memory_format=torch.channels_last)
+    torch.manual_seed(5)
+    out = GaussianBlur(5, sigma=(0.5, 2.0), per_image=True)(images)
+    assert out.dtype == torch.float16 and out.is_contiguous(memory_format=torch.channels_last)
+    torch.manual_seed(5)
+    for b, sigma in enumerate(torch.empty(2).uniform_(0.5, 2.0).tolist()):
+        expected = cm.gaussian_blur(images[b : b + 1].float(), 5, [sigma, sigma])
+        # float32 blurs, each rounded once to float16 (half a step in [1/2, 1) is 2^-12).
+        torch.testing.assert_close(out[b : b + 1].float(), expected, rtol=0, atol=2**-11)
+
+
+@pytest.mark.skipif(not HAS_TORCHVISION, reason="torchvision is not installed")
+def test_float16_and_channels_last_against_torchvision(device):
+    from torchvision.transforms.v2 import functional
+
+    images = torch.rand(2, 3, 20, 24, device=device).half()
+    images = images.contiguous(memory_format=torch.channels_last)
+    ours = cm.gaussian_blur(inpt=images, kernel_size=7, sigma=1.5)
+    theirs = functional.gaussian_blur(inpt=images.float(), kernel_size=[7, 7], sigma=[1.5, 1.5])
+    assert ours.dtype == torch.float16 and ours.is_contiguous(memory_format=torch.channels_last)
+    np.testing.assert_allclose(
+        ours.float().cpu().numpy(), theirs.cpu().numpy(), rtol=0, atol=2**-12 + 1e-5
+    )
+
+
+@pytest.mark.skipif(not HAS_TORCHAUDIO, reason="torchaudio is not installed")
+def test_bfloat16_against_torchaudio(device):
+    import torchaudio
+
+    waveform = (0.5 * torch.randn(2, 4800, device=device)).to(torch.bfloat16)
+    ours = Resample(48000, 44100)(waveform)
+    theirs = torchaudio.functional.resample(
+        waveform=waveform.double(), orig_freq=48000, new_freq=44100
+    )
+    assert ours.dtype == torch.bfloat16
+    # One rounding to bfloat16: half a step of values below 4 is at most 2^-7.
+    np.testing.assert_allclose(
+        ours.double().cpu().numpy(), theirs.cpu().numpy(), rtol=0, atol=2**-7 + 1e-6
+    )

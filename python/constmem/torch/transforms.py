@@ -9,6 +9,9 @@ lists, tuples and dicts (a sample): tv_tensors `Image` and `Video` are blurred a
 a plain tensor is an image when the sample holds no tv_tensors image and it is the first plain
 tensor, everything else (bounding boxes, masks, labels) passes through.
 
+Both take float16 and bfloat16 data (computed in float32, returned in the data's dtype), and a
+channels_last image batch comes back channels_last.
+
 `Resample` takes `torchaudio.transforms.Resample`'s arguments and resamples the last axis as
 `constmem.torch.resample` does (torchaudio's filter, designed once).
 
