@@ -605,9 +605,10 @@ def _make_gaussian_blur(ops):
             sigma_x)). A tensor's taps are computed in the framework, with the same bits in
             every framework and on every device, and may be traced (torch.compile, jax.jit,
             jax.vmap over sigma). A tensor on the host is checked to be positive and finite
-            (ValueError); a tensor on a GPU is not, since reading it would wait for the device:
-            its zero, negative or NaN values give NaN or meaningless images. A tensor on the
-            meta device blurs meta images (a meta result).
+            (ValueError) where its values are known (not while traced); a tensor on a GPU is not,
+            since reading it would wait for the device: its zero, negative or NaN values give
+            NaN or meaningless images. A tensor on the meta device blurs meta images (a meta
+            result).
           border: "reflect" (torchvision's), "zeros" or "replicate".
           layout: "channels_first" or "channels_last".
           **options: TensorFlow's `source` and `name`.
