@@ -2,15 +2,14 @@
 // SeparableFilter's CPU kernel (see separable_filter_cpu.h). Both layouts are rows of contiguous
 // elements: W pixels of one channel (planes) or W pixels of C interleaved channels (channels-last),
 // a tap along W then being C elements further on. A unit (a band of rows of one plane or image)
-// walks its output rows in order. Each needs kh rows of tmp; a row of tmp outside the image is tmp
-// of the row it folds to (or zeros), so each distinct input row is filtered once per unit however
-// far the column taps reach, and a filter much taller than the image costs no more rows of tmp
-// than the image has. A row of tmp is computed (from a zero-padded or folded copy of its input row,
-// converted to the compute type) when the first output row needs it, and its buffer reused after
-// the last: what the passes touch stays about kh rows, in the core's caches. Output rows are
-// converted and stored straight from the registers. Each pass keeps a tile of consecutive elements
-// in vector registers while the taps stream past: every tap is broadcast once and applied to every
-// accumulator, so each element still gets its FMAs one by one in tap order.
+// computes the rows of tmp its outputs need, each from a zero-padded or folded copy of its input
+// row converted to the compute type, into 64-byte aligned buffers, then its output rows from them,
+// converted and stored straight from the registers. A row of tmp outside the image is tmp of the
+// row it folds to (or zeros), so each distinct input row is filtered once per unit however far the
+// column taps reach: a filter much taller than the image costs no more rows of tmp than the image
+// has. Each pass keeps a tile of consecutive elements in vector registers while the taps stream
+// past: every tap is broadcast once and applied to every accumulator, so each element still gets
+// its FMAs one by one in tap order.
 #include "separable_filter/separable_filter_cpu.h"
 
 #include <algorithm>
@@ -124,25 +123,20 @@ struct Kernel {
   // The first n (<= kLanes) values of `acc` to `out` as In: SeparableToOutput lane by lane, the
   // same operations in the same order.
   __attribute__((always_inline)) static inline void Store(const V& acc, In* out, std::int64_t n) {
+    In values[kLanes];
     if constexpr (std::is_same<In, T>::value) {
-      if (n == kLanes) {
-        std::memcpy(out, &acc, kBytes);
-      } else {
-        std::memcpy(out, &acc, static_cast<std::size_t>(n) * sizeof(T));
-      }
+      std::memcpy(values, &acc, kBytes);
     } else {
       const V high = V{} + 255.0f, zero = V{}, magic = V{} + 8388608.0f;
       V f = acc > high ? high : acc;
       f = f >= zero ? f : zero;
       const V rounded = f + magic;
-      const IntV whole = __builtin_convertvector(rounded - magic, IntV);
-      if (n == kLanes) {
-        NarrowToBytes(out, whole);
-      } else {
-        In narrow[kLanes];
-        NarrowToBytes(narrow, whole);
-        std::memcpy(out, narrow, static_cast<std::size_t>(n));
-      }
+      NarrowToBytes(values, __builtin_convertvector(rounded - magic, IntV));
+    }
+    if (n == kLanes) {
+      std::memcpy(out, values, sizeof(values));
+    } else {
+      std::memcpy(out, values, static_cast<std::size_t>(n) * sizeof(In));
     }
   }
 
@@ -196,7 +190,9 @@ struct Kernel {
     for (; at + kTile <= n; at += kTile) {
       tile(at, [&](const V(&acc)[kAccumulators]) __attribute__((always_inline)) {
 #pragma GCC unroll 16
-        for (int a = 0; a < kAccumulators; ++a) Store(acc[a], out + at + a * kLanes, kLanes);
+        for (int a = 0; a < kAccumulators; ++a) {
+          Store(acc[a], out + at + a * kLanes, kLanes);
+        }
       });
     }
     if (at < n) {
@@ -261,16 +257,14 @@ __attribute__((always_inline)) inline void Range(const In* x, In* y, const Separ
   const std::int64_t pitch = tiles * K::kTile;  // a row of tmp, whole tiles
   const std::int64_t most_tmp_rows = std::min(band, v.rows) + s.kh - 1;
   const std::int64_t most_sources = std::min(most_tmp_rows, v.rows);
-  // One input row padded or folded along W (and zeros to whole tiles); rows of tmp for the
+  // One input row padded or folded along W (and zeros to whole tiles); the rows of tmp of the
   // unit's distinct source rows, then a row of zeros, 64-byte aligned; for each virtual row of tmp
   // the row it reads.
   std::vector<T> padded(static_cast<std::size_t>(pitch + (s.kw - 1) * v.stride), T(0));
   AlignedRows<T> tmp(most_sources + 1, pitch);
   std::vector<const T*> tmp_rows(static_cast<std::size_t>(most_tmp_rows));
-  std::vector<std::int64_t> source_of(static_cast<std::size_t>(most_tmp_rows));
   std::vector<std::int64_t> slot_of(static_cast<std::size_t>(v.rows), -1);
-  std::vector<std::int64_t> last_use(static_cast<std::size_t>(v.rows));
-  std::vector<std::int64_t> free_slots;
+  std::vector<std::int64_t> sources;
   const T* const zero_row = tmp.Row(most_sources);
   for (std::int64_t unit = begin; unit < end; ++unit) {
     const std::int64_t plane = unit / bands;
@@ -281,43 +275,29 @@ __attribute__((always_inline)) inline void Range(const In* x, In* y, const Separ
     const In* x_plane = x + plane * v.rows * v.elements;
     In* y_plane = y + plane * v.rows * v.elements;
     // Virtual rows y0 - ch .. y1 - 1 + kh - 1 - ch of tmp, each the row of tmp of its source row
-    // or zeros. A source row's tmp is computed when the first output row needs it, into a free
-    // slot, and the slot freed after its last use: the slots in use, and so what the passes touch,
-    // stay about kh rows (most recently freed reused first).
+    // (a slot per distinct source row, in the order the virtual rows reach them) or zeros.
     const std::int64_t virtual_rows = y1 - y0 + s.kh - 1;
+    sources.clear();
     for (std::int64_t t = 0; t < virtual_rows; ++t) {
       const std::int64_t source = SeparableFold<std::int64_t>(y0 - ch + t, v.rows, s.border);
-      source_of[t] = source;
-      if (source >= 0) last_use[source] = t;
-    }
-    free_slots.clear();
-    for (std::int64_t slot = most_sources - 1; slot >= 0; --slot) free_slots.push_back(slot);
-    std::int64_t ready = 0;  // virtual rows with their row of tmp
-    for (std::int64_t yy = y0; yy < y1; ++yy) {
-      for (; ready < yy - y0 + s.kh; ++ready) {
-        const std::int64_t source = source_of[ready];
-        if (source < 0) {
-          tmp_rows[ready] = zero_row;
-          continue;
-        }
-        if (slot_of[source] < 0) {
-          slot_of[source] = free_slots.back();
-          free_slots.pop_back();
-          RowPass<K>(x_plane + source * v.elements, v, s, cw, row_taps, tiles, padded.data(),
-                     tmp.Row(slot_of[source]));
-        }
-        tmp_rows[ready] = tmp.Row(slot_of[source]);
+      if (source < 0) {
+        tmp_rows[t] = zero_row;
+        continue;
       }
+      if (slot_of[source] < 0) {
+        slot_of[source] = static_cast<std::int64_t>(sources.size());
+        sources.push_back(source);
+      }
+      tmp_rows[t] = tmp.Row(slot_of[source]);
+    }
+    for (std::size_t slot = 0; slot < sources.size(); ++slot) {
+      slot_of[sources[slot]] = -1;  // free for the next unit
+      RowPass<K>(x_plane + sources[slot] * v.elements, v, s, cw, row_taps, tiles, padded.data(),
+                 tmp.Row(static_cast<std::int64_t>(slot)));
+    }
+    for (std::int64_t yy = y0; yy < y1; ++yy) {
       K::ColumnPass(tmp_rows.data() + (yy - y0), col_taps, s.kh, v.elements,
                     y_plane + yy * v.elements);
-      const std::int64_t leaving = source_of[yy - y0];
-      if (leaving >= 0 && last_use[leaving] == yy - y0) {
-        free_slots.push_back(slot_of[leaving]);
-        slot_of[leaving] = -1;
-      }
-    }
-    for (std::int64_t t = 0; t < virtual_rows; ++t) {
-      if (source_of[t] >= 0) slot_of[source_of[t]] = -1;  // free for the next unit
     }
   }
 }

@@ -317,6 +317,93 @@ TEST(SeparableFold, ReflectsAsReflect101AndFoldsAgain) {
   }
 }
 
+// The operation sequence written out plainly, independent of the functor: per output, a row pass
+// of std::fma in tap order from +0 for each row of tmp it reads (rounded to T), then a column pass
+// of std::fma in tap order from +0; uint8 clamped to [0, 255] (NaN to 0) and rounded half to even.
+template <class In, class T>
+In PlainChain(const std::vector<In>& x, const SeparableShape& s, const std::vector<T>& taps,
+              std::int64_t b, std::int64_t c, std::int64_t yy, std::int64_t xx) {
+  const T* row = taps.data() + (s.per_image_taps ? b * (s.kw + s.kh) : 0);
+  const T* col = row + s.kw;
+  auto at = [&](std::int64_t r, std::int64_t q) {
+    return s.layout == SeparableLayout::kPlanes
+               ? ((b * s.channels + c) * s.height + r) * s.width + q
+               : ((b * s.height + r) * s.width + q) * s.channels + c;
+  };
+  T acc = 0;
+  for (std::int64_t i = 0; i < s.kh; ++i) {
+    const std::int64_t r = ReferenceIndex(yy + i - (s.kh - 1) / 2, s.height, s.border);
+    T tmp = 0;
+    for (std::int64_t j = 0; r >= 0 && j < s.kw; ++j) {
+      const std::int64_t q = ReferenceIndex(xx + j - (s.kw - 1) / 2, s.width, s.border);
+      tmp = std::fma(q < 0 ? T(0) : static_cast<T>(x[at(r, q)]), row[j], tmp);
+    }
+    acc = std::fma(tmp, col[i], acc);
+  }
+  if constexpr (sizeof(In) == 1) {
+    if (!(acc >= 0)) return 0;  // negative or NaN
+    return static_cast<In>(std::nearbyint(std::min<T>(acc, 255)));
+  } else {
+    return acc;
+  }
+}
+
+template <class In>
+void ExpectPlainChain(Isa isa, const SeparableShape& s, std::uint64_t seed) {
+  using T = typename SeparableCompute<In>::type;
+  std::mt19937_64 rng(seed);
+  std::vector<In> x;
+  std::vector<T> taps;
+  RandomData(rng, s, &x, &taps);
+  if constexpr (sizeof(In) == 1) {
+    // Taps of 0.5 and 1.5 make many outputs exact halves: the ties round to even.
+    for (std::size_t i = 0; i < taps.size(); i += 3) taps[i] = i % 2 ? 0.5f : 1.5f;
+  }
+  const std::vector<In> y = RunCpu(x, s, taps, isa);
+  for (std::int64_t b = 0; b < s.images; ++b) {
+    for (std::int64_t c = 0; c < s.channels; ++c) {
+      for (std::int64_t yy = 0; yy < s.height; ++yy) {
+        for (std::int64_t xx = 0; xx < s.width; ++xx) {
+          const In expected = PlainChain(x, s, taps, b, c, yy, xx);
+          const std::int64_t i = SeparableOffset(s, b, c, yy, xx);
+          ASSERT_EQ(std::memcmp(&y[i], &expected, sizeof(In)), 0)
+              << Describe(s) << ", " << cpu::IsaName(isa) << " at b " << b << " c " << c << " y "
+              << yy << " x " << xx << ": " << +y[i] << " vs " << +expected;
+        }
+      }
+    }
+  }
+}
+
+// Awkward widths (a tile and a vector plus or minus one, odd channel counts), every border and
+// layout, against the plain chain bit for bit.
+TEST_P(SeparableCpu, BitwiseEqualToAPlainFmaChain) {
+  std::uint64_t seed = 500;
+  for (std::int64_t width : {1, 2, 15, 17, 63, 65, 127, 129, 300}) {
+    for (std::int64_t channels : {1, 3, 5}) {
+      for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
+        for (auto border :
+             {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+          SeparableShape s;
+          s.images = 2;
+          s.channels = channels;
+          s.height = 1 + static_cast<std::int64_t>(seed % 23);
+          s.width = width;
+          s.kh = 1 + static_cast<std::int64_t>(seed % 9);
+          s.kw = 1 + static_cast<std::int64_t>(seed % 11);
+          s.layout = layout;
+          s.border = border;
+          s.per_image_taps = seed % 2 == 0;
+          ExpectPlainChain<float>(GetParam(), s, seed++);
+          ExpectPlainChain<double>(GetParam(), s, seed++);
+          ExpectPlainChain<std::uint8_t>(GetParam(), s, seed++);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 TEST(SeparableUint8, RoundsHalfToEvenAndClamps) {
   SeparableShape s;
   s.images = 1;
