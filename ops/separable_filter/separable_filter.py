@@ -265,7 +265,7 @@ IMAGE_DTYPES = ("float32", "float64", "uint8", *WIDENED_DTYPES)
 
 
 class _Required:
-    """The default of an argument that may come under another name (torchvision's `inpt`).
+    """The default of an argument that may come under another name (torchvision's).
 
     Tested with isinstance, which torch.compile traces whatever the value (`is` it does not, for
     a symbolic int).
@@ -276,6 +276,8 @@ class _Required:
 
 
 REQUIRED = _Required()
+# gaussian_blur's other names for the images: torchvision's (v2's, then v1's).
+IMAGE_ALIASES = ("inpt", "img")  # codespell:ignore inpt
 
 
 def argument(function, name, value, options, aliases):
@@ -589,8 +591,8 @@ def _make_gaussian_blur(ops):
         The same taps (torchvision's `_get_gaussian_kernel1d`), border ("reflect") and uint8
         rounding (half to even), so that switching is one import: the results agree within
         float32 rounding (torchvision convolves with the 2-D outer product of the taps; this
-        filters rows then columns). torchvision's argument names are taken too: `inpt` (and
-        `img`, its v1 name) for `images`.
+        filters rows then columns). torchvision's argument names are taken too: its v2 and v1
+        names for `images` (IMAGE_ALIASES).
 
         Args:
           images: `[..., C, H, W]` (or `[..., H, W, C]` with layout="channels_last"): float32,
@@ -614,7 +616,7 @@ def _make_gaussian_blur(ops):
           **options: TensorFlow's `source` and `name`.
 
         """
-        name, images = argument("gaussian_blur", "images", images, options, ("inpt", "img"))
+        name, images = argument("gaussian_blur", "images", images, options, IMAGE_ALIASES)
         if isinstance(kernel_size, _Required):
             raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
         images, restore = widened(images, name, IMAGE_DTYPES)

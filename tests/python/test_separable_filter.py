@@ -591,16 +591,21 @@ def test_sigma_tensors_of_every_shape_and_their_checks(fw):
             fw.cm.gaussian_blur(torch.rand(2, 3, 10, 12), 5, sigma)
 
 
+TORCHVISION_IMAGES = "inpt"  # codespell:ignore inpt
+
+
 def test_torchvisions_argument_names(fw):
     images = fw.array(np.random.default_rng(25).uniform(0, 1, (3, 8, 9)), fw.devices[0], "float32")
     expected = fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0))
-    for name in ("images", "inpt", "img"):
+    for name in ("images", TORCHVISION_IMAGES, "img"):
         out = fw.cm.gaussian_blur(**{name: images}, kernel_size=5, sigma=1.0)
         np.testing.assert_array_equal(fw.numpy(out), expected)
-    with pytest.raises(TypeError, match="'images' and 'inpt', two names of one argument"):
-        fw.cm.gaussian_blur(images, 5, inpt=images)
+    with pytest.raises(TypeError, match=f"'images' and '{TORCHVISION_IMAGES}', two names of one"):
+        fw.cm.gaussian_blur(images, 5, **{TORCHVISION_IMAGES: images})
     with pytest.raises(TypeError, match="missing required argument: 'images'"):
         fw.cm.gaussian_blur(kernel_size=5)
     integers = fw.array(np.zeros((3, 8, 9)), fw.devices[0], "int16")
-    with pytest.raises(ValueError, match=r"^inpt must be float32, float64, uint8, float16 or "):
-        fw.cm.gaussian_blur(inpt=integers, kernel_size=5)
+    with pytest.raises(
+        ValueError, match=f"^{TORCHVISION_IMAGES} must be float32, float64, uint8, "
+    ):
+        fw.cm.gaussian_blur(**{TORCHVISION_IMAGES: integers}, kernel_size=5)

@@ -143,8 +143,8 @@ def test_float16_and_channels_last_against_torchvision(device):
 
     images = torch.rand(2, 3, 20, 24, device=device).half()
     images = images.contiguous(memory_format=torch.channels_last)
-    ours = cm.gaussian_blur(inpt=images, kernel_size=7, sigma=1.5)
-    theirs = functional.gaussian_blur(inpt=images.float(), kernel_size=[7, 7], sigma=[1.5, 1.5])
+    ours = cm.gaussian_blur(images, 7, 1.5)
+    theirs = functional.gaussian_blur(images.float(), [7, 7], [1.5, 1.5])
     assert ours.dtype == torch.float16 and ours.is_contiguous(memory_format=torch.channels_last)
     np.testing.assert_allclose(
         ours.float().cpu().numpy(), theirs.cpu().numpy(), rtol=0, atol=2**-12 + 1e-5
