@@ -9,8 +9,9 @@
 //   kernel         Frobulate's CPU kernel (each compiled instruction set), and the scalar
 //                  per-element loop it replaced as the baseline; Polyval (degree 16 and 256) and
 //                  FirFilter (17 and 63 taps, and at 63 taps each wide instruction set) and
-//                  SeparableFilter (float32 images [8, 3, 540, 960], k x k taps for k = 3, 9, 31:
-//                  2k FMAs a pixel) against min(fma / FMAs per element, copy)
+//                  SeparableFilter (float32 images [8, 3, 540, 960] in planes, float32 and uint8
+//                  [8, 540, 960, 3] with interleaved channels, k x k taps for k = 3, 9, 31: 2k FMAs
+//                  a pixel) against min(fma / FMAs per element, copy of its bytes)
 //
 // Each case reports its figure against its own ceiling, min(fadd / entries, copy / 8 or 16 B) in
 // elements per second (both measured again in every round; the best kernel time against the best
@@ -254,20 +255,21 @@ Case RunCase(const std::string& name, Isa isa, std::int64_t entries, std::int64_
 // copy ceiling / bytes per element), measured in each round next to the kernel.
 Case RunFmaCase(const std::string& name, std::int64_t entries, std::int64_t elements,
                 double fmas_per_element, int threads, int rounds,
-                const std::function<void(std::int64_t, std::int64_t)>& kernel) {
+                const std::function<void(std::int64_t, std::int64_t)>& kernel,
+                int bytes_per_element = 2 * sizeof(float), const char* dtype = "float32") {
   const std::int64_t share = (elements + threads - 1) / threads;
   double fma = 0, copy = 0, seconds = 1e30;
   for (int round = 0; round < rounds; ++round) {
     fma = std::max(fma, FmaCeiling(threads, constmem::cpu::BestIsa(), 1));
-    copy = std::max(copy, CopyCeiling(threads, elements * sizeof(float), 1));
+    copy = std::max(copy, CopyCeiling(threads, elements * bytes_per_element / 2, 1));
     seconds = std::min(seconds, MedianTime(1, threads, [&](int t) {
                          const std::int64_t begin = std::min(elements, t * share);
                          kernel(begin, std::min(elements, begin + share));
                        }));
   }
-  const double ceiling = fma > 0 ? std::min(fma / fmas_per_element, copy / (2.0 * sizeof(float)))
-                                 : copy / (2.0 * sizeof(float));
-  return Case{name, "float32", entries, elements, seconds, elements / seconds / ceiling, 0};
+  const double ceiling = fma > 0 ? std::min(fma / fmas_per_element, copy / bytes_per_element)
+                                 : copy / bytes_per_element;
+  return Case{name, dtype, entries, elements, seconds, elements / seconds / ceiling, 0};
 }
 
 // Polyval at degrees 16 and 256, FirFilter with 17 and 63 taps and SeparableFilter, float32, every
@@ -305,8 +307,9 @@ void RunFmaOps(std::int64_t elements, int threads, int rounds, std::vector<Case>
       fir(std::string("fir_filter ") + constmem::cpu::IsaName(isa), 63, isa);
     }
   }
-  // SeparableFilter: rows, then columns, each pixel k FMAs a pass. Its work units (planes' row
-  // blocks) are split between the threads as the pixels are.
+  // SeparableFilter: rows, then columns, each pixel k FMAs a pass, float32 planes (NCHW) and
+  // float32 and uint8 interleaved channels (NHWC). Its work units (planes' or images' row blocks)
+  // are split between the threads as the pixels are.
   constmem::ops::SeparableShape image;
   image.images = 8;
   image.channels = 3;
@@ -314,24 +317,39 @@ void RunFmaOps(std::int64_t elements, int threads, int rounds, std::vector<Case>
   image.width = 960;
   const std::int64_t pixels = image.Elements();
   AlignedBuffer<float> in(pixels), out(pixels);
-  for (std::int64_t i = 0; i < pixels; ++i) in.data[i] = static_cast<float>(i % 251) / 251;
-  auto separable = [&](const std::string& name, int k, Isa isa) {
+  AlignedBuffer<std::uint8_t> in8(pixels), out8(pixels);
+  for (std::int64_t i = 0; i < pixels; ++i) {
+    in.data[i] = static_cast<float>(i % 251) / 251;
+    in8.data[i] = static_cast<std::uint8_t>(i * 7 % 251);
+  }
+  auto separable = [&](const std::string& name, int k, Isa isa, bool bytes) {
     image.kh = image.kw = k;
     const std::vector<float> taps(2 * k, 1.0f / static_cast<float>(k));
     const std::int64_t units = constmem::ops::SeparableFilterCpuUnits(image);
     cases->push_back(RunFmaCase(
-        name, k, pixels, 2.0 * k, threads, rounds, [&](std::int64_t begin, std::int64_t end) {
-          constmem::ops::SeparableFilterCpuRange(in.data, out.data, image, taps.data(),
-                                                 begin * units / pixels, end * units / pixels, isa);
-        }));
+        name, k, pixels, 2.0 * k, threads, rounds,
+        [&](std::int64_t begin, std::int64_t end) {
+          const std::int64_t first = begin * units / pixels, last = end * units / pixels;
+          if (bytes) {
+            constmem::ops::SeparableFilterCpuRange(in8.data, out8.data, image, taps.data(), first,
+                                                   last, isa);
+          } else {
+            constmem::ops::SeparableFilterCpuRange(in.data, out.data, image, taps.data(), first,
+                                                   last, isa);
+          }
+        },
+        bytes ? 2 : 2 * sizeof(float), bytes ? "uint8" : "float32"));
   };
   // The op's own choice (cpu::BestIsa), then each wide instruction set at 31 taps.
-  for (int k : {3, 9, 31}) separable("separable_filter", k, constmem::cpu::BestIsa());
+  for (int k : {3, 9, 31}) separable("separable_filter", k, constmem::cpu::BestIsa(), false);
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     if (isa <= constmem::cpu::BestIsa()) {
-      separable(std::string("separable_filter ") + constmem::cpu::IsaName(isa), 31, isa);
+      separable(std::string("separable_filter ") + constmem::cpu::IsaName(isa), 31, isa, false);
     }
   }
+  image.layout = constmem::ops::SeparableLayout::kChannelsLast;
+  for (int k : {3, 9, 31}) separable("separable_filter nhwc", k, constmem::cpu::BestIsa(), false);
+  for (int k : {3, 9, 31}) separable("separable_filter nhwc", k, constmem::cpu::BestIsa(), true);
 }
 
 }  // namespace
@@ -385,14 +403,14 @@ int main(int argc, char** argv) {
                                    static_cast<Isa>(isa), 100, elements, threads, false, rounds));
   }
 
-  std::printf("%-18s %7s %10s %12s %10s %12s\n", "case", "entries", "elements", "G elem/s",
-              "ceiling", "vs baseline");
+  std::printf("%-24s %-7s %7s %10s %12s %10s %12s\n", "case", "dtype", "entries", "elements",
+              "G elem/s", "ceiling", "vs baseline");
   for (const Case& c : cases) {
     const double rate = c.elements / c.seconds;
     char vs[32] = "-";
     if (c.baseline_seconds > 0)
       std::snprintf(vs, sizeof(vs), "%.1fx", c.baseline_seconds / c.seconds);
-    std::printf("%-18s %7lld %10lld %12.3f %9.1f%% %12s\n", c.name.c_str(),
+    std::printf("%-24s %-7s %7lld %10lld %12.3f %9.1f%% %12s\n", c.name.c_str(), c.dtype.c_str(),
                 static_cast<long long>(c.entries), static_cast<long long>(c.elements), rate / 1e9,
                 100.0 * c.share_of_ceiling, vs);
   }

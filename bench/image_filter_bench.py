@@ -13,8 +13,10 @@ GPU (CUDA events, median of repeated batches):
   made on the GPU at each call) and the op alone with a per-image CUDA table.
 
 CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem's CPU kernel):
-- cv2.GaussianBlur (BORDER_REFLECT_101) and scipy.ndimage.gaussian_filter1d twice against
-  constmem on smaller images: float32 [8, 3, 540, 960] and uint8 the same, k = 3, 9, 31.
+- cv2.GaussianBlur (BORDER_REFLECT_101, one call an image, OpenCV's fixed-point path for uint8)
+  and scipy.ndimage.correlate1d twice against constmem (layout="channels_last") on smaller
+  interleaved images: float32 and uint8 [8, 540, 960, 3] (NHWC), k = 3, 9, 31. The CPU's model
+  goes in each row.
 
     python3 bench/image_filter_bench.py [--json FILE] [--quick]
 
@@ -62,7 +64,7 @@ def gpu_ms(fn, repetitions=7, batch=5, warmup=2):
     return cuda_event_ms(fn, repetitions, batch, warmup)
 
 
-def cpu_ms(fn, repetitions=5):
+def cpu_ms(fn, repetitions=15):
     fn()
     times = []
     for _ in range(repetitions):
@@ -162,28 +164,38 @@ def gpu_cases(args, results):
         torch.cuda.empty_cache()
 
 
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo, or "unknown"."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def cpu_row(data, k, cv2, scipy_ndimage, threads, quick):
-    """One CPU case: constmem, OpenCV and scipy on the same images with k taps."""
+    """One CPU case: constmem, OpenCV and scipy on the same NHWC images with k taps."""
     sigma, t = taps(k)
     x = torch.from_numpy(data)
-    # OpenCV and scipy filter each plane alike.
-    planes = np.ascontiguousarray(data.reshape(-1, *data.shape[-2:]))
-    row = {"device": "cpu", "shape": list(data.shape), "dtype": data.dtype.name, "k": k}
-    row["threads"] = threads
-    row["constmem_ms"] = cpu_ms(lambda: cm.gaussian_blur(x, k))
+    row = {"device": "cpu", "cpu": cpu_model(), "shape": list(data.shape)}
+    row.update({"layout": "NHWC", "dtype": data.dtype.name, "k": k, "threads": threads})
+    row["constmem_ms"] = cpu_ms(lambda: cm.gaussian_blur(x, k, layout="channels_last"))
     if cv2 is not None:
 
         def cv2_blur():
-            for plane in planes:
-                cv2.GaussianBlur(plane, (k, k), sigma, sigma, borderType=cv2.BORDER_REFLECT_101)
+            for image in data:  # [H, W, C]: OpenCV's interleaved channels
+                cv2.GaussianBlur(image, (k, k), sigma, sigma, borderType=cv2.BORDER_REFLECT_101)
 
         row["cv2_ms"] = cpu_ms(cv2_blur)
     if scipy_ndimage is not None and (k <= 9 or not quick):
         w = t.astype(np.float32 if data.dtype == np.float32 else np.float64)
 
         def scipy_blur():
-            tmp = scipy_ndimage.correlate1d(planes, w, axis=-1, mode="mirror")
-            scipy_ndimage.correlate1d(tmp, w, axis=-2, mode="mirror")
+            tmp = scipy_ndimage.correlate1d(data, w, axis=-2, mode="mirror")
+            scipy_ndimage.correlate1d(tmp, w, axis=-3, mode="mirror")
 
         row["scipy_ms"] = cpu_ms(scipy_blur, repetitions=3)
     return row
@@ -197,7 +209,7 @@ def cpu_cases(args, results):
         cv2.setNumThreads(threads)
     print(f"\nCPU ({threads} threads): constmem's time, and the others' as multiples of it")
     print(f"{'shape':>20} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'cv2':>7} {'scipy':>7}")
-    shape = (2, 3, 270, 480) if args.quick else (8, 3, 540, 960)
+    shape = (2, 270, 480, 3) if args.quick else (8, 540, 960, 3)
     rng = np.random.default_rng(0)
     for dtype in (np.float32, np.uint8):
         data = rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)
