@@ -143,6 +143,35 @@ def test_static_tables_give_the_array_tables_gradients_for_the_data(device):
         np.testing.assert_array_equal(np.asarray(static), np.asarray(array))
 
 
+def test_eager_calls_trace_the_op_once_per_table_and_shape(device, monkeypatch):
+    """Eager calls of the same op, attributes and table form reuse one traced and compiled call
+    (a custom_vjp traced at every call costs milliseconds for a long static table); a new
+    static table, attribute or shape traces again, with its own results."""
+    traces = []
+    ffi_call = jax.ffi.ffi_call
+
+    def counted(*args, **kwargs):
+        traces.append(args[0])
+        return ffi_call(*args, **kwargs)
+
+    monkeypatch.setattr(jax.ffi, "ffi_call", counted)
+    x = jax.device_put(np.linspace(-1, 1, 64, dtype=np.float32).reshape(2, 32), device)
+    taps = [0.125, 0.25, 0.5, 0.126]
+    array = jax.device_put(np.asarray(taps, np.float32), device)
+    cases = [(taps, "SAME"), (taps, "VALID"), (taps[::-1], "SAME"), (array, "SAME")]
+    for table, padding in cases:
+        expected = fir_fma_reference(np.asarray(x), np.asarray(table, np.float32), padding)
+        first = len(traces)
+        for _ in range(3):
+            y = cm.fir_filter(x, table, padding=padding)
+            np.testing.assert_array_equal(np.asarray(y), expected)
+        assert len(traces) - first == 1, (padding, traces[first:])
+    smaller = jax.device_put(np.ones((1, 31), np.float32), device)
+    before = len(traces)
+    cm.fir_filter(smaller, taps)  # a shape this table has not run on
+    assert len(traces) == before + 1
+
+
 @pytest.mark.skipif(not any(d.platform == "gpu" for d in jax.devices()), reason="needs a GPU")
 def test_a_static_table_is_uploaded_at_most_once_per_content():
     """A static table is an attribute: the same host bytes at every call, passed by value when

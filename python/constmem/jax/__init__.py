@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections import OrderedDict
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -305,6 +306,49 @@ def _with_static_bwd(spec, values, attr_items, data, grad):
 _with_static.defvjp(_with_static_fwd, _with_static_bwd)
 
 
+# Eagerly, JAX traces a custom_vjp function anew at every call and compiles its primitive for
+# every new jaxpr: milliseconds a call, and a static table's constant compiled again each time.
+# Each call therefore goes through a jax.jit function made once per op, attributes and static
+# table (jit then compiles once per shape and dtype, and under an outer trace it is inlined).
+_COMPILED_CALLS_KEPT = 256
+# The static tables' entries the kept compiled calls may hold together (their values, as Python
+# floats, and the constants of their executables), besides the count of calls.
+_STATIC_ENTRIES_KEPT = 1 << 22
+
+
+@functools.lru_cache(maxsize=_COMPILED_CALLS_KEPT)
+def _compiled_array_call(spec: OpSpec, attr_items: tuple, differentiable: bool):
+    """The op with a jax.Array table under jax.jit, with its gradient where one flows."""
+    if differentiable:
+        return jax.jit(lambda data, table: _with_array(spec, data, table, attr_items))
+    return jax.jit(_array_call(spec, attr_items))
+
+
+_static_calls: OrderedDict[tuple, Any] = OrderedDict()
+
+
+def _compiled_static_call(spec: OpSpec, values: tuple, attr_items: tuple, differentiable: bool):
+    """The op with the static table `values` under jax.jit, kept while recently used."""
+    key = (spec, values, attr_items, differentiable)
+    compiled = _static_calls.get(key)
+    if compiled is not None:
+        _static_calls.move_to_end(key)
+        return compiled
+    if differentiable:
+        compiled = jax.jit(lambda data: _with_static(spec, data, values, attr_items))
+    else:
+        checked = dict(attr_items)
+        compiled = jax.jit(lambda data: _static_call(spec, data, values, checked))
+    _static_calls[key] = compiled
+    entries = sum(len(k[1]) for k in _static_calls)
+    while len(_static_calls) > 1 and (
+        len(_static_calls) > _COMPILED_CALLS_KEPT or entries > _STATIC_ENTRIES_KEPT
+    ):
+        oldest, _ = _static_calls.popitem(last=False)
+        entries -= len(oldest[1])
+    return compiled
+
+
 def _make_call(spec: OpSpec, description: ModuleType):
     """The function that checks a call of the op and runs it with a jax.Array or static table."""
     check = getattr(description, "check", None)
@@ -319,6 +363,7 @@ def _make_call(spec: OpSpec, description: ModuleType):
         if check is not None:
             check(checked)
         attr_items = tuple(checked.items())
+        differentiable = dtype != "uint8"  # no gradient flows through uint8 data
         if isinstance(table, jax.Array):
             if table.ndim != 1:
                 raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
@@ -327,15 +372,11 @@ def _make_call(spec: OpSpec, description: ModuleType):
                 raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
             _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
             _check_call(spec, dtype, data.shape, table.shape[0], checked)
-            if dtype == "uint8":  # no gradient flows through uint8 data
-                return _array_call(spec, attr_items)(data, table)
-            return _with_array(spec, data, table, attr_items)
+            return _compiled_array_call(spec, attr_items, differentiable)(data, table)
         values = tuple(_registry.static_values(spec, table, dtype).tolist())
         _output_shape(spec, data.shape, len(values), checked)
         _check_call(spec, dtype, data.shape, len(values), checked)
-        if dtype == "uint8":
-            return _static_call(spec, data, values, checked)
-        return _with_static(spec, data, values, attr_items)
+        return _compiled_static_call(spec, values, attr_items, differentiable)(data)
 
     return call
 
