@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import sys
 
 import numpy as np
@@ -173,6 +174,23 @@ def _constant_result(fn):
         return fn(*args)
 
     return mark(constant)
+
+
+def _concrete(value):
+    """A rate or filter setting as a plain Python number, whatever traces the call.
+
+    Under torch.compile a number that changed between calls arrives symbolic, and the filter's
+    design (NumPy) needs its value: operator.index and float.hex make the compiler specialise on
+    it, guarding the graph on the value (a new rate traces anew, its filter a constant of the
+    graph). Anything else is returned as it is, for the checks to name.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return operator.index(value)
+    if isinstance(value, float):
+        return float.fromhex(value.hex())
+    return value
 
 
 def _is_float64(x):
@@ -367,6 +385,9 @@ def _make_resample_poly(ops):
         """
         if padtype != "constant":
             raise ValueError(f"padtype must be 'constant' (zeros); got {padtype!r}")
+        up, down = _concrete(up), _concrete(down)
+        if isinstance(window, tuple):
+            window = tuple(_concrete(v) for v in window)
         if int(up) != up or int(down) != down:
             raise ValueError(f"up and down must be integers; got {up} and {down}")
         up, down = int(up), int(down)
@@ -494,6 +515,8 @@ def _make_resample(ops):
         for argument, value in (("orig_freq", orig_freq), ("new_freq", new_freq)):
             if isinstance(value, _Required):
                 raise TypeError(f"resample() missing required argument: {argument!r}")
+        orig_freq, new_freq = _concrete(orig_freq), _concrete(new_freq)
+        lowpass_filter_width, rolloff, beta = map(_concrete, (lowpass_filter_width, rolloff, beta))
         if orig_freq <= 0 or new_freq <= 0:
             raise ValueError("Original frequency and desired frequency should be positive")
         if int(orig_freq) != orig_freq or int(new_freq) != new_freq:

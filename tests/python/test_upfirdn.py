@@ -454,6 +454,31 @@ def test_torch_compile_fullgraph_and_opcheck():
         torch.library.opcheck(torch.ops.constmem.upfirdn_static, (data32, [0.5, 0.25], 1, 2))
 
 
+def test_torch_compile_fullgraph_with_rates_changing_between_calls():
+    """Rates and filter settings that change between calls arrive symbolic when torch.compile
+    traces again; each new set gives the eager call's bits, with no graph break."""
+    torch = pytest.importorskip("torch")
+    fw = Torch()
+    cm = fw.ops
+    torch._dynamo.reset()
+
+    @torch.compile(fullgraph=True)
+    def both(x, orig, new, rolloff, up, down):
+        return cm.resample(x, orig, new, rolloff=rolloff), cm.resample_poly(x, up, down)
+
+    x = torch.tensor(np.random.default_rng(4).standard_normal((2, 200)), dtype=torch.float32)
+    for orig, new, rolloff, up, down in [
+        (48000, 16000, 0.99, 2, 3),
+        (44100, 16000, 0.9, 3, 2),
+        (16000, 22050, 0.95, 160, 147),
+    ]:
+        compiled = both(x, orig, new, rolloff, up, down)
+        eager = both._torchdynamo_orig_callable(x, orig, new, rolloff, up, down)
+        for c, e in zip(compiled, eager, strict=True):
+            assert c.shape == e.shape
+            np.testing.assert_array_equal(c.numpy(), e.numpy())
+
+
 # torchaudio.functional.resample over every ordered pair of these rates (110 pairs), with
 # torchaudio's defaults and with a long Kaiser filter (up to 96,405 taps, rates up to 2,560 after
 # their gcd).
