@@ -757,7 +757,12 @@ def _tensor_sigma_table(ops, images, kx, ky, sigma):
     xp = _Xp(_framework(sigma))
     dtype = _compute_dtype(images)
     sx, sy = _checked_sigma(xp, sigma, images, dtype)
-    taps = [_gaussian_taps_of(ops, xp, k, s, dtype, images) for k, s in ((kx, sx), (ky, sy))]
+    if kx == ky:  # both axes' taps in one chain of calls: [2B, k], then each image's pair
+        both = _gaussian_taps_of(ops, xp, kx, xp.concat([sx, sy], 0), dtype, images)
+        both = xp.reshape(both, (2, -1, kx))
+        taps = [both[0], both[1]]
+    else:
+        taps = [_gaussian_taps_of(ops, xp, k, s, dtype, images) for k, s in ((kx, sx), (ky, sy))]
     return xp.reshape(xp.concat(taps, 1), (-1,))
 
 

@@ -119,17 +119,16 @@ def test_matches_scipy_every_border_and_layout(fw, border, layout):
 
 def test_gaussian_blur_per_image_sigma(fw):
     """A (B, 2) sigma tensor blurs each image as its own (sigma_x, sigma_y) does, taps made on
-    the images' device."""
+    the images' device, for kernels of one size and of two."""
     x = np.random.default_rng(5).random((2, 3, 12, 10))
     sigmas = np.array([[0.7, 1.3], [2.0, 0.9]])
     for device in fw.devices:
-        for dtype in ("float32", "float64"):
-            out = fw.numpy(
-                fw.cm.gaussian_blur(fw.array(x, device, dtype), [5, 7], fw.array(sigmas, device))
-            )
+        for dtype, size in [(d, s) for d in ("float32", "float64") for s in ([5, 7], 5)]:
+            images = fw.array(x, device, dtype)
+            out = fw.numpy(fw.cm.gaussian_blur(images, size, fw.array(sigmas, device)))
             for b in range(2):
                 single = fw.cm.gaussian_blur(
-                    fw.array(x[b : b + 1], device, dtype), [5, 7], sigmas[b].tolist()
+                    fw.array(x[b : b + 1], device, dtype), size, sigmas[b].tolist()
                 )
                 tol = 2e-6 if dtype == "float32" else 1e-13
                 np.testing.assert_allclose(out[b], fw.numpy(single)[0], atol=tol)
