@@ -3,14 +3,15 @@
 # The package as a user installs it: builds the distributions with the release script
 # (scripts/build-wheels.sh, against .venv's TensorFlow, PyTorch and JAX), installs each framework's
 # alone into an empty environment with no compiler on the path and runs its ops there
-# (scripts/test-clean-envs.sh), then builds the out-of-tree consumer project with find_package
-# through constmem.sysconfig, and builds and tests examples/custom_op, an op of its own for
-# TensorFlow, PyTorch and JAX, from the installed package alone (with CMake, and with
-# torch.utils.cpp_extension).
+# (scripts/test-clean-envs.sh), and beside that builds and tests examples/custom_op, an op of its
+# own for TensorFlow, PyTorch and JAX, from the installed package alone (with CMake, through
+# find_package and constmem.sysconfig, and with torch.utils.cpp_extension). tests/consumer, the
+# core alone through find_package, is tests/python/test_install.py's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+clean_envs=""
+trap '[ -z "$clean_envs" ] || kill -- -"$clean_envs" 2>/dev/null || true; rm -rf "$work"' EXIT
 # Built in the development build's directory (scripts/build.sh), with its CUDA architectures, so
 # that nothing is compiled twice: build-wheels.sh reconfigures it for a release and build.sh
 # configures it back.
@@ -25,7 +26,12 @@ for framework in torch jax; do
   ls "$work"/wheels/constmem_"$framework"_cu*-py3-none-*manylinux_2_28_x86_64*.whl >/dev/null
 done
 ls "$work"/wheels/constmem-*-py3-none-any.whl >/dev/null
-scripts/test-clean-envs.sh "$work/wheels"
+# The clean environments take one core: beside the rest, in a process group of their own (job
+# control on for this one job) that a failure here ends.
+set -m
+scripts/test-clean-envs.sh "$work/wheels" >"$work/clean-envs.log" 2>&1 &
+clean_envs=$!
+set +m
 .venv/bin/python -m pip install -q --no-deps --target "$work/site" "$work"/wheels/*.whl
 cd "$work"  # away from the source tree, so that only the installed package can be imported
 # The op runs from the installed package; its last line is the CMake package directory.
@@ -43,11 +49,6 @@ assert not hasattr(cm._loader.ops(), "constmem_inject_fault_for_testing")
 print(s.get_cmake_dir())
 PY
 )
-echo "test-wheel: each framework alone ran its ops from the wheels; CMake package in $cmake_dir"
-PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/tests/consumer" -B "$work/consumer" \
-  -Dconstmem_DIR="$cmake_dir" >/dev/null
-cmake --build "$work/consumer" -j "$(nproc)" >/dev/null
-"$work/consumer/consumer_host"
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work/custom_op" \
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
   -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" -DCONSTMEM_PORTABLE_LINK=ON >/dev/null
@@ -68,4 +69,9 @@ done
 APPLY_GAIN_BUILD="$work/custom_op" PYTHONPATH="$work/site" \
   "$OLDPWD/.venv/bin/python" -m pytest -q \
   -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"
-echo "test-wheel: OK (the wheels install, their ops run, find_package finds the core, an op of one's own builds on it)"
+status=0
+wait "$clean_envs" || status=$?
+clean_envs=""
+cat "$work/clean-envs.log" >&2
+[ "$status" = 0 ] || { echo "test-wheel: a clean environment failed" >&2; exit "$status"; }
+echo "test-wheel: OK (each framework alone runs its ops from the wheels; an op of one's own builds on the installed package; CMake package in $cmake_dir)"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The test command: sets up, builds (including the GPU kernels when nvcc exists), then runs the
-# C++ tests (GPU tests skip without a GPU), the installed wheel (built in the same build directory)
-# beside the host code under AddressSanitizer and UndefinedBehaviorSanitizer (each uses one core for
-# much of its time; CONSTMEM_SKIP_SANITIZE=1 skips it), then the Python tests (on every device each
-# framework sees, in parallel). Each step says how long it took. Arguments go to pytest.
+# C++ tests (GPU tests skip without a GPU) and the host code under AddressSanitizer and
+# UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips it) beside the installed wheel (built
+# in the same build directory), then the Python tests (on every device each framework sees, in
+# parallel). Each step says how long it took. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() {  # name, command...
@@ -12,28 +12,38 @@ step() {  # name, command...
   "${@:2}"
   echo "test: $1 took $((SECONDS - start)) s" >&2
 }
+# Steps that run beside the wheel step, which has one core idle for much of its time. Each is a
+# process group of its own (job control on for this one job), so that a failing step ends them
+# all; the output of each is shown when it is done.
+names=() pids=() logs=()
+beside() {  # name, command...
+  logs+=("$(mktemp)")
+  set -m
+  (step "$@") >"${logs[-1]}" 2>&1 &
+  set +m
+  names+=("$1") pids+=($!)
+}
+finish() {
+  local pid
+  for pid in "${pids[@]}"; do [ -z "$pid" ] || kill -- -"$pid" 2>/dev/null || true; done
+  rm -f "${logs[@]}"
+}
+trap finish EXIT
 step setup scripts/setup.sh
 step build scripts/build.sh
-run_ctest() { (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure); }
-step ctest run_ctest
-sanitize_pid=""
-if [ -z "${CONSTMEM_SKIP_SANITIZE:-}" ]; then
-  sanitize_log=$(mktemp)
-  # A process group of its own (job control on for this one job): a failing wheel step ends it.
-  set -m
-  (step sanitize scripts/sanitize.sh) >"$sanitize_log" 2>&1 &
-  sanitize_pid=$!
-  set +m
-  trap 'rm -f "$sanitize_log"; [ -z "$sanitize_pid" ] || kill -- -"$sanitize_pid" 2>/dev/null || true' EXIT
-fi
+run_ctest() { (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure "$@"); }
+# The C API's test loads build/'s op library, which the wheel step relinks: it runs first.
+step c-api run_ctest -R '^c_api_'
+beside ctest run_ctest -E '^c_api_'
+[ -n "${CONSTMEM_SKIP_SANITIZE:-}" ] || beside sanitize scripts/sanitize.sh
 step wheel scripts/test-wheel.sh
-if [ -n "$sanitize_pid" ]; then
+for i in "${!pids[@]}"; do
   status=0
-  wait "$sanitize_pid" || status=$?
-  sanitize_pid=""
-  cat "$sanitize_log" >&2
-  [ "$status" = 0 ] || { echo "test: the sanitizer step failed" >&2; exit "$status"; }
-fi
+  wait "${pids[i]}" || status=$?
+  pids[i]=""
+  cat "${logs[i]}" >&2
+  [ "$status" = 0 ] || { echo "test: the ${names[i]} step failed" >&2; exit "$status"; }
+done
 # One pytest worker per core, at most four (each imports TensorFlow, PyTorch and JAX); a worker
 # that runs out of tests takes half of the queue of another.
 workers=$(($(nproc) < 4 ? $(nproc) : 4))
