@@ -16,6 +16,7 @@ optional=()
 [ -e /usr/include/highwayhash/arch_specific.h ] || optional+=(libhighwayhash-dev)
 [ -e /usr/include/farmhash.h ] || optional+=(libfarmhash-dev)
 command -v ninja >/dev/null || optional+=(ninja-build)  # builds with make otherwise
+command -v ccache >/dev/null || optional+=(ccache)  # the test command's compiler cache
 if [ $((${#missing[@]} + ${#optional[@]})) -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${missing[*]} ${optional[*]} with apt-get" >&2
@@ -25,7 +26,8 @@ if [ $((${#missing[@]} + ${#optional[@]})) -gt 0 ]; then
     exit 1
   else
     echo "setup: not installed: ${optional[*]} (without highwayhash and farmhash the ops have no" \
-      "XLA lowering; without ninja CMake uses make)" >&2
+      "XLA lowering; without ninja CMake uses make; without ccache each test command compiles" \
+      "everything)" >&2
   fi
 fi
 

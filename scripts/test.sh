@@ -30,6 +30,14 @@ finish() {
 }
 trap finish EXIT
 step setup scripts/setup.sh
+# Every compiler CMake runs here goes through ccache where it is installed: a fresh clone compiles
+# only what changed since the last build on this machine (the paths are taken relative to the
+# clone, and the debug information's directory is left out of the hash, so that clones elsewhere
+# share the entries).
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    CMAKE_CUDA_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
 step build scripts/build.sh
 run_ctest() { (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure "$@"); }
 # The C API's test loads build/'s op library, which the wheel step relinks: it runs first.
