@@ -32,7 +32,7 @@ import time
 import constmem.torch as cm
 import numpy as np
 import torch
-from timing import cuda_event_ms
+from timing import cpu_model, cuda_event_ms
 
 KS = (3, 9, 17, 31, 63)
 CPU_KS = (3, 9, 31)
@@ -162,18 +162,6 @@ def gpu_cases(args, results):
             )
         x = copy = None
         torch.cuda.empty_cache()
-
-
-def cpu_model():
-    """The CPU's model name from /proc/cpuinfo, or "unknown"."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def cpu_row(data, k, cv2, scipy_ndimage, threads, quick):

@@ -7,6 +7,10 @@
 - Frobulate at 64 Mi elements (100 entries, a jax.Array table), for comparison with kernel_bench's
   figure of the same run (`kernel_bench --elements 67108864 --quick`);
 - the cost of one op at 1 Ki elements inside jit against a jitted elementwise op;
+- the cost of an eager call at 1 Ki elements against an eager `jnp.add`: every op with a
+  jax.Array table and with a static one, alternating with `jnp.add` over many short rounds, the
+  ratio's median and minimum (`--per-call-only` measures only these, on the default device: the
+  CPU where there is no GPU);
 - Polyval's coefficient gradient at degree 256 on 16 Mi float32 elements, jitted and eagerly,
   against every power at once eagerly: time, and peak GPU memory beyond the inputs in multiples of
   the input's size (measured first, while the process's peak is still the inputs').
@@ -16,7 +20,7 @@ next one's input, so that the host's dispatch of a jitted call is not counted (a
 around a batch of launches do in the C++ benchmarks); the per-call case times separate jitted
 calls. Medians of 7 rounds of wall time ending in `block_until_ready`, per call.
 
-    python3 bench/jax_bench.py [--json FILE]
+    python3 bench/jax_bench.py [--json FILE] [--per-call-only]
 """
 
 import argparse
@@ -28,6 +32,7 @@ import constmem.jax as cm
 import jax
 import jax.numpy as jnp
 import numpy as np
+from timing import alternating_ratios, cpu_model
 
 
 def ms_per_call(fn, *args, calls=20, rounds=7):
@@ -90,12 +95,62 @@ def coefficient_gradient(key, x):
     }
 
 
+def eager_per_call(key):
+    """Each op's eager call at 1 Ki elements against an eager jnp.add, alternating."""
+    small = jax.random.normal(key, (1024,), jnp.float32)
+    other = jax.random.normal(jax.random.PRNGKey(2), (1024,), jnp.float32)
+    rows, image = small.reshape(1, 1024), small.reshape(1, 1, 32, 32)
+    tables = {
+        "frobulate": (np.arange(100, dtype=np.int32), lambda t: cm.frobulate(small, t)),
+        "polyval": (np.linspace(-1, 1, 17, dtype=np.float32), lambda t: cm.polyval(t, small)),
+        "fir_filter": (np.linspace(-1, 1, 17, dtype=np.float32), lambda t: cm.fir_filter(rows, t)),
+        "interpolate": (
+            np.linspace(-1, 1, 16, dtype=np.float32),
+            lambda t: cm.interpolate(small, t, -3.0, 3.0),
+        ),
+        "separable_filter": (
+            np.linspace(-1, 1, 6, dtype=np.float32),
+            lambda t: cm.separable_filter(image, t, 3),
+        ),
+        "upfirdn": (
+            np.linspace(-1, 1, 16, dtype=np.float32),
+            lambda t: cm.upfirdn(rows, t, up=2, down=1),
+        ),
+    }
+    measured = {}
+    for op, (table, call) in tables.items():
+        for form, t in (("array", jnp.asarray(table)), ("static", table.tolist())):
+            ratios = alternating_ratios(
+                lambda c=call, t=t: c(t).block_until_ready(),
+                lambda: jnp.add(small, other).block_until_ready(),
+            )
+            ratios["jnp_add_us"] = ratios.pop("baseline_us")
+            measured[f"{op}_{form}"] = ratios
+            print(
+                f"eager call, {op:<17} {form:<6} {ratios['constmem_us']:7.1f} us, jnp.add "
+                f"{ratios['jnp_add_us']:6.1f} us: {ratios['ratio_median']:.2f}x "
+                f"(min {ratios['ratio_min']:.2f}x)",
+                flush=True,
+            )
+    return measured
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
+    parser.add_argument("--per-call-only", action="store_true")
     args = parser.parse_args()
     key = jax.random.PRNGKey(0)
-    results = {"device": str(jax.devices()[0]), "jax": jax.__version__}
+    device = jax.devices()[0]
+    results = {"device": str(device), "jax": jax.__version__}
+    if device.platform == "cpu":
+        results["cpu"] = cpu_model()
+    results["eager_per_call_vs_jnp_add"] = eager_per_call(key)
+    if args.per_call_only:
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(results, f, indent=1)
+        return
 
     x = jax.random.uniform(key, (16 << 20,), jnp.float32, -1, 1)
     results["polyval_coeffs_gradient_degree_256"] = coefficient_gradient(key, x)

@@ -8,12 +8,13 @@ in this run:
 - the per-call cost at 1 Ki elements against torch.add, eagerly: every op in every table form
   (a CUDA tensor, a CPU tensor, a static list), each alternating with torch.add over many short
   rounds, the ratio's median and minimum over the rounds (host timings swing between runs on a
-  shared machine; alternating in one run keeps the ratio);
+  shared machine; alternating in one run keeps the ratio); with `--device cpu` (per-call cases
+  only) the same on CPU tensors, where both include their CPU kernels;
 - Frobulate at 64 Mi elements (100 entries), for comparison with kernel_bench's figure;
 - Polyval's coefficient gradient at degree 256 on 16 Mi float32 elements (blocks of powers) against
   every power at once: GPU time and peak memory beyond the inputs, in multiples of the input's size.
 
-    python3 bench/torch_bench.py [--json FILE] [--per-call-only]
+    python3 bench/torch_bench.py [--json FILE] [--per-call-only] [--device cpu]
 """
 
 import argparse
@@ -25,7 +26,7 @@ import time
 import constmem.torch as cm
 import torch
 import torch.nn.functional as F
-from timing import cuda_event_ms
+from timing import alternating_ratios, cpu_model, cuda_event_ms
 
 
 def gpu_ms(fn, repetitions=15, batch=10, warmup=5):
@@ -60,36 +61,9 @@ def peak_bytes(fn):
     return torch.cuda.max_memory_allocated() - before
 
 
-def per_call_ratios(fn, baseline, rounds=60, calls=200):
-    """Median and minimum over `rounds` of (wall time of `calls` calls of fn) / (the same of
-    baseline), the two alternating round by round, and each one's median microseconds a call."""
-    for _ in range(300):
-        fn()
-        baseline()
-    torch.cuda.synchronize()
-    ratios, ours, theirs = [], [], []
-    for _ in range(rounds):
-        times = []
-        for f in (fn, baseline):
-            start = time.perf_counter()
-            for _ in range(calls):
-                f()
-            torch.cuda.synchronize()
-            times.append((time.perf_counter() - start) / calls * 1e6)
-        ours.append(times[0])
-        theirs.append(times[1])
-        ratios.append(times[0] / times[1])
-    return {
-        "ratio_median": statistics.median(ratios),
-        "ratio_min": min(ratios),
-        "constmem_us": statistics.median(ours),
-        "torch_add_us": statistics.median(theirs),
-    }
-
-
-def per_call_cases():
+def per_call_cases(device="cuda"):
     """(op, form, call) at 1 Ki elements of data, each op with a small table in each form."""
-    small = torch.randn(1024, device="cuda")
+    small = torch.randn(1024, device=device)
     rows = small.view(1, 1024)
     image = small.view(1, 1, 32, 32)
     tables = {
@@ -101,7 +75,9 @@ def per_call_cases():
         "upfirdn": (torch.randn(16), lambda t: cm.upfirdn(rows, t, up=2, down=1)),
     }
     for op, (table, call) in tables.items():
-        forms = {"cuda": table.cuda(), "cpu": table, "static": table.tolist()}
+        forms = {"cpu": table, "static": table.tolist()}
+        if device != "cpu":
+            forms = {"cuda": table.to(device), **forms}
         for form, t in forms.items():
             yield op, form, (lambda c=call, t=t: c(t))
 
@@ -117,14 +93,23 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
     parser.add_argument("--per-call-only", action="store_true")
+    parser.add_argument("--device", default="cuda", help="cuda, or cpu (per-call cases only)")
     args = parser.parse_args()
     torch.manual_seed(0)
-    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    device = args.device
+    if device == "cpu":
+        args.per_call_only = True
+        torch.set_num_threads(1)  # the host cost of a call, not its kernel's threads
+    name = cpu_model() if device == "cpu" else torch.cuda.get_device_name()
+    results = {"device": name, "torch": torch.__version__}
 
-    small, other = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    small, other = torch.randn(1024, device=device), torch.randn(1024, device=device)
     per_call = {}
-    for op, form, call in per_call_cases():
-        per_call[f"{op}_{form}"] = measured = per_call_ratios(call, lambda: torch.add(small, other))
+    for op, form, call in per_call_cases(device):
+        wait = torch.cuda.synchronize if device != "cpu" else lambda: None
+        measured = alternating_ratios(call, lambda: torch.add(small, other), wait)
+        measured["torch_add_us"] = measured.pop("baseline_us")
+        per_call[f"{op}_{form}"] = measured
         print(
             f"per call, {op:<17} {form:<7} {measured['constmem_us']:6.2f} us, torch.add "
             f"{measured['torch_add_us']:5.2f} us: {measured['ratio_median']:.2f}x "
