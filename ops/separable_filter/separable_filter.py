@@ -15,6 +15,15 @@ import numbers
 import sys
 
 import numpy as np
+from constmem.ops._functions import (
+    REQUIRED,
+    WIDENED_DTYPES,
+    Required,
+    argument,
+    widened,
+)
+from constmem.ops._functions import dtype_name as _dtype_name
+from constmem.ops._functions import framework as _framework
 
 # The name of the module constant that holds the most entries the table takes.
 LIMIT = "MAX_SEPARABLE_TABLE"
@@ -259,59 +268,10 @@ def backward(F, grad, images, taps, attrs, need_images, need_taps):
 
 # ---- Functions built on the op ----
 
-# Data the functions take beyond the op's dtypes: computed in float32, returned in its own dtype.
-WIDENED_DTYPES = ("float16", "bfloat16")
+# The images the functions take: the op's dtypes, and float16 and bfloat16 filtered in float32.
 IMAGE_DTYPES = ("float32", "float64", "uint8", *WIDENED_DTYPES)
-
-
-class _Required:
-    """The default of an argument that may come under another name (torchvision's).
-
-    Tested with isinstance, which torch.compile traces whatever the value (`is` it does not, for
-    a symbolic int).
-    """
-
-    def __repr__(self):
-        return "<required>"
-
-
-REQUIRED = _Required()
 # gaussian_blur's other names for the images: torchvision's (v2's, then v1's).
 IMAGE_ALIASES = ("inpt", "img")  # codespell:ignore inpt
-
-
-def argument(function, name, value, options, aliases):
-    """(the name it came under, its value) of a required argument given as `name` or one alias.
-
-    The aliases are popped from `options` (the call's other keywords). Raises TypeError, as Python
-    does, where none or two of the names are given.
-    """
-    given = [(alias, options.pop(alias)) for alias in aliases if alias in options]
-    if not isinstance(value, _Required):
-        given.insert(0, (name, value))
-    if not given:
-        raise TypeError(f"{function}() missing required argument: {name!r}")
-    if len(given) > 1:
-        raise TypeError(
-            f"{function}() got {given[0][0]!r} and {given[1][0]!r}, two names of one argument"
-        )
-    return given[0]
-
-
-def _framework(value):
-    """'torch', 'jax' or 'tensorflow' for a tensor of that framework, else None."""
-    if value is None or isinstance(value, (numbers.Number, list, tuple, np.ndarray)):
-        return None
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return "torch"
-    jax = sys.modules.get("jax")
-    if jax is not None and isinstance(value, jax.Array):
-        return "jax"
-    tf = sys.modules.get("tensorflow")
-    if tf is not None and tf.is_tensor(value):
-        return "tensorflow"
-    return None
 
 
 # Bit layout of each compute dtype: (integer of its size, mantissa bits, exponent bias).
@@ -396,47 +356,8 @@ class _Xp:
         return self.m.bitcast(bits, dtype)
 
 
-def _dtype_name(images):
-    """The dtype's name ("float32", "bfloat16"), or None for data without a dtype (a list)."""
-    dtype = getattr(images, "dtype", None)
-    if dtype is None:
-        return None
-    return getattr(dtype, "name", None) or str(dtype).removeprefix("torch.")
-
-
 def _compute_dtype(images):
     return "float64" if _dtype_name(images) == "float64" else "float32"
-
-
-def _cast(t, dtype):
-    """The tensor `t` in the dtype named, in its own framework (NumPy for anything else)."""
-    framework = _framework(t)
-    if framework == "torch":
-        return t.to(getattr(sys.modules["torch"], dtype))
-    if framework == "jax":
-        return t.astype(getattr(sys.modules["jax"].numpy, dtype))
-    if framework == "tensorflow":
-        tf = sys.modules["tensorflow"]
-        return tf.cast(t, getattr(tf, dtype))
-    return np.asarray(t, dtype)
-
-
-def _listed(names):
-    return f"{', '.join(names[:-1])} or {names[-1]}"
-
-
-def widened(data, name, accepted):
-    """(data, restore): float16 and bfloat16 data in float32, and what casts a result back.
-
-    Refuses a dtype outside `accepted` by the name the user gave the data. The casts are the
-    framework's own, so that gradients flow through them (back in the data's dtype).
-    """
-    dtype = _dtype_name(data)
-    if dtype is not None and dtype not in accepted:
-        raise ValueError(f"{name} must be {_listed(accepted)}; got {dtype}")
-    if dtype not in WIDENED_DTYPES:
-        return data, lambda result: result
-    return _cast(data, "float32"), lambda result: _cast(result, dtype)
 
 
 def _is_channels_last(images):
@@ -616,8 +537,9 @@ def _make_gaussian_blur(ops):
           **options: TensorFlow's `source` and `name`.
 
         """
-        name, images = argument("gaussian_blur", "images", images, options, IMAGE_ALIASES)
-        if isinstance(kernel_size, _Required):
+        aliases = [(alias, options.pop(alias)) for alias in IMAGE_ALIASES if alias in options]
+        name, images = argument("gaussian_blur", [("images", images), *aliases])
+        if isinstance(kernel_size, Required):
             raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
         images, restore = widened(images, name, IMAGE_DTYPES)
         try:

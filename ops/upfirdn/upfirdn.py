@@ -15,6 +15,7 @@ import operator
 import sys
 
 import numpy as np
+from constmem.ops._functions import REQUIRED, WIDENED_DTYPES, Required, argument, widened
 
 # The name of the module constant that holds the most entries the table takes.
 LIMIT = "MAX_UPFIRDN_TAPS"
@@ -301,52 +302,7 @@ def _jax_upfirdn(ops, taps, up, down):
 
 
 # The resamplers' data beyond the op's dtypes: resampled in float32, returned in its own dtype.
-WIDENED_DTYPES = ("float16", "bfloat16")
 DATA_DTYPES = ("float32", "float64", *WIDENED_DTYPES)
-
-
-class _Required:
-    """The default of an argument that may come under another name (torchaudio's `waveform`)."""
-
-    def __repr__(self):
-        return "<required>"
-
-
-REQUIRED = _Required()
-
-
-def _dtype_name(x):
-    """The dtype's name ("float32", "bfloat16"), or None for data without a dtype (a list)."""
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
-        return None
-    return getattr(dtype, "name", None) or str(dtype).removeprefix("torch.")
-
-
-def _cast(t, dtype):
-    """The tensor `t` in the dtype named, in its own framework (NumPy for anything else)."""
-    torch, jax, tf = (sys.modules.get(m) for m in ("torch", "jax", "tensorflow"))
-    if torch is not None and isinstance(t, torch.Tensor):
-        return t.to(getattr(torch, dtype))
-    if jax is not None and isinstance(t, jax.Array):
-        return t.astype(getattr(jax.numpy, dtype))
-    if tf is not None and tf.is_tensor(t):
-        return tf.cast(t, getattr(tf, dtype))
-    return np.asarray(t, dtype)
-
-
-def _widened(x, name):
-    """(x, restore): float16 and bfloat16 data in float32, and what casts a result back.
-
-    Refuses other dtypes the op does not take by the name the user gave the data. The casts are
-    the framework's own, so that gradients flow through them (back in the data's dtype).
-    """
-    dtype = _dtype_name(x)
-    if dtype is not None and dtype not in DATA_DTYPES:
-        raise ValueError(f"{name} must be float32, float64, float16 or bfloat16; got {dtype}")
-    if dtype not in WIDENED_DTYPES:
-        return x, lambda result: result
-    return _cast(x, "float32"), lambda result: _cast(result, dtype)
 
 
 def _static_length(x, name):
@@ -399,7 +355,7 @@ def _make_resample_poly(ops):
             return x[..., :]
         if isinstance(window, (list, np.ndarray)):
             window = tuple(float(v) for v in np.asarray(window, np.float64).reshape(-1))
-        x, restore = _widened(x, "x")
+        x, restore = widened(x, "x", DATA_DTYPES)
         n = _static_length(x, "resample_poly")
         taps, first = design(up, down, window, _is_float64(x), int((n * up) % down))
         y = _upfirdn_static(ops, x, taps, up, down)
@@ -503,18 +459,10 @@ def _make_resample(ops):
         Gradients flow to x (the op's adjoint).
 
         """
-        given = [
-            (n, v) for n, v in (("x", x), ("waveform", waveform)) if not isinstance(v, _Required)
-        ]
-        if len(given) != 1:
-            raise TypeError(
-                "resample() takes the data as x or as waveform (torchaudio's name), once; got "
-                + (" and ".join(n for n, _ in given) or "neither")
-            )
-        name, x = given[0]
-        for argument, value in (("orig_freq", orig_freq), ("new_freq", new_freq)):
-            if isinstance(value, _Required):
-                raise TypeError(f"resample() missing required argument: {argument!r}")
+        name, x = argument("resample", [("x", x), ("waveform", waveform)])
+        for required, value in (("orig_freq", orig_freq), ("new_freq", new_freq)):
+            if isinstance(value, Required):
+                raise TypeError(f"resample() missing required argument: {required!r}")
         orig_freq, new_freq = _concrete(orig_freq), _concrete(new_freq)
         lowpass_filter_width, rolloff, beta = map(_concrete, (lowpass_filter_width, rolloff, beta))
         if orig_freq <= 0 or new_freq <= 0:
@@ -531,7 +479,7 @@ def _make_resample(ops):
             raise ValueError(f"rolloff must be in (0, 1]; got {rolloff}")
         if orig_freq == new_freq:
             return x
-        x, restore = _widened(x, name)
+        x, restore = widened(x, name, DATA_DTYPES)
         g = math.gcd(int(orig_freq), int(new_freq))
         orig, new = int(orig_freq) // g, int(new_freq) // g
         taps, first = design(
