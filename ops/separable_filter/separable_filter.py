@@ -744,12 +744,16 @@ def _exp(ops, xp, t, dtype):
     return xp.zero_where(t < lowest, ops.polyval(coefficients, r) * xp.power_of_two(n, dtype))
 
 
-def _fixed_order_sum(xp, values, k):
+def _fixed_order_sum(ops, xp, values, k):
     """The sums of the k columns of values [B, k], as [B, 1], added in one fixed order.
 
-    Halves added elementwise, then halves of those: the frameworks' own sums each add in an order
-    of their own.
+    The frameworks' own sums each add in an order of their own. FirFilter with k ones adds them
+    left to right in one call (a fused multiply-add by one rounds as the addition does), the same
+    on every device; where the op library has no FirFilter, halves added elementwise, then halves
+    of those.
     """
+    if hasattr(ops, "fir_filter"):
+        return ops.fir_filter(values, [1.0] * k, padding="VALID")
     while k > 1:
         half = k // 2
         summed = values[:, :half] + values[:, half : 2 * half]
@@ -774,7 +778,7 @@ def _gaussian_taps_of(ops, xp, k, sigma, dtype, like):
     # that, and this way every framework rounds alike.
     q = x * (1.0 / sigma)
     values = _exp(ops, xp, -(q * q), dtype)
-    return values * (1.0 / _fixed_order_sum(xp, values, k))
+    return values * (1.0 / _fixed_order_sum(ops, xp, values, k))
 
 
 FUNCTIONS = {"separable_filter2d": _make_separable_filter2d, "gaussian_blur": _make_gaussian_blur}
