@@ -166,7 +166,12 @@ template <class Op, class T>
 Tensor CheckedTable(const Tensor& table, const Tensor& data) {
   const char* name = Op::kNames.table;
   if (table.dim() != 1) {
-    Fail(std::string(name) + " must be a vector (rank 1); got rank " + std::to_string(table.dim()));
+    // The shape as Python's tuples print it, in the fake kernel's words.
+    std::string shape = "(";
+    for (std::int64_t d : table.sizes())
+      shape += (shape.size() > 1 ? ", " : "") + std::to_string(d);
+    shape += ")";
+    Fail(std::string(name) + " must be a vector (rank 1); got shape " + shape);
   }
   ThrowIfError(CheckTableSize<Op>(table.numel()));
   if (table.scalar_type() != ScalarTypeOf<T>()) {

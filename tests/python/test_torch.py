@@ -201,6 +201,36 @@ def test_bad_input_raises_and_the_next_call_is_right(device, call, message):
     )
 
 
+@pytest.mark.parametrize(
+    ("op", "data", "table", "attrs"),
+    [
+        ("polyval", torch.ones(3, dtype=torch.int32), torch.ones(2), ()),
+        ("fir_filter", torch.ones(3), torch.ones(2, dtype=torch.float64), ("SAME",)),
+        ("fir_filter", torch.tensor(1.0), torch.ones(1), ("SAME",)),
+        ("frobulate", torch.ones(3), torch.ones(2, 2, dtype=torch.int32), ()),
+        (
+            "separable_filter",
+            torch.ones(2, 3, 4, 4),
+            torch.ones(5),
+            (2, 2, "zeros", "channels_first"),
+        ),
+        ("upfirdn", torch.ones(2, 5), torch.ones(3), (0, 1)),
+        ("interpolate", torch.ones(3), torch.ones(4), (1.0, 0.0)),
+    ],
+)
+def test_a_kernels_refusal_is_the_same_value_error_in_python(device, op, data, table, attrs):
+    """Where PyTorch turns a stable-ABI kernel's exception into a RuntimeError (newer releases),
+    the functions find the refusal again in Python: the same words, as a ValueError."""
+    data, table = data.to(device), table.to(device)
+    with pytest.raises((ValueError, RuntimeError)) as raised:
+        with torch._C._AutoDispatchBelowAutograd():
+            getattr(torch.ops.constmem, op).default(data, table, *attrs)
+    refusal = cm._refusal(cm.OPS[op], data, table, attrs)
+    assert isinstance(refusal, ValueError)
+    assert str(refusal) == str(raised.value)
+    assert cm._refusal(cm.OPS["polyval"], data.float(), torch.ones(2, device=device), ()) is None
+
+
 def test_attributes_that_passed_once_are_checked_again_by_type_and_value(device):
     """A call site's attributes are remembered once checked: equal values of another type, a
     value beyond the data's dtype and a 0-d tensor changed in place are each seen again."""

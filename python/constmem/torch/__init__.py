@@ -42,6 +42,7 @@ from constmem.torch._library import (
     DESCRIPTIONS,
     LIBRARY_PATH,
     OPS,
+    check_table,
     dtype_name,
     register_library,
 )
@@ -139,6 +140,43 @@ def _attr_checker(spec: _registry.OpSpec, check):
     return checked_attrs
 
 
+# Each registered op library's own checks of a call (constmem._registry.call_checker), by the
+# op's FFI-style target ("constmem_fir_filter").
+_CHECKERS: dict[str, _registry.CallChecker | None] = {}
+
+
+def _register_checker(path: str, ops: Mapping[str, _registry.OpSpec]) -> None:
+    checker = _registry.call_checker(path)
+    _CHECKERS.update({spec.target: checker for spec in ops.values()})
+
+
+def _refusal(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
+    """The ValueError the call's checks give, or None where they pass.
+
+    Newer PyTorch releases (2.15) turn every exception of a stable-ABI kernel into a RuntimeError,
+    the kernel's refusals of bad input among them. They are ValueErrors in the kernel's words on
+    every release: the checks run again here, for a call that failed, and name what it refused.
+    """
+    dtype = dtype_name(data.dtype)
+    if dtype not in spec.data_dtypes():
+        return ValueError(_registry.data_dtype_message(spec, dtype))
+    if isinstance(table, torch.Tensor):
+        try:
+            check_table(spec, table, data)
+        except ValueError as error:
+            return error
+    size = table.shape[0] if isinstance(table, torch.Tensor) else len(table)
+    checker = _CHECKERS.get(spec.target)
+    if checker is None:
+        return None
+    named = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
+    try:
+        checker(spec, dtype, tuple(data.shape), size, named)
+    except ValueError as error:
+        return error
+    return None
+
+
 def _make_call(spec: _registry.OpSpec, description: ModuleType):
     """The function that checks a call of the op and runs it with a tensor or static table."""
     checked_attrs = _attr_checker(spec, getattr(description, "check", None))
@@ -148,15 +186,13 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
     run_below_autograd = tensor_op._op
     static_op = getattr(library, spec.name + "_static").default
 
-    def call(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
-        """The op on `data` with a tensor or static table.
+    def dispatch(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
+        """The op on `data` with a tensor table, or a static one (a sequence), checked attributes.
 
         Eagerly and with no gradient to flow, the op runs below the autograd key (its formula is
         Python, whose entry costs more than a small call) and its kernel makes the checks, in the
         words of the fake kernel's, which torch.compile and meta tensors meet.
         """
-        if attrs:
-            attrs = checked_attrs(attrs, data)
         if isinstance(table, torch.Tensor):
             # No gradient flows through uint8 data, nor to a table used with it.
             if _is_compiling() or (
@@ -167,8 +203,6 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
                 return tensor_op(data, table, *attrs)
             with _below_autograd():
                 return run_below_autograd(data, table, *attrs)
-        if not isinstance(data, torch.Tensor):
-            raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
         if _is_compiling():  # the schema's list: a constant of the traced graph
             return static_op(data, _registry.static_list(spec, table), *attrs)
         # Eagerly, the table as a cached host tensor: the kernel copies it into its own staging
@@ -178,6 +212,22 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
             return tensor_op(data, table, *attrs)
         with _below_autograd():
             return run_below_autograd(data, table, *attrs)
+
+    def call(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
+        """The op on `data` with a tensor or static table; bad input is a ValueError."""
+        if attrs:
+            attrs = checked_attrs(attrs, data)
+        elif not isinstance(data, torch.Tensor):
+            raise ValueError(f"{spec.data} must be a torch.Tensor; got {type(data).__name__}")
+        try:
+            return dispatch(spec, data, table, attrs)
+        except RuntimeError as error:
+            if _is_compiling():
+                raise
+            refusal = _refusal(spec, data, table, attrs)
+            if refusal is None:
+                raise
+            raise refusal from error
 
     return call
 
@@ -197,9 +247,11 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     module with a function per op, as this package has for constmem's own.
     """
     ops, described = register_library(path, dict(descriptions))
+    _register_checker(path, ops)
     return _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
 
 
+_register_checker(LIBRARY_PATH, OPS)
 _OWN = _binding.namespace(__name__, OPS, DESCRIPTIONS, _make_call, doc_suffix=_FORMS)
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 __all__ = sorted(
