@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from types import ModuleType
@@ -325,27 +326,30 @@ def _compiled_array_call(spec: OpSpec, attr_items: tuple, differentiable: bool):
 
 
 _static_calls: OrderedDict[tuple, Any] = OrderedDict()
+_static_calls_lock = threading.Lock()  # calls from several threads share the cache
 
 
 def _compiled_static_call(spec: OpSpec, values: tuple, attr_items: tuple, differentiable: bool):
     """The op with the static table `values` under jax.jit, kept while recently used."""
     key = (spec, values, attr_items, differentiable)
-    compiled = _static_calls.get(key)
-    if compiled is not None:
-        _static_calls.move_to_end(key)
-        return compiled
+    with _static_calls_lock:
+        compiled = _static_calls.get(key)
+        if compiled is not None:
+            _static_calls.move_to_end(key)
+            return compiled
     if differentiable:
         compiled = jax.jit(lambda data: _with_static(spec, data, values, attr_items))
     else:
         checked = dict(attr_items)
         compiled = jax.jit(lambda data: _static_call(spec, data, values, checked))
-    _static_calls[key] = compiled
-    entries = sum(len(k[1]) for k in _static_calls)
-    while len(_static_calls) > 1 and (
-        len(_static_calls) > _COMPILED_CALLS_KEPT or entries > _STATIC_ENTRIES_KEPT
-    ):
-        oldest, _ = _static_calls.popitem(last=False)
-        entries -= len(oldest[1])
+    with _static_calls_lock:
+        _static_calls[key] = compiled
+        entries = sum(len(k[1]) for k in _static_calls)
+        while len(_static_calls) > 1 and (
+            len(_static_calls) > _COMPILED_CALLS_KEPT or entries > _STATIC_ENTRIES_KEPT
+        ):
+            oldest, _ = _static_calls.popitem(last=False)
+            entries -= len(oldest[1])
     return compiled
 
 
