@@ -149,7 +149,7 @@ class TableOp:
         spec = self.spec
         source = resolve_source(source, table)
         with tf.name_scope(name or spec.type):
-            data = tf.convert_to_tensor(data)
+            data = data if isinstance(data, tf.Tensor) else tf.convert_to_tensor(data)
             if data.dtype.name not in spec.data_dtypes():
                 raise invalid(_registry.data_dtype_message(spec, data.dtype.name))
             extra = self.encoded(self.attrs(attrs, data.dtype))
@@ -173,7 +173,8 @@ class TableOp:
                     call = op_function(self.library, spec.tf_name, "Attr")
                     return call(**{spec.data: data, spec.table: encoded}, **extra)
                 table = tf.constant(values)
-            table = tf.convert_to_tensor(table)  # a variable reads as its value
+            if not isinstance(table, tf.Tensor):
+                table = tf.convert_to_tensor(table)  # a variable reads as its value
             expected = spec.table_dtype(data.dtype.name)
             if table.dtype.name != expected:
                 raise invalid(
