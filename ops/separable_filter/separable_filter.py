@@ -271,7 +271,7 @@ def backward(F, grad, images, taps, attrs, need_images, need_taps):
 # The images the functions take: the op's dtypes, and float16 and bfloat16 filtered in float32.
 IMAGE_DTYPES = ("float32", "float64", "uint8", *WIDENED_DTYPES)
 # gaussian_blur's other names for the images: torchvision's (v2's, then v1's).
-IMAGE_ALIASES = ("inpt", "img")  # codespell:ignore inpt
+IMAGE_ALIASES = ("inpt", "img")
 
 
 # Bit layout of each compute dtype: (integer of its size, mantissa bits, exponent bias).

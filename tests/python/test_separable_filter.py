@@ -590,7 +590,7 @@ def test_sigma_tensors_of_every_shape_and_their_checks(fw):
             fw.cm.gaussian_blur(torch.rand(2, 3, 10, 12), 5, sigma)
 
 
-TORCHVISION_IMAGES = "inpt"  # codespell:ignore inpt
+TORCHVISION_IMAGES = "inpt"
 
 
 def test_torchvisions_argument_names(fw):
