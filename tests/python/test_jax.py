@@ -425,3 +425,17 @@ def test_gaussian_blur_with_sigma_tensors_has_torchs_bits_and_maps_over_sigma(de
     for i in range(2):
         expected = blur(images, jnp.broadcast_to(sigma[i], (3, 2)))
         np.testing.assert_array_equal(np.asarray(blurred[i]), np.asarray(expected))
+
+
+def test_no_gradient_flows_through_uint8_images(device):
+    """uint8 results are rounded: a gradient to a jax.Array table is zero (as for JAX's own
+    integer results), not an error, and the values are the same as without differentiation."""
+    images = jax.device_put(np.arange(48, dtype=np.uint8).reshape(1, 1, 6, 8), device)
+    taps = jax.device_put(np.asarray([0.25, 0.5, 0.25, 0.2, 0.6, 0.2], np.float32), device)
+
+    def total(t):
+        return cm.separable_filter(images, t, 3).astype(jnp.float32).sum()
+
+    value, grad = jax.value_and_grad(total)(taps)
+    np.testing.assert_array_equal(np.asarray(grad), np.zeros(6, np.float32))
+    assert float(value) == float(total(taps))

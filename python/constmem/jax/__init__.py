@@ -322,7 +322,10 @@ def _compiled_array_call(spec: OpSpec, attr_items: tuple, differentiable: bool):
     """The op with a jax.Array table under jax.jit, with its gradient where one flows."""
     if differentiable:
         return jax.jit(lambda data, table: _with_array(spec, data, table, attr_items))
-    return jax.jit(_array_call(spec, attr_items))
+    # uint8 data: no gradient flows through the rounding, to the table either (zero, as for
+    # JAX's own integer results).
+    call = _array_call(spec, attr_items)
+    return jax.jit(lambda data, table: call(data, jax.lax.stop_gradient(table)))
 
 
 _static_calls: OrderedDict[tuple, Any] = OrderedDict()
