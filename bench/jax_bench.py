@@ -32,7 +32,7 @@ import constmem.jax as cm
 import jax
 import jax.numpy as jnp
 import numpy as np
-from timing import alternating_ratios, cpu_model
+from timing import alternating_ratios, cpu_model, ratio_line
 
 
 def ms_per_call(fn, *args, calls=20, rounds=7):
@@ -124,14 +124,9 @@ def eager_per_call(key):
                 lambda c=call, t=t: c(t).block_until_ready(),
                 lambda: jnp.add(small, other).block_until_ready(),
             )
+            print(ratio_line(f"eager call, {op:<17} {form:<6}", ratios, "jnp.add"), flush=True)
             ratios["jnp_add_us"] = ratios.pop("baseline_us")
             measured[f"{op}_{form}"] = ratios
-            print(
-                f"eager call, {op:<17} {form:<6} {ratios['constmem_us']:7.1f} us, jnp.add "
-                f"{ratios['jnp_add_us']:6.1f} us: {ratios['ratio_median']:.2f}x "
-                f"(min {ratios['ratio_min']:.2f}x)",
-                flush=True,
-            )
     return measured
 
 

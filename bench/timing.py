@@ -66,6 +66,14 @@ def alternating_ratios(fn, baseline, synchronize=lambda: None, rounds=60, calls=
     }
 
 
+def ratio_line(case, measured, baseline):
+    """One line of alternating_ratios' result: the case, both times a call and the ratios."""
+    return (
+        f"{case} {measured['constmem_us']:7.2f} us, {baseline} {measured['baseline_us']:6.2f} us: "
+        f"{measured['ratio_median']:.2f}x (min {measured['ratio_min']:.2f}x)"
+    )
+
+
 def cpu_model():
     """The CPU's model name from /proc/cpuinfo, or "unknown"."""
     try:

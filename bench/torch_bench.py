@@ -26,7 +26,7 @@ import time
 import constmem.torch as cm
 import torch
 import torch.nn.functional as F
-from timing import alternating_ratios, cpu_model, cuda_event_ms
+from timing import alternating_ratios, cpu_model, cuda_event_ms, ratio_line
 
 
 def gpu_ms(fn, repetitions=15, batch=10, warmup=5):
@@ -108,14 +108,9 @@ def main():
     for op, form, call in per_call_cases(device):
         wait = torch.cuda.synchronize if device != "cpu" else lambda: None
         measured = alternating_ratios(call, lambda: torch.add(small, other), wait)
+        print(ratio_line(f"per call, {op:<17} {form:<7}", measured, "torch.add"), flush=True)
         measured["torch_add_us"] = measured.pop("baseline_us")
         per_call[f"{op}_{form}"] = measured
-        print(
-            f"per call, {op:<17} {form:<7} {measured['constmem_us']:6.2f} us, torch.add "
-            f"{measured['torch_add_us']:5.2f} us: {measured['ratio_median']:.2f}x "
-            f"(min {measured['ratio_min']:.2f}x)",
-            flush=True,
-        )
     results["per_call_vs_torch_add"] = per_call
     worst = max(per_call.values(), key=lambda m: m["ratio_median"])
     print(f"per call: the largest median ratio {worst['ratio_median']:.2f}x", flush=True)
