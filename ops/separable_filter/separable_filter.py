@@ -526,8 +526,9 @@ def _make_gaussian_blur(ops):
             (sigma_x, sigma_y), or a tensor: of shape () or (2,) for every image, or (B, 2) with
             one (sigma_x, sigma_y) per image (kornia takes (B, 2) too, but as (sigma_y,
             sigma_x)). A tensor's taps are computed in the framework, with the same bits in
-            every framework and on every device, and may be traced (torch.compile, jax.jit,
-            jax.vmap over sigma). A tensor on the host is checked to be positive and finite
+            every framework and on every device (except under torch.compile on a GPU, whose
+            generated division need not round as the eager one), and may be traced
+            (torch.compile, jax.jit, jax.vmap over sigma). A tensor on the host is checked to be positive and finite
             (ValueError) where its values are known (not while traced); a tensor on a GPU is not,
             since reading it would wait for the device: its zero, negative or NaN values give
             NaN or meaningless images. A tensor on the meta device blurs meta images (a meta
