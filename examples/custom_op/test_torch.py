@@ -63,3 +63,12 @@ def test_bad_input_is_a_value_error_and_the_next_call_is_right(ops, device):
     with pytest.raises(ValueError, match="x must be float32; got float64"):
         ops.apply_gain(torch.ones(2, 4, dtype=torch.float64, device=device), [2.0, 3.0])
     assert ops.apply_gain(torch.ones(2, 4, device=device), [2.0, 3.0])[1, 0].item() == 3.0
+
+
+def test_placement_of_asks_the_ops_own_rule(ops):
+    """Where a launch would put the gains, asked with no launch and no GPU."""
+    on_host = ops.placement_of("apply_gain", 4, "float32", "host")
+    if on_host is None:
+        pytest.skip("built without GPU kernels")
+    assert on_host == "by_value"
+    assert ops.placement_of("apply_gain", 4, "float32", "device") == "constant_bank"

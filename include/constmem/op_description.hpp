@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "constmem/status.hpp"
+#include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
 
 namespace constmem {
@@ -377,6 +378,39 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
   return status.ok() || status.code() == StatusCode::kInvalidArgument ? 1 : 2;
 }
 
+// Where Op's launcher would place a table of `count` entries from `source` (0: the host, 1: the
+// data's device) for data named `dtype`: the placement's name, "" for a library built without
+// GPU kernels (Place is instantiated only with them), nullptr for an unknown op or dtype.
+template <class... Ops>
+const char* ExportedPlacement(const char* name, const char* dtype, long long count, int source) {
+  const char* found = nullptr;
+  auto one = [&](auto* op) {
+    using Op = std::remove_pointer_t<decltype(op)>;
+    DataType type = DataType::kFloat32;
+    if (std::string_view(name) != Op::kNames.name || !DataTypeNamed<Op>(dtype, &type).ok()) {
+      return;
+    }
+#if CONSTMEM_WITH_GPU
+    const SourceKind kind = source == 1 ? SourceKind::kDevice : SourceKind::kPageableHost;
+    Placement placement = Placement::kGlobalMemory;
+    if (type == DataType::kFloat64) {
+      if constexpr (Op::kFloat64) placement = Op::template Place<double>(count, kind);
+    } else if (type == DataType::kUint8) {
+      if constexpr (Op::kUint8) placement = Op::template Place<std::uint8_t>(count, kind);
+    } else {
+      placement = Op::template Place<float>(count, kind);
+    }
+    found = PlacementName(placement);
+#else
+    (void)count;
+    (void)source;
+    found = "";
+#endif
+  };
+  (one(static_cast<Ops*>(nullptr)), ...);
+  return found;
+}
+
 }  // namespace detail
 
 // The registry of ops Ops... as JSON: a list of each op's names, table rule, flags and attributes,
@@ -391,9 +425,10 @@ std::string OpRegistryJson() {
 
 }  // namespace constmem
 
-// The registry of an op library's ops, exported as `const char* symbol()` for its Python package,
-// and `symbol_check` (detail::ExportedCheckCall), which runs an op's checks for a call without
-// running it: JAX calls it while it traces, so a description's refusal is a ValueError then.
+// The registry of an op library's ops, exported as `const char* symbol()` for its Python package;
+// `symbol_check` (detail::ExportedCheckCall), which runs an op's checks for a call without
+// running it: JAX calls it while it traces, so a description's refusal is a ValueError then; and
+// `symbol_placement` (detail::ExportedPlacement), where a table would go, asked on any machine.
 #define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                                                   \
   extern "C" __attribute__((visibility("default"))) const char* symbol() {                         \
     static const std::string* registry =                                                           \
@@ -407,4 +442,8 @@ std::string OpRegistryJson() {
     return ::constmem::detail::ExportedCheckCall<__VA_ARGS__>(name, dtype, dims, rank, table_size, \
                                                               choices, floats, ints, y_dims,       \
                                                               y_rank, error, error_size);          \
+  }                                                                                                \
+  extern "C" __attribute__((visibility("default"))) const char* symbol##_placement(                \
+      const char* name, const char* dtype, long long count, int source) {                          \
+    return ::constmem::detail::ExportedPlacement<__VA_ARGS__>(name, dtype, count, source);         \
   }

@@ -252,6 +252,40 @@ def placements_function(read: Callable[[], dict[str, int]]) -> Callable[[], Tabl
     return table_placements
 
 
+def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
+    """placement_of() of a framework module whose op library is at `path` (its ops `ops`)."""
+    import ctypes
+
+    from constmem import _registry
+
+    library = ctypes.CDLL(path)
+    find = getattr(library, "constmem_op_registry_placement", None)
+    if find is not None:
+        find.restype = ctypes.c_char_p
+        find.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_longlong, ctypes.c_int)
+
+    def placement_of(op: str, entries: int, dtype: str = "float32", source: str = "device"):
+        """Where a GPU launch of `op` would put a table of `entries` entries from `source`.
+
+        "by_value", "constant_bank", "shared_memory" or "global_memory", for data of `dtype` and a
+        table on the data's device ("device") or the host ("host"); None for a library built
+        without GPU kernels. Asks the op's own placement rule, so it answers on a machine without
+        a GPU; `table_placements()` says where the launches of a block did put theirs.
+        """
+        if op not in ops:
+            raise ValueError(f"op must be one of {', '.join(sorted(ops))}; got {op!r}")
+        if source not in ("device", "host"):
+            raise ValueError(f"source must be 'device' or 'host'; got {source!r}")
+        if dtype not in ops[op].data_dtypes():
+            raise ValueError(_registry.data_dtype_message(ops[op], dtype))
+        if find is None:
+            return None
+        found = find(op.encode(), dtype.encode(), int(entries), 1 if source == "device" else 0)
+        return (found or b"").decode() or None
+
+    return placement_of
+
+
 def accessors(framework: str, path: str) -> tuple[Callable[[], dict[str, int]], Callable[[], str]]:
     """upload_stats() and library_path() of `framework`'s loaded op library at `path`."""
     name = _DISPLAY[framework]

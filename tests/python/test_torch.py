@@ -53,6 +53,8 @@ def test_frobulate_matches_left_to_right_sums(device, dtype, table_size):
 
 # Polyval's float32 coefficients: by value up to 4 KiB (1,024), its constant bank up to 4,096,
 # global memory beyond (a host table through a stream-ordered buffer).
+# Whether the op library has GPU kernels (placement_of answers None without them).
+GPU_KERNELS = cm.placement_of("polyval", 1) is not None
 PLACEMENTS = [
     (1024, "cpu", "by_value", 0),
     (1025, "cpu", "constant_bank", 0),
@@ -84,6 +86,29 @@ def test_table_placements_say_where_each_table_went(device, size, form, placemen
         assert seen.counts == {placement: 1}, seen
         assert seen.placement == placement
         assert seen.stream_buffers == buffers
+    # Asked without a launch, on any machine: the same rule's answer (none without GPU kernels).
+    source = "device" if form == "device" else "host"
+    expected_rule = placement if GPU_KERNELS else None
+    assert cm.placement_of("polyval", size, "float32", source) == expected_rule
+
+
+def test_placement_of_answers_without_a_gpu_and_refuses_bad_questions():
+    """Each op's own placement rule, asked from Python: lookups never reach constant memory or
+    a kernel parameter, walks over small host tables go by value."""
+    if not GPU_KERNELS:
+        pytest.skip("a library built without GPU kernels answers None")
+    assert cm.placement_of("interpolate", 300, "float32", "device") == "shared_memory"
+    assert cm.placement_of("interpolate", 100, "float32", "host") == "global_memory"
+    assert cm.placement_of("fir_filter", 100, "float32", "host") == "by_value"
+    assert cm.placement_of("fir_filter", 2048, "float32", "device") == "constant_bank"
+    assert cm.placement_of("fir_filter", 2049, "float32", "device") == "global_memory"
+    assert cm.placement_of("separable_filter", 6, "uint8", "host") == "by_value"
+    with pytest.raises(ValueError, match="op must be one of"):
+        cm.placement_of("nope", 3)
+    with pytest.raises(ValueError, match="x must be float32 or float64; got uint8"):
+        cm.placement_of("polyval", 3, "uint8")
+    with pytest.raises(ValueError, match="source must be 'device' or 'host'"):
+        cm.placement_of("polyval", 3, "float32", "gpu")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -72,6 +72,7 @@ def register_library(path: str, described: Mapping[str, ModuleType] | None = Non
 OPS, _ = register_library(LIBRARY_PATH)
 upload_stats, library_path = _libraries.accessors("jax", LIBRARY_PATH)
 table_placements = _libraries.placements_function(upload_stats)
+placement_of = _libraries.placement_function(LIBRARY_PATH, OPS)
 
 
 def _attribute(kind: str, value: Any) -> Any:
@@ -403,7 +404,10 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     package has for constmem's own.
     """
     ops, described = register_library(path, descriptions)
-    return _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+    module = _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+    module.placement_of = _libraries.placement_function(path, ops)
+    module.__all__ = sorted([*module.__all__, "placement_of"])
+    return module
 
 
 _OWN = _binding.namespace(
@@ -415,5 +419,12 @@ _OWN = _binding.namespace(
 )
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 __all__ = sorted(
-    ["library_path", "load_library", "table_placements", "upload_stats", *_OWN.__all__]
+    [
+        "library_path",
+        "load_library",
+        "placement_of",
+        "table_placements",
+        "upload_stats",
+        *_OWN.__all__,
+    ]
 )

@@ -49,6 +49,7 @@ from constmem.torch._library import (
 
 upload_stats, library_path = _libraries.accessors("torch", LIBRARY_PATH)
 table_placements = _libraries.placements_function(upload_stats)
+placement_of = _libraries.placement_function(LIBRARY_PATH, OPS)
 
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _is_compiling = torch.compiler.is_compiling
@@ -248,12 +249,22 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     """
     ops, described = register_library(path, dict(descriptions))
     _register_checker(path, ops)
-    return _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+    module = _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+    module.placement_of = _libraries.placement_function(path, ops)
+    module.__all__ = sorted([*module.__all__, "placement_of"])
+    return module
 
 
 _register_checker(LIBRARY_PATH, OPS)
 _OWN = _binding.namespace(__name__, OPS, DESCRIPTIONS, _make_call, doc_suffix=_FORMS)
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 __all__ = sorted(
-    ["library_path", "load_library", "table_placements", "upload_stats", *_OWN.__all__]
+    [
+        "library_path",
+        "load_library",
+        "placement_of",
+        "table_placements",
+        "upload_stats",
+        *_OWN.__all__,
+    ]
 )
