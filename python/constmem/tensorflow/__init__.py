@@ -25,7 +25,7 @@ from types import ModuleType
 
 import tensorflow as tf
 
-from constmem import _binding, _registry
+from constmem import _binding, _libraries, _registry
 from constmem.tensorflow import _loader
 from constmem.tensorflow._loader import build_info, library_path  # noqa: F401 (in __all__)
 from constmem.tensorflow._tables import TableOp
@@ -62,12 +62,14 @@ tf.errors.InvalidArgumentError for bad input, naming the argument.
 _EXTRA = {"source": "auto", "name": None}
 
 
-def _functions(name: str, ops, described, table_ops) -> ModuleType:
+def _functions(name: str, path: str, ops, described, table_ops) -> ModuleType:
     module = _binding.namespace(
         name, ops, described, _make_call(table_ops), extra=_EXTRA, doc_suffix=_FORMS
     )
     for op in ops:
         setattr(module, op, tf.autograph.experimental.do_not_convert(getattr(module, op)))
+    module.placement_of = _libraries.placement_function(path, ops)
+    module.__all__ = sorted([*module.__all__, "placement_of"])
     return module
 
 
@@ -79,12 +81,12 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     package has for constmem's own. Its registry is `constmem_op_registry`.
     """
     library = tf.load_op_library(path)
-    return _functions(path, *_register(library, path, descriptions))
+    return _functions(path, path, *_register(library, path, descriptions))
 
 
 _loader.ops()  # TensorFlow loads the library first; the registry is read from the same file
 OPS, _DESCRIBED, _TABLE_OPS = _register(_loader.ops(), _loader.library_path(), None)
-_OWN = _functions(__name__, OPS, _DESCRIBED, _TABLE_OPS)
+_OWN = _functions(__name__, _loader.library_path(), OPS, _DESCRIBED, _TABLE_OPS)
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 
 __all__ = sorted(
