@@ -16,9 +16,11 @@ CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem
 - cv2.GaussianBlur (BORDER_REFLECT_101, one call an image, OpenCV's fixed-point path for uint8)
   and scipy.ndimage.correlate1d twice against constmem (layout="channels_last") on smaller
   interleaved images: float32 and uint8 [8, 540, 960, 3] (NHWC), k = 3, 9, 31. The CPU's model
-  goes in each row.
+  goes in each row. `--cpu-time`: one thread each, the calling thread's CPU time
+  (time.thread_time, which other processes' load does not inflate), constmem and OpenCV
+  alternating, the minimum and the median of 15.
 
-    python3 bench/image_filter_bench.py [--json FILE] [--quick]
+    python3 bench/image_filter_bench.py [--json FILE] [--quick] [--cpu-only [--cpu-time]]
 
 Finishes in about two minutes on an H200.
 """
@@ -189,9 +191,41 @@ def cpu_row(data, k, cv2, scipy_ndimage, threads, quick):
     return row
 
 
+def cpu_time_row(data, k, cv2, repetitions=15):
+    """One CPU case in one thread's CPU time: constmem and OpenCV alternating, min and median."""
+    sigma, _ = taps(k)
+    x = torch.from_numpy(data)
+
+    def ours():
+        cm.gaussian_blur(x, k, layout="channels_last")
+
+    def theirs():
+        for image in data:
+            cv2.GaussianBlur(image, (k, k), sigma, sigma, borderType=cv2.BORDER_REFLECT_101)
+
+    times = {ours: [], theirs: []}
+    ours()
+    theirs()
+    for _ in range(repetitions):
+        for fn, measured in times.items():
+            start = time.thread_time()
+            fn()
+            measured.append((time.thread_time() - start) * 1e3)
+    row = {"device": "cpu", "cpu": cpu_model(), "shape": list(data.shape), "layout": "NHWC"}
+    row.update({"dtype": data.dtype.name, "k": k, "threads": 1, "clock": "thread_time"})
+    for name, measured in (("constmem", times[ours]), ("cv2", times[theirs])):
+        row[f"{name}_cpu_ms_min"] = min(measured)
+        row[f"{name}_cpu_ms_median"] = statistics.median(measured)
+    return row
+
+
 def cpu_cases(args, results):
     cv2 = optional("cv2")
     scipy_ndimage = optional("scipy.ndimage")
+    if args.cpu_time:
+        if cv2 is None:
+            raise SystemExit("--cpu-time compares with OpenCV: install opencv-python-headless")
+        torch.set_num_threads(1)
     threads = torch.get_num_threads()
     if cv2 is not None:
         cv2.setNumThreads(threads)
@@ -203,6 +237,17 @@ def cpu_cases(args, results):
         data = rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)
         data = data.astype(dtype)
         for k in CPU_KS:
+            if args.cpu_time:
+                row = cpu_time_row(data, k, cv2)
+                results.append(row)
+                print(
+                    f"{shape!s:>20} {row['dtype']:>7} {k:>3} one thread's CPU time, constmem "
+                    f"{row['constmem_cpu_ms_min']:.2f} ms (median "
+                    f"{row['constmem_cpu_ms_median']:.2f}), OpenCV {row['cv2_cpu_ms_min']:.2f} "
+                    f"(median {row['cv2_cpu_ms_median']:.2f}): "
+                    f"{row['cv2_cpu_ms_min'] / row['constmem_cpu_ms_min']:.2f}x"
+                )
+                continue
             row = cpu_row(data, k, cv2, scipy_ndimage, threads, args.quick)
             results.append(row)
             print(
@@ -216,6 +261,7 @@ def main():
     parser.add_argument("--json", help="write the measurements to this file")
     parser.add_argument("--quick", action="store_true", help="small shapes only (a smoke test)")
     parser.add_argument("--cpu-only", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true", help="one thread's CPU time (CPU only)")
     args = parser.parse_args()
     results = []
     start = time.perf_counter()
