@@ -256,6 +256,17 @@ def test_a_kernels_refusal_is_the_same_value_error_in_python(device, op, data, t
     assert cm._refusal(cm.OPS["polyval"], data.float(), torch.ones(2, device=device), ()) is None
 
 
+def test_a_cached_static_table_is_reused_only_for_values_of_the_same_types(device):
+    """[1, 2] is cached as an int32 table; [1.0, 2.0] and [True, 2] equal it but are refused."""
+    x = torch.zeros(3, device=device)
+    for _ in range(2):
+        np.testing.assert_array_equal(as_numpy(cm.frobulate(x, [1, 2])), [3, 3, 3])
+    for bad in ([1.0, 2.0], [True, 2], (1.0, 2)):
+        with pytest.raises(ValueError, match="table must be integers that fit int32"):
+            cm.frobulate(x, bad)
+    np.testing.assert_array_equal(as_numpy(cm.frobulate(x, (1, 2))), [3, 3, 3])
+
+
 def test_attributes_that_passed_once_are_checked_again_by_type_and_value(device):
     """A call site's attributes are remembered once checked: equal values of another type, a
     value beyond the data's dtype and a 0-d tensor changed in place are each seen again."""

@@ -54,22 +54,22 @@ placement_of = _libraries.placement_function(LIBRARY_PATH, OPS)
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _is_compiling = torch.compiler.is_compiling
 _STATIC_CACHE_SIZE = 256
-_static_cache: OrderedDict[Any, torch.Tensor] = OrderedDict()
+_static_cache: OrderedDict[Any, tuple] = OrderedDict()  # key -> (types, tensor)
 
 
-def _static_key(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> Any:
-    """A hashable key of a static table for `spec`'s op, or None for one that cannot have one.
+def _static_key(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> tuple:
+    """(a hashable key of a static table for `spec`'s op, the values' types), or (None, None).
 
-    It holds the values' types as well as the values: 1 == 1.0, but an int32 table takes only the
-    first.
+    A cached table is reused only for values of the same types as well: 1 == 1.0, but an int32
+    table takes only the first. The types are compared, not hashed, which costs less.
     """
     if isinstance(table, np.ndarray):
-        return (spec.name, dtype, table.dtype.str, table.shape, table.tobytes())
+        return (spec.name, dtype, table.dtype.str, table.shape, table.tobytes()), None
     try:
         values = tuple(table)
     except TypeError:
-        return None
-    return (spec.name, dtype, values, tuple(map(type, values)))
+        return None, None
+    return (spec.name, dtype, values), tuple(map(type, values))
 
 
 def _static_table(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> torch.Tensor:
@@ -78,19 +78,19 @@ def _static_table(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> tor
     A table fixed per call site comes again and again, and a host tensor reaches the kernel
     without the dispatcher converting a list of its entries at every call.
     """
-    key = _static_key(spec, table, dtype)
+    key, types = _static_key(spec, table, dtype)
     if key is not None:
         try:
             cached = _static_cache.get(key)
         except TypeError:  # unhashable values: checked below, which names them
             cached = key = None
-        if cached is not None:
-            return cached
+        if cached is not None and cached[0] == types:
+            return cached[1]
     values = _registry.static_list(spec, table)
     table_dtype = getattr(torch, spec.table_dtype(dtype_name(dtype)))
     tensor = torch.tensor(values, dtype=table_dtype)  # rounded to nearest, as the kernel rounds
     if key is not None:
-        _static_cache[key] = tensor
+        _static_cache[key] = (types, tensor)
         if len(_static_cache) > _STATIC_CACHE_SIZE:
             _static_cache.popitem(last=False)
     return tensor
