@@ -340,3 +340,13 @@ def test_the_table_limit_comes_from_the_op_library():
         lambda: cm.frobulate([1.0], np.ones(cm.MAX_TABLE_SIZE + 1, np.int32)),
         str(cm.MAX_TABLE_SIZE),
     )
+
+
+def test_a_cached_attr_table_is_reused_only_for_values_of_the_same_types():
+    """[1, 2] is encoded once as an attr; [1.0, 2.0] equals it but is refused."""
+    x = tf.zeros([3])
+    for _ in range(2):
+        np.testing.assert_array_equal(cm.frobulate(x, [1, 2]).numpy(), [3, 3, 3])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="integers that fit int32"):
+        cm.frobulate(x, [1.0, 2.0])
+    np.testing.assert_array_equal(cm.frobulate(x, (1, 2)).numpy(), [3, 3, 3])

@@ -79,6 +79,20 @@ def op_function(library: Any, op: str, suffix: str = "") -> Callable[..., tf.Ten
     return getattr(library, snake)
 
 
+# Python tables as their attrs, by (op, dtype, values, the values' types): a table fixed per call
+# site (a resampler's filter) comes again and again, and encoding thousands of entries costs more
+# than the call. The types are part of the key: 1 == 1.0, but an int32 table takes only the first.
+_ENCODED_TABLES: dict[tuple, list] = {}
+_ENCODED_TABLES_KEPT = 64
+
+
+def _encoded_key(spec: OpSpec, table: object, dtype: str) -> tuple | None:
+    if not isinstance(table, (list, tuple)):
+        return None
+    values = tuple(table)
+    return (spec.name, dtype, values, tuple(map(type, values)))
+
+
 @dataclasses.dataclass(frozen=True)
 class TableOp:
     """A table op as Python calls it: the three forms tf/adapter/table_op.h registers.
@@ -160,6 +174,11 @@ class TableOp:
                         f"source='attr' needs a {spec.table} known when the graph is built"
                     )
                 table = static
+            key = _encoded_key(spec, table, data.dtype.name) if source == "attr" else None
+            encoded = _ENCODED_TABLES.get(key) if key is not None else None
+            if encoded is not None:
+                call = op_function(self.library, spec.tf_name, "Attr")
+                return call(**{spec.data: data, spec.table: encoded}, **extra)
             if source == "attr" or not is_tensor(table):
                 try:
                     values = _registry.static_values(spec, table, data.dtype.name)
@@ -170,6 +189,10 @@ class TableOp:
                     encoded = (
                         values.tolist() if spec.int32_table else attr_bits(values, table_dtype)
                     )
+                    if key is not None:
+                        if len(_ENCODED_TABLES) >= _ENCODED_TABLES_KEPT:
+                            _ENCODED_TABLES.clear()
+                        _ENCODED_TABLES[key] = encoded
                     call = op_function(self.library, spec.tf_name, "Attr")
                     return call(**{spec.data: data, spec.table: encoded}, **extra)
                 table = tf.constant(values)
