@@ -214,8 +214,12 @@ def static_values(spec: OpSpec, table: Any, data_dtype: str) -> np.ndarray:
     if values.ndim != 1:
         raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {values.shape}")
     check_size(spec, values.shape[0])
-    if values.dtype == object or values.dtype.kind not in ("biu" if spec.int32_table else "biuf"):
-        kind = "integers that fit int32" if spec.int32_table else "real numbers"
+    kind = "integers that fit int32" if spec.int32_table else "real numbers"
+    if not isinstance(table, np.ndarray):  # NumPy takes [True, 2] as integers: static_list does not
+        for v in table:
+            if isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"{spec.table} must be {kind}; got {v!r}")
+    if values.dtype == object or values.dtype.kind not in ("iu" if spec.int32_table else "iuf"):
         raise ValueError(f"{spec.table} must be {kind}; got {values.dtype}")
     if spec.int32_table:
         if values.size and (values.min() < -(2**31) or values.max() >= 2**31):

@@ -176,6 +176,9 @@ def test_every_rule_in_every_form(framework, spec):
             ["a"] * spec.min_table,
             attrs,
         )
+        # A bool is no number of a table in any framework, beside integers or alone.
+        bools = [True, *good_table(spec, spec.min_table)[1:]]
+        expect(framework, f"{spec.table} must be {kind}; got True", spec, data, bools, attrs)
 
 
 @pytest.mark.parametrize("spec", OPS, ids=lambda spec: spec.name)
