@@ -213,13 +213,13 @@ def static_values(spec: OpSpec, table: Any, data_dtype: str) -> np.ndarray:
     values = np.asarray(table)
     if values.ndim != 1:
         raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {values.shape}")
+    if not isinstance(table, np.ndarray):
+        # Python entries by static_list's rule, every binding's: NumPy would take [True, 2] as
+        # integers.
+        values = np.asarray(static_list(spec, table), np.int64 if spec.int32_table else np.float64)
     check_size(spec, values.shape[0])
-    kind = "integers that fit int32" if spec.int32_table else "real numbers"
-    if not isinstance(table, np.ndarray):  # NumPy takes [True, 2] as integers: static_list does not
-        for v in table:
-            if isinstance(v, (bool, np.bool_)):
-                raise ValueError(f"{spec.table} must be {kind}; got {v!r}")
     if values.dtype == object or values.dtype.kind not in ("iu" if spec.int32_table else "iuf"):
+        kind = "integers that fit int32" if spec.int32_table else "real numbers"
         raise ValueError(f"{spec.table} must be {kind}; got {values.dtype}")
     if spec.int32_table:
         if values.size and (values.min() < -(2**31) or values.max() >= 2**31):

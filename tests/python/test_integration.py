@@ -173,17 +173,3 @@ def test_xla_takes_dynamic_dimensions_and_refuses_a_dynamic_row():
 
     with pytest.raises(tf.errors.UnimplementedError, match="rows of static length"):
         filtered(v)
-
-
-def test_placement_of_answers_as_the_launches_would():
-    """TensorFlow's op library answers with the ops' own rules, as PyTorch's and JAX's do."""
-    if cm.placement_of("polyval", 1) is None:
-        pytest.skip("a library built without GPU kernels answers None")
-    assert cm.placement_of("polyval", 1024, "float32", "host") == "by_value"
-    assert cm.placement_of("polyval", 1025, "float32", "host") == "constant_bank"
-    assert cm.placement_of("polyval", 4097, "float32", "device") == "global_memory"
-    # float64 knots are read from global memory at every size (L1 serves them as well).
-    assert cm.placement_of("interpolate", 300, "float64", "device") == "global_memory"
-    assert cm.placement_of("interpolate", 300, "float32", "device") == "shared_memory"
-    with pytest.raises(ValueError, match="op must be one of"):
-        cm.placement_of("polyvall", 3)
