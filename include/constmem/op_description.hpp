@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// An op with one table, described once, in no framework's terms. The bindings make everything
-// else from the description: TensorFlow's op definitions, kernels and XLA lowering
+// An op with one table or several, described once, in no framework's terms. The bindings make
+// everything else from the description: TensorFlow's op definitions, kernels and XLA lowering
 // (tf/adapter/table_op.h), PyTorch's kernels (pytorch/binding.h), the XLA FFI handlers JAX calls
 // (xla_ffi/ffi_support.h), and the registry each op library exports, from which the Python
 // packages make schemas, wrappers and limits.
@@ -17,6 +17,19 @@
 //     template <class T>
 //     static Placement Place(std::int64_t size, SourceKind source);
 //   };
+//
+// An op with several tables (weight and bias, row and column taps) declares them in kTables, each
+// with its own name, sizes and entries, and takes them together (Tables<T> below):
+//
+//   static constexpr constmem::TableSpec kTables[] = {{"weight", 1, 1 << 20}, {"bias", 1, 4096}};
+//   static constexpr int kTableCount = 2;
+//   static Status Output(const Dims& x, const Params&, const TableSizes& sizes, Shape*, Dims* y);
+//   RunCpu(const Params&, const Shape&, const T* x, T* y, const Tables<T>& tables, const Shard&);
+//   Launch(GpuStream, const Params&, const Shape&, const T* x, T* y, const Tables<T>& tables);
+//   Place<T>(int table, std::int64_t size, SourceKind source);
+//
+// Every framework then takes each table in any of its forms (a tensor on the host or the data's
+// device, or a static list), checks it under its own name, and gives a gradient to each.
 //
 // The defaults below make an elementwise op on float32 and float64 data whose table has the
 // data's type and which has no attribute; an op declares what differs. An op that also takes
@@ -60,6 +73,27 @@ struct TableRule {
   bool int32 = false;
 };
 
+// One of the tables of an op that declares several (OpDescription::kTables): its name in every
+// framework and message, how many entries it takes, and whether they are int32 (else the data's
+// compute type).
+struct TableSpec {
+  const char* name;
+  std::int64_t min_size;
+  std::int64_t max_size;
+  bool int32 = false;
+};
+
+// The most tables an op may declare.
+constexpr int kMaxTables = 8;
+
+// The sizes of a call's tables, in the order the op declares them (kUnknownDim while TensorFlow
+// infers shapes from a table whose size it does not know yet).
+struct TableSizes {
+  std::int64_t size[kMaxTables] = {};
+  int count = 0;
+  std::int64_t operator[](int i) const { return size[i]; }
+};
+
 // An attribute beyond the table. Every framework passes its value by kind: a choice among names
 // (a string), a float64 (TensorFlow keeps its IEEE-754 bits in an int attr, which keeps it exact),
 // or an int64.
@@ -86,6 +120,39 @@ constexpr DataType DataTypeOf() {
   if constexpr (std::is_same<T, std::uint8_t>::value) return DataType::kUint8;
   return DataType::kFloat32;
 }
+
+// A call's tables, as RunCpu and Launch of an op with several tables receive them: tables[i] is
+// table i's TableView (entries of the data's compute type), tables.int32(i) that of an int32
+// table. On the CPU every table is in host memory.
+template <class T>
+class Tables {
+ public:
+  TableView<ComputeTypeOf<T>> operator[](int i) const { return View<ComputeTypeOf<T>>(i); }
+  TableView<std::int32_t> int32(int i) const { return View<std::int32_t>(i); }
+  int count() const { return count_; }
+
+  // For the bindings: table i's view with entries of E (as the op's TableSpec says).
+  template <class E>
+  TableView<E> View(int i) const {
+    const TableView<void>& t = tables_[i];
+    return {static_cast<const E*>(t.values), t.size, t.source, t.repeats};
+  }
+  template <class E>
+  void Set(int i, const TableView<E>& table) {
+    tables_[i] = {table.values, table.size, table.source, table.repeats};
+    count_ = count_ > i + 1 ? count_ : i + 1;
+  }
+  TableSizes Sizes() const {
+    TableSizes sizes;
+    for (int i = 0; i < count_; ++i) sizes.size[i] = tables_[i].size;
+    sizes.count = count_;
+    return sizes;
+  }
+
+ private:
+  TableView<void> tables_[kMaxTables];
+  int count_ = 0;
+};
 
 // One attribute's value, as a binding read it (only the field of its kind is set).
 struct AttrValue {
@@ -138,6 +205,10 @@ struct OpDescription {
   // The attributes, in the order the bindings pass them (an array of AttrSpec; none here).
   static constexpr AttrSpec* kAttrs = nullptr;
   static constexpr int kAttrCount = 0;
+  // Several tables, in the order every framework takes them (an array of TableSpec); none here:
+  // the op's one table is then kNames.table, with kTable's rule.
+  static constexpr TableSpec* kTables = nullptr;
+  static constexpr int kTableCount = 0;
 
   // What the kernels read from the attributes (`values[i]` is kAttrs[i]'s), checked for data of
   // `dtype`.
@@ -159,9 +230,36 @@ struct OpDescription {
   }
 };
 
-// The entries of Op's table for data of type T (float for uint8 data), and those RunCpu takes.
-template <class Op, class T>
-using TableEntryOf = std::conditional_t<Op::kTable.int32, std::int32_t, ComputeTypeOf<T>>;
+// Whether Op declares several tables (kTables) rather than one (kNames.table and kTable).
+template <class Op>
+constexpr bool kSeveralTables = Op::kTableCount > 0;
+
+// How many tables Op takes.
+template <class Op>
+constexpr int TableCountOf() {
+  if constexpr (kSeveralTables<Op>) {
+    static_assert(Op::kTableCount <= kMaxTables, "an op takes at most kMaxTables tables");
+    static_assert(!Op::kCpuTableInDataType, "kCpuTableInDataType is for an op with one table");
+    return Op::kTableCount;
+  } else {
+    return 1;
+  }
+}
+
+// Op's table i, as its description declares it: kTables[i], or its one table.
+template <class Op>
+constexpr TableSpec TableSpecOf(int i) {
+  if constexpr (kSeveralTables<Op>) {
+    return Op::kTables[i];
+  } else {
+    (void)i;
+    return {Op::kNames.table, Op::kTable.min_size, Op::kTable.max_size, Op::kTable.int32};
+  }
+}
+
+// The entries of Op's table I for data of type T (float for uint8 data), and those RunCpu takes.
+template <class Op, class T, int I = 0>
+using TableEntryOf = std::conditional_t<TableSpecOf<Op>(I).int32, std::int32_t, ComputeTypeOf<T>>;
 template <class Op, class T>
 using CpuTableEntryOf =
     std::conditional_t<Op::kCpuTableInDataType, ComputeTypeOf<T>, TableEntryOf<Op, T>>;
@@ -188,17 +286,99 @@ std::string DataTypeList() {
   return list;
 }
 
-// "expected N to M entries" as every binding words a table's size.
-inline std::string TableSizeRule(const TableRule& rule) {
-  return std::to_string(rule.min_size) + " to " + std::to_string(rule.max_size) + " entries";
+// "N to M entries" as every binding words a table's size.
+inline std::string TableSizeRule(const TableSpec& table) {
+  return std::to_string(table.min_size) + " to " + std::to_string(table.max_size) + " entries";
 }
 
 // The error for a table of the wrong size, worded alike in every framework.
+inline Status CheckTableSize(const TableSpec& table, std::int64_t size) {
+  if (size >= table.min_size && size <= table.max_size) return Status::Ok();
+  return InvalidArgument(std::string(table.name) + " must have " + TableSizeRule(table) + "; got " +
+                         std::to_string(size));
+}
 template <class Op>
-Status CheckTableSize(std::int64_t size) {
-  if (size >= Op::kTable.min_size && size <= Op::kTable.max_size) return Status::Ok();
-  return InvalidArgument(std::string(Op::kNames.table) + " must have " + TableSizeRule(Op::kTable) +
-                         "; got " + std::to_string(size));
+Status CheckTableSize(std::int64_t size, int table = 0) {
+  return CheckTableSize(TableSpecOf<Op>(table), size);
+}
+
+// Each of a call's table sizes against Op's rules (one size per table).
+template <class Op>
+Status CheckTableSizes(const TableSizes& sizes) {
+  if (sizes.count != TableCountOf<Op>()) {
+    return InvalidArgument(std::string(Op::kNames.name) + " takes " +
+                           std::to_string(TableCountOf<Op>()) + " tables; got " +
+                           std::to_string(sizes.count));
+  }
+  for (int i = 0; i < sizes.count; ++i) {
+    CONSTMEM_RETURN_IF_ERROR(CheckTableSize<Op>(sizes[i], i));
+  }
+  return Status::Ok();
+}
+
+// The sizes of a single table's call.
+inline TableSizes SizesOf(std::int64_t size) {
+  TableSizes sizes;
+  sizes.size[0] = size;
+  sizes.count = 1;
+  return sizes;
+}
+
+// The calls every binding makes into an op's description, whichever form it takes its tables in:
+// an op with one table gets it as (values, size) and TableView, one with several as Tables<T>.
+
+// Op's Output for x's dims and the call's table sizes.
+template <class Op>
+Status OutputOf(const Dims& x, const typename Op::Params& params, const TableSizes& sizes,
+                typename Op::Shape* shape, Dims* y) {
+  if constexpr (kSeveralTables<Op>) {
+    return Op::Output(x, params, sizes, shape, y);
+  } else {
+    return Op::Output(x, params, sizes[0], shape, y);
+  }
+}
+
+// Op's CPU kernel over host tables (a single table converted to the data's type where the op
+// asks for it).
+template <class Op, class T, class Shard>
+void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x, T* y,
+              const Tables<T>& tables, const Shard& shard) {
+  if constexpr (kSeveralTables<Op>) {
+    Op::template RunCpu<T>(params, shape, x, y, tables, shard);
+  } else {
+    using Entry = TableEntryOf<Op, T>;
+    using CpuEntry = CpuTableEntryOf<Op, T>;
+    const TableView<Entry> table = tables.template View<Entry>(0);
+    if constexpr (std::is_same<CpuEntry, Entry>::value) {
+      Op::template RunCpu<T>(params, shape, x, y, table.values, table.size, shard);
+    } else {
+      const std::vector<CpuEntry> converted(table.values, table.values + table.size);
+      Op::template RunCpu<T>(params, shape, x, y, converted.data(), table.size, shard);
+    }
+  }
+}
+
+// Op's launcher on `stream` (GPU builds only: Launch is defined by nvcc code).
+template <class Op, class T>
+Status LaunchOf(GpuStream stream, const typename Op::Params& params,
+                const typename Op::Shape& shape, const T* x, T* y, const Tables<T>& tables) {
+  if constexpr (kSeveralTables<Op>) {
+    return Op::template Launch<T>(stream, params, shape, x, y, tables);
+  } else {
+    return Op::template Launch<T>(stream, params, shape, x, y,
+                                  tables.template View<TableEntryOf<Op, T>>(0));
+  }
+}
+
+// Where Op's launcher puts table `table` of `count` entries from `source`.
+template <class Op, class T>
+Placement PlaceOf(int table, std::int64_t count, SourceKind source) {
+  if constexpr (kSeveralTables<Op>) {
+    return Op::template Place<T>(table, count, source);
+  } else {
+    (void)table;
+    return Op::template Place<T>(count, source);
+  }
 }
 
 // Whether `choice` is one of `spec`'s comma-separated choices.
@@ -276,12 +456,26 @@ void AppendOpJson(std::string* out) {
   field("type", Op::kNames.type);
   field("name", Op::kNames.name);
   field("data", Op::kNames.data);
-  field("table", Op::kNames.table);
-  number("min_table", Op::kTable.min_size);
-  number("max_table", Op::kTable.max_size);
-  flag("int32_table", Op::kTable.int32);
+  const TableSpec first = TableSpecOf<Op>(0);  // what a reader of one table takes
+  field("table", first.name);
+  number("min_table", first.min_size);
+  number("max_table", first.max_size);
+  flag("int32_table", first.int32);
   flag("float64", Op::kFloat64);
   flag("elementwise", Op::kElementwise);
+  AppendJsonString(out, "tables");
+  out->append(":[");
+  for (int i = 0; i < TableCountOf<Op>(); ++i) {
+    const TableSpec table = TableSpecOf<Op>(i);
+    if (i > 0) out->push_back(',');
+    out->push_back('{');
+    field("name", table.name);
+    number("min_size", table.min_size);
+    number("max_size", table.max_size);
+    AppendJsonString(out, "int32");
+    out->append(table.int32 ? ":true}" : ":false}");
+  }
+  out->append("],");
   AppendJsonString(out, "dtypes");
   out->append(":[");
   const std::vector<const char*> dtypes = DataTypeNames<Op>();
@@ -327,28 +521,29 @@ Status DataTypeNamed(std::string_view dtype, DataType* type) {
                          "; got " + std::string(dtype));
 }
 
-// What Op's kernels check before they run, for data of `dtype` and dims `x` with a table of
-// `table_size` entries: the attributes, the table's size and the description's Output; y's dims.
+// What Op's kernels check before they run, for data of `dtype` and dims `x` with tables of
+// `sizes`: the attributes, the tables' sizes and the description's Output; y's dims.
 template <class Op>
-Status CheckCallOf(std::string_view dtype, const Dims& x, std::int64_t table_size,
+Status CheckCallOf(std::string_view dtype, const Dims& x, const TableSizes& sizes,
                    const AttrValue* values, Dims* y) {
   DataType type = DataType::kFloat32;
   CONSTMEM_RETURN_IF_ERROR(DataTypeNamed<Op>(dtype, &type));
   typename Op::Params params;
   CONSTMEM_RETURN_IF_ERROR(ReadParams<Op>(values, type, &params));
-  CONSTMEM_RETURN_IF_ERROR(CheckTableSize<Op>(table_size));
+  CONSTMEM_RETURN_IF_ERROR(CheckTableSizes<Op>(sizes));
   typename Op::Shape shape;
-  return Op::Output(x, params, table_size, &shape, y);
+  return OutputOf<Op>(x, params, sizes, &shape, y);
 }
 
-// CheckCallOf for the op of Ops... named `name`, its attributes given by position as C values
-// (a choice's string, a float64, an int64: the array of its kind holds it at the attribute's
-// index). What an op library exports for Python to check a call while a framework traces it.
+// CheckCallOf for the op of Ops... named `name`, its tables' sizes in order, its attributes given
+// by position as C values (a choice's string, a float64, an int64: the array of its kind holds it
+// at the attribute's index). What an op library exports for Python to check a call while a
+// framework traces it.
 template <class... Ops>
 int ExportedCheckCall(const char* name, const char* dtype, const long long* dims, int rank,
-                      long long table_size, const char* const* choices, const double* floats,
-                      const long long* ints, long long* y_dims, int* y_rank, char* error,
-                      int error_size) {
+                      const long long* table_sizes, int table_count, const char* const* choices,
+                      const double* floats, const long long* ints, long long* y_dims, int* y_rank,
+                      char* error, int error_size) {
   Status status = InvalidArgument(std::string("no op named ") + name);
   Dims y;
   auto one = [&](auto* op) {
@@ -360,7 +555,10 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
       values[i].float64 = floats[i];
       values[i].int64 = ints[i];
     }
-    status = CheckCallOf<Op>(dtype, Dims(dims, dims + rank), table_size, values.data(), &y);
+    TableSizes sizes;
+    sizes.count = std::min(std::max(table_count, 0), kMaxTables);
+    for (int i = 0; i < sizes.count; ++i) sizes.size[i] = table_sizes[i];
+    status = CheckCallOf<Op>(dtype, Dims(dims, dims + rank), sizes, values.data(), &y);
   };
   (one(static_cast<Ops*>(nullptr)), ...);
   if (status.ok() && static_cast<int>(y.size()) <= *y_rank) {
@@ -378,27 +576,30 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
   return status.ok() || status.code() == StatusCode::kInvalidArgument ? 1 : 2;
 }
 
-// Where Op's launcher would place a table of `count` entries from `source` (0: the host, 1: the
-// data's device) for data named `dtype`: the placement's name, "" for a library built without
-// GPU kernels (Place is instantiated only with them), nullptr for an unknown op or dtype.
+// Where Op's launcher would place its table `table` (0 for an op with one) of `count` entries
+// from `source` (0: the host, 1: the data's device) for data named `dtype`: the placement's
+// name, "" for a library built without GPU kernels (Place is instantiated only with them),
+// nullptr for an unknown op, table or dtype.
 template <class... Ops>
-const char* ExportedPlacement(const char* name, const char* dtype, long long count, int source) {
+const char* ExportedPlacement(const char* name, int table, const char* dtype, long long count,
+                              int source) {
   const char* found = nullptr;
   auto one = [&](auto* op) {
     using Op = std::remove_pointer_t<decltype(op)>;
     DataType type = DataType::kFloat32;
-    if (std::string_view(name) != Op::kNames.name || !DataTypeNamed<Op>(dtype, &type).ok()) {
+    if (std::string_view(name) != Op::kNames.name || table < 0 || table >= TableCountOf<Op>() ||
+        !DataTypeNamed<Op>(dtype, &type).ok()) {
       return;
     }
 #if CONSTMEM_WITH_GPU
     const SourceKind kind = source == 1 ? SourceKind::kDevice : SourceKind::kPageableHost;
     Placement placement = Placement::kGlobalMemory;
     if (type == DataType::kFloat64) {
-      if constexpr (Op::kFloat64) placement = Op::template Place<double>(count, kind);
+      if constexpr (Op::kFloat64) placement = PlaceOf<Op, double>(table, count, kind);
     } else if (type == DataType::kUint8) {
-      if constexpr (Op::kUint8) placement = Op::template Place<std::uint8_t>(count, kind);
+      if constexpr (Op::kUint8) placement = PlaceOf<Op, std::uint8_t>(table, count, kind);
     } else {
-      placement = Op::template Place<float>(count, kind);
+      placement = PlaceOf<Op, float>(table, count, kind);
     }
     found = PlacementName(placement);
 #else
@@ -426,24 +627,26 @@ std::string OpRegistryJson() {
 }  // namespace constmem
 
 // The registry of an op library's ops, exported as `const char* symbol()` for its Python package;
-// `symbol_check` (detail::ExportedCheckCall), which runs an op's checks for a call without
+// `symbol_check_call` (detail::ExportedCheckCall), which runs an op's checks for a call without
 // running it: JAX calls it while it traces, so a description's refusal is a ValueError then; and
-// `symbol_placement` (detail::ExportedPlacement), where a table would go, asked on any machine.
-#define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                                                   \
-  extern "C" __attribute__((visibility("default"))) const char* symbol() {                         \
-    static const std::string* registry =                                                           \
-        new std::string(::constmem::OpRegistryJson<__VA_ARGS__>());                                \
-    return registry->c_str();                                                                      \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) int symbol##_check(                            \
-      const char* name, const char* dtype, const long long* dims, int rank, long long table_size,  \
-      const char* const* choices, const double* floats, const long long* ints, long long* y_dims,  \
-      int* y_rank, char* error, int error_size) {                                                  \
-    return ::constmem::detail::ExportedCheckCall<__VA_ARGS__>(name, dtype, dims, rank, table_size, \
-                                                              choices, floats, ints, y_dims,       \
-                                                              y_rank, error, error_size);          \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) const char* symbol##_placement(                \
-      const char* name, const char* dtype, long long count, int source) {                          \
-    return ::constmem::detail::ExportedPlacement<__VA_ARGS__>(name, dtype, count, source);         \
+// `symbol_table_placement` (detail::ExportedPlacement), where a table would go, asked on any
+// machine.
+#define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                                                  \
+  extern "C" __attribute__((visibility("default"))) const char* symbol() {                        \
+    static const std::string* registry =                                                          \
+        new std::string(::constmem::OpRegistryJson<__VA_ARGS__>());                               \
+    return registry->c_str();                                                                     \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("default"))) int symbol##_check_call(                      \
+      const char* name, const char* dtype, const long long* dims, int rank,                       \
+      const long long* table_sizes, int table_count, const char* const* choices,                  \
+      const double* floats, const long long* ints, long long* y_dims, int* y_rank, char* error,   \
+      int error_size) {                                                                           \
+    return ::constmem::detail::ExportedCheckCall<__VA_ARGS__>(                                    \
+        name, dtype, dims, rank, table_sizes, table_count, choices, floats, ints, y_dims, y_rank, \
+        error, error_size);                                                                       \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("default"))) const char* symbol##_table_placement(         \
+      const char* name, int table, const char* dtype, long long count, int source) {              \
+    return ::constmem::detail::ExportedPlacement<__VA_ARGS__>(name, table, dtype, count, source); \
   }

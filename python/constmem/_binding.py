@@ -2,7 +2,8 @@
 """What every framework package makes alike from an op library: its ops' public functions.
 
 Each op's function has the parameters its Python description names (constmem.ops) and calls the
-framework's `call(spec, data, table, attrs, *extra)` with the attributes in the registry's order.
+framework's `call(spec, data, table, attrs, *extra)` with the attributes in the registry's order
+(and for an op with several tables, `table` the tuple of them in the registry's order).
 The function is written out as Python (as dataclasses writes its methods), so that a call costs
 no argument binding and torch.compile and jax.jit trace it as plain code. Imports no framework.
 """
@@ -61,9 +62,11 @@ def make_function(
     parameters = ", ".join([*description.SIGNATURE, *(["*", *keywords] if keywords else [])])
     attrs = "".join(f"{a.name}, " for a in spec.attrs)
     tail = "".join(f", {n}" for n in (extra or {}))
+    # An op with several tables passes them as a tuple, in their order.
+    tables = f"({', '.join(spec.table_names)},)" if spec.several_tables else spec.table
     source = (
         f"def {spec.name}({parameters}):\n"
-        f"    return _call(_spec, {spec.data}, {spec.table}, ({attrs}){tail})\n"
+        f"    return _call(_spec, {spec.data}, {tables}, ({attrs}){tail})\n"
     )
     scope = {"_call": call, "_spec": spec, "_defaults": defaults, "_extra": dict(extra or {})}
     exec(source, scope)

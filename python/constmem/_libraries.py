@@ -259,18 +259,31 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
     from constmem import _registry
 
     library = ctypes.CDLL(path)
-    find = getattr(library, "constmem_op_registry_placement", None)
+    find = getattr(library, "constmem_op_registry_table_placement", None)
     if find is not None:
         find.restype = ctypes.c_char_p
-        find.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_longlong, ctypes.c_int)
+        find.argtypes = (
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_longlong,
+            ctypes.c_int,
+        )
 
-    def placement_of(op: str, entries: int, dtype: str = "float32", source: str = "device"):
+    def placement_of(
+        op: str,
+        entries: int,
+        dtype: str = "float32",
+        source: str = "device",
+        table: str | None = None,
+    ):
         """Where a GPU launch of `op` would put a table of `entries` entries from `source`.
 
         "by_value", "constant_bank", "shared_memory" or "global_memory", for data of `dtype` and a
-        table on the data's device ("device") or the host ("host"); None for a library built
-        without GPU kernels. Asks the op's own placement rule, so it answers on a machine without
-        a GPU; `table_placements()` says where the launches of a block did put theirs.
+        table on the data's device ("device") or the host ("host"); `table` names one of an op's
+        several tables (default: its first). None for a library built without GPU kernels. Asks
+        the op's own placement rule, so it answers on a machine without a GPU;
+        `table_placements()` says where the launches of a block did put theirs.
         """
         if op not in ops:
             raise ValueError(f"op must be one of {', '.join(sorted(ops))}; got {op!r}")
@@ -278,9 +291,15 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
             raise ValueError(f"source must be 'device' or 'host'; got {source!r}")
         if dtype not in ops[op].data_dtypes():
             raise ValueError(_registry.data_dtype_message(ops[op], dtype))
+        names = ops[op].table_names
+        index = 0 if table is None else names.index(table) if table in names else -1
+        if index < 0:
+            raise ValueError(f"table must be one of {', '.join(names)}; got {table!r}")
         if find is None:
             return None
-        found = find(op.encode(), dtype.encode(), int(entries), 1 if source == "device" else 0)
+        found = find(
+            op.encode(), index, dtype.encode(), int(entries), 1 if source == "device" else 0
+        )
         return (found or b"").decode() or None
 
     return placement_of

@@ -30,8 +30,23 @@ class Attr:
 
 
 @dataclasses.dataclass(frozen=True)
+class Table:
+    """One of an op's tables: its name, how many entries it takes, and whether they are int32."""
+
+    name: str
+    min_size: int
+    max_size: int
+    int32: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class OpSpec:
-    """One op as its library describes it."""
+    """One op as its library describes it.
+
+    `table`, `min_table`, `max_table` and `int32_table` are its first table's; `tables` lists them
+    all, and `table_spec(i)` is this spec with table i's in their place, which every check and
+    message of one table takes.
+    """
 
     library: str
     type: str
@@ -48,6 +63,31 @@ class OpSpec:
     # The data's dtypes, as the registry lists them (a library built before it did: float32 and
     # float64, or float32 alone).
     dtypes: tuple[str, ...] = ()
+    # Every table, in the order the op takes them (a library that lists none has the one above).
+    tables: tuple[Table, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.tables:
+            first = Table(self.table, self.min_table, self.max_table, self.int32_table)
+            object.__setattr__(self, "tables", (first,))
+
+    @property
+    def several_tables(self) -> bool:
+        """Whether the op takes more than one table (each then a parameter of its own)."""
+        return len(self.tables) > 1
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tables)
+
+    def table_spec(self, i: int) -> OpSpec:
+        """The spec with table i's name and rule as its table's: what one table's checks take."""
+        if i == 0:
+            return self
+        t = self.tables[i]
+        return dataclasses.replace(
+            self, table=t.name, min_table=t.min_size, max_table=t.max_size, int32_table=t.int32
+        )
 
     @property
     def tf_name(self) -> str:
@@ -95,25 +135,28 @@ def read_registry(path: str) -> dict[str, OpSpec]:
             for a in op.pop("attrs")
         )
         op["dtypes"] = tuple(op.get("dtypes", ()))
+        op["tables"] = tuple(
+            Table(t["name"], t["min_size"], t["max_size"], t["int32"]) for t in op.get("tables", ())
+        )
         spec = OpSpec(attrs=attrs, **op)
         ops[spec.name] = spec
     return ops
 
 
-CallChecker = Callable[[OpSpec, str, tuple, int, dict], tuple]
+CallChecker = Callable[[OpSpec, str, tuple, Any, dict], tuple]
 
 
 def call_checker(path: str) -> CallChecker | None:
-    """`check(spec, dtype, shape, table_size, attrs)` of the op library at `path`, or None.
+    """`check(spec, dtype, shape, table_sizes, attrs)` of the op library at `path`, or None.
 
-    It runs the checks the library's kernels run before they start (the attributes, the table's
-    size and the C++ description's output shape) without running the op, and returns the output's
+    It runs the checks the library's kernels run before they start (the attributes, the tables'
+    sizes and the C++ description's output shape) without running the op, and returns the output's
     shape or raises ValueError with the description's message: what a framework that traces
-    (JAX) calls so that a refusal comes while it traces, not when the call runs. None for a library
-    built without it.
+    (JAX) calls so that a refusal comes while it traces, not when the call runs. `table_sizes` is
+    one size per table (a single int for an op with one). None for a library built without it.
     """
     library = ctypes.CDLL(path)
-    function = getattr(library, "constmem_op_registry_check", None)
+    function = getattr(library, "constmem_op_registry_check_call", None)
     if function is None:
         return None
     function.restype = ctypes.c_int
@@ -123,7 +166,8 @@ def call_checker(path: str) -> CallChecker | None:
         ctypes.c_char_p,
         longs,
         ctypes.c_int,
-        ctypes.c_longlong,
+        longs,
+        ctypes.c_int,
         ctypes.POINTER(ctypes.c_char_p),
         ctypes.POINTER(ctypes.c_double),
         longs,
@@ -133,7 +177,10 @@ def call_checker(path: str) -> CallChecker | None:
         ctypes.c_int,
     )
 
-    def check(spec: OpSpec, dtype: str, shape: tuple, table_size: int, attrs: dict) -> tuple:
+    def check(spec: OpSpec, dtype: str, shape: tuple, table_sizes: Any, attrs: dict) -> tuple:
+        if not isinstance(table_sizes, (tuple, list)):
+            table_sizes = (table_sizes,)
+        sizes = (ctypes.c_longlong * len(table_sizes))(*(int(n) for n in table_sizes))
         count = max(1, len(spec.attrs))
         choices = (ctypes.c_char_p * count)()
         floats = (ctypes.c_double * count)()
@@ -155,7 +202,8 @@ def call_checker(path: str) -> CallChecker | None:
             dtype.encode(),
             dims,
             len(shape),
-            table_size,
+            sizes,
+            len(table_sizes),
             choices,
             floats,
             ints,

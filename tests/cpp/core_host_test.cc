@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-side logic of the core, runnable without a GPU: status, strategy, slot bookkeeping,
-// counters and Frobulate's CPU arithmetic.
+// counters, op descriptions with one table and with several, and Frobulate's CPU arithmetic.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "constmem/op_description.hpp"
 #include "constmem/slot_planner.hpp"
 #include "constmem/stats.hpp"
 #include "constmem/status.hpp"
@@ -200,6 +202,73 @@ TEST(Counters, CountAndName) {
   Count(Counter::kUploadSkipped, 2);
   EXPECT_EQ(CounterValue(Counter::kUploadSkipped), before + 3);
   EXPECT_STREQ(CounterName(Counter::kStagingReleasedEarly), "staging_released_early");
+}
+
+// y[r, i] = x[r, i] * scale[r] + bias[r % bias_size]: two tables of their own sizes.
+struct ScaleBiasOp : OpDescription {
+  static constexpr OpNames kNames{"test", "ScaleBias", "scale_bias", "x", "scale"};
+  static constexpr TableSpec kTables[] = {{"scale", 1, 64}, {"bias", 1, 8}};
+  static constexpr int kTableCount = 2;
+  struct Shape {
+    std::int64_t rows = 0;
+    std::int64_t row_length = 0;
+  };
+  static Status Output(const Dims& x, const Params&, const TableSizes& sizes, Shape* shape,
+                       Dims* y) {
+    *y = x;
+    shape->rows = RowCount(x);
+    shape->row_length = x.back();
+    if (sizes[0] != shape->rows) return InvalidArgument("scale must have one entry per row");
+    return Status::Ok();
+  }
+  template <class T, class Shard>
+  static void RunCpu(const Params&, const Shape& shape, const T* x, T* y, const Tables<T>& tables,
+                     const Shard& shard) {
+    const TableView<T> scale = tables[0];
+    const TableView<T> bias = tables[1];
+    shard(shape.rows * shape.row_length, 2, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t row = i / shape.row_length;
+        y[i] = x[i] * scale.values[row] + bias.values[row % bias.size];
+      }
+    });
+  }
+};
+
+TEST(OpDescription, SeveralTablesAreCheckedRunAndListedEachUnderItsName) {
+  static_assert(TableCountOf<ScaleBiasOp>() == 2, "two tables");
+  EXPECT_STREQ(TableSpecOf<ScaleBiasOp>(1).name, "bias");
+
+  TableSizes sizes;
+  sizes.count = 2;
+  sizes.size[0] = 2;
+  sizes.size[1] = 9;
+  Dims y;
+  Status status = detail::CheckCallOf<ScaleBiasOp>("float32", {2, 3}, sizes, nullptr, &y);
+  EXPECT_EQ(status.message(), "bias must have 1 to 8 entries; got 9");
+  sizes.size[1] = 2;
+  EXPECT_TRUE(detail::CheckCallOf<ScaleBiasOp>("float64", {2, 3}, sizes, nullptr, &y).ok());
+  EXPECT_EQ(y, (Dims{2, 3}));
+  sizes.count = 1;
+  EXPECT_EQ(detail::CheckCallOf<ScaleBiasOp>("float32", {2, 3}, sizes, nullptr, &y).message(),
+            "scale_bias takes 2 tables; got 1");
+
+  const std::vector<double> x{1, 2, 3, 4, 5, 6}, scale{10, 100}, bias{0.5, -0.5};
+  Tables<double> tables;
+  tables.Set(0, TableView<double>{scale.data(), 2, SourceKind::kPageableHost});
+  tables.Set(1, TableView<double>{bias.data(), 2, SourceKind::kPageableHost});
+  ScaleBiasOp::Params params;
+  ScaleBiasOp::Shape shape;
+  ASSERT_TRUE(OutputOf<ScaleBiasOp>({2, 3}, params, tables.Sizes(), &shape, &y).ok());
+  std::vector<double> out(6);
+  RunCpuOf<ScaleBiasOp>(params, shape, x.data(), out.data(), tables, SerialShard{});
+  EXPECT_EQ(out, (std::vector<double>{10.5, 20.5, 30.5, 399.5, 499.5, 599.5}));
+
+  const std::string registry = OpRegistryJson<ScaleBiasOp>();
+  EXPECT_NE(registry.find(R"("tables":[{"name":"scale","min_size":1,"max_size":64,"int32":false},)"
+                          R"({"name":"bias","min_size":1,"max_size":8,"int32":false}])"),
+            std::string::npos)
+      << registry;
 }
 
 TEST(FrobulateFunctor, AddsLeftToRightInTheDataType) {

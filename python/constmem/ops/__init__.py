@@ -12,9 +12,15 @@ adds what the framework packages need beyond them, written once for all of them:
 - check(attrs): checks beyond each attribute's kind (optional);
 - backward(F, grad, data, table, attrs, need_data, need_table): the gradients, over the array
   namespace F that each framework package provides (constmem.ops.ARRAY_API lists its functions);
+  it returns (grad_data, grad_table);
 - LAYER: the Keras layer's description (optional);
 - FUNCTIONS: functions built on the op, by name, each given as `make(ops) -> function` where
   `ops` is the framework's module of ops (optional; gaussian_blur, resample_poly).
+
+An op with several tables (its C++ description's kTables) takes each as a parameter of its own,
+in SIGNATURE and everywhere else in their order: output_shape(shape, weight_size, bias_size,
+attrs, maximum), backward(F, grad, data, weight, bias, attrs, need_data, need_weight, need_bias)
+returning (grad_data, grad_weight, grad_bias), and F.op(data, weight, bias, **attrs).
 
 An installed package has the files here; a source tree's are found in its op folders. Imports no
 framework.
@@ -41,7 +47,7 @@ if os.path.exists(os.path.join(_SOURCE_OPS, "registry.cc")):
 # itself with a tensor table (attributes not given keep the forward call's); the others are
 # array functions on the framework's tensors, whose shapes may be dynamic (TensorFlow).
 ARRAY_API = (
-    "op",  # op(data, table, **attrs): the op with a tensor table
+    "op",  # op(data, table, **attrs): the op with a tensor table (each of several in order)
     "length",  # length(table): its number of entries (an int, or a scalar tensor)
     "size",  # size(t, axis): one dimension of t
     "scalar",  # scalar(value, like): a 0-d tensor of like's dtype and device
@@ -75,6 +81,12 @@ def describe(name: str) -> ModuleType:
 
 
 def output_shape(description: ModuleType, shape, table_size, attrs, maximum=max) -> tuple:
-    """The op's result shape: its description's rule, else the data's shape."""
+    """The op's result shape: its description's rule, else the data's shape.
+
+    `table_size`: the table's size, or a tuple of each table's for an op with several.
+    """
     rule = getattr(description, "output_shape", None)
-    return tuple(shape) if rule is None else rule(shape, table_size, attrs, maximum)
+    if rule is None:
+        return tuple(shape)
+    sizes = table_size if isinstance(table_size, tuple) else (table_size,)
+    return rule(shape, *sizes, attrs, maximum)
