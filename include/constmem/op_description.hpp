@@ -614,10 +614,41 @@ const char* ExportedPlacement(const char* name, int table, const char* dtype, lo
 
 }  // namespace detail
 
+namespace detail {
+
+constexpr bool SameName(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+// Whether Op's data, tables and attributes have a name each: every framework passes them by name
+// (a static table is an attribute of its own in TensorFlow and XLA).
+template <class Op>
+constexpr bool NamesAreDistinct() {
+  const int tables = TableCountOf<Op>();
+  for (int i = 0; i < tables; ++i) {
+    if (SameName(TableSpecOf<Op>(i).name, Op::kNames.data)) return false;
+    for (int j = i + 1; j < tables; ++j) {
+      if (SameName(TableSpecOf<Op>(i).name, TableSpecOf<Op>(j).name)) return false;
+    }
+    for (int a = 0; a < Op::kAttrCount; ++a) {
+      if (SameName(TableSpecOf<Op>(i).name, Op::kAttrs[a].name)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace detail
+
 // The registry of ops Ops... as JSON: a list of each op's names, table rule, flags and attributes,
 // which an op library exports (constmem_op_registry) for its Python package.
 template <class... Ops>
 std::string OpRegistryJson() {
+  static_assert((detail::NamesAreDistinct<Ops>() && ...),
+                "an op's data, tables and attributes need a name each");
   std::string out = "[";
   bool first = true;
   ((out += first ? "" : ",", first = false, detail::AppendOpJson<Ops>(&out)), ...);
