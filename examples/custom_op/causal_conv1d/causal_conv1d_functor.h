@@ -11,9 +11,9 @@
 namespace example {
 
 // y[t] of one channel's row: bias + sum_j weight[j] * x[t - (k - 1) + j] over the taps j whose
-// sample is inside the row (the samples before its start are zeros), j in increasing order. `weight`
-// is anything indexable (a pointer, or a constmem table reader) holding the channel's k taps from
-// `first`.
+// sample is inside the row (the samples before its start are zeros), j in increasing order.
+// `weight` is anything indexable (a pointer, or a constmem table reader) holding the channel's k
+// taps from `first`.
 template <class Weight>
 CONSTMEM_HOST_DEVICE float CausalConvOutput(const float* x, std::int64_t t, const Weight& weight,
                                             std::int64_t first, std::int64_t k, float bias) {
