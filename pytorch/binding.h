@@ -7,9 +7,11 @@
 //   CONSTMEM_TORCH_KERNELS(my, my::ScaleOp)   // my::scale and my::scale_static
 //
 // registers the kernels of a tensor table (`name`) and of a static one (`name_static`, a list in
-// the schema) for CPU and CUDA tensors. The schemas, fake kernels and autograd are the Python
-// package's (constmem.torch.register_ops makes them from the library's op registry): load the
-// library after defining them.
+// the schema) for CPU and CUDA tensors. An op with several tables takes each as an argument of its
+// own, in the order it declares them, each checked under its own name: (data, weight, bias,
+// attrs...). The schemas, fake kernels and autograd are the Python package's
+// (constmem.torch.register_ops makes them from the library's op registry): load the library after
+// defining them.
 #pragma once
 
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
@@ -22,9 +24,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "constmem/op_description.hpp"
@@ -160,11 +165,12 @@ decltype(auto) ForData(const Tensor& data, const char* name, Fn&& fn) {
        DtypeName(data.scalar_type()));
 }
 
-// A table as Op takes it: a vector of T within the op's limits, contiguous, on the data's device
-// or on the CPU (the rules every framework applies, in the same words).
-template <class Op, class T>
+// Op's table I as Op takes it: a vector of T within that table's limits, contiguous, on the data's
+// device or on the CPU (the rules every framework applies, in the same words, naming the table).
+template <class Op, int I, class T>
 Tensor CheckedTable(const Tensor& table, const Tensor& data) {
-  const char* name = Op::kNames.table;
+  constexpr TableSpec spec = TableSpecOf<Op>(I);
+  const char* name = spec.name;
   if (table.dim() != 1) {
     // The shape as Python's tuples print it, in the fake kernel's words.
     std::string shape = "(";
@@ -173,7 +179,7 @@ Tensor CheckedTable(const Tensor& table, const Tensor& data) {
     shape += ")";
     Fail(std::string(name) + " must be a vector (rank 1); got shape " + shape);
   }
-  ThrowIfError(CheckTableSize<Op>(table.numel()));
+  ThrowIfError(CheckTableSize(spec, table.numel()));
   if (table.scalar_type() != ScalarTypeOf<T>()) {
     Fail(std::string(name) + " must be " + DtypeName(ScalarTypeOf<T>()) + "; got " +
          DtypeName(table.scalar_type()));
@@ -204,16 +210,17 @@ TableView<T> StaticView(const std::vector<T>& values) {
           /*repeats=*/true};
 }
 
-template <class Op, class T, class Source>
+// Op's table I given as a list, checked and converted to its entries.
+template <class Op, int I, class T, class Source>
 std::vector<T> StaticTable(const std::vector<Source>& values) {
-  const char* name = Op::kNames.table;
-  ThrowIfError(CheckTableSize<Op>(static_cast<std::int64_t>(values.size())));
+  constexpr TableSpec spec = TableSpecOf<Op>(I);
+  ThrowIfError(CheckTableSize(spec, static_cast<std::int64_t>(values.size())));
   // Floating-point values round to nearest (float64 lists for float32 data); integers must fit.
   std::vector<T> converted(values.begin(), values.end());
   if constexpr (std::is_integral_v<T>) {
     for (std::size_t i = 0; i < values.size(); ++i) {
       if (static_cast<Source>(converted[i]) != values[i]) {
-        Fail(std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(values[i]) +
+        Fail(std::string(spec.name) + "[" + std::to_string(i) + "] = " + std::to_string(values[i]) +
              " does not fit int32");
       }
     }
@@ -256,17 +263,17 @@ void CheckDataDevice(const Tensor& data) {
   }
 }
 
-// y = Op(x, table) for data of type T, the table viewed as the launcher takes it.
+// y = Op(x, tables) for data of type T, each table viewed as the launcher takes it.
 template <class Op, class T>
-Tensor RunTableOp(const Tensor& x_in, const TableView<TableEntryOf<Op, T>>& table,
-                  const AttrValue* values) {
+Tensor RunTableOp(const Tensor& x_in, const Tables<T>& tables, const AttrValue* values) {
   typename Op::Params params;
   ThrowIfError(ReadParams<Op>(values, DataTypeOf<T>(), &params));
   const Tensor x = Contiguous(x_in);
   const auto sizes = x.sizes();
   typename Op::Shape shape;
   Dims y_dims;
-  ThrowIfError(Op::Output(Dims(sizes.begin(), sizes.end()), params, table.size, &shape, &y_dims));
+  ThrowIfError(
+      OutputOf<Op>(Dims(sizes.begin(), sizes.end()), params, tables.Sizes(), &shape, &y_dims));
   if (x.numel() > Op::kMaxElements) {
     Fail(std::string(Op::kNames.data) + " has too many elements for " + Op::kNames.name);
   }
@@ -274,21 +281,48 @@ Tensor RunTableOp(const Tensor& x_in, const TableView<TableEntryOf<Op, T>>& tabl
   const T* in = x.const_data_ptr<T>();
   T* out = y.mutable_data_ptr<T>();
   if (x.is_cpu()) {
-    using CpuEntry = CpuTableEntryOf<Op, T>;
-    if constexpr (std::is_same<CpuEntry, TableEntryOf<Op, T>>::value) {
-      Op::template RunCpu<T>(params, shape, in, out, table.values, table.size, CpuThreads{});
-    } else {
-      const std::vector<CpuEntry> converted(table.values, table.values + table.size);
-      Op::template RunCpu<T>(params, shape, in, out, converted.data(), table.size, CpuThreads{});
-    }
+    RunCpuOf<Op, T>(params, shape, in, out, tables, CpuThreads{});
     return y;
   }
 #if CONSTMEM_WITH_GPU
-  ThrowIfError(Op::template Launch<T>(CurrentStream(x), params, shape, in, out, table));
+  ThrowIfError(LaunchOf<Op, T>(CurrentStream(x), params, shape, in, out, tables));
 #else
   Fail("constmem was built without GPU kernels");
 #endif
   return y;
+}
+
+// What keeps table I of a call alive while the kernel runs: its tensor (or a contiguous copy), or
+// a list's converted values.
+template <class Op, class T, bool kStatic, std::size_t I>
+using HeldTable =
+    std::conditional_t<kStatic, std::vector<TableEntryOf<Op, T, I>>, std::optional<Tensor>>;
+
+// Table I of the call from the schema's argument `value` (a tensor, or a list where kStatic),
+// checked under its own name, into `tables`.
+template <class Op, class T, bool kStatic, std::size_t I>
+void ReadTable(StableIValue value, const Tensor& x, HeldTable<Op, T, kStatic, I>* held,
+               Tables<T>* tables) {
+  using Entry = TableEntryOf<Op, T, I>;
+  if constexpr (kStatic) {
+    using Listed = std::conditional_t<TableSpecOf<Op>(I).int32, std::int64_t, double>;
+    *held = StaticTable<Op, I, Entry>(torch::stable::detail::to<std::vector<Listed>>(value));
+    tables->Set(I, StaticView(*held));
+  } else {
+    held->emplace(CheckedTable<Op, I, Entry>(torch::stable::detail::to<Tensor>(value), x));
+    tables->Set(I, ViewOf<Entry>(**held));
+  }
+}
+
+// y = Op(x, tables) with the tables from the schema's arguments stack[1 ...], in Op's order.
+template <class Op, class T, bool kStatic, std::size_t... I>
+Tensor RunWithTables(const Tensor& x, StableIValue* stack, const AttrValue* values,
+                     std::index_sequence<I...>) {
+  std::tuple<HeldTable<Op, T, kStatic, I>...> held;
+  Tables<T> tables;
+  // In order: the first table refused is the one named.
+  (ReadTable<Op, T, kStatic, I>(stack[1 + I], x, &std::get<I>(held), &tables), ...);
+  return RunTableOp<Op, T>(x, tables, values);
 }
 
 // Op's attributes from the schema's arguments stack[first ...], by kind.
@@ -311,27 +345,20 @@ void UnboxAttrs(StableIValue* stack, int first, AttrValue* values, std::string* 
   }
 }
 
-// The boxed kernel of `name` (a tensor table) or `name_static` (a list): (data, table, attrs...)
-// -> y.
+// The boxed kernel of `name` (tensor tables) or `name_static` (lists): (data, each table in Op's
+// order, attrs...) -> y.
 template <class Op, bool kStatic>
 void TableKernel(StableIValue* stack, std::uint64_t /*num_args*/, std::uint64_t /*num_outputs*/) {
+  constexpr int kTables = TableCountOf<Op>();
   const Tensor x = torch::stable::detail::to<Tensor>(stack[0]);
   std::array<AttrValue, Op::kAttrCount + 1> values{};
   std::array<std::string, Op::kAttrCount + 1> storage{};
-  UnboxAttrs<Op>(stack, 2, values.data(), storage.data());
+  UnboxAttrs<Op>(stack, 1 + kTables, values.data(), storage.data());
   CheckDataDevice<Op>(x);
   Tensor y = ForData<Op>(x, Op::kNames.data, [&](auto zero) {
     using T = decltype(zero);
-    using Entry = TableEntryOf<Op, T>;
-    if constexpr (kStatic) {
-      using Listed = std::conditional_t<Op::kTable.int32, std::int64_t, double>;
-      const std::vector<Entry> table =
-          StaticTable<Op, Entry>(torch::stable::detail::to<std::vector<Listed>>(stack[1]));
-      return RunTableOp<Op, T>(x, StaticView(table), values.data());
-    } else {
-      const Tensor table = CheckedTable<Op, Entry>(torch::stable::detail::to<Tensor>(stack[1]), x);
-      return RunTableOp<Op, T>(x, ViewOf<Entry>(table), values.data());
-    }
+    return RunWithTables<Op, T, kStatic>(x, stack, values.data(),
+                                         std::make_index_sequence<kTables>{});
   });
   stack[0] = torch::stable::detail::from(y);
 }

@@ -41,7 +41,7 @@ PATH="$PATH:/usr/local/cuda/bin" cmake -S examples/custom_op -B build-gpu/custom
   -Dconstmem_DIR="$PWD/build-gpu/prefix/lib/cmake/constmem" -DCONSTMEM_PYTHON="$PWD/.venv/bin/python" \
   -DCMAKE_CUDA_ARCHITECTURES="${CONSTMEM_CUDA_ARCHS:-90-real;90-virtual}" >/dev/null
 cmake --build build-gpu/custom_op -j "$(nproc)" >/dev/null
-cp build-gpu/custom_op/_apply_gain_*.so "$out/small/lib/"
+cp build-gpu/custom_op/_apply_gain_*.so build-gpu/custom_op/_causal_conv1d_*.so "$out/small/lib/"
 
 # 2. Wheels for CPython 3.12 on manylinux x86_64: TensorFlow, Keras (the version tested here), the
 #    pieces a GPU host without them may lack, and the real CUDA 12 runtime.

@@ -5,10 +5,12 @@
 // of the header.
 //
 // Each op has four handlers: "host" runs the CPU kernel, "cuda" the GPU launcher on XLA's stream
-// with the table read from device memory, and the "static" forms take the table as an attribute
-// `table` instead (float64 values already rounded to the table's dtype, or int32 values), host
-// memory whose bytes repeat at every call. The op's own attributes come by name, as their kinds
-// say: a choice as a string, a float64 as f64, an int64 as i64.
+// with the tables read from device memory; both take the operands (x, table_0, ..., table_{N-1})
+// in the op's order. The "static" forms take x alone and each table as an attribute instead,
+// named by the table (`table` for an op with one): float64 values already rounded to the table's
+// dtype, or int32 values, host memory whose bytes repeat at every call. Each form gives one
+// result. The op's own attributes come by name, as their kinds say: a choice as a string, a
+// float64 as f64, an int64 as i64.
 #pragma once
 
 #include <array>
@@ -114,18 +116,25 @@ inline Dims DimsOf(const ffi::AnyBuffer& buffer) {
   return Dims(dims.begin(), dims.end());
 }
 
-// An op's handlers (see the top of this file).
+// An op's handlers (see the top of this file), for its one table or its several alike.
 template <class Op>
 struct TableHandlers {
-  template <class T>
-  using Entry = TableEntryOf<Op, T>;
-  using Stored = std::conditional_t<Op::kTable.int32, std::int32_t, double>;
+  static constexpr int kCount = TableCountOf<Op>();
+  template <class T, int I = 0>
+  using Entry = TableEntryOf<Op, T, I>;
+  // A call's table buffers, in the op's order.
+  using Buffers = std::array<const ffi::AnyBuffer*, kCount>;
 
-  // The op's Params and launch Shape for x and a table of `size`, checked against y's buffer.
+  // The static forms' attribute holding table i: the table's name, or `table` for an op with one.
+  static constexpr const char* StaticAttr(int i) {
+    return kSeveralTables<Op> ? TableSpecOf<Op>(i).name : "table";
+  }
+
+  // The op's Params and launch Shape for x and tables of `sizes`, checked against y's buffer.
   template <class T>
   static Status Prepare(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
-                        const ffi::AnyBuffer& y, std::int64_t size, typename Op::Params* params,
-                        typename Op::Shape* shape) {
+                        const ffi::AnyBuffer& y, const TableSizes& sizes,
+                        typename Op::Params* params, typename Op::Shape* shape) {
     std::array<AttrValue, Op::kAttrCount + 1> values{};
     for (int i = 0; i < Op::kAttrCount; ++i) {
       const AttrSpec& spec = Op::kAttrs[i];
@@ -144,10 +153,10 @@ struct TableHandlers {
         return InvalidArgument(std::string(Op::kNames.name) + " needs the attribute " + spec.name);
       }
     }
-    CONSTMEM_RETURN_IF_ERROR(CheckTableSize<Op>(size));
+    CONSTMEM_RETURN_IF_ERROR(CheckTableSizes<Op>(sizes));
     CONSTMEM_RETURN_IF_ERROR(ReadParams<Op>(values.data(), ::constmem::DataTypeOf<T>(), params));
     Dims y_dims;
-    CONSTMEM_RETURN_IF_ERROR(Op::Output(DimsOf(x), *params, size, shape, &y_dims));
+    CONSTMEM_RETURN_IF_ERROR(OutputOf<Op>(DimsOf(x), *params, sizes, shape, &y_dims));
     if (y_dims != DimsOf(y)) {
       return InvalidArgument(std::string(Op::kNames.name) +
                              ": the result buffer's shape is not the op's output shape");
@@ -155,115 +164,163 @@ struct TableHandlers {
     return Status::Ok();
   }
 
-  template <class T>
-  static Status CheckTable(const ffi::AnyBuffer& table) {
-    if (table.element_type() == DataTypeOf<Entry<T>>()) return Status::Ok();
-    return InvalidArgument(std::string(Op::kNames.table) + " must be " +
-                           DataTypeName(DataTypeOf<Entry<T>>()) + "; got " +
-                           DataTypeName(table.element_type()));
-  }
-
-  // Runs the CPU kernel over all of x, the table converted where the op asks for it.
-  template <class T>
-  static Status RunOnHost(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x, ffi::AnyBuffer& y,
-                          const Entry<T>* table, std::int64_t size) {
-    typename Op::Params params;
-    typename Op::Shape shape;
-    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, size, &params, &shape));
-    if constexpr (std::is_same<CpuTableEntryOf<Op, T>, Entry<T>>::value) {
-      Op::template RunCpu<T>(params, shape, x.typed_data<T>(), y.typed_data<T>(), table, size,
-                             SerialShard{});
-    } else {
-      const std::vector<CpuTableEntryOf<Op, T>> converted(table, table + size);
-      Op::template RunCpu<T>(params, shape, x.typed_data<T>(), y.typed_data<T>(), converted.data(),
-                             size, SerialShard{});
+  // Table I's buffer into `tables`, its dtype checked under the table's name.
+  template <class T, int I>
+  static Status SetBuffer(const ffi::AnyBuffer& buffer, SourceKind source, Tables<T>* tables) {
+    using E = Entry<T, I>;
+    if (buffer.element_type() != DataTypeOf<E>()) {
+      return InvalidArgument(std::string(TableSpecOf<Op>(I).name) + " must be " +
+                             DataTypeName(DataTypeOf<E>()) + "; got " +
+                             DataTypeName(buffer.element_type()));
     }
+    tables->Set(I, TableView<E>{buffer.typed_data<E>(),
+                                static_cast<std::int64_t>(buffer.element_count()), source});
     return Status::Ok();
   }
+  template <class T, std::size_t... I>
+  static Status BufferTables(const Buffers& buffers, SourceKind source, Tables<T>* tables,
+                             std::index_sequence<I...>) {
+    Status status;
+    (void)((status = SetBuffer<T, static_cast<int>(I)>(*buffers[I], source, tables)).ok() && ...);
+    return status;
+  }
 
-  // The static forms' attribute `table`: float64 values already rounded to T (exact in T), or
-  // int32 values.
-  template <class T>
-  static Status StaticTable(const ffi::Dictionary& attrs, std::vector<Entry<T>>* converted,
-                            TableView<Entry<T>>* view) {
-    auto values = attrs.get<ffi::Span<const Stored>>("table");
+  // Table I from the static forms' attribute: float64 values already rounded to T (exact in T), or
+  // int32 values; float32 entries are converted into `converted`.
+  template <class T, int I>
+  static Status SetAttr(const ffi::Dictionary& attrs, std::vector<ComputeTypeOf<T>>* converted,
+                        Tables<T>* tables) {
+    using E = Entry<T, I>;
+    using Stored = std::conditional_t<TableSpecOf<Op>(I).int32, std::int32_t, double>;
+    auto values = attrs.get<ffi::Span<const Stored>>(StaticAttr(I));
     if (!values.has_value()) {
-      return InvalidArgument(std::string(Op::kNames.name) + " needs the attribute table");
+      return InvalidArgument(std::string(Op::kNames.name) + " needs the attribute " +
+                             StaticAttr(I));
     }
     const auto size = static_cast<std::int64_t>(values->size());
-    if constexpr (std::is_same<Entry<T>, Stored>::value) {
-      *view = {values->begin(), size, SourceKind::kPageableHost, /*repeats=*/true};
+    if constexpr (std::is_same<E, Stored>::value) {
+      tables->Set(I, TableView<E>{values->begin(), size, SourceKind::kPageableHost,
+                                  /*repeats=*/true});
     } else {
       converted->assign(values->begin(), values->end());
-      *view = {converted->data(), size, SourceKind::kPageableHost, /*repeats=*/true};
+      tables->Set(I, TableView<E>{converted->data(), size, SourceKind::kPageableHost,
+                                  /*repeats=*/true});
     }
     return Status::Ok();
   }
+  template <class T>
+  using Converted = std::array<std::vector<ComputeTypeOf<T>>, kCount>;
+  template <class T, std::size_t... I>
+  static Status AttrTables(const ffi::Dictionary& attrs, Converted<T>* converted, Tables<T>* tables,
+                           std::index_sequence<I...>) {
+    Status status;
+    (void)((status = SetAttr<T, static_cast<int>(I)>(attrs, &(*converted)[I], tables)).ok() && ...);
+    return status;
+  }
 
-  static ffi::Error Host(ffi::AnyBuffer x, ffi::AnyBuffer table, ffi::Result<ffi::AnyBuffer> y,
-                         ffi::Dictionary attrs) {
+  // Runs the CPU kernel over all of x.
+  template <class T>
+  static Status RunOnHost(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x, ffi::AnyBuffer& y,
+                          const Tables<T>& tables) {
+    typename Op::Params params;
+    typename Op::Shape shape;
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape));
+    RunCpuOf<Op, T>(params, shape, x.typed_data<T>(), y.typed_data<T>(), tables, SerialShard{});
+    return Status::Ok();
+  }
+
+  static ffi::Error Host(const ffi::AnyBuffer& x, const Buffers& buffers, ffi::AnyBuffer& y,
+                         const ffi::Dictionary& attrs) {
     return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
-      if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
-      return FfiError(RunOnHost<T>(attrs, x, *y, table.typed_data<Entry<T>>(),
-                                   static_cast<std::int64_t>(table.element_count())));
+      Tables<T> tables;
+      Status status = BufferTables<T>(buffers, SourceKind::kPageableHost, &tables,
+                                      std::make_index_sequence<kCount>{});
+      if (status.ok()) status = RunOnHost<T>(attrs, x, y, tables);
+      return FfiError(status);
     });
   }
   static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
     return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
-      std::vector<Entry<T>> converted;
-      TableView<Entry<T>> view;
-      if (Status status = StaticTable<T>(attrs, &converted, &view); !status.ok()) {
-        return FfiError(status);
-      }
-      return FfiError(RunOnHost<T>(attrs, x, *y, view.values, view.size));
+      Converted<T> converted;
+      Tables<T> tables;
+      Status status = AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
+      if (status.ok()) status = RunOnHost<T>(attrs, x, *y, tables);
+      return FfiError(status);
     });
   }
 #if CONSTMEM_WITH_GPU
   template <class T>
   static Status RunOnCuda(GpuStream stream, const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
-                          ffi::AnyBuffer& y, const TableView<Entry<T>>& table) {
+                          ffi::AnyBuffer& y, const Tables<T>& tables) {
     typename Op::Params params;
     typename Op::Shape shape;
-    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, table.size, &params, &shape));
-    return Op::template Launch<T>(stream, params, shape, x.typed_data<T>(), y.typed_data<T>(),
-                                  table);
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape));
+    return LaunchOf<Op, T>(stream, params, shape, x.typed_data<T>(), y.typed_data<T>(), tables);
   }
-  static ffi::Error Cuda(GpuStream stream, ffi::AnyBuffer x, ffi::AnyBuffer table,
-                         ffi::Result<ffi::AnyBuffer> y, ffi::Dictionary attrs) {
+  static ffi::Error Cuda(GpuStream stream, const ffi::AnyBuffer& x, const Buffers& buffers,
+                         ffi::AnyBuffer& y, const ffi::Dictionary& attrs) {
     return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
-      if (Status status = CheckTable<T>(table); !status.ok()) return FfiError(status);
-      const TableView<Entry<T>> view{table.typed_data<Entry<T>>(),
-                                     static_cast<std::int64_t>(table.element_count()),
-                                     SourceKind::kDevice};
-      return FfiError(RunOnCuda<T>(stream, attrs, x, *y, view));
+      Tables<T> tables;
+      Status status = BufferTables<T>(buffers, SourceKind::kDevice, &tables,
+                                      std::make_index_sequence<kCount>{});
+      if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, y, tables);
+      return FfiError(status);
     });
   }
   static ffi::Error StaticCuda(GpuStream stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
     return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
       using T = decltype(zero);
-      std::vector<Entry<T>> converted;
-      TableView<Entry<T>> view;
-      if (Status status = StaticTable<T>(attrs, &converted, &view); !status.ok()) {
-        return FfiError(status);
-      }
-      return FfiError(RunOnCuda<T>(stream, attrs, x, *y, view));
+      Converted<T> converted;
+      Tables<T> tables;
+      Status status = AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
+      if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, *y, tables);
+      return FfiError(status);
     });
   }
 #endif
 
-  // The handlers as XLA calls them.
+  // The array forms' signatures as the FFI binds them: x, then one buffer per table.
+  template <class Indices>
+  struct Signature;
+  template <std::size_t... I>
+  struct Signature<std::index_sequence<I...>> {
+    template <std::size_t>
+    using Buffer = ffi::AnyBuffer;
+    static ffi::Error Host(ffi::AnyBuffer x, Buffer<I>... tables, ffi::Result<ffi::AnyBuffer> y,
+                           ffi::Dictionary attrs) {
+      return TableHandlers::Host(x, Buffers{&tables...}, *y, attrs);
+    }
+#if CONSTMEM_WITH_GPU
+    static ffi::Error Cuda(GpuStream stream, ffi::AnyBuffer x, Buffer<I>... tables,
+                           ffi::Result<ffi::AnyBuffer> y, ffi::Dictionary attrs) {
+      return TableHandlers::Cuda(stream, x, Buffers{&tables...}, *y, attrs);
+    }
+#endif
+  };
+  using Array = Signature<std::make_index_sequence<kCount>>;
+
+  // `binding` with N more buffer arguments.
+  template <int N, class Binding>
+  static auto TableArgs(Binding&& binding) {
+    if constexpr (N == 1) {
+      return std::move(binding).template Arg<ffi::AnyBuffer>();
+    } else {
+      return TableArgs<N - 1>(std::move(binding).template Arg<ffi::AnyBuffer>());
+    }
+  }
+
+  // The handlers as XLA calls them: the array forms take (x, table_0, ..., table_{N-1}), the
+  // static forms x alone; each gives one result and takes the op's attributes by name.
   static XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
-    static auto* handler = ffi::Ffi::Bind()
-                               .Arg<ffi::AnyBuffer>()
-                               .Arg<ffi::AnyBuffer>()
-                               .Ret<ffi::AnyBuffer>()
-                               .Attrs<ffi::Dictionary>()
-                               .To(Host)
+    static auto* handler = TableArgs<kCount>(ffi::Ffi::Bind().Arg<ffi::AnyBuffer>())
+                               .template Ret<ffi::AnyBuffer>()
+                               .template Attrs<ffi::Dictionary>()
+                               .To(Array::Host)
                                .release();
     return handler->Call(frame);
   }
@@ -278,14 +335,13 @@ struct TableHandlers {
   }
 #if CONSTMEM_WITH_GPU
   static XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
-    static auto* handler = ffi::Ffi::Bind()
-                               .Ctx<ffi::PlatformStream<GpuStream>>()
-                               .Arg<ffi::AnyBuffer>()
-                               .Arg<ffi::AnyBuffer>()
-                               .Ret<ffi::AnyBuffer>()
-                               .Attrs<ffi::Dictionary>()
-                               .To(Cuda, {ffi::Traits::kCmdBufferCompatible})
-                               .release();
+    static auto* handler =
+        TableArgs<kCount>(
+            ffi::Ffi::Bind().Ctx<ffi::PlatformStream<GpuStream>>().Arg<ffi::AnyBuffer>())
+            .template Ret<ffi::AnyBuffer>()
+            .template Attrs<ffi::Dictionary>()
+            .To(Array::Cuda, {ffi::Traits::kCmdBufferCompatible})
+            .release();
     return handler->Call(frame);
   }
   static XLA_FFI_Error* StaticCudaHandler(XLA_FFI_CallFrame* frame) {

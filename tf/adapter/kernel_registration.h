@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "adapter/table_adapter.h"
 #include "tensorflow/core/framework/kernel_def_builder.h"
@@ -44,13 +45,15 @@ void RegisterKernel(tensorflow::KernelDefBuilder&& builder) {
 
 // The kernels of an op's three table forms on `device`, for data type T (attr "T"; TableOp's
 // kernels, adapter/table_op.h):
-//   <op>           table is an ordinary input            Kernel<T, TableFrom::kInput>
-//   <op>HostTable  the same, the table in host memory    Kernel<T, TableFrom::kInput>
-//   <op>Attr       table is an attr                      Kernel<T, TableFrom::kAttr>
-// Table, unless void, is the type of the table input, constrained by the attr "Ttable" of the
-// input forms (ops that take uint8 data: their table's type is not the data's).
+//   <op>           the tables are ordinary inputs            Kernel<T, TableFrom::kInput>
+//   <op>HostTable  the same, the tables in host memory       Kernel<T, TableFrom::kInput>
+//   <op>Attr       the tables are attrs                      Kernel<T, TableFrom::kAttr>
+// `table_inputs` names the table inputs (one, or each of an op's several). Table, unless void, is
+// the type of the table inputs not of int32, constrained by the attr "Ttable" of the input forms
+// (ops that take uint8 data: their table's type is not the data's).
 template <template <class, TableFrom> class Kernel, class T, class Table = void>
-void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
+void RegisterTableFormKernels(const std::string& op, const char* device,
+                              const std::vector<const char*>& table_inputs) {
   auto builder = [&](const std::string& name) {
     tensorflow::KernelDefBuilder* def = new tensorflow::KernelDefBuilder(name.c_str());
     def->Device(device);
@@ -64,10 +67,16 @@ void RegisterTableFormKernels(const std::string& op, const char* device, const c
   std::unique_ptr<tensorflow::KernelDefBuilder> input(table_type(builder(op)));
   RegisterKernel<Kernel<T, TableFrom::kInput>>(*input);
   std::unique_ptr<tensorflow::KernelDefBuilder> host(table_type(builder(op + "HostTable")));
-  if (std::string(device) != tensorflow::DEVICE_CPU) host->HostMemory(table_input);
+  if (std::string(device) != tensorflow::DEVICE_CPU) {
+    for (const char* table : table_inputs) host->HostMemory(table);
+  }
   RegisterKernel<Kernel<T, TableFrom::kInput>>(*host);
   std::unique_ptr<tensorflow::KernelDefBuilder> attr(builder(op + "Attr"));
   RegisterKernel<Kernel<T, TableFrom::kAttr>>(*attr);
+}
+template <template <class, TableFrom> class Kernel, class T, class Table = void>
+void RegisterTableFormKernels(const std::string& op, const char* device, const char* table_input) {
+  RegisterTableFormKernels<Kernel, T, Table>(op, device, std::vector<const char*>{table_input});
 }
 
 }  // namespace tf_adapter

@@ -62,8 +62,33 @@ std::string XlaAttributeDictionary(const AttrSpec* specs, int count, const AttrV
   return dictionary + "}";
 }
 
+namespace {
+
+// The tables' names as a doc's sentence names them: "taps", "weight and bias", "a, b and c".
+std::string TableList(const std::vector<TableSpec>& tables) {
+  std::string list;
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    if (i > 0) list += i + 1 == tables.size() ? " and " : ", ";
+    list += tables[i].name;
+  }
+  return list;
+}
+
+}  // namespace
+
 void RegisterTableOpDefs(const TableOpDef& def) {
-  const std::string table_type = def.int32_table ? "int32" : def.uint8 ? "Ttable" : "T";
+  auto table_type = [&](const TableSpec& table) {
+    return std::string(table.int32 ? "int32" : def.uint8 ? "Ttable" : "T");
+  };
+  const std::string tables = TableList(def.tables);
+  std::string attr_doc;
+  for (const TableSpec& table : def.tables) {
+    attr_doc += "\n" + std::string(table.name) + ": " +
+                (table.int32 ? std::string("the int32 values.")
+                             : "the IEEE-754 bit patterns of the values in the data's type "
+                               "(float32 in the low 32 bits; float32 for uint8 data), which keep "
+                               "every value exact.");
+  }
   struct Form {
     const char* suffix;
     bool table_input;
@@ -72,24 +97,22 @@ void RegisterTableOpDefs(const TableOpDef& def) {
   const Form forms[] = {
       {"", true, def.doc},
       {"HostTable", true,
-       def.name + " whose GPU kernel takes the " + def.table +
+       def.name + " whose GPU kernel takes the " + tables +
            " from host memory: small ones as a by-value kernel parameter, others staged "
            "through TensorFlow's pinned host allocator."},
       {"Attr", false,
-       def.name + " with the " + def.table +
+       def.name + " with the " + tables +
            " fixed per node: by value when small, otherwise uploaded at most once per device "
-           "and content.\n" +
-           def.table + ": " +
-           (def.int32_table ? std::string("the int32 values.")
-                            : "the IEEE-754 bit patterns of the values in the data's type "
-                              "(float32 in the low 32 bits; float32 for uint8 data), which keep "
-                              "every value exact.")},
+           "and content." +
+           attr_doc},
   };
   for (const Form& form : forms) {
     const std::string name = def.name + form.suffix;
     tensorflow::register_op::OpDefBuilderWrapper op(name.c_str());
     op.Input(def.data + ": T");
-    if (form.table_input) op.Input(def.table + ": " + table_type);
+    if (form.table_input) {
+      for (const TableSpec& table : def.tables) op.Input(table.name + (": " + table_type(table)));
+    }
     op.Output(def.output + ": T");
     op.Attr(def.uint8     ? (def.float64 ? "T: {float, double, uint8}" : "T: {float, uint8}")
             : def.float64 ? "T: {float, double}"
@@ -100,7 +123,9 @@ void RegisterTableOpDefs(const TableOpDef& def) {
       op.Attr(def.float64 ? "Ttable: {float, double}" : "Ttable: {float}");
     }
     for (const std::string& attr : def.attrs) op.Attr(attr);
-    if (!form.table_input) op.Attr(def.table + ": list(int)");
+    if (!form.table_input) {
+      for (const TableSpec& table : def.tables) op.Attr(table.name + std::string(": list(int)"));
+    }
     op.SetShapeFn(form.table_input ? def.input_shape : def.attr_shape);
     op.Doc(form.doc);
     op();

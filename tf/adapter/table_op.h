@@ -8,9 +8,12 @@
 //   CONSTMEM_REGISTER_TABLE_OP_XLA(my::ScaleOp);  // optional: under tf.function(jit_compile=True)
 //
 // The forms are `My>Scale` (the table an input), `My>ScaleHostTable` (an input in host memory)
-// and `My>ScaleAttr` (fixed per node). An attribute of kind choice is a string attr of those
-// values, one of kind float64 an int attr holding its IEEE-754 bits, one of kind int64 an int
-// attr. In Python, constmem.tensorflow.TableOp runs the form a caller picks.
+// and `My>ScaleAttr` (fixed per node). An op with several tables (kTables) has the same three
+// forms, each for all its tables: its inputs are the data, then each table under its own name in
+// the op's order (every one in host memory in the HostTable form), and its Attr form has an attr
+// per table, named by the table. An attribute of kind choice is a string attr of those values,
+// one of kind float64 an int attr holding its IEEE-754 bits, one of kind int64 an int attr. In
+// Python, constmem.tensorflow.TableOp runs the form a caller picks.
 #pragma once
 
 #include <array>
@@ -18,7 +21,9 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "adapter/kernel_registration.h"
@@ -101,15 +106,55 @@ absl::Status XlaAttributes(const Attrs& attrs, std::string* dictionary) {
   return absl::OkStatus();
 }
 
-// y's shape and the launch's Shape from x's, by the op's Output.
+// Calls fn(std::integral_constant<int, I>{}) for each of Op's tables I, in order, until one returns
+// an error.
+template <class Fn, int... I>
+absl::Status ForEachTableIn(std::integer_sequence<int, I...>, const Fn& fn) {
+  absl::Status status;
+  ((status.ok() ? (status = fn(std::integral_constant<int, I>{}), 0) : 0), ...);
+  return status;
+}
+template <class Op, class Fn>
+absl::Status ForEachTable(const Fn& fn) {
+  return ForEachTableIn(std::make_integer_sequence<int, TableCountOf<Op>()>{}, fn);
+}
+
+// Whether one of Op's tables holds entries of the data's compute type (else all are int32).
+template <class Op>
+constexpr bool HasComputeTypeTable() {
+  for (int i = 0; i < TableCountOf<Op>(); ++i) {
+    if (!TableSpecOf<Op>(i).int32) return true;
+  }
+  return false;
+}
+
+// Op's tables, as the op definitions list them.
+template <class Op>
+std::vector<TableSpec> TableSpecs() {
+  std::vector<TableSpec> tables;
+  for (int i = 0; i < TableCountOf<Op>(); ++i) tables.push_back(TableSpecOf<Op>(i));
+  return tables;
+}
+
+// The per-table types of Op's kernels for data of type T: a TableOperand each, and a
+// GpuTableArgument each for a launch.
+template <class Op, class T, class Indices = std::make_integer_sequence<int, TableCountOf<Op>()>>
+struct TableTypesOf;
+template <class Op, class T, int... I>
+struct TableTypesOf<Op, T, std::integer_sequence<int, I...>> {
+  using Operands = std::tuple<TableOperand<TableEntryOf<Op, T, I>>...>;
+  using GpuArguments = std::tuple<GpuTableArgument<TableEntryOf<Op, T, I>>...>;
+};
+
+// y's shape and the launch's Shape from x's and the tables' sizes, by the op's Output.
 template <class Op>
 absl::Status OutputShape(const tensorflow::TensorShape& x, const typename Op::Params& params,
-                         std::int64_t table_size, typename Op::Shape* shape,
+                         const TableSizes& sizes, typename Op::Shape* shape,
                          tensorflow::TensorShape* y) {
-  const auto sizes = x.dim_sizes();
+  const auto dims = x.dim_sizes();
   Dims y_dims;
   TF_RETURN_IF_ERROR(
-      ToTfStatus(Op::Output(Dims(sizes.begin(), sizes.end()), params, table_size, shape, &y_dims)));
+      ToTfStatus(OutputOf<Op>(Dims(dims.begin(), dims.end()), params, sizes, shape, &y_dims)));
   return tensorflow::TensorShape::BuildTensorShape(y_dims, y);
 }
 
@@ -117,11 +162,11 @@ absl::Status OutputShape(const tensorflow::TensorShape& x, const typename Op::Pa
 struct TableOpDef {
   std::string name;
   std::string data;
-  std::string table;
+  std::vector<TableSpec> tables;  // each an input (or an attr), named by the table, in order
   std::string output;
-  bool int32_table;
   bool float64;
-  bool uint8;  // uint8 data too: the table inputs' type is the attr Ttable (float or double)
+  bool uint8;  // uint8 data too: the type of the tables not of int32 is the attr Ttable (float or
+               // double)
   std::vector<std::string> attrs;
   std::string doc;
   std::function<absl::Status(tensorflow::shape_inference::InferenceContext*)> input_shape;
@@ -138,17 +183,18 @@ struct CpuWorkers {
   }
 };
 
-// The size of an attr table, after checking its length and values.
-template <class Op, class Context>
-absl::Status AttrTableSize(Context* c, tensorflow::DataType dtype, std::int64_t* size) {
+// The size of the attr table `table`, after checking its length and values (entries of int32, or
+// of the compute type of data of `dtype`).
+template <class Context>
+absl::Status AttrTableSize(Context* c, const TableSpec& table, tensorflow::DataType dtype,
+                           std::int64_t* size) {
   auto read = [&](auto zero) {
     std::vector<decltype(zero)> values;
-    absl::Status status =
-        ReadAttrTable(c, Op::kNames.table, Op::kTable.max_size, &values, Op::kTable.min_size);
+    absl::Status status = ReadAttrTable(c, table.name, table.max_size, &values, table.min_size);
     *size = static_cast<std::int64_t>(values.size());
     return status;
   };
-  if constexpr (Op::kTable.int32) return read(std::int32_t{});
+  if (table.int32) return read(std::int32_t{});
   return dtype == tensorflow::DT_DOUBLE ? read(double{}) : read(float{});
 }
 
@@ -157,27 +203,36 @@ absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c)
   TF_RETURN_IF_ERROR(InferElementCount(c, 0, Op::kNames.data, Op::kMaxElements));
   tensorflow::DataType dtype;
   TF_RETURN_IF_ERROR(c->GetAttr("T", &dtype));
-  std::int64_t size = kUnknownDim;
-  if (kFrom == TableFrom::kAttr) {
-    TF_RETURN_IF_ERROR(AttrTableSize<Op>(c, dtype, &size));
-  } else {
-    if constexpr (Op::kUint8 && !Op::kTable.int32) {  // the table's type is Ttable: the data's
-      tensorflow::DataType table_type;                // compute type
+  if constexpr (Op::kUint8 && HasComputeTypeTable<Op>()) {
+    if (kFrom != TableFrom::kAttr) {  // the tables' type is Ttable: the data's compute type
+      tensorflow::DataType table_type;
       TF_RETURN_IF_ERROR(c->GetAttr("Ttable", &table_type));
       const tensorflow::DataType expected =
           dtype == tensorflow::DT_DOUBLE ? tensorflow::DT_DOUBLE : tensorflow::DT_FLOAT;
       if (table_type != expected) {
+        int first = 0;  // the first table of Ttable names them
+        while (TableSpecOf<Op>(first).int32) ++first;
         return absl::InvalidArgumentError(
-            std::string(Op::kNames.table) + " must be " + tensorflow::DataTypeString(expected) +
-            " for " + Op::kNames.data + " of " + tensorflow::DataTypeString(dtype) + "; got " +
-            tensorflow::DataTypeString(table_type));
+            std::string(TableSpecOf<Op>(first).name) + " must be " +
+            tensorflow::DataTypeString(expected) + " for " + Op::kNames.data + " of " +
+            tensorflow::DataTypeString(dtype) + "; got " + tensorflow::DataTypeString(table_type));
       }
     }
-    TF_RETURN_IF_ERROR(
-        InferTableShape(c, 1, Op::kNames.table, Op::kTable.max_size, Op::kTable.min_size));
-    const tensorflow::shape_inference::ShapeHandle table = c->input(1);
-    if (c->RankKnown(table) && c->ValueKnown(c->Dim(table, 0))) size = c->Value(c->Dim(table, 0));
   }
+  TableSizes sizes;
+  sizes.count = TableCountOf<Op>();
+  TF_RETURN_IF_ERROR(ForEachTable<Op>([&](auto i) -> absl::Status {
+    constexpr int kIndex = decltype(i)::value;
+    constexpr TableSpec table = TableSpecOf<Op>(kIndex);
+    sizes.size[kIndex] = kUnknownDim;
+    if (kFrom == TableFrom::kAttr) return AttrTableSize(c, table, dtype, &sizes.size[kIndex]);
+    TF_RETURN_IF_ERROR(InferTableShape(c, 1 + kIndex, table.name, table.max_size, table.min_size));
+    const tensorflow::shape_inference::ShapeHandle shape = c->input(1 + kIndex);
+    if (c->RankKnown(shape) && c->ValueKnown(c->Dim(shape, 0))) {
+      sizes.size[kIndex] = c->Value(c->Dim(shape, 0));
+    }
+    return absl::OkStatus();
+  }));
   typename Op::Params params;
   TF_RETURN_IF_ERROR(ReadParams<Op>(*c, dtype, &params));
   const tensorflow::shape_inference::ShapeHandle x = c->input(0);
@@ -189,7 +244,7 @@ absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c)
   for (int d = 0; d < c->Rank(x); ++d) x_dims[d] = c->Value(c->Dim(x, d));
   typename Op::Shape shape;
   Dims y_dims;
-  TF_RETURN_IF_ERROR(ToTfStatus(Op::Output(x_dims, params, size, &shape, &y_dims)));
+  TF_RETURN_IF_ERROR(ToTfStatus(OutputOf<Op>(x_dims, params, sizes, &shape, &y_dims)));
   if (Op::kElementwise) {  // the input's own handle keeps what TensorFlow knows of its dimensions
     c->set_output(0, x);
     return absl::OkStatus();
@@ -203,32 +258,34 @@ absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c)
   return absl::OkStatus();
 }
 
-// What the CPU and GPU kernels of one form share: the attrs, the table operand, the output.
+// What the CPU and GPU kernels of one form share: the attrs, the table operands, the output.
 template <class Op, class T, TableFrom kFrom>
 class TableOpKernel : public tensorflow::OpKernel {
  public:
   explicit TableOpKernel(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ReadParams<Op>(*ctx, tensorflow::DataTypeToEnum<T>::value, &params_));
-    OP_REQUIRES_OK(ctx, table_.Init(ctx, kFrom, 1, Op::kNames.table, Op::kTable.max_size,
-                                    Op::kTable.min_size));
+    OP_REQUIRES_OK(ctx, ForEachTable<Op>([&](auto i) {
+                     constexpr int kIndex = decltype(i)::value;
+                     constexpr TableSpec table = TableSpecOf<Op>(kIndex);
+                     return std::get<kIndex>(tables_).Init(ctx, kFrom, 1 + kIndex, table.name,
+                                                           table.max_size, table.min_size);
+                   }));
   }
 
  protected:
-  using Entry = TableEntryOf<Op, T>;
-
-  // Checks x and the table's size against the attrs, works out the shape, allocates y.
-  absl::Status PrepareOutput(tensorflow::OpKernelContext* ctx, std::int64_t table_size,
+  // Checks x and the tables' sizes against the attrs, works out the shape, allocates y.
+  absl::Status PrepareOutput(tensorflow::OpKernelContext* ctx, const TableSizes& sizes,
                              typename Op::Shape* shape, tensorflow::Tensor** output) const {
     const tensorflow::TensorShape& x = ctx->input(0).shape();
     TF_RETURN_IF_ERROR(CheckElementCount(x, Op::kNames.data, Op::kMaxElements));
     tensorflow::TensorShape y;
-    TF_RETURN_IF_ERROR(OutputShape<Op>(x, params_, table_size, shape, &y));
+    TF_RETURN_IF_ERROR(OutputShape<Op>(x, params_, sizes, shape, &y));
     if (Op::kElementwise) return ctx->forward_input_or_allocate_output({0}, 0, y, output);
     return ctx->allocate_output(0, y, output);
   }
 
   typename Op::Params params_;
-  TableOperand<Entry> table_;
+  typename TableTypesOf<Op, T>::Operands tables_;
 };
 
 template <class Op>
@@ -238,36 +295,42 @@ struct TableOpKernels {
    public:
     explicit Cpu(tensorflow::OpKernelConstruction* ctx) : TableOpKernel<Op, T, kFrom>(ctx) {
       if constexpr (kConverts) {
-        const auto& attr = this->table_.attr_values();
+        const auto& attr = std::get<0>(this->tables_).attr_values();
         converted_.assign(attr.begin(), attr.end());
       }
     }
 
     void Compute(tensorflow::OpKernelContext* ctx) override {
-      const typename Cpu::Entry* table = nullptr;
-      std::int64_t size = 0;
-      OP_REQUIRES_OK(ctx, this->table_.HostValues(ctx, &table, &size));
+      Tables<T> tables;
+      OP_REQUIRES_OK(
+          ctx, ForEachTable<Op>([&](auto i) {
+            constexpr int kIndex = decltype(i)::value;
+            TableView<TableEntryOf<Op, T, kIndex>> table{nullptr, 0, SourceKind::kPageableHost};
+            TF_RETURN_IF_ERROR(
+                std::get<kIndex>(this->tables_).HostValues(ctx, &table.values, &table.size));
+            tables.Set(kIndex, table);
+            return absl::OkStatus();
+          }));
       typename Op::Shape shape;
       tensorflow::Tensor* output = nullptr;
-      OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, size, &shape, &output));
-      const CpuEntry* entries = nullptr;
-      std::vector<CpuEntry> per_call;
-      if constexpr (!kConverts) {
-        entries = table;
-      } else if (kFrom == TableFrom::kAttr) {
-        entries = converted_.data();
-      } else {
-        per_call.assign(table, table + size);
-        entries = per_call.data();
+      OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, tables.Sizes(), &shape, &output));
+      const T* x = ctx->input(0).flat<T>().data();
+      T* y = output->flat<T>().data();
+      if constexpr (kConverts) {  // an attr table converted once, when the kernel was built
+        if (kFrom == TableFrom::kAttr) {
+          Op::template RunCpu<T>(this->params_, shape, x, y, converted_.data(),
+                                 static_cast<std::int64_t>(converted_.size()), CpuWorkers{ctx});
+          return;
+        }
       }
-      Op::template RunCpu<T>(this->params_, shape, ctx->input(0).flat<T>().data(),
-                             output->flat<T>().data(), entries, size, CpuWorkers{ctx});
+      RunCpuOf<Op, T>(this->params_, shape, x, y, tables, CpuWorkers{ctx});
     }
 
    private:
-    using CpuEntry = CpuTableEntryOf<Op, T>;
-    static constexpr bool kConverts = !std::is_same<CpuEntry, typename Cpu::Entry>::value;
-    std::vector<CpuEntry> converted_;  // an attr table in the data's type
+    // A single table that RunCpu takes in the data's type (kCpuTableInDataType).
+    static constexpr bool kConverts =
+        !std::is_same<CpuTableEntryOf<Op, T>, TableEntryOf<Op, T>>::value;
+    std::vector<CpuTableEntryOf<Op, T>> converted_;  // an attr table in the data's type
   };
 
 #if CONSTMEM_WITH_GPU
@@ -277,15 +340,26 @@ struct TableOpKernels {
     using TableOpKernel<Op, T, kFrom>::TableOpKernel;
 
     void Compute(tensorflow::OpKernelContext* ctx) override {
-      GpuTableArgument<typename Gpu::Entry> table;
-      OP_REQUIRES_OK(ctx, this->table_.PrepareGpu(ctx, &Op::template Place<T>, &table));
+      typename TableTypesOf<Op, T>::GpuArguments arguments;
+      Tables<T> tables;
+      OP_REQUIRES_OK(
+          ctx, ForEachTable<Op>([&](auto i) {
+            constexpr int kIndex = decltype(i)::value;
+            auto place = [](std::int64_t count, SourceKind source) {
+              return PlaceOf<Op, T>(kIndex, count, source);
+            };
+            auto& argument = std::get<kIndex>(arguments);
+            TF_RETURN_IF_ERROR(std::get<kIndex>(this->tables_).PrepareGpu(ctx, place, &argument));
+            tables.Set(kIndex, argument.view());
+            return absl::OkStatus();
+          }));
       typename Op::Shape shape;
       tensorflow::Tensor* output = nullptr;
-      OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, table.view().size, &shape, &output));
+      OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, tables.Sizes(), &shape, &output));
       OP_REQUIRES_OK(ctx, LaunchOnComputeStream(ctx, [&](GpuStream stream) {
-                       return Op::template Launch<T>(stream, this->params_, shape,
-                                                     ctx->input(0).flat<T>().data(),
-                                                     output->flat<T>().data(), table.view());
+                       return LaunchOf<Op, T>(stream, this->params_, shape,
+                                              ctx->input(0).flat<T>().data(),
+                                              output->flat<T>().data(), tables);
                      }));
     }
   };
@@ -296,24 +370,25 @@ struct TableOpKernels {
 template <class Op>
 bool RegisterOneTableOp() {
   const std::string name = TfOpName(Op::kNames);
-  constexpr bool kTableAttr = Op::kUint8 && !Op::kTable.int32;  // the table's type is Ttable
-  RegisterTableOpDefs({name, Op::kNames.data, Op::kNames.table, "y", Op::kTable.int32, Op::kFloat64,
-                       kTableAttr, TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc,
+  constexpr bool kTableType = Op::kUint8 && HasComputeTypeTable<Op>();  // tables of type Ttable
+  const std::vector<TableSpec> tables = TableSpecs<Op>();
+  RegisterTableOpDefs({name, Op::kNames.data, tables, "y", Op::kFloat64, kTableType,
+                       TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc,
                        InferTableOpShape<Op, TableFrom::kInput>,
                        InferTableOpShape<Op, TableFrom::kAttr>});
   if (KernelsAlreadyRegistered(name.c_str())) return false;
+  std::vector<const char*> inputs;
+  for (const TableSpec& table : tables) inputs.push_back(table.name);
   auto kernels = [&](auto data, const char* device) {
     using T = decltype(data);
-    using Table = std::conditional_t<kTableAttr, TableEntryOf<Op, T>, void>;
+    using Table = std::conditional_t<kTableType, ComputeTypeOf<T>, void>;
 #if CONSTMEM_WITH_GPU
     if (std::string(device) == tensorflow::DEVICE_GPU) {
-      RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, T, Table>(name, device,
-                                                                           Op::kNames.table);
+      RegisterTableFormKernels<TableOpKernels<Op>::template Gpu, T, Table>(name, device, inputs);
       return;
     }
 #endif
-    RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, T, Table>(name, device,
-                                                                         Op::kNames.table);
+    RegisterTableFormKernels<TableOpKernels<Op>::template Cpu, T, Table>(name, device, inputs);
   };
   std::vector<const char*> devices{tensorflow::DEVICE_CPU};
 #if CONSTMEM_WITH_GPU
@@ -332,30 +407,27 @@ void RegisterTableOp() {
 }
 
 #if CONSTMEM_WITH_XLA
-// Op's XLA lowering into its FFI handlers: the result's shape and the custom call's attributes
-// from the op's own description.
+// Op's XLA lowering into its FFI handlers, whose operands are the data and then each table in
+// order: the result's shape and the custom call's attributes from the op's own description.
 template <class Op>
 XlaLowering TableOpLowering() {
   XlaLowering lowering;
   lowering.op = TfOpName(Op::kNames);
   lowering.target = std::string(Op::kNames.library) + "_" + Op::kNames.name;
-  lowering.table_attr = Op::kNames.table;
-  lowering.min_table = Op::kTable.min_size;
-  lowering.max_table = Op::kTable.max_size;
-  lowering.int32_table = Op::kTable.int32;
+  lowering.tables = TableSpecs<Op>();
   lowering.elementwise = Op::kElementwise;
   lowering.host_handler = &xla_ffi::TableHandlers<Op>::HostHandler;
 #if CONSTMEM_WITH_GPU
   lowering.cuda_handler = &xla_ffi::TableHandlers<Op>::CudaHandler;
 #endif
   lowering.describe = [](const tensorflow::NodeDef& node, tensorflow::DataType dtype,
-                         std::int64_t table_size, std::vector<std::int64_t>* dims,
+                         const TableSizes& sizes, std::vector<std::int64_t>* dims,
                          std::string* attributes) {
     typename Op::Params params;
     TF_RETURN_IF_ERROR(ReadParams<Op>(NodeAttrs{node}, dtype, &params));
     typename Op::Shape shape;
     Dims y;
-    TF_RETURN_IF_ERROR(ToTfStatus(Op::Output(*dims, params, table_size, &shape, &y)));
+    TF_RETURN_IF_ERROR(ToTfStatus(OutputOf<Op>(*dims, params, sizes, &shape, &y)));
     *dims = y;
     return XlaAttributes<Op>(NodeAttrs{node}, attributes);
   };

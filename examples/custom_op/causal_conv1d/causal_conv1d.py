@@ -9,7 +9,9 @@ tables takes each as a parameter of its own, here and in backward().
 import numpy as np
 
 SIGNATURE = ("x", "weight", "bias")
-DOC = """A depthwise causal convolution: y[..., c, t] = bias[c] + sum_j weight[c, j] * x[..., c, t - k + 1 + j].
+DOC = """A depthwise causal convolution of each channel's rows with its own taps, plus its bias.
+
+y[..., c, t] = bias[c] + sum_j weight[c, j] * x[..., c, t - k + 1 + j].
 
 Args:
   x: float32, [..., C, L]; the samples before each row's start are zeros.

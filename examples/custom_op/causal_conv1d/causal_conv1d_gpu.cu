@@ -47,11 +47,12 @@ __global__ void CausalConv1dKernel(const float* x, float* y, CausalConvShape sha
 constmem::Placement CausalConv1dPlacement(int table, std::int64_t count,
                                           constmem::SourceKind source) {
   constmem::StrategyLimits limits;
+  // The entries each by-value table and each bank slot holds.
   if (table == kWeight) {
-    limits.by_value_bytes = constmem::ByValueTableBytes<float>(WeightByValue::kCapacity);
-    limits.constant_bank_bytes = causal_weight_bank::kBytes / 2;  // one slot
+    limits.by_value_bytes = WeightByValue::kCapacity * sizeof(float);
+    limits.constant_bank_bytes = causal_weight_bank::kBytes / 2;
   } else {
-    limits.by_value_bytes = constmem::ByValueTableBytes<float>(BiasByValue::kCapacity);
+    limits.by_value_bytes = BiasByValue::kCapacity * sizeof(float);
     limits.constant_bank_bytes = causal_bias_bank::kBytes / 4;
   }
   return constmem::ChoosePlacementFor<float>(count, source, limits);

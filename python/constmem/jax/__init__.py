@@ -17,6 +17,10 @@ the op's table dtype exactly (int32, or the data's dtype). The CUDA handlers are
 compatible: XLA may record them into CUDA graphs. Bad shapes, dtypes and values raise ValueError
 when the function is traced.
 
+An op with several tables (weight and bias) takes each in either form: all static makes one
+custom call with each table an attribute; otherwise the static ones are constant operands beside
+the jax.Array ones, each checked under its own name and given its own gradient.
+
 The library exports its op registry and its handlers: every op of the build is registered and
 has a function here, with its limit (MAX_TAPS, ...).
 """
@@ -84,11 +88,12 @@ def _attribute(kind: str, value: Any) -> Any:
     return str(value)
 
 
-def _output_shape(spec: OpSpec, shape, size: int, attrs: dict) -> tuple:
+def _output_shape(spec: OpSpec, shape, size, attrs: dict) -> tuple:
+    """The result's shape; `size` is the table's, or a tuple of each table's for several."""
     return descriptions.output_shape(_DESCRIPTIONS[spec.target], shape, size, attrs)
 
 
-def _check_call(spec: OpSpec, dtype: str, shape, size: int, attrs: dict) -> None:
+def _check_call(spec: OpSpec, dtype: str, shape, size, attrs: dict) -> None:
     """Runs the library's own checks of the call (its C++ description's) while JAX traces.
 
     A refusal is then a ValueError here rather than an error when the call runs. Symbolic shapes
@@ -105,46 +110,73 @@ def _encoded(spec: OpSpec, attrs: dict) -> dict:
 
 @functools.cache
 def _array_call(spec: OpSpec, attr_items: tuple):
-    """`call(data, table)` with a jax.Array table, with a rule for vmap.
+    """`call(data, *tables)` with jax.Array tables (one per table, in order), with a rule for vmap.
 
     Batched data alone is one call over the larger array (the ops are elementwise, or work along
-    the last axis); a batched table takes one call per batch element.
+    the last axis, or along the last two); a batched table takes one call per batch element.
     """
     attrs = dict(attr_items)
 
-    def call(data, table):
-        result = jax.ShapeDtypeStruct(
-            _output_shape(spec, data.shape, table.shape[0], attrs), data.dtype
-        )
-        return jax.ffi.ffi_call(spec.target, result)(data, table, **_encoded(spec, attrs))
+    def call(data, *tables):
+        sizes = tuple(t.shape[0] for t in tables) if spec.several_tables else tables[0].shape[0]
+        result = jax.ShapeDtypeStruct(_output_shape(spec, data.shape, sizes, attrs), data.dtype)
+        return jax.ffi.ffi_call(spec.target, result)(data, *tables, **_encoded(spec, attrs))
 
     batched = jax.custom_batching.custom_vmap(call)
 
     @batched.def_vmap
-    def _rule(axis_size, in_batched, data, table):
-        data_batched, table_batched = in_batched
-        if not table_batched:
-            return call(data, table), data_batched
-        if not data_batched:
-            data = jnp.broadcast_to(data, (axis_size, *data.shape))
-        return jax.lax.map(lambda pair: call(*pair), (data, table)), True
+    def _rule(axis_size, in_batched, data, *tables):
+        if not any(in_batched[1:]):
+            return call(data, *tables), in_batched[0]
+        operands = tuple(
+            t if b else jnp.broadcast_to(t, (axis_size, *t.shape))
+            for t, b in zip((data, *tables), in_batched, strict=True)
+        )
+        return jax.lax.map(lambda each: call(*each), operands), True
 
     return batched
 
 
-def _static_call(spec: OpSpec, data, values: tuple, attrs: dict):
-    """The op with a static table, sent as the attribute `table`.
-
-    int32 values, or float64 holding values of the data's dtype; batched data is one call over the
-    larger array.
-    """
-    result = jax.ShapeDtypeStruct(_output_shape(spec, data.shape, len(values), attrs), data.dtype)
+def _static_attribute(spec: OpSpec, values: tuple, data_dtype: str) -> np.ndarray:
+    """A static table as its attribute: int32 values, or float64 holding values of its dtype."""
     if spec.int32_table:
-        table = np.asarray(values, np.int32)
+        return np.asarray(values, np.int32)
+    return np.asarray(values, spec.table_dtype(data_dtype)).astype(np.float64)
+
+
+def _static_call(spec: OpSpec, data, values: tuple, attrs: dict):
+    """The op with static tables, each sent as an attribute.
+
+    One table is the attribute `table` (`values` its entries); several are each under its own
+    name (`values` a tuple of each one's entries). Batched data is one call over the larger array.
+    """
+    dtype = str(data.dtype)
+    if spec.several_tables:
+        sizes = tuple(len(v) for v in values)
+        tables = {
+            t.name: _static_attribute(spec.table_spec(i), v, dtype)
+            for i, (t, v) in enumerate(zip(spec.tables, values, strict=True))
+        }
     else:
-        table = np.asarray(values, spec.table_dtype(str(data.dtype))).astype(np.float64)
+        sizes = len(values)
+        tables = {"table": _static_attribute(spec, values, dtype)}
+    result = jax.ShapeDtypeStruct(_output_shape(spec, data.shape, sizes, attrs), data.dtype)
     return jax.ffi.ffi_call(spec.target + "_static", result, vmap_method="expand_dims")(
-        data, table=table, **_encoded(spec, attrs)
+        data, **tables, **_encoded(spec, attrs)
+    )
+
+
+def _constant_tables(spec: OpSpec, data_dtype: str, values: tuple, arrays: tuple) -> tuple:
+    """Each of several tables as an array, in order.
+
+    `values[i]` is table i's static entries, or None where table i is the next of `arrays`.
+    """
+    rest = iter(arrays)
+    return tuple(
+        next(rest)
+        if v is None
+        else jnp.asarray(np.asarray(v, spec.table_spec(i).table_dtype(data_dtype)))
+        for i, v in enumerate(values)
     )
 
 
@@ -155,9 +187,9 @@ class JaxArrays:
         self._spec = spec
         self._attrs = attrs
 
-    def op(self, data, table, **attrs):
+    def op(self, data, *tables, **attrs):
         merged = {**self._attrs, **attrs}
-        return _array_call(self._spec, tuple(merged.items()))(data, table)
+        return _array_call(self._spec, tuple(merged.items()))(data, *tables)
 
     def __getattr__(self, name):
         """Any other name is jax.numpy's (the array API standard's names: exp, tanh, sum, ...)."""
@@ -265,9 +297,10 @@ def _power_sums(x, g, n: int):
     return (x[:, None] ** jnp.arange(n, dtype=x.dtype) * g[:, None]).sum(0)
 
 
-def _gradients(spec: OpSpec, attrs: dict, grad, data, table, need_table: bool):
+def _gradients(spec: OpSpec, attrs: dict, grad, data, tables: tuple, need_tables: tuple):
+    """The description's backward: (grad_data, *one gradient per table)."""
     return _DESCRIPTIONS[spec.target].backward(
-        JaxArrays(spec, attrs), grad, data, table, attrs, True, need_table
+        JaxArrays(spec, attrs), grad, data, *tables, attrs, True, *need_tables
     )
 
 
@@ -283,11 +316,42 @@ def _with_array_fwd(spec, data, table, attr_items):
 def _with_array_bwd(spec, attr_items, residuals, grad):
     data, table = residuals
     need_table = not spec.int32_table
-    grad_data, grad_table = _gradients(spec, dict(attr_items), grad, data, table, need_table)
+    grad_data, grad_table = _gradients(spec, dict(attr_items), grad, data, (table,), (need_table,))
     return grad_data, grad_table
 
 
 _with_array.defvjp(_with_array_fwd, _with_array_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 2, 4))
+def _with_tables(spec: OpSpec, data, values: tuple, arrays: tuple, attr_items: tuple):
+    """The op with several tables, a gradient to each jax.Array one.
+
+    `arrays` are the jax.Array tables, `values` the static ones' entries (None in the place of
+    each array), as _constant_tables takes them.
+    """
+    return _tables_call(spec, data, values, arrays, attr_items)
+
+
+def _tables_call(spec: OpSpec, data, values: tuple, arrays: tuple, attr_items: tuple):
+    tables = _constant_tables(spec, str(data.dtype), values, arrays)
+    return _array_call(spec, attr_items)(data, *tables)
+
+
+def _with_tables_fwd(spec, data, values, arrays, attr_items):
+    return _tables_call(spec, data, values, arrays, attr_items), (data, arrays)
+
+
+def _with_tables_bwd(spec, values, attr_items, residuals, grad):
+    data, arrays = residuals
+    tables = _constant_tables(spec, str(data.dtype), values, arrays)
+    # A gradient to each jax.Array table of the data's type; none to a static or int32 one.
+    needs = tuple(v is None and not t.int32 for v, t in zip(values, spec.tables, strict=True))
+    grad_data, *grad_tables = _gradients(spec, dict(attr_items), grad, data, tables, needs)
+    return grad_data, tuple(g for g, v in zip(grad_tables, values, strict=True) if v is None)
+
+
+_with_tables.defvjp(_with_tables_fwd, _with_tables_bwd)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 2, 3))
@@ -300,9 +364,13 @@ def _with_static_fwd(spec, data, values, attr_items):
 
 
 def _with_static_bwd(spec, values, attr_items, data, grad):
-    dtype = np.int32 if spec.int32_table else data.dtype
-    table = jnp.asarray(np.asarray(values, dtype))
-    return (_gradients(spec, dict(attr_items), grad, data, table, False)[0],)
+    if spec.several_tables:
+        tables = _constant_tables(spec, str(data.dtype), values, ())
+    else:
+        dtype = np.int32 if spec.int32_table else data.dtype
+        tables = (jnp.asarray(np.asarray(values, dtype)),)
+    needs = (False,) * len(tables)
+    return (_gradients(spec, dict(attr_items), grad, data, tables, needs)[0],)
 
 
 _with_static.defvjp(_with_static_fwd, _with_static_bwd)
@@ -333,33 +401,75 @@ _static_calls: OrderedDict[tuple, Any] = OrderedDict()
 _static_calls_lock = threading.Lock()  # calls from several threads share the cache
 
 
+def _static_entries(key: tuple) -> int:
+    """The static entries a kept call's key holds (its values: one table's, or several's)."""
+    spec, values = key[0], key[1]
+    if spec.several_tables:
+        return sum(len(v) for v in values if v is not None)
+    return len(values)
+
+
+def _compile(spec: OpSpec, values: tuple, attr_items: tuple, differentiable: bool):
+    """The op with static `values` under jax.jit.
+
+    `fn(data)`; or `fn(data, *arrays)` for an op with several tables some of which are
+    jax.Arrays (None in their place in `values`).
+    """
+    if spec.several_tables and any(v is None for v in values):
+        if differentiable:
+            return jax.jit(
+                lambda data, *arrays: _with_tables(spec, data, values, arrays, attr_items)
+            )
+        return jax.jit(
+            lambda data, *arrays: _tables_call(
+                spec, data, values, tuple(map(jax.lax.stop_gradient, arrays)), attr_items
+            )
+        )
+    if differentiable:
+        return jax.jit(lambda data: _with_static(spec, data, values, attr_items))
+    checked = dict(attr_items)
+    return jax.jit(lambda data: _static_call(spec, data, values, checked))
+
+
 def _compiled_static_call(spec: OpSpec, values: tuple, attr_items: tuple, differentiable: bool):
-    """The op with the static table `values` under jax.jit, kept while recently used."""
+    """The op with the static table `values` under jax.jit, kept while recently used.
+
+    For an op with several tables, `values` holds each one's entries, None for a jax.Array.
+    """
     key = (spec, values, attr_items, differentiable)
     with _static_calls_lock:
         compiled = _static_calls.get(key)
         if compiled is not None:
             _static_calls.move_to_end(key)
             return compiled
-    if differentiable:
-        compiled = jax.jit(lambda data: _with_static(spec, data, values, attr_items))
-    else:
-        checked = dict(attr_items)
-        compiled = jax.jit(lambda data: _static_call(spec, data, values, checked))
+    compiled = _compile(spec, values, attr_items, differentiable)
     with _static_calls_lock:
         _static_calls[key] = compiled
-        entries = sum(len(k[1]) for k in _static_calls)
+        entries = sum(_static_entries(k) for k in _static_calls)
         while len(_static_calls) > 1 and (
             len(_static_calls) > _COMPILED_CALLS_KEPT or entries > _STATIC_ENTRIES_KEPT
         ):
             oldest, _ = _static_calls.popitem(last=False)
-            entries -= len(oldest[1])
+            entries -= _static_entries(oldest)
     return compiled
 
 
+def _check_array_table(spec: OpSpec, dtype: str, table) -> None:
+    """A jax.Array table's rank, size and dtype, as `spec`'s table (OpSpec.table_spec)."""
+    if table.ndim != 1:
+        raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
+    _registry.check_size(spec, table.shape[0])
+    if str(table.dtype) != spec.table_dtype(dtype):
+        raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
+
+
 def _make_call(spec: OpSpec, description: ModuleType):
-    """The function that checks a call of the op and runs it with a jax.Array or static table."""
+    """The function that checks a call of the op and runs it with a jax.Array or static table.
+
+    An op with several tables gets them as a tuple (constmem._binding), each in either form.
+    """
     check = getattr(description, "check", None)
+    each = tuple(spec.table_spec(i) for i in range(len(spec.tables)))
 
     def call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
         data = jnp.asarray(data)
@@ -386,13 +496,45 @@ def _make_call(spec: OpSpec, description: ModuleType):
         _check_call(spec, dtype, data.shape, len(values), checked)
         return _compiled_static_call(spec, values, attr_items, differentiable)(data)
 
-    return call
+    # Several tables: the same checks as call()'s, then each table's in a loop (call() keeps one
+    # table's inline, for its per-call cost).
+    def call_with_tables(spec: OpSpec, data, tables: tuple, attrs: tuple) -> jax.Array:
+        data = jnp.asarray(data)
+        dtype = str(data.dtype)
+        if dtype not in spec.data_dtypes():
+            raise ValueError(_registry.data_dtype_message(spec, dtype))
+        given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
+        checked = _registry.attr_values(spec, given, dtype)
+        if check is not None:
+            check(checked)
+        # Each table checked under its own name: a jax.Array's entries stay in it (None in
+        # `values`), a static one's are part of the compiled call.
+        values, arrays = [], []
+        for one, table in zip(each, tables, strict=True):
+            if isinstance(table, jax.Array):
+                _check_array_table(one, dtype, table)
+                values.append(None)
+                arrays.append(table)
+            else:
+                values.append(tuple(_registry.static_values(one, table, dtype).tolist()))
+        sizes = tuple(
+            len(v) if v is not None else t.shape[0] for v, t in zip(values, tables, strict=True)
+        )
+        _output_shape(spec, data.shape, sizes, checked)
+        _check_call(spec, dtype, data.shape, sizes, checked)
+        compiled = _compiled_static_call(
+            spec, tuple(values), tuple(checked.items()), dtype != "uint8"
+        )
+        return compiled(data, *arrays)
+
+    return call_with_tables if spec.several_tables else call
 
 
 _FORMS = """
 
 A table may be a jax.Array (of the op's table dtype) or a Python or NumPy sequence (a static
-table). Raises ValueError for bad input when traced, naming the argument.
+table); each of several in either form. Raises ValueError for bad input when traced, naming the
+argument.
 """
 
 

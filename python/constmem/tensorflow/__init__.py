@@ -44,10 +44,11 @@ def _register(library, path: str, described: Mapping[str, ModuleType] | None):
 def _make_call(table_ops):
     def make_call(spec, description):
         op = table_ops[spec.name]
+        run = op.call_tables if spec.several_tables else op.call_one
 
         def call(spec, data, table, attrs, source, name):
             given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
-            return op(data, table, given, source=source, name=name)
+            return run(data, table, given, source=source, name=name)
 
         return call
 
@@ -56,8 +57,9 @@ def _make_call(table_ops):
 
 _FORMS = """
 A table may be a tensor (of the op's table dtype) or a Python or NumPy sequence. `source` and
-`name` are as for every op of this package (see the package's documentation). Raises
-tf.errors.InvalidArgumentError for bad input, naming the argument.
+`name` are as for every op of this package (see the package's documentation); an op with several
+tables takes them all in one form. Raises tf.errors.InvalidArgumentError for bad input, naming the
+argument.
 """
 _EXTRA = {"source": "auto", "name": None}
 

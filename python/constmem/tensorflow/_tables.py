@@ -2,12 +2,13 @@
 """Every table op's TensorFlow wrapper, made from its description (tf/adapter/table_op.h).
 
 The choice of table form, each form's checks and encodings, errors, and the forms' gradients from
-the op's backward formula (constmem.ops).
+the op's backward formula (constmem.ops), for an op with one table or several.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -93,6 +94,61 @@ def _encoded_key(spec: OpSpec, table: object, dtype: str) -> tuple | None:
     return (spec.name, dtype, values, tuple(map(type, values)))
 
 
+def _encoded_tables_key(spec: OpSpec, tables: Sequence, dtype: str) -> tuple | None:
+    """The cache key of an op's several Python tables: None unless each is a list or tuple."""
+    keys = []
+    for table in tables:
+        if not isinstance(table, (list, tuple)):
+            return None
+        values = tuple(table)
+        keys.append((values, tuple(map(type, values))))
+    return (spec.name, dtype, *keys)
+
+
+def _remember(key: tuple, encoded: Any) -> None:
+    if len(_ENCODED_TABLES) >= _ENCODED_TABLES_KEPT:
+        _ENCODED_TABLES.clear()
+    _ENCODED_TABLES[key] = encoded
+
+
+# One table's checks and encodings, by the spec with that table's name and rule in its table
+# fields (OpSpec.table_spec): every message names the table as the caller wrote it.
+
+
+def static_values(spec: OpSpec, table: object, dtype: str) -> np.ndarray:
+    """A Python or NumPy table's values for data of `dtype`, checked (InvalidArgumentError)."""
+    try:
+        return _registry.static_values(spec, table, dtype)
+    except ValueError as error:
+        raise invalid(str(error)) from None
+
+
+def attr_encoding(spec: OpSpec, values: np.ndarray, dtype: str) -> list[int]:
+    """A static table's values as its attr: int32 values, or the bit patterns in the table dtype."""
+    if spec.int32_table:
+        return values.tolist()
+    return attr_bits(values, tf.as_dtype(spec.table_dtype(dtype)))
+
+
+def known_table(spec: OpSpec, table: object) -> object:
+    """A tensor table's value where the graph knows it, for the attr form."""
+    static = tf.get_static_value(table)
+    if static is None:
+        raise invalid(f"source='attr' needs a {spec.table} known when the graph is built")
+    return static
+
+
+def tensor_table(spec: OpSpec, table: object, dtype: str) -> tf.Tensor:
+    """A table as an input: a constant of a static one, else the tensor, of the table dtype."""
+    if not is_tensor(table):
+        return tf.constant(static_values(spec, table, dtype))
+    if not isinstance(table, tf.Tensor):
+        table = tf.convert_to_tensor(table)  # a variable reads as its value
+    if table.dtype.name != spec.table_dtype(dtype):
+        raise invalid(_registry.table_dtype_message(spec, dtype, table.dtype.name))
+    return table
+
+
 @dataclasses.dataclass(frozen=True)
 class TableOp:
     """A table op as Python calls it: the three forms tf/adapter/table_op.h registers.
@@ -140,7 +196,36 @@ class TableOp:
             )
         return values
 
+    @functools.cached_property
+    def table_specs(self) -> tuple[OpSpec, ...]:
+        """The spec of each table (OpSpec.table_spec), which its checks and messages take."""
+        return tuple(self.spec.table_spec(i) for i in range(len(self.spec.tables)))
+
     def __call__(
+        self,
+        data: TensorLike,
+        table: TensorLike | Sequence[TensorLike],
+        attrs: dict[str, Any],
+        *,
+        source: Source = "auto",
+        name: str | None = None,
+    ) -> tf.Tensor:
+        """Runs the form `source` picks, after checking and encoding the tables for it.
+
+        Args:
+          data: float32 (or float64) data.
+          table: a tensor (of the op's table dtype), or a Python or NumPy sequence; for an op with
+            several tables, the tuple of them in the op's order, each of those.
+          attrs: the op's attributes by name.
+          source: "input", "host", "attr", or "auto" ("attr" for Python or NumPy tables, else
+            "input").
+          name: the name scope of the op (default: the op's type).
+
+        """
+        run = self.call_tables if self.spec.several_tables else self.call_one
+        return run(data, table, attrs, source=source, name=name)
+
+    def call_one(
         self,
         data: TensorLike,
         table: TensorLike,
@@ -149,17 +234,7 @@ class TableOp:
         source: Source = "auto",
         name: str | None = None,
     ) -> tf.Tensor:
-        """Runs the form `source` picks, after checking and encoding the table for it.
-
-        Args:
-          data: float32 (or float64) data.
-          table: a tensor (of the op's table dtype), or a Python or NumPy sequence.
-          attrs: the op's attributes by name.
-          source: "input", "host", "attr", or "auto" ("attr" for Python or NumPy tables, else
-            "input").
-          name: the name scope of the op (default: the op's type).
-
-        """
+        """__call__ for an op with one table."""
         spec = self.spec
         source = resolve_source(source, table)
         with tf.name_scope(name or spec.type):
@@ -168,31 +243,18 @@ class TableOp:
                 raise invalid(_registry.data_dtype_message(spec, data.dtype.name))
             extra = self.encoded(self.attrs(attrs, data.dtype))
             if is_tensor(table) and source == "attr":
-                static = tf.get_static_value(table)
-                if static is None:
-                    raise invalid(
-                        f"source='attr' needs a {spec.table} known when the graph is built"
-                    )
-                table = static
+                table = known_table(spec, table)
             key = _encoded_key(spec, table, data.dtype.name) if source == "attr" else None
             encoded = _ENCODED_TABLES.get(key) if key is not None else None
             if encoded is not None:
                 call = op_function(self.library, spec.tf_name, "Attr")
                 return call(**{spec.data: data, spec.table: encoded}, **extra)
             if source == "attr" or not is_tensor(table):
-                try:
-                    values = _registry.static_values(spec, table, data.dtype.name)
-                except ValueError as error:
-                    raise invalid(str(error)) from None
+                values = static_values(spec, table, data.dtype.name)
                 if source == "attr":
-                    table_dtype = tf.as_dtype(spec.table_dtype(data.dtype.name))
-                    encoded = (
-                        values.tolist() if spec.int32_table else attr_bits(values, table_dtype)
-                    )
+                    encoded = attr_encoding(spec, values, data.dtype.name)
                     if key is not None:
-                        if len(_ENCODED_TABLES) >= _ENCODED_TABLES_KEPT:
-                            _ENCODED_TABLES.clear()
-                        _ENCODED_TABLES[key] = encoded
+                        _remember(key, encoded)
                     call = op_function(self.library, spec.tf_name, "Attr")
                     return call(**{spec.data: data, spec.table: encoded}, **extra)
                 table = tf.constant(values)
@@ -206,32 +268,98 @@ class TableOp:
             call = op_function(self.library, spec.tf_name, "HostTable" if source == "host" else "")
             return call(**{spec.data: data, spec.table: table}, **extra)
 
+    def call_tables(
+        self,
+        data: TensorLike,
+        tables: Sequence[TensorLike],
+        attrs: dict[str, Any],
+        *,
+        source: Source = "auto",
+        name: str | None = None,
+    ) -> tf.Tensor:
+        """__call__ for an op with several tables, `tables` in the op's order.
+
+        Every table takes the one form: "auto" is "attr" where all are Python or NumPy values,
+        else "input" (the static ones then constants); "host" passes them all in host memory.
+        """
+        spec = self.spec
+        names = spec.table_names
+        if not isinstance(tables, (tuple, list)) or len(tables) != len(names):
+            got = len(tables) if isinstance(tables, (tuple, list)) else type(tables).__name__
+            raise ValueError(
+                f"{spec.name} takes {len(names)} tables ({', '.join(names)}); got {got}"
+            )
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}; got {source!r}")
+        if source == "auto":
+            source = "input" if any(is_tensor(t) for t in tables) else "attr"
+        with tf.name_scope(name or spec.type):
+            data = data if isinstance(data, tf.Tensor) else tf.convert_to_tensor(data)
+            dtype = data.dtype.name
+            if dtype not in spec.data_dtypes():
+                raise invalid(_registry.data_dtype_message(spec, dtype))
+            extra = self.encoded(self.attrs(attrs, data.dtype))
+            if source == "attr":
+                tables = [
+                    known_table(s, t) if is_tensor(t) else t
+                    for s, t in zip(self.table_specs, tables, strict=True)
+                ]
+                key = _encoded_tables_key(spec, tables, dtype)
+                encoded = _ENCODED_TABLES.get(key) if key is not None else None
+                if encoded is None:
+                    encoded = [
+                        attr_encoding(s, static_values(s, t, dtype), dtype)
+                        for s, t in zip(self.table_specs, tables, strict=True)
+                    ]
+                    if key is not None:
+                        _remember(key, encoded)
+                call = op_function(self.library, spec.tf_name, "Attr")
+                return call(**{spec.data: data}, **dict(zip(names, encoded, strict=True)), **extra)
+            inputs = [
+                tensor_table(s, t, dtype) for s, t in zip(self.table_specs, tables, strict=True)
+            ]
+            call = op_function(self.library, spec.tf_name, "HostTable" if source == "host" else "")
+            return call(**{spec.data: data}, **dict(zip(names, inputs, strict=True)), **extra)
+
     def register_gradients(self) -> None:
-        """Registers the forms' gradients, from the op's backward formula."""
+        """Registers the forms' gradients, from the op's backward formula.
+
+        One gradient per input: the data's, and each table's but an int32 table's (None).
+        """
+        tables = self.spec.tables
+        need = [not t.int32 for t in tables]
 
         def with_input(op, grad):
-            data, table = op.inputs
+            data, *inputs = op.inputs
             if not data.dtype.is_floating:  # uint8 data: no gradient flows
-                return [None, None]
+                return [None] * len(op.inputs)
             attrs = self.decoded(op)
-            grad_data, grad_table = self.description.backward(
-                TfArrays(self, attrs), grad, data, table, attrs, True, not self.spec.int32_table
+            grad_data, *grad_tables = self.description.backward(
+                TfArrays(self, attrs), grad, data, *inputs, attrs, True, *need
             )
-            return [grad_data, grad_table]
+            return [grad_data, *(g if n else None for g, n in zip(grad_tables, need, strict=True))]
 
         def with_attr(op, grad):
             dtype = op.get_attr("T")
             if not dtype.is_floating:  # uint8 data: no gradient flows
                 return None
-            values = op.get_attr(self.spec.table)
-            table = tf.constant(
-                np.asarray(values, np.int32)
-                if self.spec.int32_table
-                else attr_floats(values, dtype)
-            )
+            values = [
+                tf.constant(
+                    np.asarray(op.get_attr(t.name), np.int32)
+                    if t.int32
+                    else attr_floats(op.get_attr(t.name), dtype)
+                )
+                for t in tables
+            ]
             attrs = self.decoded(op)
             return self.description.backward(
-                TfArrays(self, attrs), grad, op.inputs[0], table, attrs, True, False
+                TfArrays(self, attrs),
+                grad,
+                op.inputs[0],
+                *values,
+                attrs,
+                True,
+                *[False] * len(tables),
             )[0]
 
         for suffix, gradient in (("", with_input), ("HostTable", with_input), ("Attr", with_attr)):
@@ -258,7 +386,8 @@ class TfArrays:
         self._op = op
         self._attrs = attrs
 
-    def op(self, data, table, **attrs):
+    def op(self, data, *tables, **attrs):
+        table = tables if self._op.spec.several_tables else tables[0]
         return self._op(data, table, {**self._attrs, **attrs}, source="input")
 
     def __getattr__(self, name):

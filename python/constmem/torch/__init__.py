@@ -13,7 +13,8 @@ attr is: checked once per value and kept as a host tensor, which eager calls pas
 (`<op>_static`), a constant of the graph; a tensor table is an ordinary input, on the data's
 device (read in place or copied into constant memory) or on the CPU (staged, so the caller may
 reuse it at once). A tensor table must have the op's table dtype exactly (int32, or the data's
-dtype); a sequence is converted. Every op runs on the CPU and on CUDA tensors, on
+dtype); a sequence is converted. An op with several tables (weight and bias) takes each as a
+parameter of its own, each in any of these forms. Every op runs on the CPU and on CUDA tensors, on
 `torch.cuda.current_stream()`, traces under `torch.compile(fullgraph=True)` and differentiates as
 the TensorFlow op does. Bad input raises ValueError naming the argument, what it must be and what
 it was.
@@ -57,28 +58,32 @@ _STATIC_CACHE_SIZE = 256
 _static_cache: OrderedDict[Any, tuple] = OrderedDict()  # key -> (types, tensor)
 
 
-def _static_key(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> tuple:
-    """(a hashable key of a static table for `spec`'s op, the values' types), or (None, None).
+def _static_key(name: str, table: Any, dtype: torch.dtype) -> tuple:
+    """(a hashable key of a static table named `name`, the values' types), or (None, None).
 
-    A cached table is reused only for values of the same types as well: 1 == 1.0, but an int32
-    table takes only the first. The types are compared, not hashed, which costs less.
+    `name` tells apart the ops and an op's several tables, whose rules differ. A cached table is
+    reused only for values of the same types as well: 1 == 1.0, but an int32 table takes only the
+    first. The types are compared, not hashed, which costs less.
     """
     if isinstance(table, np.ndarray):
-        return (spec.name, dtype, table.dtype.str, table.shape, table.tobytes()), None
+        return (name, dtype, table.dtype.str, table.shape, table.tobytes()), None
     try:
         values = tuple(table)
     except TypeError:
         return None, None
-    return (spec.name, dtype, values), tuple(map(type, values))
+    return (name, dtype, values), tuple(map(type, values))
 
 
-def _static_table(spec: _registry.OpSpec, table: Any, dtype: torch.dtype) -> torch.Tensor:
+def _static_table(
+    spec: _registry.OpSpec, table: Any, dtype: torch.dtype, name: str
+) -> torch.Tensor:
     """A static table as a host tensor of the op's table dtype, checked and made once per value.
 
     A table fixed per call site comes again and again, and a host tensor reaches the kernel
-    without the dispatcher converting a list of its entries at every call.
+    without the dispatcher converting a list of its entries at every call. `spec`: the op's, or
+    for one of several tables spec.table_spec(i); `name`: its cache key's (the op's, or "op.table").
     """
-    key, types = _static_key(spec, table, dtype)
+    key, types = _static_key(name, table, dtype)
     if key is not None:
         try:
             cached = _static_cache.get(key)
@@ -157,22 +162,28 @@ def _refusal(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tupl
     Newer PyTorch releases (2.15) turn every exception of a stable-ABI kernel into a RuntimeError,
     the kernel's refusals of bad input among them. They are ValueErrors in the kernel's words on
     every release: the checks run again here, for a call that failed, and name what it refused.
+    `table`: the table, or the tuple of an op's several tables in its order.
     """
     dtype = dtype_name(data.dtype)
     if dtype not in spec.data_dtypes():
         return ValueError(_registry.data_dtype_message(spec, dtype))
-    if isinstance(table, torch.Tensor):
-        try:
-            check_table(spec, table, data)
-        except ValueError as error:
-            return error
-    size = table.shape[0] if isinstance(table, torch.Tensor) else len(table)
+    tables = table if spec.several_tables else (table,)
+    sizes = []
+    for i, t in enumerate(tables):
+        if isinstance(t, torch.Tensor):
+            try:
+                check_table(spec.table_spec(i), t, data)
+            except ValueError as error:
+                return error
+            sizes.append(t.shape[0])
+        else:
+            sizes.append(len(t))
     checker = _CHECKERS.get(spec.target)
     if checker is None:
         return None
     named = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
     try:
-        checker(spec, dtype, tuple(data.shape), size, named)
+        checker(spec, dtype, tuple(data.shape), tuple(sizes), named)
     except ValueError as error:
         return error
     return None
@@ -208,14 +219,20 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
             return static_op(data, _registry.static_list(spec, table), *attrs)
         # Eagerly, the table as a cached host tensor: the kernel copies it into its own staging
         # (by value when small), and the graph of a capture keeps its own copy, as of a list.
-        table = _static_table(spec, table, data.dtype)
+        table = _static_table(spec, table, data.dtype, spec.name)
         if data.requires_grad and torch.is_grad_enabled():
             return tensor_op(data, table, *attrs)
         with _below_autograd():
             return run_below_autograd(data, table, *attrs)
 
+    if spec.several_tables:
+        dispatch = _several_tables_dispatch(spec, tensor_op, static_op)
+
     def call(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tuple):
-        """The op on `data` with a tensor or static table; bad input is a ValueError."""
+        """The op on `data` with a tensor or static table; bad input is a ValueError.
+
+        An op with several tables gets the tuple of them, each in any form.
+        """
         if attrs:
             attrs = checked_attrs(attrs, data)
         elif not isinstance(data, torch.Tensor):
@@ -231,6 +248,44 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
             raise refusal from error
 
     return call
+
+
+def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
+    """dispatch() of an op with several tables, given as a tuple in the op's order.
+
+    Each table may take any form. All static: the `_static` op under torch.compile (lists, constants
+    of the graph), else the tensor op with each as a cached host tensor, as for one static table.
+    Any tensor among them: the tensor op, with the static ones as host tensors (made in the graph
+    under torch.compile, where the cache is not traced).
+    """
+    table_specs = tuple(spec.table_spec(i) for i in range(len(spec.tables)))
+    keys = tuple(f"{spec.name}.{s.table}" for s in table_specs)
+    run_below_autograd = tensor_op._op
+
+    def as_tensor(i: int, table: Any, data: torch.Tensor, compiling: bool) -> torch.Tensor:
+        if isinstance(table, torch.Tensor):
+            return table
+        if compiling:
+            table_dtype = getattr(torch, table_specs[i].table_dtype(dtype_name(data.dtype)))
+            return torch.tensor(_registry.static_list(table_specs[i], table), dtype=table_dtype)
+        return _static_table(table_specs[i], table, data.dtype, keys[i])
+
+    def dispatch(spec: _registry.OpSpec, data: torch.Tensor, tables: tuple, attrs: tuple):
+        compiling = _is_compiling()
+        if compiling and not any(isinstance(t, torch.Tensor) for t in tables):
+            lists = [_registry.static_list(s, t) for s, t in zip(table_specs, tables, strict=True)]
+            return static_op(data, *lists, *attrs)
+        tensors = tuple(as_tensor(i, t, data, compiling) for i, t in enumerate(tables))
+        if compiling or (
+            torch.is_grad_enabled()
+            and (data.requires_grad or any(t.requires_grad for t in tensors))
+            and data.is_floating_point()
+        ):
+            return tensor_op(data, *tensors, *attrs)
+        with _below_autograd():
+            return run_below_autograd(data, *tensors, *attrs)
+
+    return dispatch
 
 
 _FORMS = """

@@ -12,6 +12,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import torch
 
 from constmem import _binding, _libraries, _registry
@@ -36,10 +37,13 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def schema(spec: OpSpec, static: bool) -> str:
-    """The op's schema: (data, table, attributes...) -> result."""
-    table = ("int[]" if spec.int32_table else "float[]") if static else "Tensor"
+    """The op's schema: (data, each table in the op's order, attributes...) -> result."""
+    tables = "".join(
+        f", {('int[]' if t.int32 else 'float[]') if static else 'Tensor'} {t.name}"
+        for t in spec.tables
+    )
     attrs = "".join(f", {_SCHEMA_TYPES[a.kind]} {a.name}" for a in spec.attrs)
-    return f"(Tensor {spec.data}, {table} {spec.table}{attrs}) -> Tensor"
+    return f"(Tensor {spec.data}{tables}{attrs}) -> Tensor"
 
 
 def check_data(spec: OpSpec, data: torch.Tensor) -> None:
@@ -105,17 +109,23 @@ def register_library(
 
 def _fake(spec: OpSpec, description: ModuleType, static: bool):
     """The op's fake kernel: its checks and its result's shape, for meta tensors and tracing."""
+    table_specs = tuple(spec.table_spec(i) for i in range(len(spec.tables)))
+    count = len(table_specs)
 
-    def fake(data, table, *attr_values):
+    def fake(data, *args):
         check_data(spec, data)
-        if static:
-            _registry.check_size(spec, len(table))
-            size = len(table)
-        else:
-            check_table(spec, table, data)
-            size = table.shape[0]
-        attrs = {a.name: v for a, v in zip(spec.attrs, attr_values, strict=True)}
-        shape = descriptions.output_shape(description, data.shape, size, attrs, torch.sym_max)
+        sizes = []
+        for table_spec, table in zip(table_specs, args[:count], strict=True):
+            if static:
+                _registry.check_size(table_spec, len(table))
+                sizes.append(len(table))
+            else:
+                check_table(table_spec, table, data)
+                sizes.append(table.shape[0])
+        attrs = {a.name: v for a, v in zip(spec.attrs, args[count:], strict=True)}
+        shape = descriptions.output_shape(
+            description, data.shape, tuple(sizes), attrs, torch.sym_max
+        )
         if spec.elementwise:
             return torch.empty_like(data, memory_format=torch.contiguous_format)
         return data.new_empty(shape)
@@ -129,25 +139,38 @@ def _save_inputs(ctx, inputs, output):
 
 
 def _backward(spec: OpSpec, description: ModuleType, static: bool):
-    """The op's autograd formula: its description's backward over PyTorch's tensors."""
+    """The op's autograd formula: its description's backward over PyTorch's tensors.
+
+    One gradient per table, none to an int32 table or a static one.
+    """
+    table_specs = tuple(spec.table_spec(i) for i in range(len(spec.tables)))
+    count = len(table_specs)
+    no_attr_grads = [None] * len(spec.attrs)
 
     def backward(ctx, grad):
         if static:
             (data,) = ctx.saved_tensors
-            dtype = table_dtype(spec, data.dtype)
-            table = torch.tensor(ctx.inputs[1], dtype=dtype, device=data.device)
+            tables = tuple(
+                torch.tensor(values, dtype=table_dtype(s, data.dtype), device=data.device)
+                for s, values in zip(table_specs, ctx.inputs[1 : 1 + count], strict=True)
+            )
         else:
-            data, table = ctx.saved_tensors
+            data, *tables = ctx.saved_tensors
         if not data.is_floating_point():  # uint8 data: no gradient flows
-            return None, None, *([None] * len(spec.attrs))
-        attrs = {a.name: v for a, v in zip(spec.attrs, ctx.inputs[2:], strict=True)}
-        need_table = not static and not spec.int32_table and ctx.needs_input_grad[1]
-        grad_data, grad_table = description.backward(
-            TorchArrays(spec, attrs), grad, data, table, attrs, ctx.needs_input_grad[0], need_table
+            return None, *([None] * count), *no_attr_grads
+        attrs = {a.name: v for a, v in zip(spec.attrs, ctx.inputs[1 + count :], strict=True)}
+        need = [
+            not static and not s.int32_table and ctx.needs_input_grad[1 + i]
+            for i, s in enumerate(table_specs)
+        ]
+        grad_data, *grad_tables = description.backward(
+            TorchArrays(spec, attrs), grad, data, *tables, attrs, ctx.needs_input_grad[0], *need
         )
-        if grad_table is not None:
-            grad_table = grad_table.to(table.device)
-        return grad_data, grad_table if need_table else None, *([None] * len(spec.attrs))
+        grad_tables = [
+            g.to(t.device) if n and g is not None else None
+            for g, t, n in zip(grad_tables, tables, need, strict=True)
+        ]
+        return grad_data, *grad_tables, *no_attr_grads
 
     return backward
 
@@ -160,9 +183,12 @@ class TorchArrays:
         self._spec = spec
         self._attrs = attrs
 
-    def op(self, data, table, **attrs):
+    def op(self, data, *tables, **attrs):
+        """The op with tensor tables, each of several in the op's order."""
         merged = {**self._attrs, **attrs}
-        return self._op(data, table.contiguous(), *(merged[a.name] for a in self._spec.attrs))
+        return self._op(
+            data, *(t.contiguous() for t in tables), *(merged[a.name] for a in self._spec.attrs)
+        )
 
     def __getattr__(self, name):
         """Any other name is torch's (the array API standard's names: exp, tanh, sum, ...)."""
@@ -268,6 +294,10 @@ class TorchArrays:
 
     @staticmethod
     def take(t, indices, axis):
+        if isinstance(indices, np.ndarray) and indices.dtype == object:
+            # Made from symbolic sizes (torch.compile's dynamic shapes): the sizes of this trace,
+            # which torch.compile then guards on.
+            indices = indices.astype(np.int64)
         return t.index_select(axis, torch.as_tensor(indices, dtype=torch.long, device=t.device))
 
     @staticmethod

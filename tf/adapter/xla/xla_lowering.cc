@@ -9,6 +9,8 @@
 
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
+#include "tensorflow/core/framework/kernel_def_builder.h"
+#include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/platform/logging.h"
 #include "xla/ffi/api/ffi.h"
 #include "xla/hlo/builder/xla_builder.h"
@@ -42,62 +44,84 @@ std::mutex& FormsMutex() {
   return *mutex;
 }
 
+// An attr table's values, read when the kernel is built: int32 entries, or those of the data's
+// compute type (float for float32 and uint8 data).
+struct AttrTable {
+  std::vector<std::int32_t> ints;
+  std::vector<float> floats;
+  std::vector<double> doubles;
+};
+
 class TableCallKernel : public tensorflow::XlaOpKernel {
  public:
   TableCallKernel(tensorflow::OpKernelConstruction* ctx, const Form& form)
       : XlaOpKernel(ctx), lowering_(*form.lowering), from_(form.from) {
     if (from_ != TableFrom::kAttr) return;
-    const char* attr = lowering_.table_attr;
-    if (lowering_.int32_table) {
-      OP_REQUIRES_OK(ctx,
-                     ReadAttrTable(ctx, attr, lowering_.max_table, &ints_, lowering_.min_table));
-      return;
-    }
     tensorflow::DataType dtype;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype));
-    double_table_ = dtype == tensorflow::DT_DOUBLE;  // float for float32 and uint8 data
-    if (!double_table_) {
-      OP_REQUIRES_OK(ctx,
-                     ReadAttrTable(ctx, attr, lowering_.max_table, &floats_, lowering_.min_table));
-    } else {
-      OP_REQUIRES_OK(ctx,
-                     ReadAttrTable(ctx, attr, lowering_.max_table, &doubles_, lowering_.min_table));
+    double_tables_ = dtype == tensorflow::DT_DOUBLE;
+    attr_tables_.resize(lowering_.tables.size());
+    for (std::size_t i = 0; i < lowering_.tables.size(); ++i) {
+      const TableSpec& spec = lowering_.tables[i];
+      AttrTable& table = attr_tables_[i];
+      if (spec.int32) {
+        OP_REQUIRES_OK(ctx,
+                       ReadAttrTable(ctx, spec.name, spec.max_size, &table.ints, spec.min_size));
+      } else if (!double_tables_) {
+        OP_REQUIRES_OK(ctx,
+                       ReadAttrTable(ctx, spec.name, spec.max_size, &table.floats, spec.min_size));
+      } else {
+        OP_REQUIRES_OK(ctx,
+                       ReadAttrTable(ctx, spec.name, spec.max_size, &table.doubles, spec.min_size));
+      }
     }
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
     xla::XlaBuilder* builder = ctx->builder();
-    xla::XlaOp table;
-    std::int64_t size = 0;
-    if (from_ == TableFrom::kAttr) {
-      if (lowering_.int32_table) {
-        table = xla::ConstantR1<std::int32_t>(builder, ints_);
-        size = static_cast<std::int64_t>(ints_.size());
-      } else if (!double_table_) {
-        table = xla::ConstantR1<float>(builder, floats_);
-        size = static_cast<std::int64_t>(floats_.size());
+    // The operands: the data (below), then each table in order.
+    std::vector<xla::XlaOp> operands(1 + lowering_.tables.size());
+    TableSizes sizes;
+    sizes.count = static_cast<int>(lowering_.tables.size());
+    for (int i = 0; i < sizes.count; ++i) {
+      const TableSpec& spec = lowering_.tables[i];
+      std::int64_t size = 0;
+      if (from_ == TableFrom::kAttr) {
+        const AttrTable& table = attr_tables_[i];
+        if (spec.int32) {
+          operands[1 + i] = xla::ConstantR1<std::int32_t>(builder, table.ints);
+          size = static_cast<std::int64_t>(table.ints.size());
+        } else if (!double_tables_) {
+          operands[1 + i] = xla::ConstantR1<float>(builder, table.floats);
+          size = static_cast<std::int64_t>(table.floats.size());
+        } else {
+          operands[1 + i] = xla::ConstantR1<double>(builder, table.doubles);
+          size = static_cast<std::int64_t>(table.doubles.size());
+        }
       } else {
-        table = xla::ConstantR1<double>(builder, doubles_);
-        size = static_cast<std::int64_t>(doubles_.size());
+        const absl::StatusOr<xla::Shape> shape = ctx->InputXlaShape(1 + i);
+        OP_REQUIRES_OK(ctx, shape.status());
+        OP_REQUIRES(
+            ctx, shape->dimensions().size() == 1,
+            absl::InvalidArgumentError(std::string(spec.name) + " must be a vector, got shape " +
+                                       shape->ToString()));
+        // A custom call takes static shapes.
+        OP_REQUIRES(ctx, shape->is_static(),
+                    absl::UnimplementedError(lowering_.op + " under XLA needs " + spec.name +
+                                             " of static size"));
+        size = shape->dimensions(0);
+        operands[1 + i] = ctx->Input(1 + i);
       }
-    } else {
-      const absl::StatusOr<xla::Shape> shape = ctx->InputXlaShape(1);
-      OP_REQUIRES_OK(ctx, shape.status());
-      OP_REQUIRES(ctx, shape->dimensions().size() == 1,
-                  absl::InvalidArgumentError(std::string(lowering_.table_attr) +
-                                             " must be a vector, got shape " + shape->ToString()));
-      size = shape->dimensions(0);
-      table = ctx->Input(1);
+      OP_REQUIRES_OK(ctx, ValidateTableSize(size, spec.name, spec.max_size, spec.min_size));
+      sizes.size[i] = size;
     }
-    OP_REQUIRES_OK(ctx, ValidateTableSize(size, lowering_.table_attr, lowering_.max_table,
-                                          lowering_.min_table));
     std::vector<std::int64_t> dims = DataDims(ctx);
     std::string attributes;
-    OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), size, &dims,
+    OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), sizes, &dims,
                                            &attributes));
-    // A custom call takes static shapes. Dimensions XLA marks dynamic (their size known only when
-    // the program runs) are passed at their bound and marked again on the result, where each
-    // element depends on its own position only; a dynamic table or row is refused.
+    // Dimensions XLA marks dynamic (their size known only when the program runs) are passed at
+    // their bound and marked again on the result, where each element depends on its own position
+    // only; a dynamic row is refused.
     const absl::StatusOr<xla::Shape> data_shape = ctx->InputXlaShape(0);
     OP_REQUIRES_OK(ctx, data_shape.status());
     xla::XlaOp data = ctx->Input(0);
@@ -111,19 +135,13 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
       dynamic.push_back(d);
       data = xla::RemoveDynamicDimension(data, d);
     }
-    if (from_ != TableFrom::kAttr) {
-      const absl::StatusOr<xla::Shape> table_shape = ctx->InputXlaShape(1);
-      OP_REQUIRES_OK(ctx, table_shape.status());
-      OP_REQUIRES(
-          ctx, table_shape->is_static(),
-          absl::UnimplementedError(lowering_.op + " under XLA needs a table of static size"));
-    }
+    operands[0] = data;
     const xla::Shape result = xla::ShapeUtil::MakeShape(ctx->input_xla_type(0), dims);
-    xla::XlaOp output = xla::CustomCall(
-        builder, lowering_.target, {data, table}, result, attributes,
-        /*has_side_effect=*/false,
-        /*output_operand_aliasing=*/{}, /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
-        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+    xla::XlaOp output = xla::CustomCall(builder, lowering_.target, operands, result, attributes,
+                                        /*has_side_effect=*/false,
+                                        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
+                                        xla::CustomCallSchedule::SCHEDULE_NONE,
+                                        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
     for (std::int64_t d : dynamic) {
       output = xla::SetDimensionSize(output, xla::GetDimensionSize(ctx->Input(0), d), d);
     }
@@ -133,10 +151,8 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
  private:
   const XlaLowering& lowering_;
   TableFrom from_;
-  bool double_table_ = false;
-  std::vector<std::int32_t> ints_;
-  std::vector<float> floats_;
-  std::vector<double> doubles_;
+  bool double_tables_ = false;
+  std::vector<AttrTable> attr_tables_;
 };
 
 tensorflow::OpKernel* MakeTableCallKernel(tensorflow::OpKernelConstruction* ctx) {
@@ -156,6 +172,20 @@ void RegisterHandler(const XlaLowering& lowering, const char* platform, XLA_FFI_
     LOG(WARNING) << "constmem: XLA did not take the handler " << lowering.target << " for "
                  << platform;
   }
+}
+
+// Whether tf2xla has made the kernels of its registered ops on the compilation devices
+// (XlaOpRegistry::RegisterCompilationKernels, once per process, when TensorFlow first sets up XLA):
+// an op registered after that has none unless it makes its own. Identity is one of tf2xla's.
+bool CompilationKernelsMade() {
+  const tensorflow::KernelList kernels = tensorflow::GetRegisteredKernelsForOp("Identity");
+  const std::vector<std::string> backends = tensorflow::XlaOpRegistry::BackendNames();
+  for (const tensorflow::KernelDef& kernel : kernels.kernel()) {
+    if (std::find(backends.begin(), backends.end(), kernel.device_type()) != backends.end()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -178,6 +208,19 @@ bool RegisterXlaLowering(const XlaLowering& lowering) {
     }
     new tensorflow::XlaOpRegistrar(
         tensorflow::XlaOpRegistrationBuilder::Name(name).Build(MakeTableCallKernel));
+  }
+  // A library loaded after TensorFlow set up XLA (load_library once devices are listed) registers
+  // its forms' kernels on each compilation device itself, as tf2xla would have.
+  if (CompilationKernelsMade()) {
+    for (const std::string& backend : tensorflow::XlaOpRegistry::BackendNames()) {
+      for (const char* suffix : {"", "HostTable", "Attr"}) {
+        const std::string name = kept->op + suffix;
+        tensorflow::KernelDefBuilder builder(name.c_str());
+        builder.Device(backend.c_str());
+        new tensorflow::kernel_factory::OpKernelRegistrar(builder.Build(), "XlaJitOp",
+                                                          MakeTableCallKernel);
+      }
+    }
   }
   RegisterHandler(*kept, "Host", kept->host_handler);
   RegisterHandler(*kept, "CUDA", kept->cuda_handler);

@@ -5,10 +5,10 @@
 // without XLA run with it, so that a compiled graph computes the same bits as an uncompiled one.
 // (HLO has no fused multiply-add: a lowering to HLO arithmetic could not promise that.) Each op
 // registers
-//   - one tf2xla kernel for its three table forms: the table is the custom call's second operand,
-//     an input's buffer or the attr's values as a constant;
+//   - one tf2xla kernel for its three table forms: the custom call's operands are the data, then
+//     each table in the op's order, an input's buffer or an attr's values as a constant;
 //   - its FFI handlers (xla_ffi/ffi_support.h, the same JAX registers) for the platforms "Host"
-//     (the CPU kernel) and "CUDA" (the GPU launcher on XLA's stream, the table read from device
+//     (the CPU kernel) and "CUDA" (the GPU launcher on XLA's stream, the tables read from device
 //     memory).
 // Built when the headers tf2xla needs beyond TensorFlow's wheel are found (highwayhash and
 // farmhash; on Debian, libhighwayhash-dev and libfarmhash-dev).
@@ -22,6 +22,7 @@
 
 #include "adapter/kernel_registration.h"
 #include "adapter/table_adapter.h"
+#include "constmem/op_description.hpp"
 #include "constmem/status.hpp"
 #include "tensorflow/core/framework/node_def.pb.h"
 #include "tensorflow/core/framework/node_def_util.h"
@@ -37,18 +38,17 @@ namespace tf_adapter {
 
 // What one op's lowering needs to know.
 struct XlaLowering {
-  std::string op;          // the op's base name, "Constmem>Polyval"
-  std::string target;      // the FFI handlers' name, "constmem_polyval"
-  const char* table_attr;  // the attr form's table attr
-  std::int64_t min_table;  // table sizes allowed: min_table to max_table
-  std::int64_t max_table;
-  bool int32_table = false;  // int32 entries (else of the data's type)
-  bool elementwise = true;   // else the last axis is one unit, a row
-  // The result's dimensions from the data's (and the table's size), and the custom call's
+  std::string op;      // the op's base name, "Constmem>Polyval"
+  std::string target;  // the FFI handlers' name, "constmem_polyval"
+  // The op's tables in order: each an operand of the custom call, named by its attr in the Attr
+  // form, of min_size to max_size entries of int32 (else of the data's compute type).
+  std::vector<TableSpec> tables;
+  bool elementwise = true;  // else the last axis is one unit, a row
+  // The result's dimensions from the data's (and the tables' sizes), and the custom call's
   // attributes as an MLIR dictionary ("{}" for none), from the node's attrs and the data's type;
   // an error for shapes the op refuses.
   std::function<absl::Status(const tensorflow::NodeDef& node, tensorflow::DataType dtype,
-                             std::int64_t table_size, std::vector<std::int64_t>* dims,
+                             const TableSizes& sizes, std::vector<std::int64_t>* dims,
                              std::string* attributes)>
       describe;
   XLA_FFI_Handler* host_handler = nullptr;
