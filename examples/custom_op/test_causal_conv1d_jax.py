@@ -5,7 +5,6 @@ gradients to x, weight and bias, bad input naming the table as a ValueError whil
 FFI handlers' own checks, and placement_of per table."""
 
 import ctypes
-import os
 import re
 
 import numpy as np
@@ -13,40 +12,17 @@ import pytest
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
-from causal_conv1d import causal_conv1d as description  # noqa: E402
+from causal_conv1d_ops import BUILD, PLACEMENTS, random_case, reference  # noqa: E402
+from causal_conv1d_ops import jax as causal_conv1d  # noqa: E402
 
-BUILD = os.environ.get("APPLY_GAIN_BUILD", os.path.join(os.path.dirname(__file__), "build"))
 PATH = f"{BUILD}/_causal_conv1d_jax.so"
 DEVICES = jax.devices("cpu") + [d for d in jax.devices() if d.platform == "gpu"]
 FORMS = ("array", "list", "numpy")
-_LOADED = {}
-
-
-def causal_conv1d():
-    """The op library's module, loaded once."""
-    if "jax" not in _LOADED:
-        import constmem.jax
-
-        _LOADED["jax"] = constmem.jax.load_library(PATH, {"causal_conv1d": description})
-    return _LOADED["jax"]
 
 
 @pytest.fixture(scope="module")
 def ops():
     return causal_conv1d()
-
-
-def reference(x, weight, bias):
-    """y[..., c, t] = bias[c] + sum_j weight[c * k + j] * x[..., c, t - k + 1 + j], in float64."""
-    x = np.asarray(x, np.float64)
-    channels, length = x.shape[-2:]
-    w = np.asarray(weight, np.float64).reshape(channels, -1)
-    taps = w.shape[1]
-    padded = np.concatenate([np.zeros((*x.shape[:-1], taps - 1)), x], -1)
-    y = np.broadcast_to(np.asarray(bias, np.float64)[:, None], x.shape).copy()
-    for j in range(taps):
-        y += w[:, j, None] * padded[..., j : j + length]
-    return y
 
 
 def jnp_reference(x, weight, bias):
@@ -69,15 +45,6 @@ def form_of(values, form, device):
     if form == "list":
         return array.tolist()
     return array.copy()
-
-
-def random_case(shape, taps, seed):
-    rng = np.random.default_rng(seed)
-    channels = shape[-2]
-    x = rng.standard_normal(shape).astype(np.float32)
-    weight = (rng.standard_normal(channels * taps) / np.sqrt(taps)).astype(np.float32)
-    bias = rng.standard_normal(channels).astype(np.float32)
-    return x, weight, bias
 
 
 def with_forms(ops, weight, bias):
@@ -353,22 +320,8 @@ def test_placement_of_answers_for_each_table(ops):
     if not _has_gpu_kernels():
         assert weight is None and bias is None
         return
-    # Small host tables go by value; each table's constant bank slot (4,096 taps, 1,024 biases)
-    # bounds it there, and a device table is never passed by value.
-    expected = [
-        ("weight", 4, "host", "by_value"),
-        ("weight", 4096, "host", "constant_bank"),
-        ("weight", 4097, "host", "global_memory"),
-        ("weight", 2048, "device", "constant_bank"),
-        ("weight", 4097, "device", "global_memory"),
-        ("bias", 4, "host", "by_value"),
-        ("bias", 1024, "host", "constant_bank"),
-        ("bias", 1025, "host", "global_memory"),
-        ("bias", 4, "device", "constant_bank"),
-        ("bias", 2048, "device", "global_memory"),
-    ]
     got = [
         (table, n, source, ops.placement_of("causal_conv1d", n, source=source, table=table))
-        for table, n, source, _ in expected
+        for table, n, source, _ in PLACEMENTS
     ]
-    assert got == expected
+    assert got == PLACEMENTS

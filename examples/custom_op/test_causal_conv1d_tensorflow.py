@@ -3,16 +3,14 @@
 reference: eagerly, in tf.function and under XLA, each table in every form, with its gradients and
 its errors, which name the table."""
 
-import os
-
 import numpy as np
 import pytest
 
 tf = pytest.importorskip("tensorflow")
-from causal_conv1d import causal_conv1d as description  # noqa: E402
+import causal_conv1d_ops  # noqa: E402
+from causal_conv1d_ops import PLACEMENTS, reference  # noqa: E402
 from tensorflow.python.framework import kernels  # noqa: E402
 
-BUILD = os.environ.get("APPLY_GAIN_BUILD", os.path.join(os.path.dirname(__file__), "build"))
 DEVICES = ["/CPU:0"] + [d.name for d in tf.config.list_logical_devices("GPU")]
 MODES = ["eager", "function", "xla"]
 WRONG = tf.errors.InvalidArgumentError
@@ -20,23 +18,7 @@ WRONG = tf.errors.InvalidArgumentError
 
 @pytest.fixture(scope="module")
 def ops():
-    import constmem.tensorflow
-
-    path = f"{BUILD}/_causal_conv1d_tf.so"
-    return constmem.tensorflow.load_library(path, {"causal_conv1d": description})
-
-
-def reference(x, weight, bias):
-    """y[..., c, t] = bias[c] + sum_j weight[c, j] * x[..., c, t - k + 1 + j], in float64."""
-    x = np.asarray(x, np.float64)
-    channels, length = x.shape[-2:]
-    weight = np.asarray(weight, np.float64).reshape(channels, -1)
-    taps = weight.shape[1]
-    padded = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(taps - 1, 0)])
-    y = np.broadcast_to(np.asarray(bias, np.float64)[:, None], x.shape).copy()
-    for j in range(taps):
-        y += weight[:, j, None] * padded[..., j : j + length]
-    return y
+    return causal_conv1d_ops.tensorflow()
 
 
 def tf_reference(x, weight, bias):
@@ -372,19 +354,12 @@ def test_placement_of_each_table(ops):
         assert ops.placement_of("causal_conv1d", 3, table="bias") is None
         return
 
-    # Each table by its own rule: about 256 biases or 1,024 taps by value from the host, a constant
-    # bank slot of 1,024 biases or 4,096 taps, global memory past it.
-    def place(n, source="device", table=None):
-        return ops.placement_of("causal_conv1d", n, source=source, table=table)
-
-    assert place(3, table="bias") == "constant_bank"
-    assert place(200, "host", "bias") == "by_value"
-    assert place(1000, "host", "bias") == "constant_bank"
-    assert place(1000, "host", "weight") == "by_value"
-    assert place(1000, "host") == "by_value"  # the first table's
-    assert place(1025, table="bias") == "global_memory"
-    assert place(4000, table="weight") == "constant_bank"
-    assert place(4097, "host", "weight") == "global_memory"
+    assert ops.placement_of("causal_conv1d", 1000, source="host") == "by_value"  # the weight
+    got = [
+        (table, n, source, ops.placement_of("causal_conv1d", n, source=source, table=table))
+        for table, n, source, _ in PLACEMENTS
+    ]
+    assert got == PLACEMENTS
 
 
 def test_placement_of_refuses_an_unknown_table(ops):

@@ -471,7 +471,8 @@ def _make_call(spec: OpSpec, description: ModuleType):
     check = getattr(description, "check", None)
     each = tuple(spec.table_spec(i) for i in range(len(spec.tables)))
 
-    def call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
+    def checked_call(data, attrs: tuple) -> tuple:
+        """(data as an array, its dtype, the checked attributes): what every call checks first."""
         data = jnp.asarray(data)
         dtype = str(data.dtype)
         if dtype not in spec.data_dtypes():
@@ -480,6 +481,10 @@ def _make_call(spec: OpSpec, description: ModuleType):
         checked = _registry.attr_values(spec, given, dtype)
         if check is not None:
             check(checked)
+        return data, dtype, checked
+
+    def call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
+        data, dtype, checked = checked_call(data, attrs)
         attr_items = tuple(checked.items())
         differentiable = dtype != "uint8"  # no gradient flows through uint8 data
         if isinstance(table, jax.Array):
@@ -496,17 +501,10 @@ def _make_call(spec: OpSpec, description: ModuleType):
         _check_call(spec, dtype, data.shape, len(values), checked)
         return _compiled_static_call(spec, values, attr_items, differentiable)(data)
 
-    # Several tables: the same checks as call()'s, then each table's in a loop (call() keeps one
-    # table's inline, for its per-call cost).
+    # Several tables: each table's checks in a loop (call() keeps one table's inline, for its
+    # per-call cost).
     def call_with_tables(spec: OpSpec, data, tables: tuple, attrs: tuple) -> jax.Array:
-        data = jnp.asarray(data)
-        dtype = str(data.dtype)
-        if dtype not in spec.data_dtypes():
-            raise ValueError(_registry.data_dtype_message(spec, dtype))
-        given = {a.name: v for a, v in zip(spec.attrs, attrs, strict=True)}
-        checked = _registry.attr_values(spec, given, dtype)
-        if check is not None:
-            check(checked)
+        data, dtype, checked = checked_call(data, attrs)
         # Each table checked under its own name: a jax.Array's entries stay in it (None in
         # `values`), a static one's are part of the compiled call.
         values, arrays = [], []

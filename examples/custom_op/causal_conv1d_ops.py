@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CausalConv1d's op libraries, loaded with constmem: `tensorflow()`, `torch()` and `jax()` return a
+module whose `causal_conv1d(x, weight, bias)` is the op in that framework; `reference()` computes
+it in float64 with NumPy, `random_case()` makes inputs for it, and PLACEMENTS lists where its
+launcher puts each table.
+
+Each library loads once, on the first call; later calls are a dictionary lookup, which
+torch.compile(fullgraph=True) traces through.
+"""
+
+import importlib
+import os
+
+import numpy as np
+from causal_conv1d import causal_conv1d as description
+
+BUILD = os.environ.get("APPLY_GAIN_BUILD", os.path.join(os.path.dirname(__file__), "build"))
+DESCRIPTIONS = {"causal_conv1d": description}
+_LOADED = {}
+# (table, entries, source, placement) at each table's boundaries: its by-value capacity (1,024
+# taps, 256 biases), its constant bank slot (4,096 taps, 1,024 biases), then global memory; a
+# device table is never passed by value.
+PLACEMENTS = [
+    ("weight", 1024, "host", "by_value"),
+    ("weight", 1025, "host", "constant_bank"),
+    ("weight", 4096, "host", "constant_bank"),
+    ("weight", 4097, "host", "global_memory"),
+    ("weight", 4, "device", "constant_bank"),
+    ("weight", 4097, "device", "global_memory"),
+    ("bias", 256, "host", "by_value"),
+    ("bias", 257, "host", "constant_bank"),
+    ("bias", 1024, "host", "constant_bank"),
+    ("bias", 1025, "host", "global_memory"),
+    ("bias", 4, "device", "constant_bank"),
+    ("bias", 1025, "device", "global_memory"),
+]
+
+
+def _loader(framework, suffix):
+    """The function that loads the library of `framework` (named by `suffix`) on its first call."""
+
+    def load():
+        if framework not in _LOADED:
+            package = importlib.import_module(f"constmem.{framework}")
+            path = f"{BUILD}/_causal_conv1d_{suffix}.so"
+            _LOADED[framework] = package.load_library(path, DESCRIPTIONS)
+        return _LOADED[framework]
+
+    return load
+
+
+tensorflow = _loader("tensorflow", "tf")
+torch = _loader("torch", "torch")
+jax = _loader("jax", "jax")
+
+
+def reference(x, weight, bias):
+    """y[..., c, t] = bias[c] + sum_j weight[c * k + j] * x[..., c, t - k + 1 + j], in float64."""
+    x = np.asarray(x, np.float64)
+    channels, length = x.shape[-2:]
+    weight = np.asarray(weight, np.float64).reshape(channels, -1)
+    taps = weight.shape[1]
+    padded = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(taps - 1, 0)])
+    y = np.broadcast_to(np.asarray(bias, np.float64)[:, None], x.shape).copy()
+    for j in range(taps):
+        y += weight[:, j, None] * padded[..., j : j + length]
+    return y
+
+
+def random_case(shape, taps, seed):
+    """(x, weight, bias) in float32 for x of `shape` [..., C, L] and `taps` taps a channel."""
+    rng = np.random.default_rng(seed)
+    channels = shape[-2]
+    x = rng.standard_normal(shape).astype(np.float32)
+    weight = (rng.standard_normal(channels * taps) / np.sqrt(taps)).astype(np.float32)
+    bias = rng.standard_normal(channels).astype(np.float32)
+    return x, weight, bias
