@@ -158,6 +158,27 @@ def _static(F, t, axis):
     return size
 
 
+# The Keras layer: its row and column taps trainable, a unit impulse at each axis's centre at first,
+# shared by every image.
+def _impulse(k, attrs):
+    return [1.0 if j == (k - 1) // 2 else 0.0 for j in range(k)]
+
+
+LAYER = {
+    "name": "SeparableFilter",
+    "tables": (
+        {"size": "row_taps", "initial": _impulse, "weight": "row_taps", "variable": "row_kernel"},
+        {
+            "size": "column_taps",
+            "initial": _impulse,
+            "weight": "column_taps",
+            "variable": "column_kernel",
+        },
+    ),
+    "fixed": {"taps": "shared"},
+}
+
+
 def _adjoint(F, g, row, column, axis, n, k, attrs):
     """The adjoint of one axis's pass (with the border) applied to g along `axis`.
 
@@ -494,8 +515,8 @@ def _make_gaussian_blur(ops):
             (torch.compile, jax.jit, jax.vmap over sigma). A tensor on the host is checked to be
             positive and finite (ValueError) where its values are known (not while traced); a
             tensor on a GPU is not, since reading it would wait for the device: its zero,
-            negative or NaN values give NaN or meaningless images. A tensor on the meta device blurs meta images (a meta
-            result).
+            negative or NaN values give NaN or meaningless images. A tensor on the meta device
+            blurs meta images (a meta result).
           border: "reflect" (torchvision's), "zeros" or "replicate".
           layout: "channels_first" or "channels_last".
           **options: TensorFlow's `source` and `name`.
