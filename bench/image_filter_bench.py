@@ -97,14 +97,15 @@ def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage):
     row["constmem_ms"] = gpu_ms(lambda: cm.gaussian_blur(x, k))
     # Per-image tables: one sigma per image (B, 2), the taps made on the GPU at each call.
     # (The table holds B * 2k entries: more images than its 4,096 entries hold are left out.)
-    # The op alone with the same taps as a per-image CUDA table ([B, 2k]): what a table per image
-    # costs the kernel; the Gaussian form adds the taps' own small kernels.
-    if x.shape[0] * 2 * k <= cm.MAX_SEPARABLE_TABLE:
+    # The op alone with the same taps as per-image CUDA tables ([B * k] each): what tables per
+    # image cost the kernel; the Gaussian form adds the taps' own small kernels.
+    if x.shape[0] * k <= cm.MAX_SEPARABLE_TABLE:
         sigmas = torch.full((x.shape[0], 2), sigma, device="cuda")
         row["per_image_ms"] = gpu_ms(lambda: cm.gaussian_blur(x, k, sigmas))
-        table = torch.as_tensor(np.tile(np.concatenate([t, t]), x.shape[0]), device="cuda")
-        table = table.to(torch.float32)
-        row["per_image_table_ms"] = gpu_ms(lambda: cm.separable_filter(x, table, k, column_taps=k))
+        table = torch.as_tensor(np.tile(t, x.shape[0]), device="cuda").to(torch.float32)
+        row["per_image_table_ms"] = gpu_ms(
+            lambda: cm.separable_filter(x, table, table, taps="per_image")
+        )
     if tv is not None:
         row["torchvision_ms"] = gpu_ms(lambda: tv.gaussian_blur(x, [k, k], [sigma, sigma]))
     if kornia is not None and x.is_floating_point():  # kornia takes float images

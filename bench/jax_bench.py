@@ -109,8 +109,8 @@ def eager_per_call(key):
             lambda t: cm.interpolate(small, t, -3.0, 3.0),
         ),
         "separable_filter": (
-            np.linspace(-1, 1, 6, dtype=np.float32),
-            lambda t: cm.separable_filter(image, t, 3),
+            (np.linspace(-1, 1, 3, dtype=np.float32), np.linspace(1, -1, 3, dtype=np.float32)),
+            lambda t: cm.separable_filter(image, *t),
         ),
         "upfirdn": (
             np.linspace(-1, 1, 16, dtype=np.float32),
@@ -118,8 +118,13 @@ def eager_per_call(key):
         ),
     }
     measured = {}
+
+    def each(table, convert):  # an op with several tables: each in the same form
+        return tuple(convert(t) for t in table) if isinstance(table, tuple) else convert(table)
+
     for op, (table, call) in tables.items():
-        for form, t in (("array", jnp.asarray(table)), ("static", table.tolist())):
+        forms = (("array", each(table, jnp.asarray)), ("static", each(table, np.ndarray.tolist)))
+        for form, t in forms:
             ratios = alternating_ratios(
                 lambda c=call, t=t: c(t).block_until_ready(),
                 lambda: jnp.add(small, other).block_until_ready(),

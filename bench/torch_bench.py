@@ -71,13 +71,20 @@ def per_call_cases(device="cuda"):
         "polyval": (torch.randn(17), lambda t: cm.polyval(t, small)),
         "fir_filter": (torch.randn(17), lambda t: cm.fir_filter(rows, t)),
         "interpolate": (torch.randn(16), lambda t: cm.interpolate(small, t, lo=-3.0, hi=3.0)),
-        "separable_filter": (torch.randn(6), lambda t: cm.separable_filter(image, t, 3)),
+        "separable_filter": (
+            (torch.randn(3), torch.randn(3)),
+            lambda t: cm.separable_filter(image, *t),
+        ),
         "upfirdn": (torch.randn(16), lambda t: cm.upfirdn(rows, t, up=2, down=1)),
     }
+
+    def each(table, convert):  # an op with several tables: each in the same form
+        return tuple(convert(t) for t in table) if isinstance(table, tuple) else convert(table)
+
     for op, (table, call) in tables.items():
-        forms = {"cpu": table, "static": table.tolist()}
+        forms = {"cpu": table, "static": each(table, lambda t: t.tolist())}
         if device != "cpu":
-            forms = {"cuda": table.to(device), **forms}
+            forms = {"cuda": each(table, lambda t: t.to(device)), **forms}
         for form, t in forms.items():
             yield op, form, (lambda c=call, t=t: c(t))
 

@@ -9,7 +9,7 @@ bin=.venv/bin
 fix=${1:-}
 mapfile -t cpp < <(git ls-files '*.c' '*.cc' '*.h' '*.hpp' '*.cu' '*.cuh')
 mapfile -t shell < <(git ls-files '*.sh' .ci/run)
-py=(python tests bench examples scripts)
+py=(python ops tests bench examples scripts)
 if [ "$fix" = --fix ]; then
   "$bin/clang-format" -i "${cpp[@]}"
   "$bin/ruff" check --fix "${py[@]}"

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """SeparableFilter in Python: signature, gradient, Keras layer and functions, for every framework.
 
-The op's C++ description (separable_filter_op.h) gives its names, table and attributes; this file
-what the Python packages add to them (constmem.ops): the raw op `separable_filter(images, taps,
-row_taps, ...)` with one table, `separable_filter2d(images, row_taps, column_taps, ...)` with the
-two tap sets apart, and `gaussian_blur(images, kernel_size, sigma=None, ...)`, torchvision's.
+The op's C++ description (separable_filter_op.h) gives its names, its two tables and attributes;
+this file what the Python packages add to them (constmem.ops): the raw op
+`separable_filter(images, row_taps, column_taps, taps="shared", ...)` with the row and column taps
+as two tables, `separable_filter2d(images, row_taps, column_taps, ...)`, which also takes them per
+image as [B, k], and `gaussian_blur(images, kernel_size, sigma=None, ...)`, torchvision's.
 """
 
 from __future__ import annotations
@@ -25,16 +26,16 @@ from constmem.ops._functions import (
 from constmem.ops._functions import dtype_name as _dtype_name
 from constmem.ops._functions import framework as _framework
 
-# The name of the module constant that holds the most entries the table takes.
+# The name of the module constant that holds the most entries a table takes.
 LIMIT = "MAX_SEPARABLE_TABLE"
 # The most taps along either axis (kSeparableMaxTaps): the table limit of every op, 2^20.
 MAX_AXIS_TAPS = 1 << 20
-SIGNATURE = ("images", "taps", "row_taps")
-DEFAULTS = {"column_taps": 0, "border": "reflect", "layout": "channels_first"}
+SIGNATURE = ("images", "row_taps", "column_taps")
+DEFAULTS = {"taps": "shared", "border": "reflect", "layout": "channels_first"}
 DOC = """Filters every image with a separable 2-D filter, the output the size of the input.
 
-Each image is correlated along its width with the `row_taps` first taps of `taps` (kw), then along
-its height with the next kh (`column_taps`): `tmp[y, x] = sum_j row[j] * in[y, x + j - cw]`,
+Each image is correlated along its width with the kw `row_taps`, then along its height with the
+kh `column_taps`: `tmp[y, x] = sum_j row[j] * in[y, x + j - cw]`,
 `out[y, x] = sum_i col[i] * tmp[y + i - ch, x]`, `c = (k - 1) // 2` on each axis, one fused
 multiply-add per tap in tap order from +0, on the CPU as on the GPU, so that the two agree bit for
 bit. The GPU kernel reads the taps from `__constant__` memory (or a by-value kernel parameter)
@@ -47,35 +48,22 @@ Args:
     channels_last `[..., H, W, C]` (every axis before H an image): float32, float64, or uint8
     (computed in float32, then rounded half to even and clamped to [0, 255], as torchvision
     rounds uint8 images).
-  taps: the kw row taps then the kh column taps: shared by every image (`kw + kh` entries) or one
-    pair per image (`B * (kw + kh)` entries, B > 1 the number of images, image b's pair at
-    `b * (kw + kh)`; needs `column_taps`), at most 2^20 entries. float32 for float32 and uint8
+  row_taps: the kw taps along the width, `[kw]`, or with taps="per_image" `[B * kw]` (B the
+    number of images, image b's at `b * kw`); at most 2^20 entries. float32 for float32 and uint8
     images, float64 for float64 images; a tensor, or a Python or NumPy sequence (fixed per call
     site).
-  row_taps: kw, 1 to 2^20.
-  column_taps: kh, 1 to 2^20; 0 (default): the rest of a shared table, `len(taps) - kw`.
+  column_taps: the kh taps along the height, `[kh]` or `[B * kh]`, as row_taps (each table in
+    its own form).
+  taps: "shared" (every image the same taps) or "per_image" (each table B sets of taps).
   border: "reflect" (reflect-101: `... 2 1 | 0 1 2 ...`, torch's "reflect", OpenCV's
     BORDER_REFLECT_101, scipy's "mirror"), "zeros" or "replicate" (scipy's "nearest").
   layout: "channels_first" or "channels_last".
 
 Gradients flow to float images (the same filter with each tap set reversed, the border's adjoint
-folding gradients back onto the pixels they were read from) and to a tensor `taps`; none through
+folding gradients back onto the pixels they were read from) and to each tensor table; none through
 uint8 images. In TensorFlow the gradients need static image shapes unless the border is "zeros"
-and no taps gradient is asked.
+and no taps gradient is asked (and a static number of images with taps="per_image").
 """
-
-
-def _check_taps(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer; got {value!r}")
-    if not low <= value <= MAX_AXIS_TAPS:
-        raise ValueError(f"{name} must be {low} to {MAX_AXIS_TAPS}; got {value}")
-
-
-def check(attrs):
-    """row_taps in 1 .. 2^20, column_taps in 0 .. 2^20 (0: the rest of a shared table)."""
-    _check_taps("row_taps", attrs["row_taps"], 1)
-    _check_taps("column_taps", attrs["column_taps"], 0)
 
 
 def _geometry(shape, layout):
@@ -93,58 +81,32 @@ def _geometry(shape, layout):
     return images, (-3, -2) if last else (-2, -1)
 
 
-def _table_rule(images, size, attrs):
-    """(kw, kh, per_image) of a table of `size` entries for `images` images, checked."""
-    kw, kh = attrs["row_taps"], attrs["column_taps"]
-    if kh == 0:
-        if size - kw < 1:
-            raise ValueError(
-                f"taps must hold row_taps + at least one column tap; got {size} entries for "
-                f"row_taps = {kw}"
-            )
-        return kw, size - kw, False
-    pair = kw + kh
-    if size == pair:
-        return kw, kh, False
-    if images is not None and images > 1 and size == images * pair:
-        return kw, kh, True
+def _table_rule(images, row_size, column_size, attrs):
+    """(kw, kh, per_image) of tables of these sizes for `images` images (None: unknown), checked.
+
+    Per image, each table holds one set of taps per image: kw and kh are its size over B (None
+    where B is unknown).
+    """
+    per_image = attrs["taps"] == "per_image" and images != 0
+    if not per_image:
+        return row_size, column_size, False
     if images is None:
-        return kw, kh, True
-    raise ValueError(
-        f"taps must have row_taps + column_taps = {pair} entries (shared) or {images} * {pair} "
-        f"(one pair per image); got {size}"
-    )
+        return None, None, True
+    for name, size in (("row_taps", row_size), ("column_taps", column_size)):
+        if size % images:
+            raise ValueError(
+                f"{name} must have the same number of taps for each of the {images} images; "
+                f"got {size} entries"
+            )
+    return row_size // images, column_size // images, True
 
 
-def output_shape(shape, taps, attrs, maximum=max):
-    """The images' shape; refuses a rank or table size the op refuses, where they are known."""
+def output_shape(shape, row_taps, column_taps, attrs, maximum=max):
+    """The images' shape; refuses a rank or table sizes the op refuses, where they are known."""
     images, _ = _geometry(shape, attrs["layout"])
-    if isinstance(taps, int):
-        _, kh, _ = _table_rule(images, taps, attrs)
-        if kh > MAX_AXIS_TAPS:
-            raise ValueError(f"SeparableFilter takes 1 to {MAX_AXIS_TAPS} taps along each axis")
+    if isinstance(row_taps, int) and isinstance(column_taps, int):
+        _table_rule(images, row_taps, column_taps, attrs)
     return tuple(shape)
-
-
-# The Keras layer: `taps` trainable entries (kw row taps then the column taps), a unit impulse at
-# each axis's centre at first.
-def _impulse(entries, attrs):
-    kw = attrs["row_taps"]
-    kh = attrs["column_taps"] or entries - kw
-    return [
-        *(1.0 if j == (kw - 1) // 2 else 0.0 for j in range(kw)),
-        *(1.0 if i == (kh - 1) // 2 else 0.0 for i in range(kh)),
-    ]
-
-
-LAYER = {
-    "name": "SeparableFilter",
-    "size": "taps",
-    "size_to_entries": lambda taps: taps,
-    "initial": _impulse,
-    "weight": "taps",
-    "variable": "kernel",
-}
 
 
 def _fold(n, border):
@@ -196,21 +158,37 @@ def _static(F, t, axis):
     return size
 
 
-def _adjoint(F, g, table_index, kw, kh, axis, n, k, attrs, table):
+# The Keras layer: its row and column taps trainable, a unit impulse at each axis's centre at first,
+# shared by every image.
+def _impulse(k, attrs):
+    return [1.0 if j == (k - 1) // 2 else 0.0 for j in range(k)]
+
+
+LAYER = {
+    "name": "SeparableFilter",
+    "tables": (
+        {"size": "row_taps", "initial": _impulse, "weight": "row_taps", "variable": "row_kernel"},
+        {
+            "size": "column_taps",
+            "initial": _impulse,
+            "weight": "column_taps",
+            "variable": "column_kernel",
+        },
+    ),
+    "fixed": {"taps": "shared"},
+}
+
+
+def _adjoint(F, g, row, column, axis, n, k, attrs):
     """The adjoint of one axis's pass (with the border) applied to g along `axis`.
 
-    A zero-border filter with the taps reversed over g padded to the n + k - 1 positions the
-    pass read, then each position's sum folded back onto the pixel it was read from.
+    A zero-border filter with that axis's taps reversed (and the other axis's a 1) over g padded
+    to the n + k - 1 positions the pass read, then each position's sum folded back onto the pixel
+    it was read from.
     """
     c = (k - 1) // 2
     padded = F.pad_axis(g, axis, k - 1 - c, c)
-    full = F.op(
-        padded,
-        F.take(F.concat([table, F.zeros(1, table) + 1]), table_index, 0),
-        row_taps=kw,
-        column_taps=kh,
-        border="zeros",
-    )
+    full = F.op(padded, row, column, border="zeros")
     full = F.pad_axis(full, axis, 0, 1)  # a zero at n + k - 1 for pixels read fewer times
     layers = _fold_layers(n, k, attrs["border"])
     total = F.take(full, layers[0], axis)
@@ -219,34 +197,37 @@ def _adjoint(F, g, table_index, kw, kh, axis, n, k, attrs, table):
     return total
 
 
-def backward(F, grad, images, taps, attrs, need_images, need_taps):
+def _reversed(F, table, blocks, k):
+    """Each of the table's `blocks` sets of k taps reversed."""
+    return F.take(
+        table, np.concatenate([np.arange(b * k + k - 1, b * k - 1, -1) for b in range(blocks)]), 0
+    )
+
+
+def backward(
+    F, grad, images, row_taps, column_taps, attrs, need_images, need_row_taps, need_column_taps
+):
     """D images: the passes' adjoints in reverse order; d taps: the passes' correlations."""
     shape = tuple(images.shape)
     count, (h_axis, w_axis) = _geometry(shape, attrs["layout"])
-    size = F.length(taps)
-    kw, kh, per_image = _table_rule(count, size, attrs)
-    pair = kw + kh
-    blocks = size // pair if per_image else 1
-    one = size  # the index of the 1 appended to the table
-    starts = [b * pair for b in range(blocks)]
+    kw, kh, per_image = _table_rule(count, F.length(row_taps), F.length(column_taps), attrs)
+    if kw is None:
+        raise ValueError(
+            "SeparableFilter's gradient needs a static number of images for taps='per_image'"
+        )
+    blocks = count if per_image else 1
+    ones = F.zeros(blocks, row_taps) + 1  # a filter of one tap along the other axis
     h = _static(F, images, h_axis)
     w = _static(F, images, w_axis)
     # The column pass's adjoint: row taps [1], the column taps reversed.
-    column_reversed = np.concatenate([[one, *range(s + pair - 1, s + kw - 1, -1)] for s in starts])
-    g_rows = _adjoint(F, grad, column_reversed, 1, kh, h_axis, h, kh, attrs, taps)
-    grad_images = grad_taps = None
+    g_rows = _adjoint(F, grad, ones, _reversed(F, column_taps, blocks, kh), h_axis, h, kh, attrs)
+    grad_images = grad_row = grad_column = None
     if need_images:
-        row_reversed = np.concatenate([[*range(s + kw - 1, s - 1, -1), one] for s in starts])
-        grad_images = _adjoint(F, g_rows, row_reversed, kw, 1, w_axis, w, kw, attrs, taps)
-    if need_taps:
+        row_reversed = _reversed(F, row_taps, blocks, kw)
+        grad_images = _adjoint(F, g_rows, row_reversed, ones, w_axis, w, kw, attrs)
+    if need_row_taps or need_column_taps:
         # The row pass alone (column taps [1]), as the column pass reads it, padded by the border.
-        row_only = np.concatenate([[*range(s, s + kw), one] for s in starts])
-        rows = F.op(
-            images,
-            F.take(F.concat([taps, F.zeros(1, taps) + 1]), row_only, 0),
-            row_taps=kw,
-            column_taps=1,
-        )
+        rows = F.op(images, row_taps, ones)
         rows = F.take(
             F.pad_axis(rows, h_axis, 0, 1), _source_indices(h, kh, attrs["border"]), h_axis
         )
@@ -257,13 +238,21 @@ def backward(F, grad, images, taps, attrs, need_images, need_taps):
         def sums(product):  # per image, or over everything for a shared table
             return F.row_sums(F.reshape(product, (blocks, -1)))
 
-        row_sums = [sums(g_rows * F.take(samples, np.arange(j, j + w), w_axis)) for j in range(kw)]
-        column_sums = [sums(grad * F.take(rows, np.arange(i, i + h), h_axis)) for i in range(kh)]
-        # Tap-major sums, reordered image-major: image b's kw row taps, then its kh column taps.
-        stacked = F.concat(row_sums + column_sums)
-        order = np.asarray([t * blocks + b for b in range(blocks) for t in range(pair)])
-        grad_taps = F.take(stacked, order, 0)
-    return grad_images, grad_taps
+        def image_major(tap_sums, k):  # tap-major sums, reordered: image b's k taps in order
+            order = np.asarray([t * blocks + b for b in range(blocks) for t in range(k)])
+            return F.take(F.concat(tap_sums), order, 0)
+
+        if need_row_taps:
+            row_sums = [
+                sums(g_rows * F.take(samples, np.arange(j, j + w), w_axis)) for j in range(kw)
+            ]
+            grad_row = image_major(row_sums, kw)
+        if need_column_taps:
+            column_sums = [
+                sums(grad * F.take(rows, np.arange(i, i + h), h_axis)) for i in range(kh)
+            ]
+            grad_column = image_major(column_sums, kh)
+    return grad_images, grad_row, grad_column
 
 
 # ---- Functions built on the op ----
@@ -375,7 +364,7 @@ def _is_channels_last(images):
     )
 
 
-def _filter(ops, images, table, kw, kh, border, layout, options):
+def _filter(ops, images, row, column, taps, border, layout, options):
     """ops.separable_filter; a channels_last NCHW torch tensor gives a channels_last result.
 
     Its NHWC permutation is a contiguous view, which the op filters in place as channels_last
@@ -384,49 +373,44 @@ def _filter(ops, images, table, kw, kh, border, layout, options):
     if layout == "channels_first" and _is_channels_last(images):
         out = ops.separable_filter(
             images.permute(0, 2, 3, 1),
-            table,
-            kw,
-            column_taps=kh,
+            row,
+            column,
+            taps=taps,
             border=border,
             layout="channels_last",
             **options,
         )
         return out.permute(0, 3, 1, 2)
     return ops.separable_filter(
-        images, table, kw, column_taps=kh, border=border, layout=layout, **options
+        images, row, column, taps=taps, border=border, layout=layout, **options
     )
 
 
-def _pair_table(row, column, images):
-    """One table from row and column taps, each [k] (shared) or [B, k] (per image).
+def _tap_tables(row, column):
+    """The op's two tables from row and column taps, each [k] (shared) or [B, k] (per image).
 
-    Returns (table, kw, kh): NumPy when neither is a tensor, else a tensor of the images'
-    framework.
+    Returns (row, column, taps): each table a vector in its own form (a sequence becomes a NumPy
+    array, a tensor stays one), taps "shared" or "per_image".
     """
-    framework = _framework(row) or _framework(column)
-    if framework is None:
-        row = np.asarray(row, np.float64)
-        column = np.asarray(column, np.float64)
-        if row.ndim != column.ndim or row.ndim not in (1, 2):
-            raise ValueError(
-                "row_taps and column_taps must both be [k] (shared) or [B, k] (per image); "
-                f"got shapes {row.shape} and {column.shape}"
-            )
-        if row.ndim == 1:
-            return np.concatenate([row, column]), row.shape[0], column.shape[0]
-        return np.concatenate([row, column], 1).reshape(-1), row.shape[1], column.shape[1]
-    xp = _Xp(framework)
-    dtype = _compute_dtype(images)
-    row = xp.asarray(row, dtype, images)
-    column = xp.asarray(column, dtype, images)
-    if len(row.shape) != len(column.shape) or len(row.shape) not in (1, 2):
+    tables = []
+    for value in (row, column):
+        if _framework(value) is None:
+            value = np.asarray(value, np.float64)
+        tables.append(value)
+    shapes = [tuple(t.shape) for t in tables]
+    if len(shapes[0]) != len(shapes[1]) or len(shapes[0]) not in (1, 2):
         raise ValueError(
             "row_taps and column_taps must both be [k] (shared) or [B, k] (per image); "
-            f"got shapes {tuple(row.shape)} and {tuple(column.shape)}"
+            f"got shapes {shapes[0]} and {shapes[1]}"
         )
-    axis = len(row.shape) - 1
-    table = xp.reshape(xp.concat([row, column], axis), (-1,))
-    return table, int(row.shape[-1]), int(column.shape[-1])
+    if len(shapes[0]) == 1:
+        return tables[0], tables[1], "shared"
+    if shapes[0][0] != shapes[1][0]:
+        raise ValueError(
+            "row_taps and column_taps must have a row per image each; got shapes "
+            f"{shapes[0]} and {shapes[1]}"
+        )
+    return (*(t.reshape(-1) for t in tables), "per_image")
 
 
 def _make_separable_filter2d(ops):
@@ -442,8 +426,8 @@ def _make_separable_filter2d(ops):
         channels_last PyTorch tensor stays channels_last.
         """
         images, restore = widened(images, "images", IMAGE_DTYPES)
-        table, kw, kh = _pair_table(row_taps, column_taps, images)
-        return restore(_filter(ops, images, table, kw, kh, border, layout, options))
+        row, column, taps = _tap_tables(row_taps, column_taps)
+        return restore(_filter(ops, images, row, column, taps, border, layout, options))
 
     return separable_filter2d
 
@@ -528,11 +512,11 @@ def _make_gaussian_blur(ops):
             sigma_x)). A tensor's taps are computed in the framework, with the same bits in
             every framework and on every device (except under torch.compile on a GPU, whose
             generated division need not round as the eager one), and may be traced
-            (torch.compile, jax.jit, jax.vmap over sigma). A tensor on the host is checked to be positive and finite
-            (ValueError) where its values are known (not while traced); a tensor on a GPU is not,
-            since reading it would wait for the device: its zero, negative or NaN values give
-            NaN or meaningless images. A tensor on the meta device blurs meta images (a meta
-            result).
+            (torch.compile, jax.jit, jax.vmap over sigma). A tensor on the host is checked to be
+            positive and finite (ValueError) where its values are known (not while traced); a
+            tensor on a GPU is not, since reading it would wait for the device: its zero,
+            negative or NaN values give NaN or meaningless images. A tensor on the meta device
+            blurs meta images (a meta result).
           border: "reflect" (torchvision's), "zeros" or "replicate".
           layout: "channels_first" or "channels_last".
           **options: TensorFlow's `source` and `name`.
@@ -568,8 +552,8 @@ def _make_gaussian_blur(ops):
                 )
         if _framework(sigma) is not None:
             _check_reflect_padding(images, kx, ky, border, layout)
-            table = _tensor_sigma_table(ops, images, kx, ky, sigma)
-            return restore(_filter(ops, images, table, kx, ky, border, layout, options))
+            row, column, taps = _tensor_sigma_tables(ops, images, kx, ky, sigma)
+            return restore(_filter(ops, images, row, column, taps, border, layout, options))
         if sigma is None:
             sigma = [k * 0.15 + 0.35 for k in (kx, ky)]
         sx, sy = (float(s) for s in _pair(sigma, "sigma"))
@@ -581,12 +565,14 @@ def _make_gaussian_blur(ops):
             # torch.compile makes a sigma that changes between calls symbolic: the taps are then
             # computed in the graph, in float64 and rounded as the op rounds a static table.
             torch = sys.modules["torch"]
-            table = torch.cat(
-                [_traced_gaussian_taps(torch, k, s, images.device) for k, s in ((kx, sx), (ky, sy))]
-            ).to(getattr(torch, _compute_dtype(images)))
+            dtype = getattr(torch, _compute_dtype(images))
+            row, column = (
+                _traced_gaussian_taps(torch, k, s, images.device).to(dtype)
+                for k, s in ((kx, sx), (ky, sy))
+            )
         else:
-            table = gaussian_taps(kx, sx) + gaussian_taps(ky, sy)  # rounded by the op
-        return restore(_filter(ops, images, table, kx, ky, border, layout, options))
+            row, column = gaussian_taps(kx, sx), gaussian_taps(ky, sy)  # rounded by the op
+        return restore(_filter(ops, images, row, column, "shared", border, layout, options))
 
     return gaussian_blur
 
@@ -675,18 +661,28 @@ def _checked_sigma(xp, sigma, images, dtype):
     return sigma[:, 0:1], sigma[:, 1:2]
 
 
-def _tensor_sigma_table(ops, images, kx, ky, sigma):
-    """gaussian_blur's table for a sigma tensor, computed in the images' framework."""
+def _tensor_sigma_tables(ops, images, kx, ky, sigma):
+    """gaussian_blur's row and column tables for a sigma tensor, computed in the images' framework.
+
+    Returns (row, column, taps): taps "per_image" for a (B, 2) sigma, else "shared".
+    """
     xp = _Xp(_framework(sigma))
     dtype = _compute_dtype(images)
     sx, sy = _checked_sigma(xp, sigma, images, dtype)
-    if kx == ky:  # both axes' taps in one chain of calls: [2B, k], then each image's pair
+    taps = "per_image" if len(tuple(sigma.shape)) == 2 else "shared"
+    if taps == "per_image":
+        count, _ = _geometry(tuple(getattr(images, "shape", ())), "channels_first")
+        if isinstance(count, int) and sigma.shape[0] != count:
+            raise ValueError(
+                f"sigma of shape (B, 2) must have a row per image ({count}); got shape "
+                f"{tuple(sigma.shape)}"
+            )
+    if kx == ky:  # both axes' taps in one chain of calls: [2B, k], then each axis's
         both = _gaussian_taps_of(ops, xp, kx, xp.concat([sx, sy], 0), dtype, images)
-        both = xp.reshape(both, (2, -1, kx))
-        taps = [both[0], both[1]]
-    else:
-        taps = [_gaussian_taps_of(ops, xp, k, s, dtype, images) for k, s in ((kx, sx), (ky, sy))]
-    return xp.reshape(xp.concat(taps, 1), (-1,))
+        both = xp.reshape(both, (2, -1))
+        return both[0], both[1], taps
+    row, column = (_gaussian_taps_of(ops, xp, k, s, dtype, images) for k, s in ((kx, sx), (ky, sy)))
+    return xp.reshape(row, (-1,)), xp.reshape(column, (-1,)), taps
 
 
 # exp(t) for t <= 0 by operations of one rounding each: t = n ln2 + r with n = round(t / ln2),

@@ -8,9 +8,11 @@
 //              channels-last [B, H, W, C] (TensorFlow's and Keras's NHWC). Image b owns planes
 //              b*C .. b*C + C-1 in the planes layout. Empty images (any size 0), H or W of 1 and
 //              kernels larger than the image are all valid.
-//   taps       ONE table: the kw row taps (along W) followed by the kh column taps (along H),
-//              `[kw + kh]` shared by every image, or per image `[B, kw + kh]` (image b's pair at
-//              b * (kw + kh)).
+//   taps       as the kernels read them, ONE table: the kw row taps (along W) followed by the kh
+//              column taps (along H), `[kw + kh]` shared by every image, or per image
+//              `[B, kw + kh]` (image b's pair at b * (kw + kh)). The op takes them as two tables,
+//              row taps `[kw]` or `[B * kw]` and column taps `[kh]` or `[B * kh]`, and joins them
+//              (JoinSeparableTaps).
 //   centre     c = (k - 1) / 2 on each axis (TensorFlow's SAME rule, as FirFilter).
 //   passes     tmp[y, x] = sum_j row[j] * in[y, x + j - cw]      (j = 0 .. kw-1)
 //              out[y, x] = sum_i col[i] * tmp[y + i - ch, x]     (i = 0 .. kh-1)
@@ -34,6 +36,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "constmem/host_device.hpp"
 #include "constmem/status.hpp"
@@ -42,8 +45,8 @@
 namespace constmem {
 namespace ops {
 
-// The most taps along either axis, and the most entries of the table, shared or per image
-// (B * (kw + kh)): the table limit of every constmem op (2^20).
+// The most taps along either axis, and the most entries of each of the op's two tables, shared or
+// per image (B * kw, B * kh): the table limit of every constmem op (2^20).
 constexpr std::int64_t kSeparableMaxTaps = kMaxTableEntries;
 constexpr std::int64_t kSeparableMaxTableEntries = kMaxTableEntries;
 // The longest filters the GPU's fused kernel takes, along each axis: its smallest tile (for GPUs
@@ -69,11 +72,13 @@ struct SeparableShape {
   SeparableBorder border = SeparableBorder::kReflect;
 
   std::int64_t Elements() const { return images * channels * height * width; }
-  // Entries of the table this shape takes.
-  std::int64_t TableSize() const { return (per_image_taps ? images : 1) * (kw + kh); }
+  // Entries of the row and column tables this shape takes, and of the two joined.
+  std::int64_t RowTableSize() const { return (per_image_taps ? images : 1) * kw; }
+  std::int64_t ColumnTableSize() const { return (per_image_taps ? images : 1) * kh; }
+  std::int64_t TableSize() const { return RowTableSize() + ColumnTableSize(); }
 };
 
-// What every entry point checks: sizes in range and a table of shape.TableSize() entries.
+// What every entry point checks: sizes in range and a joined table of shape.TableSize() entries.
 inline Status CheckSeparableArguments(const SeparableShape& s, std::int64_t table_size) {
   if (s.images < 0 || s.channels < 0 || s.height < 0 || s.width < 0) {
     return InvalidArgument("SeparableFilter: negative image size");
@@ -91,9 +96,10 @@ inline Status CheckSeparableArguments(const SeparableShape& s, std::int64_t tabl
     elements *= d;
   }
   if ((s.per_image_taps && s.images > kSeparableMaxTableEntries) ||
-      s.TableSize() > kSeparableMaxTableEntries) {
+      s.RowTableSize() > kSeparableMaxTableEntries ||
+      s.ColumnTableSize() > kSeparableMaxTableEntries) {
     return InvalidArgument("SeparableFilter takes at most " +
-                           std::to_string(kSeparableMaxTableEntries) + " table entries");
+                           std::to_string(kSeparableMaxTableEntries) + " entries a table");
   }
   if (table_size != s.TableSize()) {
     return InvalidArgument("SeparableFilter needs a table of " + std::to_string(s.TableSize()) +
@@ -101,6 +107,25 @@ inline Status CheckSeparableArguments(const SeparableShape& s, std::int64_t tabl
                            std::to_string(table_size));
   }
   return Status::Ok();
+}
+
+// The op's two tables, the row taps ([kw] or [B * kw]) and the column taps ([kh] or [B * kh]), as
+// the kernels read them: one table, each image's row taps then its column taps (shape.TableSize()
+// entries into `joined`).
+template <class T>
+void JoinSeparableTaps(const SeparableShape& s, const T* row, const T* column, T* joined) {
+  const std::int64_t blocks = s.per_image_taps ? s.images : 1;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    T* const pair = joined + b * (s.kw + s.kh);
+    for (std::int64_t j = 0; j < s.kw; ++j) pair[j] = row[b * s.kw + j];
+    for (std::int64_t i = 0; i < s.kh; ++i) pair[s.kw + i] = column[b * s.kh + i];
+  }
+}
+template <class T>
+std::vector<T> JoinSeparableTaps(const SeparableShape& s, const T* row, const T* column) {
+  std::vector<T> joined(static_cast<std::size_t>(s.TableSize()));
+  JoinSeparableTaps(s, row, column, joined.data());
+  return joined;
 }
 
 // The compute (and tap) type of data type In: float for uint8, In itself otherwise.

@@ -35,6 +35,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "constmem/async_copy.cuh"
 #include "constmem/constmem.cuh"
@@ -786,9 +787,82 @@ Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const Separab
       stream, x, y, shape, taps, SeparableFilterPlacement<T>(taps.size, taps.source), report);
 }
 
+template <class In, class T>
+Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const SeparableShape& shape,
+                             const TableView<T>& row, const TableView<T>& column,
+                             LaunchReport* report) {
+  const std::int64_t blocks = shape.per_image_taps ? shape.images : 1;
+  if (row.size != blocks * shape.kw || column.size != blocks * shape.kh) {
+    return InvalidArgument("SeparableFilter needs " + std::to_string(blocks * shape.kw) +
+                           " row taps and " + std::to_string(blocks * shape.kh) +
+                           " column taps; got " + std::to_string(row.size) + " and " +
+                           std::to_string(column.size));
+  }
+  if (row.values == nullptr || column.values == nullptr) {
+    return InvalidArgument("SeparableFilter: null taps");
+  }
+  const bool row_host = row.source != SourceKind::kDevice;
+  const bool column_host = column.source != SourceKind::kDevice;
+  if (row_host && column_host) {
+    const std::vector<T> joined = JoinSeparableTaps(shape, row.values, column.values);
+    const TableView<T> table{joined.data(), shape.TableSize(), SourceKind::kPageableHost,
+                             row.repeats && column.repeats};
+    return LaunchSeparableFilter(stream, x, y, shape, table, report);
+  }
+  // A device table: both joined in device memory, each image's pair by two strided copies.
+  bool capturing = false;
+  CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
+  if (capturing && (row_host || column_host)) {
+    return InvalidArgument(
+        "under CUDA graph capture SeparableFilter takes its row and column taps both from the host "
+        "or both from the device");
+  }
+  int device = 0;
+  if (capturing) {
+    CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  } else {
+    CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
+  }
+  ScopedDevice guard(device);
+  CONSTMEM_RETURN_IF_ERROR(guard.status());
+  const std::size_t joined_bytes = static_cast<std::size_t>(shape.TableSize()) * sizeof(T);
+  // A host table goes to the device first, behind the joined table, through the core's upload.
+  const TableView<T>& host = row_host ? row : column;
+  const std::size_t host_bytes =
+      row_host || column_host ? static_cast<std::size_t>(host.size) * sizeof(T) : 0;
+  StreamOrderedBuffer buffer;
+  CONSTMEM_RETURN_IF_ERROR(buffer.Allocate(stream, device, joined_bytes + host_bytes));
+  T* const joined = static_cast<T*>(buffer.data());
+  const T* row_values = row.values;
+  const T* column_values = column.values;
+  if (host_bytes > 0) {
+    T* const uploaded = joined + shape.TableSize();
+    CONSTMEM_RETURN_IF_ERROR(
+        CopyTableToDevice(uploaded, host.values, host_bytes, host.source, stream));
+    (row_host ? row_values : column_values) = uploaded;
+  }
+  const std::size_t pair_bytes = static_cast<std::size_t>(shape.kw + shape.kh) * sizeof(T);
+  const std::size_t row_bytes = static_cast<std::size_t>(shape.kw) * sizeof(T);
+  const std::size_t column_bytes = static_cast<std::size_t>(shape.kh) * sizeof(T);
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy2DAsync(joined, pair_bytes, row_values, row_bytes, row_bytes,
+                        static_cast<std::size_t>(blocks), cudaMemcpyDeviceToDevice, stream),
+      "cudaMemcpy2DAsync(SeparableFilter row taps)");
+  CONSTMEM_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy2DAsync(joined + shape.kw, pair_bytes, column_values, column_bytes, column_bytes,
+                        static_cast<std::size_t>(blocks), cudaMemcpyDeviceToDevice, stream),
+      "cudaMemcpy2DAsync(SeparableFilter column taps)");
+  CONSTMEM_RETURN_IF_ERROR(LaunchSeparableFilter(
+      stream, x, y, shape, TableView<T>{joined, shape.TableSize(), SourceKind::kDevice}, report));
+  return buffer.Release();  // the free is enqueued after the launch
+}
+
 #define CONSTMEM_INSTANTIATE_SEPARABLE(In, T)                                                    \
   template Status LaunchSeparableFilter<In, T>(GpuStream, const In*, In*, const SeparableShape&, \
                                                const TableView<T>&, LaunchReport*);              \
+  template Status LaunchSeparableFilter<In, T>(GpuStream, const In*, In*, const SeparableShape&, \
+                                               const TableView<T>&, const TableView<T>&,         \
+                                               LaunchReport*);                                   \
   template Status LaunchSeparableFilterWithPlacement<In, T>(                                     \
       GpuStream, const In*, In*, const SeparableShape&, const TableView<T>&, Placement,          \
       LaunchReport*);                                                                            \

@@ -14,6 +14,16 @@
 namespace constmem {
 namespace ops {
 
+// Enqueues y = SeparableFilter(x, row, column) on `stream` and returns without waiting: `row`
+// holds shape.kw entries (shape.images * kw with shape.per_image_taps), `column` kh (images * kh).
+// The kernels read both as one table (JoinSeparableTaps), placed by its size: joined on the host
+// when both are host tables, else in a stream-ordered device buffer freed after the launch (under
+// CUDA graph capture both must then be device tables).
+template <class In, class T>
+Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const SeparableShape& shape,
+                             const TableView<T>& row, const TableView<T>& column,
+                             LaunchReport* report = nullptr);
+
 // Enqueues y = SeparableFilter(x, taps) on `stream` and returns without waiting. `x` and `y` hold
 // shape.Elements() values in shape.layout and must not overlap; `taps` holds shape.TableSize()
 // entries (row taps then column taps, per image when shape.per_image_taps). (In, T) is (float,
@@ -44,7 +54,8 @@ Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* 
 template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block);
 
-// Where LaunchSeparableFilter puts `count` taps of T from `source`.
+// Where LaunchSeparableFilter puts a table of `count` taps of T (row and column taps joined) from
+// `source`.
 template <class T>
 Placement SeparableFilterPlacement(std::int64_t count, SourceKind source);
 

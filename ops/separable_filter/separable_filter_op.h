@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "constmem/op_description.hpp"
 #include "separable_filter/separable_filter_cpu.h"
@@ -15,18 +16,21 @@ namespace ops {
 
 struct SeparableFilterOp : OpDescription {
   static constexpr OpNames kNames{"constmem", "SeparableFilter", "separable_filter", "images",
-                                  "taps"};
-  static constexpr TableRule kTable{2, kSeparableMaxTableEntries};
+                                  "row_taps"};
+  static constexpr TableSpec kTables[] = {
+      {"row_taps", 1, kSeparableMaxTableEntries},
+      {"column_taps", 1, kSeparableMaxTableEntries},
+  };
+  static constexpr int kTableCount = 2;
   static constexpr std::int64_t kMaxElements = kSeparableMaxElements;
   static constexpr bool kElementwise = false;  // and x and y must not overlap
   static constexpr bool kUint8 = true;
   static constexpr AttrSpec kAttrs[] = {
-      {"row_taps", AttrKind::kInt64},
-      {"column_taps", AttrKind::kInt64},
+      {"taps", AttrKind::kChoice, "shared,per_image"},
       {"border", AttrKind::kChoice, "reflect,zeros,replicate"},
       {"layout", AttrKind::kChoice, "channels_first,channels_last"},
   };
-  static constexpr int kAttrCount = 4;
+  static constexpr int kAttrCount = 3;
   static constexpr const char* kDoc = R"doc(
 A separable 2-D filter, the output the size of the input: each image is correlated along its
 width with the kw row taps, then along its height with the kh column taps, one fused
@@ -35,44 +39,33 @@ multiply-add per tap in tap order (the CPU and the GPU agree bit for bit), the c
 images: channels_first [..., C, H, W] (every axis before C an image axis; rank 2 is one plane) or
   channels_last [..., H, W, C] (every axis before H an image axis); float32, float64, or uint8
   (computed in float32, rounded half to even and clamped to [0, 255]).
-taps: the kw row taps then the kh column taps, shared ([kw + kh]) or per image ([B * (kw + kh)],
-  B > 1 the number of images, image b's at b * (kw + kh)), at most 1048576 (2^20) entries; float32
-  for float32 and uint8 images, float64 for float64 images.
-row_taps: kw, 1 to 1048576 (2^20).
-column_taps: kh, 1 to 1048576; 0 (default): kh = the table's size - kw, a shared table.
+row_taps: the kw taps along the width, shared ([kw]) or per image ([B * kw], image b's at b * kw);
+  float32 for float32 and uint8 images, float64 for float64 images; at most 1048576 (2^20).
+column_taps: the kh taps along the height, shared ([kh]) or per image ([B * kh]), as row_taps.
+taps: shared (default) or per_image (B sets of each, B the number of images).
 border: reflect (reflect-101, as torch's and OpenCV's default), zeros or replicate.
 layout: channels_first or channels_last.
 )doc";
 
   struct Params {
-    std::int64_t row_taps = 1;
-    std::int64_t column_taps = 0;
+    bool per_image = false;
     SeparableBorder border = SeparableBorder::kReflect;
     SeparableLayout layout = SeparableLayout::kPlanes;
     Status Read(const AttrValue* values, DataType) {
-      row_taps = values[0].int64;
-      column_taps = values[1].int64;
-      border = values[2].choice == "zeros"       ? SeparableBorder::kZeros
-               : values[2].choice == "replicate" ? SeparableBorder::kReplicate
+      per_image = values[0].choice == "per_image";
+      border = values[1].choice == "zeros"       ? SeparableBorder::kZeros
+               : values[1].choice == "replicate" ? SeparableBorder::kReplicate
                                                  : SeparableBorder::kReflect;
-      layout = values[3].choice == "channels_last" ? SeparableLayout::kChannelsLast
+      layout = values[2].choice == "channels_last" ? SeparableLayout::kChannelsLast
                                                    : SeparableLayout::kPlanes;
-      if (row_taps < 1 || row_taps > kSeparableMaxTaps) {
-        return InvalidArgument("row_taps must be 1 to " + std::to_string(kSeparableMaxTaps) +
-                               "; got " + std::to_string(row_taps));
-      }
-      if (column_taps < 0 || column_taps > kSeparableMaxTaps) {
-        return InvalidArgument("column_taps must be 0 to " + std::to_string(kSeparableMaxTaps) +
-                               "; got " + std::to_string(column_taps));
-      }
       return Status::Ok();
     }
   };
   using Shape = SeparableShape;
 
-  // y has x's shape. The table is per image when column_taps > 0 and its size is B * (kw + kh)
-  // for B > 1 images; shared when its size is kw + kh.
-  static Status Output(const Dims& x, const Params& params, std::int64_t table_size, Shape* shape,
+  // y has x's shape. Shared taps: kw and kh are the tables' sizes; per image, their sizes over the
+  // images' count B (each a multiple of B).
+  static Status Output(const Dims& x, const Params& params, const TableSizes& sizes, Shape* shape,
                        Dims* y) {
     const bool last = params.layout == SeparableLayout::kChannelsLast;
     const std::size_t rank = x.size();
@@ -82,11 +75,10 @@ layout: channels_first or channels_last.
                              "); got rank " + std::to_string(rank));
     }
     *y = x;
-    if (ElementCount(x) < 0 || table_size < 0) return Status::Ok();
+    if (ElementCount(x) < 0 || sizes[0] < 0 || sizes[1] < 0) return Status::Ok();
     Shape s;
     s.layout = params.layout;
     s.border = params.border;
-    s.kw = params.row_taps;
     const std::size_t image_axes = rank >= 3 ? rank - 3 : 0;
     s.images = ElementCount(Dims(x.begin(), x.begin() + image_axes));
     if (last) {
@@ -98,45 +90,44 @@ layout: channels_first or channels_last.
       s.height = x[rank - 2];
       s.width = x[rank - 1];
     }
-    if (params.column_taps == 0) {
-      s.kh = table_size - s.kw;
-      if (s.kh < 1) {
-        return InvalidArgument("taps must hold row_taps + at least one column tap; got " +
-                               std::to_string(table_size) +
-                               " entries for row_taps = " + std::to_string(s.kw));
-      }
-    } else {
-      s.kh = params.column_taps;
-      const std::int64_t pair = s.kw + s.kh;
-      s.per_image_taps = table_size != pair && s.images > 1 && table_size == s.images * pair;
-      if (table_size != pair && !s.per_image_taps) {
-        return InvalidArgument("taps must have row_taps + column_taps = " + std::to_string(pair) +
-                               " entries (shared) or " + std::to_string(s.images) + " * " +
-                               std::to_string(pair) + " (one pair per image); got " +
-                               std::to_string(table_size));
+    // Per image over no images is nothing to filter: the tables are taken as they are.
+    s.per_image_taps = params.per_image && s.images > 0;
+    const std::int64_t blocks = s.per_image_taps ? s.images : 1;
+    for (int t = 0; t < 2; ++t) {
+      if (sizes[t] % blocks != 0) {
+        return InvalidArgument(
+            std::string(kTables[t].name) + " must have the same number of taps for each of the " +
+            std::to_string(blocks) + " images; got " + std::to_string(sizes[t]) + " entries");
       }
     }
-    CONSTMEM_RETURN_IF_ERROR(CheckSeparableArguments(s, table_size));
+    s.kw = sizes[0] / blocks;
+    s.kh = sizes[1] / blocks;
+    CONSTMEM_RETURN_IF_ERROR(CheckSeparableArguments(s, s.TableSize()));
     *shape = s;
     return Status::Ok();
   }
 
+  // Both kernels read the two tables as one (JoinSeparableTaps).
   template <class In, class Shard>
   static void RunCpu(const Params&, const Shape& shape, const In* x, In* y,
-                     const ComputeTypeOf<In>* taps, std::int64_t, const Shard& shard) {
+                     const Tables<In>& tables, const Shard& shard) {
+    using T = ComputeTypeOf<In>;
+    const std::vector<T> taps = JoinSeparableTaps(shape, tables[0].values, tables[1].values);
     shard(SeparableFilterCpuUnits(shape), SeparableFilterCpuUnitCost(shape),
           [&](std::int64_t begin, std::int64_t end) {
-            SeparableFilterCpuRange<In, ComputeTypeOf<In>>(x, y, shape, taps, begin, end);
+            SeparableFilterCpuRange<In, T>(x, y, shape, taps.data(), begin, end);
           });
   }
   template <class In>
   static Status Launch(GpuStream stream, const Params&, const Shape& shape, const In* x, In* y,
-                       const TableView<ComputeTypeOf<In>>& taps) {
-    return LaunchSeparableFilter<In, ComputeTypeOf<In>>(stream, x, y, shape, taps);
+                       const Tables<In>& tables) {
+    return LaunchSeparableFilter<In, ComputeTypeOf<In>>(stream, x, y, shape, tables[0], tables[1]);
   }
+  // A call's placement is its joined table's; asked of one table of `count` taps, that of a
+  // filter with as many taps along each axis.
   template <class In>
-  static Placement Place(std::int64_t count, SourceKind source) {
-    return SeparableFilterPlacement<ComputeTypeOf<In>>(count, source);
+  static Placement Place(int /*table*/, std::int64_t count, SourceKind source) {
+    return SeparableFilterPlacement<ComputeTypeOf<In>>(2 * count, source);
   }
 };
 

@@ -9,8 +9,9 @@ model.save("model.keras")          # reloads wherever `constmem.keras` has been 
 
 Each op whose description (constmem.ops) has a LAYER gets one, made from it: a layer that trains
 its table (`Polyval(degree=3)`, `FirFilter(taps=5)`, `Interpolate(knots=9, lo=-1.0, hi=1.0)`: the
-table's size, the op's attributes, optional starting values `initial`), or one whose table is
-fixed in its configuration (`Frobulate(table=[...])`). Each layer calls the op of the backend
+table's size, the op's attributes, optional starting values `initial`) or each of its tables
+(`SeparableFilter(row_taps=5, column_taps=3)`), or one whose table is fixed in its configuration
+(`Frobulate(table=[...])`). Each layer calls the op of the backend
 Keras runs on (`constmem.tensorflow`, `constmem.jax` or `constmem.torch`), so one `.keras` file
 trains and reloads on each, with the same results.
 """
@@ -100,8 +101,19 @@ class _FixedTableLayer(keras.layers.Layer):
         return {**super().get_config(), "table": list(self.table), "source": self.source}
 
 
+def _layer_tables(layer: dict) -> tuple[dict, ...]:
+    """A LAYER's trainable tables: its "tables", or the one it describes itself.
+
+    Each: "size" (the layer's argument for the table's size), "size_to_entries" (its entries),
+    "initial" (entries, attrs) -> starting values, "weight" (the weight's name) and "variable"
+    (the layer's attribute holding it).
+    """
+    tables = layer.get("tables", (layer,))
+    return tuple({"size_to_entries": lambda n: n, "variable": t["weight"], **t} for t in tables)
+
+
 class _TrainedTableLayer(keras.layers.Layer):
-    """An op whose table is a trainable weight, passed as a tensor on every call."""
+    """An op whose tables are trainable weights, passed as tensors on every call."""
 
     _op_name = ""
     _signature: inspect.Signature
@@ -115,56 +127,76 @@ class _TrainedTableLayer(keras.layers.Layer):
         bound.apply_defaults()
         super().__init__(**kwargs)
         layer = descriptions.describe(self._op_name).LAYER
-        self._size = int(bound.arguments[layer["size"]])
-        setattr(self, layer["size"], self._size)
-        self._attrs = {a.name: bound.arguments[a.name] for a in _SPECS[self._op_name].attrs}
+        tables = _layer_tables(layer)
+        self._sizes = [int(bound.arguments[t["size"]]) for t in tables]
+        for table, size in zip(tables, self._sizes, strict=True):
+            setattr(self, table["size"], size)
+        fixed = layer.get("fixed", {})
+        self._attrs = {
+            a.name: fixed[a.name] if a.name in fixed else bound.arguments[a.name]
+            for a in _SPECS[self._op_name].attrs
+        }
         for name, value in self._attrs.items():
-            setattr(self, name, value)
-        entries = layer["size_to_entries"](self._size)
+            if name not in fixed:
+                setattr(self, name, value)
         initial = bound.arguments["initial"]
-        if initial is None:
-            initial = layer["initial"](entries, self._attrs)
-        self.initial = [float(v) for v in initial]
-        if len(self.initial) != entries:
-            raise ValueError(f"initial needs {entries} values; got {len(initial)}")
+        several = len(tables) > 1
+        if initial is not None and several and len(initial) != len(tables):
+            raise ValueError(f"initial needs {len(tables)} sequences, one a table")
+        self.initial = []
+        for i, (table, size) in enumerate(zip(tables, self._sizes, strict=True)):
+            entries = table["size_to_entries"](size)
+            given = None if initial is None else initial[i] if several else initial
+            values = table["initial"](entries, self._attrs) if given is None else given
+            values = [float(v) for v in values]
+            if len(values) != entries:
+                raise ValueError(f"initial needs {entries} values; got {len(values)}")
+            self.initial.append(values)
 
     def build(self, input_shape):
-        """Creates the table's weight."""
-        layer = descriptions.describe(self._op_name).LAYER
-        weight = self.add_weight(
-            name=layer["weight"],
-            shape=(len(self.initial),),
-            initializer=keras.initializers.Constant(self.initial),
-        )
-        setattr(self, layer.get("variable", layer["weight"]), weight)
+        """Creates each table's weight."""
+        tables = _layer_tables(descriptions.describe(self._op_name).LAYER)
+        for table, values in zip(tables, self.initial, strict=True):
+            weight = self.add_weight(
+                name=table["weight"],
+                shape=(len(values),),
+                initializer=keras.initializers.Constant(values),
+            )
+            setattr(self, table["variable"], weight)
 
     def call(self, inputs):
-        """Applies the op with the current table."""
-        layer = descriptions.describe(self._op_name).LAYER
-        table = keras.ops.convert_to_tensor(getattr(self, layer.get("variable", layer["weight"])))
-        return _binding_call(self._op_name, inputs, table, self._attrs)
+        """Applies the op with the current tables."""
+        tables = _layer_tables(descriptions.describe(self._op_name).LAYER)
+        values = [keras.ops.convert_to_tensor(getattr(self, t["variable"])) for t in tables]
+        return _binding_call(self._op_name, inputs, values, self._attrs)
 
     def compute_output_shape(self, input_shape):
         """The op's output shape."""
         description = descriptions.describe(self._op_name)
-        return descriptions.output_shape(description, input_shape, len(self.initial), self._attrs)
+        sizes = tuple(len(values) for values in self.initial)
+        return descriptions.output_shape(
+            description, input_shape, sizes if len(sizes) > 1 else sizes[0], self._attrs
+        )
 
     def get_config(self) -> dict[str, Any]:
-        """The layer's configuration, for saving (the table is a weight)."""
+        """The layer's configuration, for saving (the tables are weights)."""
         layer = descriptions.describe(self._op_name).LAYER
+        tables = _layer_tables(layer)
+        fixed = layer.get("fixed", {})
+        initial = [list(v) for v in self.initial]
         return {
             **super().get_config(),
-            layer["size"]: self._size,
-            **self._attrs,
-            "initial": list(self.initial),
+            **{t["size"]: size for t, size in zip(tables, self._sizes, strict=True)},
+            **{name: value for name, value in self._attrs.items() if name not in fixed},
+            "initial": initial if len(tables) > 1 else initial[0],
         }
 
 
-def _binding_call(op_name: str, inputs, table, attrs: dict[str, Any]):
-    """The backend's op, its table first or second as its signature says."""
+def _binding_call(op_name: str, inputs, tables, attrs: dict[str, Any]):
+    """The backend's op, its tables where its signature puts them."""
     description = descriptions.describe(op_name)
     spec = _SPECS[op_name]
-    arguments = {spec.data: inputs, spec.table: table, **attrs}
+    arguments = {spec.data: inputs, **dict(zip(spec.table_names, tables, strict=True)), **attrs}
     positional = [arguments.pop(name) for name in description.SIGNATURE]
     return getattr(_ops(), op_name)(*positional, **arguments)
 
@@ -179,7 +211,10 @@ def _make_layer(spec: _registry.OpSpec) -> type | None:
         cls = type(layer["name"], (_FixedTableLayer,), namespace)
     else:
         defaults = {**getattr(description, "DEFAULTS", {}), **layer.get("defaults", {})}
-        parameters = [inspect.Parameter(layer["size"], inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        parameters = [
+            inspect.Parameter(t["size"], inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for t in _layer_tables(layer)
+        ]
         parameters += [
             inspect.Parameter(
                 a.name,
@@ -187,6 +222,7 @@ def _make_layer(spec: _registry.OpSpec) -> type | None:
                 default=defaults.get(a.name, inspect.Parameter.empty),
             )
             for a in spec.attrs
+            if a.name not in layer.get("fixed", {})
         ]
         parameters.append(
             inspect.Parameter("initial", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
@@ -206,13 +242,18 @@ def _layer_doc(spec: _registry.OpSpec, description, layer: dict) -> str:
             " once per device and content) or 'host' (a host-memory input on every call, on"
             " TensorFlow).\n  **kwargs: passed to `keras.layers.Layer`.\n"
         )
-    attrs = "".join(f"  {a.name}: the op's {a.name}.\n" for a in spec.attrs)
+    fixed = layer.get("fixed", {})
+    attrs = "".join(f"  {a.name}: the op's {a.name}.\n" for a in spec.attrs if a.name not in fixed)
+    tables = _layer_tables(layer)
+    names = " and ".join(t["weight"] for t in tables)
+    sizes = "".join(f"  {t['size']}: the {t['weight']}'s size.\n" for t in tables)
+    initial = "one sequence a table, in their order" if len(tables) > 1 else f"of the {names}"
     return (
-        f"{function} with a trainable {spec.table}.\n\n"
-        f"Args:\n  {layer['size']}: the {spec.table}'s size.\n{attrs}"
-        f"  initial: optional starting values of the {spec.table}.\n"
+        f"{function} with a trainable {names}.\n\n"
+        f"Args:\n{sizes}{attrs}"
+        f"  initial: optional starting values, {initial}.\n"
         "  **kwargs: passed to `keras.layers.Layer`.\n\n"
-        f"Gradients flow to the {spec.table} and to the input.\n"
+        f"Gradients flow to the {names} and to the input.\n"
     )
 
 

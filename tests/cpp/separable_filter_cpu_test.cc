@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "constmem/cpu_isa.hpp"
+#include "constmem/op_description.hpp"
 #include "separable_filter/separable_filter_functor.h"
+#include "separable_filter/separable_filter_op.h"
 
 namespace constmem {
 namespace ops {
@@ -442,28 +444,90 @@ TEST(SeparableShapeCheck, RejectsBadSizesAndTables) {
   EXPECT_FALSE(CheckSeparableArguments(s, 131).ok());
   s.per_image_taps = true;
   EXPECT_TRUE(CheckSeparableArguments(s, 264).ok());
-  // Any length along either axis, up to a table of 2^20 entries.
-  s.kw = kMaxTableEntries - 3;
+  // Any length along either axis, up to tables of 2^20 entries each.
+  s.kw = kMaxTableEntries;
   s.per_image_taps = false;
-  EXPECT_TRUE(CheckSeparableArguments(s, kMaxTableEntries).ok());
-  s.kw = kMaxTableEntries - 2;
-  EXPECT_FALSE(CheckSeparableArguments(s, kMaxTableEntries + 1).ok());
+  EXPECT_TRUE(CheckSeparableArguments(s, kMaxTableEntries + 3).ok());
   s.kw = kMaxTableEntries + 1;
   EXPECT_FALSE(CheckSeparableArguments(s, kMaxTableEntries + 4).ok());
   s.per_image_taps = true;
   s.kw = 0;
   EXPECT_FALSE(CheckSeparableArguments(s, 6).ok());
   s.kw = 3;
-  s.images = 170000;  // 1,020,000 entries
-  EXPECT_TRUE(CheckSeparableArguments(s, 1020000).ok());
-  s.images = 180000;  // 1,080,000 entries
-  EXPECT_FALSE(CheckSeparableArguments(s, 1080000).ok());
+  s.images = 340000;  // 1,020,000 entries a table
+  EXPECT_TRUE(CheckSeparableArguments(s, 2040000).ok());
+  s.images = 360000;  // 1,080,000 entries a table
+  EXPECT_FALSE(CheckSeparableArguments(s, 2160000).ok());
   s.images = -1;
   EXPECT_FALSE(CheckSeparableArguments(s, 0).ok());
   s.images = 0;  // empty: valid, nothing to do
   s.per_image_taps = false;
   EXPECT_TRUE(CheckSeparableArguments(s, 6).ok());
   EXPECT_EQ(SeparableFilterCpuUnits(s), 0);
+}
+
+// The op's two tables, shared or per image, give what the kernel gives their joined table; each
+// table's size is checked under its own name.
+TEST(SeparableFilterOp, TwoTablesFilterAsTheirJoinedTable) {
+  using Op = SeparableFilterOp;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  const Dims x_dims{3, 2, 7, 9};  // B = 3 images of 2 channels, NCHW
+  std::vector<float> x(3 * 2 * 7 * 9);
+  for (float& v : x) v = value(rng);
+  for (const char* taps : {"shared", "per_image"}) {
+    const bool per_image = std::string(taps) == "per_image";
+    const std::int64_t blocks = per_image ? 3 : 1, kw = 5, kh = 2;
+    std::vector<float> row(blocks * kw), column(blocks * kh);
+    for (float& v : row) v = value(rng);
+    for (float& v : column) v = value(rng);
+    AttrValue attrs[3];
+    attrs[0].choice = taps;
+    attrs[1].choice = "reflect";
+    attrs[2].choice = "channels_first";
+    Op::Params params;
+    ASSERT_TRUE(ReadParams<Op>(attrs, DataType::kFloat32, &params).ok());
+    Tables<float> tables;
+    tables.Set(0, TableView<float>{row.data(), blocks * kw, SourceKind::kPageableHost});
+    tables.Set(1, TableView<float>{column.data(), blocks * kh, SourceKind::kPageableHost});
+    Op::Shape shape;
+    Dims y_dims;
+    ASSERT_TRUE(OutputOf<Op>(x_dims, params, tables.Sizes(), &shape, &y_dims).ok());
+    EXPECT_EQ(shape.kw, kw);
+    EXPECT_EQ(shape.kh, kh);
+    EXPECT_EQ(shape.per_image_taps, per_image);
+    std::vector<float> y(x.size()), expected(x.size());
+    RunCpuOf<Op>(params, shape, x.data(), y.data(), tables, SerialShard{});
+    const std::vector<float> joined = JoinSeparableTaps(shape, row.data(), column.data());
+    for (std::int64_t b = 0; b < blocks; ++b) {  // image b's row taps, then its column taps
+      EXPECT_EQ(joined[b * (kw + kh)], row[b * kw]);
+      EXPECT_EQ(joined[b * (kw + kh) + kw], column[b * kh]);
+    }
+    SeparableFilterCpuRange<float, float>(x.data(), expected.data(), shape, joined.data(), 0,
+                                          SeparableFilterCpuUnits(shape));
+    EXPECT_EQ(y, expected) << taps;
+  }
+  AttrValue attrs[3];
+  attrs[0].choice = "per_image";
+  attrs[1].choice = "zeros";
+  attrs[2].choice = "channels_first";
+  Op::Params params;
+  ASSERT_TRUE(ReadParams<Op>(attrs, DataType::kFloat32, &params).ok());
+  TableSizes sizes;
+  sizes.count = 2;
+  sizes.size[0] = 6;
+  sizes.size[1] = 4;  // not 3 sets of column taps
+  Op::Shape shape;
+  Dims y_dims;
+  EXPECT_EQ(OutputOf<Op>(x_dims, params, sizes, &shape, &y_dims).message(),
+            "column_taps must have the same number of taps for each of the 3 images; got 4 "
+            "entries");
+  EXPECT_EQ(detail::CheckCallOf<Op>("float32", x_dims, sizes, attrs, &y_dims).message(),
+            "column_taps must have the same number of taps for each of the 3 images; got 4 "
+            "entries");
+  sizes.size[1] = 0;
+  EXPECT_EQ(detail::CheckCallOf<Op>("float32", x_dims, sizes, attrs, &y_dims).message(),
+            "column_taps must have 1 to 1048576 entries; got 0");
 }
 
 // A unit's cost in multiply-adds stays a positive int64 for the longest filters of large images.

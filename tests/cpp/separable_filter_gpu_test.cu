@@ -301,6 +301,46 @@ TEST(SeparableFilterLaunch, TablesPastTheConstantBankAreReadFromGlobalMemory) {
   EXPECT_EQ(SeparableFilterPlacement<float>(258, SourceKind::kPageableHost), Placement::kByValue);
 }
 
+// The op's two tables from every pair of sources, shared and per image: joined on the host or on
+// the device, the same bits as the CPU kernel over the joined table.
+TEST(SeparableFilterGpu, RowAndColumnTablesFromEverySourceBitwiseEqualToTheCpuKernel) {
+  REQUIRE_GPU();
+  for (bool per_image : {false, true}) {
+    for (std::int64_t k : {3, 40, 129}) {  // by value, the constant bank, two passes
+      const auto s = MakeShape(3, 2, 21, 37, k, k + 2, SeparableLayout::kPlanes,
+                               SeparableBorder::kReflect, per_image);
+      std::mt19937_64 rng(static_cast<std::uint64_t>(k) * 2 + per_image);
+      const auto x = RandomImages<float>(rng, s.Elements());
+      const std::vector<float> taps = RandomTaps<float>(rng, s);  // TableSize(): enough for both
+      const Tables<float> row(std::vector<float>(taps.begin(), taps.begin() + s.RowTableSize()));
+      const Tables<float> column(std::vector<float>(taps.begin() + s.RowTableSize(), taps.end()));
+      const auto joined = JoinSeparableTaps(s, row.host.data(), column.host.data());
+      const auto expected = OnCpu(x, s, joined);
+      Stream stream;
+      DeviceBuffer<float> in(x.size()), out(x.size());
+      ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+      for (SourceKind a :
+           {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+        for (SourceKind b : {SourceKind::kPageableHost, SourceKind::kDevice}) {
+          ASSERT_CUDA(cudaMemsetAsync(out.get(), 0, x.size() * sizeof(float), stream));
+          ASSERT_OK(LaunchSeparableFilter<float>(stream, in.get(), out.get(), s, row.View(a),
+                                                 column.View(b)));
+          ASSERT_CUDA(cudaStreamSynchronize(stream));
+          EXPECT_TRUE(out.Read() == expected)
+              << Describe(s) << ", row taps from " << static_cast<int>(a) << ", column taps from "
+              << static_cast<int>(b);
+        }
+      }
+      const TableView<float> short_row{row.host.data(), s.RowTableSize() - 1,
+                                       SourceKind::kPageableHost};
+      EXPECT_EQ(LaunchSeparableFilter<float>(stream, in.get(), out.get(), s, short_row,
+                                             column.View(SourceKind::kDevice))
+                    .code(),
+                StatusCode::kInvalidArgument);
+    }
+  }
+}
+
 TEST(SeparableFilterGpu, EmptyImagesLaunchNothingAndBadTablesAreErrors) {
   REQUIRE_GPU();
   Stream stream;

@@ -6,7 +6,8 @@ what was received, worded alike everywhere; and the next call right.
 Rules: the data has one of the op's dtypes (the registry's list: float32, float64, uint8); a tensor
 table is a vector of the op's table dtype exactly (int32, or the data's compute dtype) on the host
 or on the data's device (never the meta device or another GPU); a sequence table holds numbers of
-the right kind; the table's size is within the op's limits.
+the right kind; the table's size is within the op's limits. An op with several tables applies them
+to each, under its own name, the other tables good.
 """
 
 import importlib.util
@@ -88,9 +89,10 @@ class Framework:
             self.tensor = tensor
         self.ops = ops
 
-    def call(self, spec, data, table, attrs):
+    def call(self, spec, data, tables, attrs):
+        """The op's function on data and its tables (one per table, in order)."""
         description = descriptions.describe(spec.name)
-        arguments = {spec.data: data, spec.table: table, **attrs}
+        arguments = {spec.data: data, **dict(zip(spec.table_names, tables, strict=True)), **attrs}
         positional = [arguments.pop(name) for name in description.SIGNATURE]
         return getattr(self.ops, spec.name)(*positional, **arguments)
 
@@ -107,21 +109,40 @@ def good_table(spec, size):
     return list(range(1, size + 1)) if spec.int32_table else [0.5 * j for j in range(size)]
 
 
-def expect(framework, fragment, spec, data, table, attrs):
-    """framework's op on (data, table) raises its error kind, with `fragment` in the message."""
+def good_tables(spec):
+    """A good table for each of the op's tables: its fewest entries."""
+    return [good_table(spec.table_spec(i), t.min_size) for i, t in enumerate(spec.tables)]
+
+
+def expect(framework, fragment, spec, data, tables, attrs):
+    """framework's op on (data, tables) raises its error kind, with `fragment` in the message."""
     with pytest.raises(framework.errors) as error:
-        framework.numpy(framework.call(spec, data, table, attrs))
+        framework.numpy(framework.call(spec, data, tables, attrs))
     assert fragment in str(error.value), str(error.value)
 
 
-@pytest.mark.parametrize("spec", OPS, ids=lambda spec: spec.name)
-def test_every_rule_in_every_form(framework, spec):
+TABLES = [(spec, i) for spec in OPS for i in range(len(spec.tables))]
+
+
+@pytest.mark.parametrize(
+    ("spec", "index"), TABLES, ids=lambda v: v.name if hasattr(v, "name") else str(v)
+)
+def test_every_rule_in_every_form(framework, spec, index):
     attrs = example_attrs(spec)
-    table_dtype = spec.table_dtype("float32")
+    goods = good_tables(spec)
+    one = spec.table_spec(index)  # the table whose rules are tried; the others stay good
+
+    def tables(value, make=lambda values, dtype=None: values):
+        return [
+            value if j == index else make(g, spec.table_spec(j).table_dtype("float32"))
+            for j, g in enumerate(goods)
+        ]
+
+    table_dtype = one.table_dtype("float32")
     for device in framework.devices:
         data = framework.tensor(np.linspace(-1, 1, 24).reshape(2, 12), "float32", device)
-        good = good_table(spec, spec.min_table)
-        expected = framework.numpy(framework.call(spec, data, good, attrs))
+        good = goods[index]
+        expected = framework.numpy(framework.call(spec, data, tables(good), attrs))
         forms = {
             "static": lambda values, dtype=None: values,
             "tensor on the data's device": lambda values, dtype=table_dtype, d=device: (
@@ -134,24 +155,24 @@ def test_every_rule_in_every_form(framework, spec):
         if framework.name == "jax" and device != framework.devices[0]:
             del forms["tensor on the host"]  # JAX's host tables are NumPy's: the static form
         for form, make in forms.items():
-            for size in (spec.min_table - 1, spec.max_table + 1):
-                message = f"{spec.table} must have {spec.min_table} to {spec.max_table} entries"
+            for size in (one.min_table - 1, one.max_table + 1):
+                message = f"{one.table} must have {one.min_table} to {one.max_table} entries"
                 expect(
                     framework,
                     f"{message}; got {size}",
                     spec,
                     data,
-                    make(good_table(spec, size)),
+                    tables(make(good_table(one, size)), make),
                     attrs,
                 )
             if form != "static":
-                wrong = "float32" if spec.int32_table else "float64"
+                wrong = "float32" if one.int32_table else "float64"
                 expect(
                     framework,
-                    f"{spec.table} must be {table_dtype}; got {wrong}",
+                    f"{one.table} must be {table_dtype}; got {wrong}",
                     spec,
                     data,
-                    make(good, wrong),
+                    tables(make(good, wrong), make),
                     attrs,
                 )
             ints = framework.tensor(np.arange(24).reshape(2, 12), "int32", device)
@@ -160,52 +181,65 @@ def test_every_rule_in_every_form(framework, spec):
                 _registry.data_dtype_message(spec, "int32"),
                 spec,
                 ints,
-                make(good),
+                tables(make(good), make),
                 attrs,
             )
             # The process keeps running and the next call is right.
             np.testing.assert_array_equal(
-                framework.numpy(framework.call(spec, data, make(good), attrs)), expected, form
+                framework.numpy(framework.call(spec, data, tables(make(good), make), attrs)),
+                expected,
+                form,
             )
-        kind = "integers that fit int32" if spec.int32_table else "real numbers"
+        kind = "integers that fit int32" if one.int32_table else "real numbers"
         expect(
             framework,
-            f"{spec.table} must be {kind}",
+            f"{one.table} must be {kind}",
             spec,
             data,
-            ["a"] * spec.min_table,
+            tables(["a"] * one.min_table),
             attrs,
         )
         # A bool is no number of a table in any framework, beside integers or alone.
-        bools = [True, *good_table(spec, spec.min_table)[1:]]
-        expect(framework, f"{spec.table} must be {kind}; got True", spec, data, bools, attrs)
+        bools = [True, *good_table(one, one.min_table)[1:]]
+        expect(framework, f"{one.table} must be {kind}; got True", spec, data, tables(bools), attrs)
 
 
-@pytest.mark.parametrize("spec", OPS, ids=lambda spec: spec.name)
-def test_a_table_on_the_meta_device_is_refused(spec):
+def torch_tables(torch, spec, device):
+    """Good tensor tables of the op on `device`."""
+    return [
+        torch.tensor(g, dtype=torch.int32 if spec.tables[i].int32 else torch.float32, device=device)
+        for i, g in enumerate(good_tables(spec))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "index"), TABLES, ids=lambda v: v.name if hasattr(v, "name") else str(v)
+)
+def test_a_table_on_the_meta_device_is_refused(spec, index):
     torch = pytest.importorskip("torch")
     import constmem.torch as cm
 
     framework = Framework("torch")
     attrs = example_attrs(spec)
-    dtype = torch.int32 if spec.int32_table else torch.float32
+    one = spec.table_spec(index)
     for device in framework.devices:
         data = torch.linspace(-1, 1, 24, device=device).reshape(2, 12)
-        meta = torch.tensor(good_table(spec, spec.min_table), dtype=dtype, device="meta")
+        tables = torch_tables(torch, spec, device)
+        tables[index] = tables[index].to("meta")
         expect(
             framework,
-            f"{spec.table} must be on the CPU or on {spec.data}'s device ({device}); got a "
+            f"{one.table} must be on the CPU or on {spec.data}'s device ({device}); got a "
             "tensor on meta",
             spec,
             data,
-            meta,
+            tables,
             attrs,
         )
         # The raw op too, past the wrapper: its fake kernel answers for the meta tensor.
         op = getattr(torch.ops.constmem, spec.name)
         values = [attrs[a.name] for a in spec.attrs]
         with pytest.raises((ValueError, RuntimeError), match="must be on the CPU"):
-            op(data, meta, *values).cpu()
+            op(data, *tables, *values).cpu()
     assert cm is not None
 
 
@@ -221,13 +255,12 @@ def test_a_raw_op_refuses_a_choice_outside_its_list(spec):
 
     framework = Framework("torch")
     attrs = example_attrs(spec)
-    dtype = torch.int32 if spec.int32_table else torch.float32
     op = getattr(torch.ops.constmem, spec.name)
     for device in framework.devices:
         data = torch.linspace(-1, 1, 24, device=device).reshape(2, 12)
-        table = torch.tensor(good_table(spec, spec.min_table), dtype=dtype, device=device)
+        tables = torch_tables(torch, spec, device)
         values = [attrs[a.name] for a in spec.attrs]
-        expected = op(data, table, *values).cpu()
+        expected = op(data, *tables, *values).cpu()
         for i, attr in enumerate(spec.attrs):
             if attr.kind != "choice":
                 continue
@@ -235,5 +268,5 @@ def test_a_raw_op_refuses_a_choice_outside_its_list(spec):
             bad[i] = "BAD"
             listed = "/".join(attr.choices)
             with pytest.raises(ValueError, match=f"{attr.name} must be one of {listed}; got 'BAD'"):
-                op(data, table, *bad).cpu()
-        np.testing.assert_array_equal(op(data, table, *values).cpu(), expected)
+                op(data, *tables, *bad).cpu()
+        np.testing.assert_array_equal(op(data, *tables, *values).cpu(), expected)

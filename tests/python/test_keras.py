@@ -114,3 +114,33 @@ def test_trainable_layers_fit_save_and_reload(layer, tmp_path):
     np.testing.assert_array_equal(
         saved_and_reloaded(model, x, tmp_path), model.predict(x, verbose=0)
     )
+
+
+def test_a_layer_trains_each_of_its_tables(tmp_path):
+    # SeparableFilter's row and column taps are two weights: fit moves both towards a target.
+    rng = np.random.default_rng(44)
+    x = rng.uniform(-1, 1, (32, 6, 7, 1)).astype(np.float32)
+
+    def made():
+        return constmem.keras.SeparableFilter(row_taps=3, column_taps=5, layout="channels_last")
+
+    target_layer = made()
+    target_layer.build(x.shape)
+    starts = target_layer.get_weights()
+    assert [w.shape for w in starts] == [(3,), (5,)]
+    target_layer.set_weights([(w + rng.normal(0, 0.5, w.shape)).astype(np.float32) for w in starts])
+    y = target_layer(x).numpy()
+    layer = made()
+    model = keras.Sequential([keras.Input((6, 7, 1)), layer])
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    first = model.evaluate(x, y, verbose=0)
+    before = [w.copy() for w in layer.get_weights()]
+    model.fit(x, y, epochs=30, batch_size=8, verbose=0)
+    assert model.evaluate(x, y, verbose=0) < 0.5 * first, "training reduced the loss"
+    for w, start in zip(layer.get_weights(), before, strict=True):
+        assert not np.array_equal(w, start), "each table trained"
+    np.testing.assert_array_equal(
+        saved_and_reloaded(model, x, tmp_path), model.predict(x, verbose=0)
+    )
+    with pytest.raises(ValueError, match="initial needs 2 sequences"):
+        constmem.keras.SeparableFilter(row_taps=3, column_taps=5, initial=[[0.0, 1.0, 0.0]])

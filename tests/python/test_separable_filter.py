@@ -107,10 +107,15 @@ def test_matches_scipy_every_border_and_layout(fw, border, layout):
         expected = reference(x, row, column, border, layout)
         for device in fw.devices:
             for dtype, tol in (("float32", 2e-5), ("float64", 1e-12)):
-                table = np.concatenate([row, column]).astype(dtype)
-                for form in (table, fw.array(table, device)):
+                r, c = row.astype(dtype), column.astype(dtype)
+                # Each table in its own form: both static, both tensors, one of each.
+                for forms in (
+                    (r, c),
+                    (fw.array(r, device), fw.array(c, device)),
+                    (r, fw.array(c, device)),
+                ):
                     y = fw.cm.separable_filter(
-                        fw.array(x, device, dtype), form, kw, border=border, layout=layout
+                        fw.array(x, device, dtype), *forms, border=border, layout=layout
                     )
                     scale = np.abs(row).sum() * np.abs(column).sum() * np.abs(x).max()
                     np.testing.assert_allclose(fw.numpy(y), expected, atol=tol * scale)
@@ -146,17 +151,22 @@ def test_per_image_tables(fw, layout):
     for device in fw.devices:
         y = fw.cm.separable_filter2d(fw.array(x, device), rows, columns, layout=layout)
         np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
-        table = np.concatenate([rows, columns], 1).reshape(-1)
         y = fw.cm.separable_filter(
-            fw.array(x, device), fw.array(table, device), kw, column_taps=kh, layout=layout
+            fw.array(x, device),
+            fw.array(rows.reshape(-1), device),
+            fw.array(columns.reshape(-1), device),
+            taps="per_image",
+            layout=layout,
         )
         np.testing.assert_allclose(fw.numpy(y), expected, atol=1e-12)
-    with pytest.raises(ValueError, match="one pair per image"):
+    with pytest.raises(
+        ValueError, match="column_taps must have the same number of taps for each of the 4 images"
+    ):
         fw.cm.separable_filter(
             fw.array(x, "cpu" if fw.name == "torch" else fw.devices[0]),
-            list(range(5 * (kw + kh))),
-            kw,
-            column_taps=kh,
+            list(range(images * kw)),
+            list(range(images * kh + 1)),
+            taps="per_image",
             layout=layout,
         )
 
@@ -252,17 +262,28 @@ def test_gradients_match_finite_differences_torch(border):
     rng = np.random.default_rng(5)
     for layout, shape in (("channels_first", (2, 1, 5, 6)), ("channels_last", (2, 5, 4, 2))):
         x = torch.tensor(rng.standard_normal(shape), requires_grad=True)
-        shared = torch.tensor(rng.uniform(-1, 1, 3 + 4), requires_grad=True)
+        row = torch.tensor(rng.uniform(-1, 1, 3), requires_grad=True)
+        column = torch.tensor(rng.uniform(-1, 1, 4), requires_grad=True)
         torch.autograd.gradcheck(
-            lambda x, t, layout=layout: cm.separable_filter(x, t, 3, border=border, layout=layout),
-            (x, shared),
-        )
-        per_image = torch.tensor(rng.uniform(-1, 1, 2 * (2 + 7)), requires_grad=True)
-        torch.autograd.gradcheck(
-            lambda x, t, layout=layout: cm.separable_filter(
-                x, t, 2, column_taps=7, border=border, layout=layout
+            lambda x, r, c, layout=layout: cm.separable_filter(
+                x, r, c, border=border, layout=layout
             ),
-            (x, per_image),
+            (x, row, column),
+        )
+        rows = torch.tensor(rng.uniform(-1, 1, 2 * 2), requires_grad=True)
+        columns = torch.tensor(rng.uniform(-1, 1, 2 * 7), requires_grad=True)
+        torch.autograd.gradcheck(
+            lambda x, r, c, layout=layout: cm.separable_filter(
+                x, r, c, taps="per_image", border=border, layout=layout
+            ),
+            (x, rows, columns),
+        )
+        # A gradient to one table alone (the other static).
+        torch.autograd.gradcheck(
+            lambda x, c, layout=layout: cm.separable_filter(
+                x, [0.25, 0.5, 0.25], c, border=border, layout=layout
+            ),
+            (x, column),
         )
 
 
@@ -271,23 +292,24 @@ def test_opcheck_and_compile():
     import constmem.torch as cm
 
     x = torch.randn(2, 3, 8, 9)
-    table = torch.randn(3 + 5)
+    row, column = torch.randn(3), torch.randn(5)
     for args in (
-        (x, table, 3, 0, "reflect", "channels_first"),
-        (x, table, 3, 5, "zeros", "channels_first"),
-        (x.permute(0, 2, 3, 1).contiguous(), table, 3, 0, "replicate", "channels_last"),
+        (x, row, column, "shared", "reflect", "channels_first"),
+        (x, torch.randn(6), torch.randn(10), "per_image", "zeros", "channels_first"),
+        (x.permute(0, 2, 3, 1).contiguous(), row, column, "shared", "replicate", "channels_last"),
     ):
         torch.library.opcheck(torch.ops.constmem.separable_filter.default, args)
     u8 = torch.randint(0, 256, (2, 3, 8, 9), dtype=torch.uint8)
     torch.library.opcheck(
-        torch.ops.constmem.separable_filter.default, (u8, table, 3, 0, "reflect", "channels_first")
+        torch.ops.constmem.separable_filter.default,
+        (u8, row, column, "shared", "reflect", "channels_first"),
     )
 
     @torch.compile(fullgraph=True)
     def blur(x):
-        return cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25, 1.0], 3)
+        return cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25], [1.0])
 
-    expected = cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25, 1.0], 3)
+    expected = cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25], [1.0])
     torch.testing.assert_close(blur(x), expected)
 
     # Python numbers that change between calls (torch.compile makes the sigma symbolic): no graph
@@ -307,26 +329,26 @@ def test_jax_jit_vmap_grad():
     jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(6)
     x = jnp.asarray(rng.standard_normal((3, 2, 6, 7)))
-    table = jnp.asarray(rng.uniform(-1, 1, 3 + 4))
-    expected = cm.separable_filter(x, table, 3)
+    row = jnp.asarray(rng.uniform(-1, 1, 3))
+    column = jnp.asarray(rng.uniform(-1, 1, 4))
+    expected = cm.separable_filter(x, row, column)
     np.testing.assert_allclose(
-        jax.jit(lambda x, t: cm.separable_filter(x, t, 3))(x, table), expected
+        jax.jit(lambda x, r, c: cm.separable_filter(x, r, c))(x, row, column), expected
     )
-    batched = jax.vmap(lambda x: cm.separable_filter(x, table, 3))(x)
+    batched = jax.vmap(lambda x: cm.separable_filter(x, row, column))(x)
     np.testing.assert_allclose(batched, expected)
 
-    def loss(x, t):
-        return jnp.sum(jnp.sin(cm.separable_filter(x, t, 3, border="replicate")))
+    def loss(x, r, c):
+        return jnp.sum(jnp.sin(cm.separable_filter(x, r, c, border="replicate")))
 
-    grad_x, grad_t = jax.grad(loss, argnums=(0, 1))(x, table)
+    grads = jax.grad(loss, argnums=(0, 1, 2))(x, row, column)
     eps = 1e-6
     for _ in range(3):
-        dx = jnp.asarray(rng.standard_normal(x.shape))
-        dt = jnp.asarray(rng.standard_normal(table.shape))
-        numeric = (loss(x + eps * dx, table + eps * dt) - loss(x - eps * dx, table - eps * dt)) / (
-            2 * eps
-        )
-        analytic = jnp.sum(grad_x * dx) + jnp.sum(grad_t * dt)
+        steps = [jnp.asarray(rng.standard_normal(a.shape)) for a in (x, row, column)]
+        plus = [a + eps * d for a, d in zip((x, row, column), steps, strict=True)]
+        minus = [a - eps * d for a, d in zip((x, row, column), steps, strict=True)]
+        numeric = (loss(*plus) - loss(*minus)) / (2 * eps)
+        analytic = sum(jnp.sum(g * d) for g, d in zip(grads, steps, strict=True))
         np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
     u8 = jnp.asarray(rng.integers(0, 256, (2, 6, 7)), jnp.uint8)
     out = jax.jit(lambda u: cm.gaussian_blur(u, 3))(u8)
@@ -353,9 +375,9 @@ def test_long_filters_match_scipy(fw, border):
         results = []
         for device in fw.devices:
             for dtype, tol in (("float32", 2e-5), ("float64", 1e-12)):
-                table = np.concatenate([row, column]).astype(dtype)
-                for form in (table, fw.array(table, device)):
-                    y = fw.cm.separable_filter(fw.array(x, device, dtype), form, kw, border=border)
+                r, c = row.astype(dtype), column.astype(dtype)
+                for forms in ((r, c), (fw.array(r, device), fw.array(c, device))):
+                    y = fw.cm.separable_filter(fw.array(x, device, dtype), *forms, border=border)
                     scale = np.abs(row).sum() * np.abs(column).sum() * np.abs(x).max()
                     np.testing.assert_allclose(fw.numpy(y), expected, atol=tol * scale)
                     results.append((dtype, fw.numpy(y)))
@@ -389,18 +411,17 @@ def test_long_filters_in_tensorflow_match_scipy_and_the_other_frameworks():
         x = rng.standard_normal(shape).astype(np.float32)
         row = (taps(rng, kw) / np.sqrt(kw)).astype(np.float32)
         column = (taps(rng, kh) / np.sqrt(kh)).astype(np.float32)
-        table = np.concatenate([row, column])
         expected = reference(x, row, column, "reflect", "channels_first")
         on_cpu = None
         for device in devices:
             with tf.device(device):
-                for form in (table, tf.constant(table)):
-                    y = cm_tf.separable_filter(x, form, kw).numpy()
+                for forms in ((row, column), (tf.constant(row), tf.constant(column))):
+                    y = cm_tf.separable_filter(x, *forms).numpy()
                     np.testing.assert_allclose(y, expected, atol=1e-5)
                     on_cpu = y if on_cpu is None else on_cpu
                     np.testing.assert_array_equal(y, on_cpu)
         for other in others:
-            y = other.cm.separable_filter(other.array(x, other.devices[0]), table, kw)
+            y = other.cm.separable_filter(other.array(x, other.devices[0]), row, column)
             np.testing.assert_array_equal(other.numpy(y), on_cpu)
         blurred = cm_tf.gaussian_blur(np.ones((1, 70, 80), np.float32), 129, 30.0).numpy()
         np.testing.assert_allclose(blurred, 1.0, atol=1e-5)  # taps that sum to 1

@@ -13,15 +13,16 @@ def test_three_table_forms_match_scipy(device, border):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 9, 11, 3)).astype(np.float32)
     row, column = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 4)
-    table = np.concatenate([row, column]).astype(np.float32)
     expected = reference(x, row, column, border, "channels_last")
+    r, c = row.astype(np.float32), column.astype(np.float32)
     with tf.device(device):
         for source in ("attr", "input", "host"):
-            given = table if source == "attr" else tf.constant(table)
-            y = cm.separable_filter(
-                x, given, 3, border=border, layout="channels_last", source=source
-            )
+            given = (r, c) if source == "attr" else (tf.constant(r), tf.constant(c))
+            y = cm.separable_filter(x, *given, border=border, layout="channels_last", source=source)
             np.testing.assert_allclose(y.numpy(), expected, atol=1e-5)
+        # One table static, the other a tensor: both as tensors.
+        y = cm.separable_filter(x, r, tf.constant(c), border=border, layout="channels_last")
+        np.testing.assert_allclose(y.numpy(), expected, atol=1e-5)
 
 
 def test_uint8_and_per_image_tables(device):
@@ -43,24 +44,25 @@ def test_uint8_and_per_image_tables(device):
             )
             assert y.dtype == tf.uint8
             assert np.abs(y.numpy().astype(np.int64) - expected).max() <= 1
-        with pytest.raises(tf.errors.InvalidArgumentError, match="taps must be float32"):
-            cm.separable_filter(x, tf.constant([0.5, 0.5], tf.float64), 1)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="column_taps must be float32"):
+            cm.separable_filter(x, tf.constant([0.5], tf.float32), tf.constant([0.5], tf.float64))
 
 
 def test_gradients_and_jit(device):
     rng = np.random.default_rng(9)
     x = tf.constant(rng.standard_normal((2, 1, 5, 6)))
-    table = tf.constant(rng.uniform(-1, 1, 5))
+    row = tf.constant(rng.uniform(-1, 1, 2))
+    column = tf.constant(rng.uniform(-1, 1, 3))
     with tf.device(device):
         for border in ("reflect", "replicate", "zeros"):
             theoretical, numerical = tf.test.compute_gradient(
-                lambda x, t, border=border: cm.separable_filter(x, t, 2, border=border),
-                [x, table],
+                lambda x, r, c, border=border: cm.separable_filter(x, r, c, border=border),
+                [x, row, column],
             )
             for a, b in zip(theoretical, numerical, strict=True):
                 np.testing.assert_allclose(a, b, atol=1e-6)
-        eager = cm.separable_filter(x, table, 2)
-        compiled = tf.function(lambda x, t: cm.separable_filter(x, t, 2), jit_compile=True)
-        np.testing.assert_array_equal(compiled(x, table).numpy(), eager.numpy())
+        eager = cm.separable_filter(x, row, column)
+        compiled = tf.function(lambda x, r, c: cm.separable_filter(x, r, c), jit_compile=True)
+        np.testing.assert_array_equal(compiled(x, row, column).numpy(), eager.numpy())
         blurred = tf.function(lambda x: cm.gaussian_blur(x, 3), jit_compile=True)(x)
         np.testing.assert_allclose(blurred.numpy(), cm.gaussian_blur(x, 3).numpy())
