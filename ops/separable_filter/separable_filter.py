@@ -410,7 +410,11 @@ def _tap_tables(row, column):
             "row_taps and column_taps must have a row per image each; got shapes "
             f"{shapes[0]} and {shapes[1]}"
         )
-    return (*(t.reshape(-1) for t in tables), "per_image")
+    flat = [
+        t.reshape(-1) if _framework(t) is None else _Xp(_framework(t)).reshape(t, (-1,))
+        for t in tables
+    ]
+    return (*flat, "per_image")
 
 
 def _make_separable_filter2d(ops):

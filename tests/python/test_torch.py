@@ -223,11 +223,11 @@ def test_bad_input_raises_and_the_next_call_is_right(device, call, message):
         ("fir_filter", torch.ones(3), torch.ones(2, dtype=torch.float64), ("SAME",)),
         ("fir_filter", torch.tensor(1.0), torch.ones(1), ("SAME",)),
         ("frobulate", torch.ones(3), torch.ones(2, 2, dtype=torch.int32), ()),
-        (
+        (  # 5 row taps are no set per image for 2 images
             "separable_filter",
             torch.ones(2, 3, 4, 4),
-            torch.ones(5),
-            (2, 2, "zeros", "channels_first"),
+            (torch.ones(5), torch.ones(4)),
+            ("per_image", "zeros", "channels_first"),
         ),
         ("upfirdn", torch.ones(2, 5), torch.ones(3), (0, 1)),
         ("interpolate", torch.ones(3), torch.ones(4), (1.0, 0.0)),
@@ -236,10 +236,12 @@ def test_bad_input_raises_and_the_next_call_is_right(device, call, message):
 def test_a_kernels_refusal_is_the_same_value_error_in_python(device, op, data, table, attrs):
     """Where PyTorch turns a stable-ABI kernel's exception into a RuntimeError (newer releases),
     the functions find the refusal again in Python: the same words, as a ValueError."""
-    data, table = data.to(device), table.to(device)
+    several = isinstance(table, tuple)  # an op's several tables, in order
+    data = data.to(device)
+    table = tuple(t.to(device) for t in table) if several else table.to(device)
     with pytest.raises((ValueError, RuntimeError)) as raised:
         with torch._C._AutoDispatchBelowAutograd():
-            getattr(torch.ops.constmem, op).default(data, table, *attrs)
+            getattr(torch.ops.constmem, op).default(data, *(table if several else (table,)), *attrs)
     refusal = cm._refusal(cm.OPS[op], data, table, attrs)
     assert isinstance(refusal, ValueError)
     assert str(refusal) == str(raised.value)
