@@ -2,7 +2,7 @@
 """CausalConv1d's op libraries, loaded with constmem: `tensorflow()`, `torch()` and `jax()` return a
 module whose `causal_conv1d(x, weight, bias)` is the op in that framework; `reference()` computes
 it in float64 with NumPy, `random_case()` makes inputs for it, and PLACEMENTS lists where its
-launcher puts each table.
+launcher puts each table (check_placement_of() asks a library).
 
 Each library loads once, on the first call; later calls are a dictionary lookup, which
 torch.compile(fullgraph=True) traces through.
@@ -75,3 +75,20 @@ def random_case(shape, taps, seed):
     weight = (rng.standard_normal(channels * taps) / np.sqrt(taps)).astype(np.float32)
     bias = rng.standard_normal(channels).astype(np.float32)
     return x, weight, bias
+
+
+def check_placement_of(ops, gpu_kernels):
+    """`ops.placement_of` per table: PLACEMENTS from a library with GPU kernels, else None; the
+    first table by default, and an unknown table refused by name."""
+    try:
+        ops.placement_of("causal_conv1d", 4, table="taps")
+        raise AssertionError("an unknown table was taken")
+    except ValueError as error:
+        assert str(error) == "table must be one of weight, bias; got 'taps'", error
+    weight = ops.placement_of("causal_conv1d", 1000, source="host")
+    assert weight == ops.placement_of("causal_conv1d", 1000, source="host", table="weight")
+    got = [
+        (table, n, source, ops.placement_of("causal_conv1d", n, source=source, table=table))
+        for table, n, source, _ in PLACEMENTS
+    ]
+    assert got == (PLACEMENTS if gpu_kernels else [(*row[:3], None) for row in PLACEMENTS]), got

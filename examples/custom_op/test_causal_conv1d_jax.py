@@ -12,7 +12,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
-from causal_conv1d_ops import BUILD, PLACEMENTS, random_case, reference  # noqa: E402
+from causal_conv1d_ops import BUILD, check_placement_of, random_case, reference  # noqa: E402
 from causal_conv1d_ops import jax as causal_conv1d  # noqa: E402
 
 PATH = f"{BUILD}/_causal_conv1d_jax.so"
@@ -312,16 +312,4 @@ def _has_gpu_kernels():
 def test_placement_of_answers_for_each_table(ops):
     """Where a launch would put each table, by its own rule, asked with no GPU: None for a library
     built without GPU kernels."""
-    with pytest.raises(ValueError, match=r"^table must be one of weight, bias; got 'taps'$"):
-        ops.placement_of("causal_conv1d", 4, table="taps")
-    weight = ops.placement_of("causal_conv1d", 4, table="weight")
-    bias = ops.placement_of("causal_conv1d", 4, table="bias")
-    assert ops.placement_of("causal_conv1d", 4) == weight  # the first table by default
-    if not _has_gpu_kernels():
-        assert weight is None and bias is None
-        return
-    got = [
-        (table, n, source, ops.placement_of("causal_conv1d", n, source=source, table=table))
-        for table, n, source, _ in PLACEMENTS
-    ]
-    assert got == PLACEMENTS
+    check_placement_of(ops, _has_gpu_kernels())

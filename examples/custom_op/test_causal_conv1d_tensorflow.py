@@ -8,7 +8,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 import causal_conv1d_ops  # noqa: E402
-from causal_conv1d_ops import PLACEMENTS, reference  # noqa: E402
+from causal_conv1d_ops import check_placement_of, reference  # noqa: E402
 from tensorflow.python.framework import kernels  # noqa: E402
 
 DEVICES = ["/CPU:0"] + [d.name for d in tf.config.list_logical_devices("GPU")]
@@ -350,16 +350,7 @@ def has_gpu_kernels():
 
 
 def test_placement_of_each_table(ops):
-    if not has_gpu_kernels():
-        assert ops.placement_of("causal_conv1d", 3, table="bias") is None
-        return
-
-    assert ops.placement_of("causal_conv1d", 1000, source="host") == "by_value"  # the weight
-    got = [
-        (table, n, source, ops.placement_of("causal_conv1d", n, source=source, table=table))
-        for table, n, source, _ in PLACEMENTS
-    ]
-    assert got == PLACEMENTS
+    check_placement_of(ops, has_gpu_kernels())
 
 
 def test_placement_of_refuses_an_unknown_table(ops):

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
-from causal_conv1d_ops import BUILD, PLACEMENTS, random_case, reference  # noqa: E402
+from causal_conv1d_ops import BUILD, check_placement_of, random_case, reference  # noqa: E402
 from causal_conv1d_ops import torch as causal_conv1d  # noqa: E402
 
 DEVICES = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
@@ -321,17 +321,4 @@ def built_with_cuda():
 def test_placement_of_answers_for_each_table(ops):
     """Where a launch would put each table, by its own rule, asked with no GPU: None for a library
     built without GPU kernels."""
-    with pytest.raises(ValueError) as raised:
-        ops.placement_of("causal_conv1d", 4, table="taps")
-    assert str(raised.value) == "table must be one of weight, bias; got 'taps'"
-    weight = ops.placement_of("causal_conv1d", 4, table="weight")
-    bias = ops.placement_of("causal_conv1d", 4, table="bias")
-    assert ops.placement_of("causal_conv1d", 4) == weight  # the first table by default
-    if not built_with_cuda():
-        assert weight is None and bias is None
-        return
-    got = [
-        (table, n, source, ops.placement_of("causal_conv1d", n, source=source, table=table))
-        for table, n, source, _ in PLACEMENTS
-    ]
-    assert got == PLACEMENTS
+    check_placement_of(ops, built_with_cuda())
