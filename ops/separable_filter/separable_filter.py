@@ -386,35 +386,48 @@ def _filter(ops, images, row, column, taps, border, layout, options):
     )
 
 
+def _shape(value):
+    """A tensor's or NumPy array's shape, or a Python sequence's as its nesting gives it.
+
+    Plain Python for a sequence, which torch.compile traces.
+    """
+    if _framework(value) is not None or isinstance(value, np.ndarray):
+        return tuple(value.shape)
+    value = list(value)
+    if value and isinstance(value[0], (list, tuple, np.ndarray)):
+        return (len(value), len(value[0]))
+    return (len(value),)
+
+
+def _flat(value):
+    """A [B, k] table as a vector in its own form."""
+    if isinstance(value, np.ndarray):
+        return value.reshape(-1)
+    if _framework(value) is not None:
+        return _Xp(_framework(value)).reshape(value, (-1,))
+    return [v for row in value for v in row]
+
+
 def _tap_tables(row, column):
     """The op's two tables from row and column taps, each [k] (shared) or [B, k] (per image).
 
-    Returns (row, column, taps): each table a vector in its own form (a sequence becomes a NumPy
-    array, a tensor stays one), taps "shared" or "per_image".
+    Returns (row, column, taps): each table a vector in its own form (a tensor, a NumPy array, a
+    Python list), taps "shared" or "per_image".
     """
-    tables = []
-    for value in (row, column):
-        if _framework(value) is None:
-            value = np.asarray(value, np.float64)
-        tables.append(value)
-    shapes = [tuple(t.shape) for t in tables]
+    shapes = [_shape(row), _shape(column)]
     if len(shapes[0]) != len(shapes[1]) or len(shapes[0]) not in (1, 2):
         raise ValueError(
             "row_taps and column_taps must both be [k] (shared) or [B, k] (per image); "
             f"got shapes {shapes[0]} and {shapes[1]}"
         )
     if len(shapes[0]) == 1:
-        return tables[0], tables[1], "shared"
+        return row, column, "shared"
     if shapes[0][0] != shapes[1][0]:
         raise ValueError(
             "row_taps and column_taps must have a row per image each; got shapes "
             f"{shapes[0]} and {shapes[1]}"
         )
-    flat = [
-        t.reshape(-1) if _framework(t) is None else _Xp(_framework(t)).reshape(t, (-1,))
-        for t in tables
-    ]
-    return (*flat, "per_image")
+    return _flat(row), _flat(column), "per_image"
 
 
 def _make_separable_filter2d(ops):

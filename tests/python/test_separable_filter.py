@@ -312,6 +312,20 @@ def test_opcheck_and_compile():
     expected = cm.gaussian_blur(x, 5) + cm.separable_filter(x, [0.25, 0.5, 0.25], [1.0])
     torch.testing.assert_close(blur(x), expected)
 
+    # Tap sets as Python lists, shared and per image, and as NumPy arrays: traced, no graph break.
+    rows, columns = [[0.25, 0.5, 0.25], [0.1, 0.8, 0.1]], [[1.0], [0.5]]
+    for row, column in (
+        ([0.25, 0.5, 0.25], [1.0, 2.0, 1.0]),
+        (rows, columns),
+        (np.asarray(rows), np.asarray(columns)),
+    ):
+        compiled = torch.compile(
+            lambda x, r=row, c=column: cm.separable_filter2d(x, r, c), fullgraph=True
+        )
+        torch.testing.assert_close(
+            compiled(x), cm.separable_filter2d(x, row, column), rtol=0, atol=0
+        )
+
     # Python numbers that change between calls (torch.compile makes the sigma symbolic): no graph
     # break, and the eager call's bits.
     varying = torch.compile(lambda x, k, s: cm.gaussian_blur(x, k, s), fullgraph=True)

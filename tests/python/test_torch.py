@@ -368,6 +368,7 @@ def test_compile_fullgraph_traces_every_op(device):
     @torch.compile(fullgraph=True)
     def pipeline(x, coeffs, taps):
         y = cm.frobulate(x, [1, -2, 3])
+        y = cm.polyval(np.asarray([1.0, 0.5]), y)  # a NumPy table: a host tensor of the graph
         y = cm.polyval([0.5, 0.25], cm.polyval(coeffs, y))
         y = cm.interpolate(cm.interpolate(y, coeffs, -2.0, 2.0), [0.0, 1.0, -1.0], -1.0, 1.0)
         return cm.fir_filter(y, taps, padding="SAME"), cm.fir_filter(y, [0.5, 0.5], padding="VALID")

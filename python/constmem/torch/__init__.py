@@ -215,7 +215,10 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
                 return tensor_op(data, table, *attrs)
             with _below_autograd():
                 return run_below_autograd(data, table, *attrs)
-        if _is_compiling():  # the schema's list: a constant of the traced graph
+        if _is_compiling():
+            if isinstance(table, np.ndarray):  # traced as a tensor: a host table of the graph
+                return tensor_op(data, _traced_host_table(spec, table, data), *attrs)
+            # The schema's list: a constant of the traced graph.
             return static_op(data, _registry.static_list(spec, table), *attrs)
         # Eagerly, the table as a cached host tensor: the kernel copies it into its own staging
         # (by value when small), and the graph of a capture keeps its own copy, as of a list.
@@ -250,6 +253,20 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
     return call
 
 
+def _traced_host_table(spec: _registry.OpSpec, table: Any, data: torch.Tensor) -> torch.Tensor:
+    """A static table as a host tensor made in the graph torch.compile traces.
+
+    NumPy's arrays are tensors there, whose values the trace cannot list; a list is checked first.
+    """
+    dtype = getattr(torch, spec.table_dtype(dtype_name(data.dtype)))
+    if isinstance(table, np.ndarray):
+        if table.ndim != 1:
+            raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
+        _registry.check_size(spec, table.shape[0])
+        return torch.as_tensor(table).to(dtype)
+    return torch.tensor(_registry.static_list(spec, table), dtype=dtype)
+
+
 def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
     """dispatch() of an op with several tables, given as a tuple in the op's order.
 
@@ -266,13 +283,12 @@ def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
         if isinstance(table, torch.Tensor):
             return table
         if compiling:
-            table_dtype = getattr(torch, table_specs[i].table_dtype(dtype_name(data.dtype)))
-            return torch.tensor(_registry.static_list(table_specs[i], table), dtype=table_dtype)
+            return _traced_host_table(table_specs[i], table, data)
         return _static_table(table_specs[i], table, data.dtype, keys[i])
 
     def dispatch(spec: _registry.OpSpec, data: torch.Tensor, tables: tuple, attrs: tuple):
         compiling = _is_compiling()
-        if compiling and not any(isinstance(t, torch.Tensor) for t in tables):
+        if compiling and not any(isinstance(t, (torch.Tensor, np.ndarray)) for t in tables):
             lists = [_registry.static_list(s, t) for s, t in zip(table_specs, tables, strict=True)]
             return static_op(data, *lists, *attrs)
         tensors = tuple(as_tensor(i, t, data, compiling) for i, t in enumerate(tables))
