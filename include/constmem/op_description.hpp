@@ -628,6 +628,8 @@ constexpr bool SameName(const char* a, const char* b) {
 // (a static table is an attribute of its own in TensorFlow and XLA).
 template <class Op>
 constexpr bool NamesAreDistinct() {
+  // kNames.table names the first table, which the registry lists as the op's table.
+  if (!SameName(Op::kNames.table, TableSpecOf<Op>(0).name)) return false;
   const int tables = TableCountOf<Op>();
   for (int i = 0; i < tables; ++i) {
     if (SameName(TableSpecOf<Op>(i).name, Op::kNames.data)) return false;
@@ -648,7 +650,8 @@ constexpr bool NamesAreDistinct() {
 template <class... Ops>
 std::string OpRegistryJson() {
   static_assert((detail::NamesAreDistinct<Ops>() && ...),
-                "an op's data, tables and attributes need a name each");
+                "an op's data, tables and attributes need a name each, and kNames.table is its "
+                "first table's");
   std::string out = "[";
   bool first = true;
   ((out += first ? "" : ",", first = false, detail::AppendOpJson<Ops>(&out)), ...);
