@@ -95,6 +95,49 @@ CONSTMEM_TARGET_AVX2 inline void NarrowToBytes<Int8>(std::uint8_t* to, const Int
 }
 #endif
 
+// to[0, lanes of V) = the float values of `acc` rounded half to even and clamped to [0, 255] (NaN
+// to 0): SeparableToOutput<std::uint8_t> lane by lane.
+template <class V, class IntV>
+__attribute__((always_inline)) inline void RoundToBytes(std::uint8_t* to, const V& acc) {
+  const V high = V{} + 255.0f, zero = V{}, magic = V{} + 8388608.0f;
+  V f = acc > high ? high : acc;
+  f = f >= zero ? f : zero;
+  const V rounded = f + magic;
+  NarrowToBytes(to, __builtin_convertvector(rounded - magic, IntV));
+}
+#if CONSTMEM_CPU_X86
+// The same in four instructions: the minimum with 255 keeps a NaN (vminps returns its second
+// operand then), the conversion rounds half to even and makes a NaN or -inf INT_MIN, the maximum
+// with 0 takes those and the negatives to 0, and the narrowing stores the bytes.
+using Float16 = cpu::Vector<float, 64>::type;
+using Float8 = cpu::Vector<float, 32>::type;
+template <>
+CONSTMEM_TARGET_AVX512 inline void RoundToBytes<Float16, Int16>(std::uint8_t* to,
+                                                                const Float16& acc) {
+  // The masked forms: GCC 12 warns of the unmasked ones' undefined sources.
+  constexpr __mmask16 kAll = 0xffff;
+  __m512 v;
+  std::memcpy(&v, &acc, sizeof(v));
+  const __m512 low = _mm512_maskz_min_ps(kAll, _mm512_set1_ps(255.0f), v);
+  const __m512i ints = _mm512_maskz_max_epi32(
+      kAll,
+      _mm512_maskz_cvt_roundps_epi32(kAll, low, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+      _mm512_setzero_si512());
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(to), _mm512_maskz_cvtepi32_epi8(kAll, ints));
+}
+template <>
+CONSTMEM_TARGET_AVX2 inline void RoundToBytes<Float8, Int8>(std::uint8_t* to, const Float8& acc) {
+  __m256 v;
+  std::memcpy(&v, &acc, sizeof(v));
+  const __m256 low = _mm256_round_ps(_mm256_min_ps(_mm256_set1_ps(255.0f), v),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256i ints = _mm256_max_epi32(_mm256_cvttps_epi32(low), _mm256_setzero_si256());
+  Int8 w;
+  std::memcpy(&w, &ints, sizeof(w));
+  NarrowToBytes(to, w);
+}
+#endif
+
 template <class In, class T, int kBytes, int kAccumulators>
 struct Kernel {
   using V = typename cpu::Vector<T, kBytes>::type;
@@ -127,11 +170,7 @@ struct Kernel {
     if constexpr (std::is_same<In, T>::value) {
       std::memcpy(values, &acc, kBytes);
     } else {
-      const V high = V{} + 255.0f, zero = V{}, magic = V{} + 8388608.0f;
-      V f = acc > high ? high : acc;
-      f = f >= zero ? f : zero;
-      const V rounded = f + magic;
-      NarrowToBytes(values, __builtin_convertvector(rounded - magic, IntV));
+      RoundToBytes<V, IntV>(values, acc);
     }
     if (n == kLanes) {
       std::memcpy(out, values, sizeof(values));

@@ -276,6 +276,33 @@ TEST_P(SeparableCpu, BitwiseEqualToThePortableKernelOnRandomShapes) {
   }
 }
 
+// uint8 results of sums past [0, 255] both ways, of exact halves, of infinities and NaN: rounded
+// and clamped by every instruction set as SeparableToOutput does (NaN to 0).
+TEST_P(SeparableCpu, Uint8ExtremesRoundAndClampAsTheDefinition) {
+  SeparableShape s;
+  s.images = 1;
+  s.height = 3;
+  s.width = 40;  // two vectors and a partial one at AVX-512's 16 lanes
+  s.kw = 1;
+  s.kh = 1;
+  s.border = SeparableBorder::kZeros;
+  std::vector<std::uint8_t> x(s.Elements());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint8_t>(i * 37 % 256);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float row_tap : {0.5f, -0.5f, 1.5f, 3e9f, -3e9f, 1e38f, inf, -inf, nan, 0.0f, -0.0f}) {
+    const std::vector<float> taps{row_tap, 1.0f};
+    const std::vector<std::uint8_t> got = RunCpu(x, s, taps, GetParam());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float sum = std::fma(static_cast<float>(x[i]), row_tap, 0.0f);
+      const float value = std::fma(sum, 1.0f, 0.0f);
+      ASSERT_EQ(got[i], SeparableToOutput<std::uint8_t>(value))
+          << "tap " << row_tap << ", pixel " << static_cast<int>(x[i]) << ", "
+          << cpu::IsaName(GetParam());
+    }
+  }
+}
+
 // The default instruction set (BestIsa, capped by CONSTMEM_CPU_ISA in the capped ctest runs).
 TEST(SeparableCpuDefault, TheRunTimeChoiceMatchesThePortableKernel) {
   SeparableShape s;
