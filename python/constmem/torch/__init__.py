@@ -291,12 +291,15 @@ def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
         if compiling and not any(isinstance(t, (torch.Tensor, np.ndarray)) for t in tables):
             lists = [_registry.static_list(s, t) for s, t in zip(table_specs, tables, strict=True)]
             return static_op(data, *lists, *attrs)
-        tensors = tuple(as_tensor(i, t, data, compiling) for i, t in enumerate(tables))
-        if compiling or (
-            torch.is_grad_enabled()
-            and (data.requires_grad or any(t.requires_grad for t in tensors))
-            and data.is_floating_point()
-        ):
+        # A plain loop: a generator's frames cost more than the rest of a small eager call.
+        tensors = []
+        needs_grad = data.requires_grad
+        for i, table in enumerate(tables):
+            if not isinstance(table, torch.Tensor):
+                table = as_tensor(i, table, data, compiling)
+            needs_grad = needs_grad or table.requires_grad
+            tensors.append(table)
+        if compiling or (needs_grad and torch.is_grad_enabled() and data.is_floating_point()):
             return tensor_op(data, *tensors, *attrs)
         with _below_autograd():
             return run_below_autograd(data, *tensors, *attrs)
