@@ -488,11 +488,7 @@ def _make_call(spec: OpSpec, description: ModuleType):
         attr_items = tuple(checked.items())
         differentiable = dtype != "uint8"  # no gradient flows through uint8 data
         if isinstance(table, jax.Array):
-            if table.ndim != 1:
-                raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
-            _registry.check_size(spec, table.shape[0])
-            if str(table.dtype) != spec.table_dtype(dtype):
-                raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
+            _check_array_table(spec, dtype, table)
             _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
             _check_call(spec, dtype, data.shape, table.shape[0], checked)
             return _compiled_array_call(spec, attr_items, differentiable)(data, table)
@@ -501,8 +497,7 @@ def _make_call(spec: OpSpec, description: ModuleType):
         _check_call(spec, dtype, data.shape, len(values), checked)
         return _compiled_static_call(spec, values, attr_items, differentiable)(data)
 
-    # Several tables: each table's checks in a loop (call() keeps one table's inline, for its
-    # per-call cost).
+    # Several tables: each table checked in turn, a static one's entries part of the compiled call.
     def call_with_tables(spec: OpSpec, data, tables: tuple, attrs: tuple) -> jax.Array:
         data, dtype, checked = checked_call(data, attrs)
         # Each table checked under its own name: a jax.Array's entries stay in it (None in

@@ -96,13 +96,10 @@ def _encoded_key(spec: OpSpec, table: object, dtype: str) -> tuple | None:
 
 def _encoded_tables_key(spec: OpSpec, tables: Sequence, dtype: str) -> tuple | None:
     """The cache key of an op's several Python tables: None unless each is a list or tuple."""
-    keys = []
-    for table in tables:
-        if not isinstance(table, (list, tuple)):
-            return None
-        values = tuple(table)
-        keys.append((values, tuple(map(type, values))))
-    return (spec.name, dtype, *keys)
+    keys = [_encoded_key(spec, table, dtype) for table in tables]
+    if None in keys:
+        return None
+    return (spec.name, dtype, *(key[2:] for key in keys))  # each table's values and their types
 
 
 def _remember(key: tuple, encoded: Any) -> None:
@@ -249,22 +246,14 @@ class TableOp:
             if encoded is not None:
                 call = op_function(self.library, spec.tf_name, "Attr")
                 return call(**{spec.data: data, spec.table: encoded}, **extra)
-            if source == "attr" or not is_tensor(table):
+            if source == "attr":
                 values = static_values(spec, table, data.dtype.name)
-                if source == "attr":
-                    encoded = attr_encoding(spec, values, data.dtype.name)
-                    if key is not None:
-                        _remember(key, encoded)
-                    call = op_function(self.library, spec.tf_name, "Attr")
-                    return call(**{spec.data: data, spec.table: encoded}, **extra)
-                table = tf.constant(values)
-            if not isinstance(table, tf.Tensor):
-                table = tf.convert_to_tensor(table)  # a variable reads as its value
-            expected = spec.table_dtype(data.dtype.name)
-            if table.dtype.name != expected:
-                raise invalid(
-                    _registry.table_dtype_message(spec, data.dtype.name, table.dtype.name)
-                )
+                encoded = attr_encoding(spec, values, data.dtype.name)
+                if key is not None:
+                    _remember(key, encoded)
+                call = op_function(self.library, spec.tf_name, "Attr")
+                return call(**{spec.data: data, spec.table: encoded}, **extra)
+            table = tensor_table(spec, table, data.dtype.name)
             call = op_function(self.library, spec.tf_name, "HostTable" if source == "host" else "")
             return call(**{spec.data: data, spec.table: table}, **extra)
 

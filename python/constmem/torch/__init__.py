@@ -280,8 +280,7 @@ def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
     run_below_autograd = tensor_op._op
 
     def as_tensor(i: int, table: Any, data: torch.Tensor, compiling: bool) -> torch.Tensor:
-        if isinstance(table, torch.Tensor):
-            return table
+        """Static table i as a host tensor (made in the graph under torch.compile)."""
         if compiling:
             return _traced_host_table(table_specs[i], table, data)
         return _static_table(table_specs[i], table, data.dtype, keys[i])
