@@ -140,9 +140,10 @@ class DeviceBank {
   // With `dedupe`, a host upload whose bytes the run already holds is skipped, and the bytes are
   // remembered for the next lease (a compare and a copy on the host, worth it for tables that
   // repeat, such as attrs).
+  // `offset` bytes into the run (another table of the same lease), nothing is remembered.
   Status Upload(int start, int span, cudaStream_t stream, const void* source, std::size_t bytes,
-                SourceKind kind, bool dedupe, bool* skipped) {
-    const bool remember = dedupe && kind != SourceKind::kDevice;
+                SourceKind kind, bool dedupe, bool* skipped, std::size_t offset = 0) {
+    const bool remember = dedupe && kind != SourceKind::kDevice && offset == 0;
     if (remember) {
       std::lock_guard<std::mutex> lock(mutex_);
       *skipped = planner_.Holds(start, source, bytes);
@@ -153,7 +154,8 @@ class DeviceBank {
       Count(Counter::kUploadSkipped);
       return Status::Ok();
     }
-    const Status status = CopyTableToDevice(SlotAddress(start), source, bytes, kind, stream);
+    const Status status =
+        CopyTableToDevice(SlotAddress(start) + offset, source, bytes, kind, stream);
     std::lock_guard<std::mutex> lock(mutex_);
     planner_.RecordContent(start, span, remember && status.ok() ? source : nullptr, bytes);
     return status;
@@ -281,10 +283,16 @@ class Lease {
     return Upload(source, count, SourceKind::kPageableHost);
   }
   Status Upload(const T* source, std::size_t count, SourceKind kind) {
+    return UploadAt(0, source, count, kind);
+  }
+  // `count` elements into the run from its element `first` on: several tables in one lease, each
+  // at its own offset (one kernel parameter reads them all). Only an upload at 0 can be skipped.
+  Status UploadAt(std::size_t first, const T* source, std::size_t count, SourceKind kind) {
     if (!active())
       return Status(StatusCode::kFailedPrecondition, "upload through a released lease");
-    if (count == 0 || count > capacity()) {
-      return InvalidArgument("upload of " + std::to_string(count) + " elements into a lease of " +
+    if (count == 0 || first > capacity() || count > capacity() - first) {
+      return InvalidArgument("upload of " + std::to_string(count) + " elements at " +
+                             std::to_string(first) + " into a lease of " +
                              std::to_string(capacity()));
     }
     if (source == nullptr) return InvalidArgument("upload from a null pointer");
@@ -292,8 +300,8 @@ class Lease {
     CONSTMEM_RETURN_IF_ERROR(CheckNotCapturing(stream_));
     ScopedDevice device(device_);
     CONSTMEM_RETURN_IF_ERROR(device.status());
-    return bank_->Upload(start_, span_, stream_, source, count * sizeof(T), kind, dedupe_,
-                         &skipped_);
+    return bank_->Upload(start_, span_, stream_, source, count * sizeof(T), kind,
+                         dedupe_ && first == 0, &skipped_, first * sizeof(T));
   }
 
   // Ends the lease: call after enqueueing the last kernel that reads the run.

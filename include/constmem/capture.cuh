@@ -215,6 +215,38 @@ inline Status CaptureHostTable(cudaStream_t stream, int device, const void* valu
   return Status::Ok();
 }
 
+// A kernel's scratch for a launch captured on `stream`: a buffer of the store that the graph owns
+// (no allocation node, which would keep the graph from being nested in another as a child graph,
+// as XLA's command buffers nest every captured call). The graph's executables share it: like a
+// graph with allocation nodes, such a graph runs one executable at a time.
+inline Status CaptureScratch(cudaStream_t stream, int device, std::size_t bytes, void** out) {
+  ScopedRelaxedCaptureMode relaxed;  // cudaMalloc would invalidate a global-mode capture
+  GraphTableStore* store = nullptr;
+  CONSTMEM_RETURN_IF_ERROR(GraphTableStoreFor(device, &store));
+  GraphTableStore::Buffer* buffer = nullptr;
+  CONSTMEM_RETURN_IF_ERROR(store->Take(bytes, &buffer));
+  cudaGraph_t graph = nullptr;
+  cudaUserObject_t owner = nullptr;
+  Status status = CaptureGraph(stream, &graph);
+  if (status.ok()) {
+    status = CudaStatus(cudaUserObjectCreate(&owner, buffer, &GraphTableStore::Released, 1,
+                                             cudaUserObjectNoDestructorSync),
+                        "cudaUserObjectCreate");
+  }
+  if (!status.ok()) {
+    store->Return(buffer);
+    return status;
+  }
+  status = CudaStatus(cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove),
+                      "cudaGraphRetainUserObject");
+  if (!status.ok()) {
+    cudaUserObjectRelease(owner, 1);  // returns the buffer
+    return status;
+  }
+  *out = buffer->device;
+  return Status::Ok();
+}
+
 }  // namespace detail
 
 // How many host-table buffers graphs on `device` own now, and how many wait for reuse.

@@ -10,9 +10,9 @@
 // Outside a capture the memory comes from a pool constmem keeps per device (CUDA's stream-ordered
 // allocator), which keeps up to kKeptBytes between calls so that a steady stream of calls does not
 // map memory each time; the pool reuses a block on another stream only after the free's point on
-// its stream has passed (CUDA's event dependencies). Under a CUDA graph capture the allocation and
-// the free become the graph's memory nodes (cudaMallocAsync / cudaFreeAsync), the graph's own
-// memory.
+// its stream has passed (CUDA's event dependencies). Under a CUDA graph capture the buffer is one
+// the graph owns (capture.cuh, CaptureScratch), not a pair of memory nodes: a graph with memory
+// nodes cannot be a child graph of another, as XLA's command buffers make every captured call.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 
+#include "constmem/capture.cuh"
 #include "constmem/cuda_support.cuh"
 #include "constmem/hazard_tracking.hpp"
 
@@ -105,8 +106,8 @@ class StreamOrderedBuffer {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     CONSTMEM_RETURN_IF_CUDA_ERROR(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
     if (capture != cudaStreamCaptureStatusNone) {
-      CONSTMEM_RETURN_IF_CUDA_ERROR(cudaMallocAsync(&data_, bytes, stream),
-                                    "cudaMallocAsync (captured)");
+      CONSTMEM_RETURN_IF_ERROR(detail::CaptureScratch(stream, device, bytes, &data_));
+      graph_owned_ = true;
     } else {
       detail::DevicePool* pool = nullptr;
       CONSTMEM_RETURN_IF_ERROR(detail::DevicePoolFor(device, &pool));
@@ -131,6 +132,10 @@ class StreamOrderedBuffer {
     void* data = data_;
     data_ = nullptr;
     bytes_ = 0;
+    if (graph_owned_) {  // the graph frees it
+      graph_owned_ = false;
+      return Status::Ok();
+    }
     // Without hazard tracking (test builds) the free is not ordered after the buffer's readers,
     // so that another stream may take the block while a kernel still reads it: what the ordered
     // free prevents, and the core's tests show.
@@ -142,6 +147,7 @@ class StreamOrderedBuffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   cudaStream_t stream_ = nullptr;
+  bool graph_owned_ = false;
 };
 
 }  // namespace constmem

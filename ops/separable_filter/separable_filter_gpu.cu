@@ -172,6 +172,46 @@ __device__ __forceinline__ void Slide(Lanes<T, N> (&acc)[R], const Taps& taps, i
   }
 }
 
+// The row and column taps as two readers: of two tables, or two views of one table that holds each
+// image's (or the shared) row taps followed by its column taps. The kernels read taps through
+// RowTaps and ColumnTaps; a by-value table is one parameter that both read.
+template <class Reader>
+struct RowAndColumnTaps {
+  Reader row, column;
+};
+template <class Joined>
+__device__ __forceinline__ const Joined& RowTaps(const Joined& joined) {
+  return joined;
+}
+template <class Joined>
+__device__ __forceinline__ const Joined& ColumnTaps(const Joined& joined) {
+  return joined;
+}
+template <class Reader>
+__device__ __forceinline__ const Reader& RowTaps(const RowAndColumnTaps<Reader>& taps) {
+  return taps.row;
+}
+template <class Reader>
+__device__ __forceinline__ const Reader& ColumnTaps(const RowAndColumnTaps<Reader>& taps) {
+  return taps.column;
+}
+
+// Where image i's taps start: its row taps at i * row_stride, its column taps at
+// i * column_stride + column_first (strides 0 for shared taps).
+struct TapLayout {
+  int row_stride, column_stride, column_first;
+};
+// One table: row taps, then column taps, image after image.
+TapLayout JoinedTaps(const SeparableShape& s) {
+  const int stride = s.per_image_taps ? static_cast<int>(s.kw + s.kh) : 0;
+  return {stride, stride, static_cast<int>(s.kw)};
+}
+// Two tables, one of row taps and one of column taps.
+TapLayout SeparateTaps(const SeparableShape& s) {
+  return {s.per_image_taps ? static_cast<int>(s.kw) : 0,
+          s.per_image_taps ? static_cast<int>(s.kh) : 0, 0};
+}
+
 // What a launch tells the kernel. A "plane" is what a block filters: a plane of the planes layout,
 // an image of interleaved channels, or one channel of a channels-last image. Element e of a row
 // (0 <= e < row_elements) is pixel e / interleaved, channel e % interleaved, at offset
@@ -188,7 +228,7 @@ struct Geometry {
   int element_stride;  // 1, or C for a channel of a channels-last image
   int row_elements;    // width * interleaved
   int kw, kh, cw, ch;
-  int tap_stride;  // kw + kh per image, or 0 for shared taps
+  TapLayout taps;
   SeparableBorder border;
   int tile_columns;  // tiles along a row
   int segments;      // segments of rows along H
@@ -250,8 +290,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
         image * g.image_stride + (plane - image * g.planes_per_image) * g.sub_stride;
     const In* const x_plane = x + plane_offset;
     In* const y_plane = y + plane_offset;
-    const int row_taps = static_cast<int>(image) * g.tap_stride;
-    const int col_taps = row_taps + g.kw;
+    const int row_taps = static_cast<int>(image) * g.taps.row_stride;
+    const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
     const int e0 = tile_column * Tile::kWidth;  // the tile's first element
     const int y_first = segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
@@ -336,7 +376,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
           if (!zero_row) {
             const T* const samples = staged_row + first;
             const int step = g.interleaved;
-            Slide<RH>(acc, taps, row_taps, g.kw,
+            Slide<RH>(acc, RowTaps(taps), row_taps, g.kw,
                       [&](int n) { return Lanes<T, 1>{{samples[n * step]}}; });
           }
           if (g.interleaved == 1) {
@@ -372,7 +412,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             for (int l = 0; l < NV; ++l) acc[k].v[l] = T(0);
           }
           const int base = (emitted + first_row) % ring_rows;
-          Slide<RV>(acc, taps, col_taps, g.kh, [&](int n) {
+          Slide<RV>(acc, ColumnTaps(taps), col_taps, g.kh, [&](int n) {
             int slot = base + n;
             slot -= slot >= ring_rows ? ring_rows : 0;
             slot -= slot >= ring_rows ? ring_rows : 0;
@@ -419,8 +459,9 @@ StrategyLimits SeparableLimits() {
   return limits;
 }
 
-// The geometry of `shape` with `interleaved` channels in a row (1 or C).
-Geometry MakeGeometry(const SeparableShape& s, bool interleave) {
+// The geometry of `shape` with `interleaved` channels in a row (1 or C), its taps laid out as
+// `taps` says.
+Geometry MakeGeometry(const SeparableShape& s, bool interleave, TapLayout taps) {
   Geometry g{};
   const bool planes = s.layout == SeparableLayout::kPlanes;
   const std::int64_t hw = s.height * s.width;
@@ -456,7 +497,7 @@ Geometry MakeGeometry(const SeparableShape& s, bool interleave) {
   g.kh = static_cast<int>(s.kh);
   g.cw = (g.kw - 1) / 2;
   g.ch = (g.kh - 1) / 2;
-  g.tap_stride = s.per_image_taps ? g.kw + g.kh : 0;
+  g.taps = taps;
   g.border = s.border;
   return g;
 }
@@ -515,7 +556,7 @@ __global__ void __launch_bounds__(kTwoPassThreads)
     const In* const x_row = x + image * g.image_stride +
                             (plane - image * g.planes_per_image) * g.sub_stride +
                             static_cast<std::int64_t>(row) * g.row_stride;
-    const int row_taps = static_cast<int>(image) * g.tap_stride;
+    const int row_taps = static_cast<int>(image) * g.taps.row_stride;
     const int x0 = segment * kRowSegment;
     Lanes<T, 1> acc[R];
 #pragma unroll
@@ -533,7 +574,8 @@ __global__ void __launch_bounds__(kTwoPassThreads)
       }
       __syncwarp();
       const T* const samples = staged + lane * R;
-      Slide<R>(acc, taps, row_taps + c0, count, [&](int n) { return Lanes<T, 1>{{samples[n]}}; });
+      Slide<R>(acc, RowTaps(taps), row_taps + c0, count,
+               [&](int n) { return Lanes<T, 1>{{samples[n]}}; });
     }
     T* const tmp_row = tmp + plane_row * g.width;
 #pragma unroll
@@ -564,14 +606,14 @@ __global__ void __launch_bounds__(kTwoPassThreads)
     const std::int64_t local_plane = rest / row_groups;
     const std::int64_t plane = first_plane + local_plane;
     const std::int64_t image = plane / g.planes_per_image;
-    const int col_taps = static_cast<int>(image) * g.tap_stride + g.kw;
+    const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
     const int xx = tile * 32 + lane;
     // Lanes past the row's end read its last column and store nothing.
     const T* const tmp_column = tmp + local_plane * g.height * g.width + min(xx, g.width - 1);
     Lanes<T, 1> acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r].v[0] = T(0);
-    Slide<R>(acc, taps, col_taps, g.kh, [&](int n) {
+    Slide<R>(acc, ColumnTaps(taps), col_taps, g.kh, [&](int n) {
       const int source = SeparableFold(y0 - g.ch + n, g.height, g.border);
       return Lanes<T, 1>{
           {source < 0 ? T(0) : __ldg(tmp_column + static_cast<std::int64_t>(source) * g.width)}};
@@ -592,10 +634,10 @@ __global__ void __launch_bounds__(kTwoPassThreads)
 
 template <class In, class T, class Taps>
 Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
-                     const SeparableShape& shape, const Taps& taps) {
+                     const SeparableShape& shape, const Taps& taps, TapLayout layout) {
   constexpr auto row_kernel = SeparableRowPassKernel<In, T, Taps>;
   constexpr auto column_kernel = SeparableColumnPassKernel<In, T, Taps>;
-  const Geometry g = MakeGeometry(shape, /*interleave=*/false);
+  const Geometry g = MakeGeometry(shape, /*interleave=*/false, layout);
   const std::size_t plane_bytes = static_cast<std::size_t>(g.height) * g.width * sizeof(T);
   const std::int64_t batch = std::max<std::int64_t>(
       1,
@@ -703,6 +745,96 @@ bool Fused(const SeparableShape& s) {
   return s.kw <= kSeparableFusedMaxTaps && s.kh <= kSeparableFusedMaxTaps;
 }
 
+// The kernels for `shape` with its taps read through `taps`, laid out as `layout` says.
+template <class In, class T, class Taps>
+Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
+                     const SeparableShape& shape, const Taps& taps, TapLayout layout,
+                     std::size_t shared_bytes_per_block) {
+  std::size_t device_bytes = 0;
+  CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
+  const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
+  if (!Fused(shape)) {
+    if (RowPassSharedBytes<T>() > available) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "SeparableFilter's row pass needs " + std::to_string(RowPassSharedBytes<T>()) +
+                        " bytes of shared memory a block; this GPU offers " +
+                        std::to_string(available));
+    }
+    return LaunchTwoPass<In, T>(device, stream, x, y, shape, taps, layout);
+  }
+  bool interleave = false;
+  switch (ChooseTile<T>(shape, available, &interleave)) {
+    case LargeTile::kThreads:
+      return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
+                                                MakeGeometry(shape, interleave, layout), taps);
+    case SmallTile::kThreads:
+      return LaunchTile<In, T, Taps, SmallTile>(device, stream, x, y,
+                                                MakeGeometry(shape, interleave, layout), taps);
+  }
+  return Status(StatusCode::kFailedPrecondition,
+                "SeparableFilter's GPU kernel needs more shared memory a block than the " +
+                    std::to_string(available) + " bytes this GPU offers");
+}
+
+template <class In>
+Status CheckSeparableData(const SeparableShape& shape, const In* x, In* y) {
+  if (x == nullptr || y == nullptr) return InvalidArgument("SeparableFilter: null data");
+  // Offsets within a plane and a row are 32-bit in the kernel.
+  if (shape.height > std::numeric_limits<int>::max() ||
+      shape.width * shape.channels > std::numeric_limits<int>::max() / 2) {
+    return InvalidArgument("SeparableFilter: rows of at most 2^30 elements and 2^31 rows");
+  }
+  return Status::Ok();
+}
+
+// Row and column taps both in device memory, never copied to a buffer of their own (which a graph
+// nested in another, as XLA's command buffers nest them, could not allocate): both uploaded into
+// one lease of the constant bank where it holds them, else read in place.
+template <class In, class T>
+Status LaunchFromDeviceTables(cudaStream_t stream, const In* x, In* y, const SeparableShape& shape,
+                              const TableView<T>& row, const TableView<T>& column,
+                              LaunchReport* report) {
+  using BankOf = separable_taps_banks::Of<T>;
+  bool capturing = false;
+  CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
+  int device = 0;
+  if (capturing) {
+    CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  } else {
+    CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
+  }
+  CONSTMEM_RETURN_IF_ERROR(CheckDeviceOrdinal(device));
+  ScopedDevice guard(device);
+  CONSTMEM_RETURN_IF_ERROR(guard.status());
+  const std::int64_t total = row.size + column.size;
+  // A captured launch reads them in place: the bank is not the graph's to write.
+  const Placement placement = capturing ? Placement::kGlobalMemory
+                                        : SeparableFilterPlacement<T>(total, SourceKind::kDevice);
+  if (report != nullptr) {
+    *report = LaunchReport(placement);
+    report->captured = capturing;
+  }
+  const std::size_t no_limit = std::numeric_limits<std::size_t>::max();
+  if (placement == Placement::kConstantBank) {
+    Lease<T> lease;
+    CONSTMEM_RETURN_IF_ERROR(
+        BankOf::get().Acquire(stream, static_cast<std::size_t>(total), nullptr, &lease));
+    CONSTMEM_RETURN_IF_ERROR(lease.UploadAt(0, row.values, row.size, SourceKind::kDevice));
+    CONSTMEM_RETURN_IF_ERROR(
+        lease.UploadAt(row.size, column.values, column.size, SourceKind::kDevice));
+    Count(Counter::kConstantBankLaunch);
+    using Reader = typename BankOf::Reader;
+    const RowAndColumnTaps<Reader> taps{Reader{lease.offset()},
+                                        Reader{lease.offset() + static_cast<int>(row.size)}};
+    CONSTMEM_RETURN_IF_ERROR(
+        (LaunchKernels<In, T>(device, stream, x, y, shape, taps, SeparateTaps(shape), no_limit)));
+    return lease.Release();
+  }
+  Count(capturing ? Counter::kCapturedLaunch : Counter::kGlobalMemoryLaunch);
+  const RowAndColumnTaps<GlobalTableReader<T>> taps{{row.values}, {column.values}};
+  return LaunchKernels<In, T>(device, stream, x, y, shape, taps, SeparateTaps(shape), no_limit);
+}
+
 }  // namespace
 
 template <class T>
@@ -733,41 +865,19 @@ Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* 
   CONSTMEM_RETURN_IF_ERROR(CheckSeparableArguments(shape, taps.size));
   if (taps.values == nullptr && taps.size > 0) return InvalidArgument("SeparableFilter: null taps");
   if (shape.Elements() == 0) return Status::Ok();
-  if (x == nullptr || y == nullptr) return InvalidArgument("SeparableFilter: null data");
-  // Offsets within a plane and a row are 32-bit in the kernel.
-  if (shape.height > std::numeric_limits<int>::max() ||
-      shape.width * shape.channels > std::numeric_limits<int>::max() / 2) {
-    return InvalidArgument("SeparableFilter: rows of at most 2^30 elements and 2^31 rows");
-  }
+  CONSTMEM_RETURN_IF_ERROR(CheckSeparableData(shape, x, y));
   return LaunchWithTable<DefaultByValueTable<T>, separable_taps_banks::Of<T>>(
       stream, taps, placement,
       [&](int device, const auto& reader) {
-        using Taps = std::decay_t<decltype(reader)>;
-        std::size_t device_bytes = 0;
-        CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
-        const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
-        if (!Fused(shape)) {
-          if (RowPassSharedBytes<T>() > available) {
-            return Status(StatusCode::kFailedPrecondition,
-                          "SeparableFilter's row pass needs " +
-                              std::to_string(RowPassSharedBytes<T>()) +
-                              " bytes of shared memory a block; this GPU offers " +
-                              std::to_string(available));
-          }
-          return LaunchTwoPass<In, T, Taps>(device, stream, x, y, shape, reader);
+        using Reader = std::decay_t<decltype(reader)>;
+        if constexpr (std::is_same<Reader, DefaultByValueTable<T>>::value) {
+          return LaunchKernels<In, T>(device, stream, x, y, shape, reader, JoinedTaps(shape),
+                                      shared_bytes_per_block);
+        } else {
+          return LaunchKernels<In, T>(device, stream, x, y, shape,
+                                      RowAndColumnTaps<Reader>{reader, reader}, JoinedTaps(shape),
+                                      shared_bytes_per_block);
         }
-        bool interleave = false;
-        switch (ChooseTile<T>(shape, available, &interleave)) {
-          case LargeTile::kThreads:
-            return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
-                                                      MakeGeometry(shape, interleave), reader);
-          case SmallTile::kThreads:
-            return LaunchTile<In, T, Taps, SmallTile>(device, stream, x, y,
-                                                      MakeGeometry(shape, interleave), reader);
-        }
-        return Status(StatusCode::kFailedPrecondition,
-                      "SeparableFilter's GPU kernel needs more shared memory a block than the " +
-                          std::to_string(available) + " bytes this GPU offers");
       },
       report);
 }
@@ -809,51 +919,33 @@ Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const Separab
                              row.repeats && column.repeats};
     return LaunchSeparableFilter(stream, x, y, shape, table, report);
   }
-  // A device table: both joined in device memory, each image's pair by two strided copies.
+  if (shape.Elements() == 0) return Status::Ok();
+  CONSTMEM_RETURN_IF_ERROR(CheckSeparableData(shape, x, y));
+  if (!row_host && !column_host) {
+    return LaunchFromDeviceTables(stream, x, y, shape, row, column, report);
+  }
+  // One table from the host, one from the device: the host one copied to the device first, into a
+  // buffer freed on the stream after the launch.
   bool capturing = false;
   CONSTMEM_RETURN_IF_ERROR(IsCapturing(stream, &capturing));
-  if (capturing && (row_host || column_host)) {
+  if (capturing) {
     return InvalidArgument(
         "under CUDA graph capture SeparableFilter takes its row and column taps both from the host "
         "or both from the device");
   }
   int device = 0;
-  if (capturing) {
-    CONSTMEM_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
-  } else {
-    CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
-  }
+  CONSTMEM_RETURN_IF_ERROR(detail::DeviceOfStream(stream, &device));
   ScopedDevice guard(device);
   CONSTMEM_RETURN_IF_ERROR(guard.status());
-  const std::size_t joined_bytes = static_cast<std::size_t>(shape.TableSize()) * sizeof(T);
-  // A host table goes to the device first, behind the joined table, through the core's upload.
   const TableView<T>& host = row_host ? row : column;
-  const std::size_t host_bytes =
-      row_host || column_host ? static_cast<std::size_t>(host.size) * sizeof(T) : 0;
+  const std::size_t host_bytes = static_cast<std::size_t>(host.size) * sizeof(T);
   StreamOrderedBuffer buffer;
-  CONSTMEM_RETURN_IF_ERROR(buffer.Allocate(stream, device, joined_bytes + host_bytes));
-  T* const joined = static_cast<T*>(buffer.data());
-  const T* row_values = row.values;
-  const T* column_values = column.values;
-  if (host_bytes > 0) {
-    T* const uploaded = joined + shape.TableSize();
-    CONSTMEM_RETURN_IF_ERROR(
-        CopyTableToDevice(uploaded, host.values, host_bytes, host.source, stream));
-    (row_host ? row_values : column_values) = uploaded;
-  }
-  const std::size_t pair_bytes = static_cast<std::size_t>(shape.kw + shape.kh) * sizeof(T);
-  const std::size_t row_bytes = static_cast<std::size_t>(shape.kw) * sizeof(T);
-  const std::size_t column_bytes = static_cast<std::size_t>(shape.kh) * sizeof(T);
-  CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaMemcpy2DAsync(joined, pair_bytes, row_values, row_bytes, row_bytes,
-                        static_cast<std::size_t>(blocks), cudaMemcpyDeviceToDevice, stream),
-      "cudaMemcpy2DAsync(SeparableFilter row taps)");
-  CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaMemcpy2DAsync(joined + shape.kw, pair_bytes, column_values, column_bytes, column_bytes,
-                        static_cast<std::size_t>(blocks), cudaMemcpyDeviceToDevice, stream),
-      "cudaMemcpy2DAsync(SeparableFilter column taps)");
-  CONSTMEM_RETURN_IF_ERROR(LaunchSeparableFilter(
-      stream, x, y, shape, TableView<T>{joined, shape.TableSize(), SourceKind::kDevice}, report));
+  CONSTMEM_RETURN_IF_ERROR(buffer.Allocate(stream, device, host_bytes));
+  CONSTMEM_RETURN_IF_ERROR(
+      CopyTableToDevice(buffer.data(), host.values, host_bytes, host.source, stream));
+  const TableView<T> uploaded{static_cast<const T*>(buffer.data()), host.size, SourceKind::kDevice};
+  CONSTMEM_RETURN_IF_ERROR(LaunchFromDeviceTables(stream, x, y, shape, row_host ? uploaded : row,
+                                                  row_host ? column : uploaded, report));
   return buffer.Release();  // the free is enqueued after the launch
 }
 

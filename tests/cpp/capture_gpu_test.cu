@@ -8,6 +8,7 @@
 // its symbol copy does, and its concurrent test must then fail (scripts/gpu-core.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -307,6 +308,56 @@ TEST(CapturedLifetime, AGraphDestroyedWhileItRunsKeepsItsTableUntilItIsDone) {
   }
   EXPECT_EQ(owned, owned_before) << "every destroyed graph gives its buffer back";
   EXPECT_GE(idle, 2);
+}
+
+// A kernel's scratch (StreamOrderedBuffer) under capture is a buffer the graph owns, not an
+// allocation node: the graph nests in another as a child graph node (what XLA's command buffers
+// make of every captured call), and gives the buffer back when destroyed.
+TEST(CapturedScratch, AStreamOrderedBufferIsTheGraphsAndItsGraphNests) {
+  REQUIRE_GPU();
+  Stream s;
+  constexpr std::size_t kBytes = 1 << 20;
+  DeviceBuffer<std::uint8_t> out(kBytes);
+  int owned_before = 0, idle_before = 0;
+  ASSERT_OK(CapturedTableBuffers(0, &owned_before, &idle_before));
+  cudaGraph_t captured = nullptr;
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  StreamOrderedBuffer scratch;
+  Status status = scratch.Allocate(s, 0, kBytes);
+  if (status.ok()) {
+    status = CudaStatus(cudaMemsetAsync(scratch.data(), 0x5A, kBytes, s), "memset");
+  }
+  if (status.ok()) {
+    status = CudaStatus(
+        cudaMemcpyAsync(out.get(), scratch.data(), kBytes, cudaMemcpyDeviceToDevice, s), "copy");
+  }
+  if (status.ok()) status = scratch.Release();
+  ASSERT_CUDA(cudaStreamEndCapture(s, &captured));
+  ASSERT_OK(status);
+  int owned = 0, idle = 0;
+  ASSERT_OK(CapturedTableBuffers(0, &owned, &idle));
+  EXPECT_EQ(owned, owned_before + 1);
+  cudaGraph_t parent = nullptr;
+  ASSERT_CUDA(cudaGraphCreate(&parent, 0));
+  cudaGraphNode_t child = nullptr;
+  ASSERT_CUDA(cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, captured));
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, parent, 0));
+  ASSERT_CUDA(cudaMemsetAsync(out.get(), 0, kBytes, s));
+  ASSERT_CUDA(cudaGraphLaunch(exec, s));
+  ASSERT_CUDA(cudaStreamSynchronize(s));
+  const std::vector<std::uint8_t> result = out.Read();
+  EXPECT_EQ(std::count(result.begin(), result.end(), std::uint8_t{0x5A}),
+            static_cast<std::ptrdiff_t>(kBytes));
+  ASSERT_CUDA(cudaGraphExecDestroy(exec));
+  ASSERT_CUDA(cudaGraphDestroy(parent));
+  ASSERT_CUDA(cudaGraphDestroy(captured));
+  for (int i = 0; i < 500; ++i) {  // CUDA releases user objects on a thread of its own
+    ASSERT_OK(CapturedTableBuffers(0, &owned, &idle));
+    if (owned == owned_before) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(owned, owned_before) << "the destroyed graph gives its scratch back";
 }
 
 class CaptureModes : public ::testing::TestWithParam<cudaStreamCaptureMode> {};

@@ -306,7 +306,9 @@ TEST(SeparableFilterLaunch, TablesPastTheConstantBankAreReadFromGlobalMemory) {
 TEST(SeparableFilterGpu, RowAndColumnTablesFromEverySourceBitwiseEqualToTheCpuKernel) {
   REQUIRE_GPU();
   for (bool per_image : {false, true}) {
-    for (std::int64_t k : {3, 40, 129}) {  // by value, the constant bank, two passes
+    // By value, the constant bank, two passes; per image at 700, more than the bank holds: device
+    // tables read in place.
+    for (std::int64_t k : {3, 40, 129, 700}) {
       const auto s = MakeShape(3, 2, 21, 37, k, k + 2, SeparableLayout::kPlanes,
                                SeparableBorder::kReflect, per_image);
       std::mt19937_64 rng(static_cast<std::uint64_t>(k) * 2 + per_image);
@@ -428,6 +430,57 @@ TEST_P(SeparableCapture, CapturedGraphReplaysWithChangedTaps) {
     ASSERT_CUDA(cudaGraphExecDestroy(exec));
     ASSERT_CUDA(cudaGraphDestroy(graph));
   }
+}
+
+// XLA's command buffers nest every captured call in a child graph node, which may hold no memory
+// allocation node: row and column device tables are read in place, the two passes' scratch is a
+// buffer the graph owns.
+TEST_P(SeparableCapture, RowAndColumnDeviceTablesReplayInsideAChildGraphNode) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(4100);
+  const std::int64_t k = GetParam();
+  const auto s =
+      MakeShape(9, 2, 50, 70, k, k + 2, SeparableLayout::kPlanes, SeparableBorder::kReflect, true);
+  const std::int64_t n = s.Elements();
+  const auto x = RandomImages<float>(rng, n);
+  const auto taps = RandomTaps<float>(rng, s);
+  const std::int64_t row_size = s.RowTableSize();
+  const std::int64_t column_size = s.TableSize() - row_size;
+  Stream stream;
+  DeviceBuffer<float> in(n), out(n), row_taps(row_size), column_taps(column_size);
+  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(row_taps.get(), taps.data(), row_size * sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(column_taps.get(), taps.data() + row_size, column_size * sizeof(float),
+                         cudaMemcpyHostToDevice));
+  const TableView<float> row{row_taps.get(), row_size, SourceKind::kDevice};
+  const TableView<float> column{column_taps.get(), column_size, SourceKind::kDevice};
+  cudaGraph_t captured = nullptr;
+  LaunchReport report;
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status launched =
+      LaunchSeparableFilter<float>(stream, in.get(), out.get(), s, row, column, &report);
+  ASSERT_CUDA(cudaStreamEndCapture(stream, &captured));
+  ASSERT_OK(launched);
+  EXPECT_TRUE(report.captured);
+  EXPECT_EQ(report.placement, Placement::kGlobalMemory);
+  cudaGraph_t parent = nullptr;
+  ASSERT_CUDA(cudaGraphCreate(&parent, 0));
+  cudaGraphNode_t child = nullptr;
+  ASSERT_CUDA(cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, captured));
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, parent, 0));
+  const auto expected = OnCpu(x, s, JoinSeparableTaps(s, taps.data(), taps.data() + row_size));
+  for (int replay = 0; replay < 2; ++replay) {
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, n * sizeof(float), stream));
+    ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    ASSERT_EQ(std::memcmp(out.Read().data(), expected.data(), n * sizeof(float)), 0)
+        << "replay " << replay;
+  }
+  ASSERT_CUDA(cudaGraphExecDestroy(exec));
+  ASSERT_CUDA(cudaGraphDestroy(parent));
+  ASSERT_CUDA(cudaGraphDestroy(captured));
 }
 
 // The fused kernel, and the two passes.

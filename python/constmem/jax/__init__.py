@@ -463,6 +463,19 @@ def _check_array_table(spec: OpSpec, dtype: str, table) -> None:
         raise ValueError(_registry.table_dtype_message(spec, dtype, str(table.dtype)))
 
 
+def _on_data_device(data: jax.Array, table: jax.Array) -> jax.Array:
+    """A table on another device than the data's, copied there.
+
+    As PyTorch takes a CPU tensor's table for a CUDA tensor; traced tables are jit's to place.
+    """
+    if isinstance(data, jax.core.Tracer) or isinstance(table, jax.core.Tracer):
+        return table
+    devices = data.devices()
+    if len(devices) == 1 and table.devices() != devices:
+        return jax.device_put(table, next(iter(devices)))
+    return table
+
+
 def _make_call(spec: OpSpec, description: ModuleType):
     """The function that checks a call of the op and runs it with a jax.Array or static table.
 
@@ -491,7 +504,8 @@ def _make_call(spec: OpSpec, description: ModuleType):
             _check_array_table(spec, dtype, table)
             _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
             _check_call(spec, dtype, data.shape, table.shape[0], checked)
-            return _compiled_array_call(spec, attr_items, differentiable)(data, table)
+            compiled = _compiled_array_call(spec, attr_items, differentiable)
+            return compiled(data, _on_data_device(data, table))
         values = tuple(_registry.static_values(spec, table, dtype).tolist())
         _output_shape(spec, data.shape, len(values), checked)
         _check_call(spec, dtype, data.shape, len(values), checked)
@@ -507,7 +521,7 @@ def _make_call(spec: OpSpec, description: ModuleType):
             if isinstance(table, jax.Array):
                 _check_array_table(one, dtype, table)
                 values.append(None)
-                arrays.append(table)
+                arrays.append(_on_data_device(data, table))
             else:
                 values.append(tuple(_registry.static_values(one, table, dtype).tolist()))
         sizes = tuple(
