@@ -8,7 +8,7 @@
 //     (k = 129), float32 [32, 3, 1080, 1920]: the cost of a call one step past the limit;
 //   - CPU: the CPU kernel over every hardware thread on [256, 3, 224, 224], against a memcpy of the
 //     same bytes over the same threads.
-//   separable_filter_bench [--json FILE] [--no-cpu]
+//   separable_filter_bench [--json FILE] [--no-cpu] [--long-filters]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -91,9 +91,11 @@ int main(int argc, char** argv) {
   using namespace constmem::ops;
   const char* json_path = nullptr;
   bool cpu = true;
+  bool long_filters = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     if (!std::strcmp(argv[i], "--no-cpu")) cpu = false;
+    if (!std::strcmp(argv[i], "--long-filters")) long_filters = true;
   }
   std::vector<Row> rows;
   const std::vector<int> ks = {3, 9, 17, 31, 63};
@@ -174,23 +176,52 @@ int main(int argc, char** argv) {
       }
     }
     // The fused kernel's longest filter against the two passes just past it: what a call one step
-    // past the limit costs, float32 [32, 3, 1080, 1920], taps by value.
+    // past the limit costs, float32 [32, 3, 1080, 1920], taps by value. With --long-filters, every
+    // path each filter can take (the large tile, the small one, the two passes, each where the
+    // fused bound and the shared memory allow it) over longer filters, as G FMA/s.
     {
       const SeparableShape base = Planes(32, 3, 1080, 1920, 3);
+      const std::vector<int> long_ks = long_filters ? std::vector<int>{127, 129, 191, 255, 383, 511}
+                                                    : std::vector<int>{127, 129};
+      std::size_t device_shared = 0;
+      CHECK_OK(MaxSharedBytesPerBlock(0, &device_shared));
       double inside_ms = 0;
-      for (int k : {127, 129}) {
+      for (int k : long_ks) {
         SeparableShape s = base;
         s.kh = s.kw = k;
         const std::vector<float> taps = SmoothTaps(k);
         const TableView<float> host{taps.data(), 2 * k, SourceKind::kPageableHost};
-        const double ms = MedianMs(stream, [&] {
-          CHECK_OK((LaunchSeparableFilterWithPlacement<float, float>(stream, in, out, s, host,
-                                                                     Placement::kByValue)));
-        });
-        if (k == 127) inside_ms = ms;
-        std::printf("boundary: float32 %s k = %d (%s) %.4f ms%s\n", ShapeName(s).c_str(), k,
-                    k <= 127 ? "fused" : "two passes", ms,
-                    k == 127 ? "" : (" = " + std::to_string(ms / inside_ms) + "x k = 127").c_str());
+        // The shared memory a block each path is tried with: the device's, the most at which the
+        // large tile no longer fits, the least the two passes need.
+        std::vector<std::size_t> limits = {device_shared};
+        if (long_filters) {
+          std::size_t limit = device_shared;
+          while (limit > 1024 && SeparableFilterBlockThreads<float>(s, limit) == 256) limit -= 1024;
+          if (limit != device_shared) limits.push_back(limit);
+          limit = 1024;
+          while (limit < device_shared && SeparableFilterBlockThreads<float>(s, limit) == 0) {
+            limit += 1024;
+          }
+          limits.push_back(limit);
+        }
+        int previous = -1;
+        for (std::size_t limit : limits) {
+          const int threads = SeparableFilterBlockThreads<float>(s, limit);
+          if (threads == previous || threads == 0) continue;
+          previous = threads;
+          const double ms = MedianMs(stream, [&] {
+            CHECK_OK((LaunchSeparableFilterWithSharedMemory<float, float>(
+                stream, in, out, s, host, Placement::kByValue, limit)));
+          });
+          if (k == 127 && limit == device_shared) inside_ms = ms;
+          const char* path = threads == 256  ? "large tile"
+                             : threads == 64 ? "small tile"
+                                             : "two passes";
+          const double fmas = 2.0 * k * static_cast<double>(s.Elements());
+          std::printf(
+              "long filters: float32 %s k = %d %-10s %9.4f ms %7.0f G FMA/s %6.2fx k = 127\n",
+              ShapeName(s).c_str(), k, path, ms, fmas / (ms * 1e-3) / 1e9, ms / inside_ms);
+        }
       }
     }
     CHECK_CUDA(cudaFree(in));

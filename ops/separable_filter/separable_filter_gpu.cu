@@ -740,9 +740,13 @@ int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool
   return 0;
 }
 
-// Filters the fused kernel takes; longer ones run in two passes.
+// Filters the fused kernel takes; longer ones run in two passes. The compile definition
+// CONSTMEM_SEPARABLE_FUSED_MAX_TAPS sets another bound, to compare the two on a GPU.
+#ifndef CONSTMEM_SEPARABLE_FUSED_MAX_TAPS
+#define CONSTMEM_SEPARABLE_FUSED_MAX_TAPS kSeparableFusedMaxTaps
+#endif
 bool Fused(const SeparableShape& s) {
-  return s.kw <= kSeparableFusedMaxTaps && s.kh <= kSeparableFusedMaxTaps;
+  return s.kw <= CONSTMEM_SEPARABLE_FUSED_MAX_TAPS && s.kh <= CONSTMEM_SEPARABLE_FUSED_MAX_TAPS;
 }
 
 // The kernels for `shape` with its taps read through `taps`, laid out as `layout` says.
@@ -753,17 +757,8 @@ Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
   std::size_t device_bytes = 0;
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
-  if (!Fused(shape)) {
-    if (RowPassSharedBytes<T>() > available) {
-      return Status(StatusCode::kFailedPrecondition,
-                    "SeparableFilter's row pass needs " + std::to_string(RowPassSharedBytes<T>()) +
-                        " bytes of shared memory a block; this GPU offers " +
-                        std::to_string(available));
-    }
-    return LaunchTwoPass<In, T>(device, stream, x, y, shape, taps, layout);
-  }
   bool interleave = false;
-  switch (ChooseTile<T>(shape, available, &interleave)) {
+  switch (Fused(shape) ? ChooseTile<T>(shape, available, &interleave) : 0) {
     case LargeTile::kThreads:
       return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
                                                 MakeGeometry(shape, interleave, layout), taps);
@@ -771,9 +766,13 @@ Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
       return LaunchTile<In, T, Taps, SmallTile>(device, stream, x, y,
                                                 MakeGeometry(shape, interleave, layout), taps);
   }
-  return Status(StatusCode::kFailedPrecondition,
-                "SeparableFilter's GPU kernel needs more shared memory a block than the " +
-                    std::to_string(available) + " bytes this GPU offers");
+  // Longer filters, or no tile fits: the two passes.
+  if (RowPassSharedBytes<T>() > available) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "SeparableFilter's GPU kernels need more shared memory a block than the " +
+                      std::to_string(available) + " bytes this GPU offers");
+  }
+  return LaunchTwoPass<In, T>(device, stream, x, y, shape, taps, layout);
 }
 
 template <class In>
@@ -845,12 +844,10 @@ Placement SeparableFilterPlacement(std::int64_t count, SourceKind source) {
 template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block) {
   using T = typename SeparableCompute<In>::type;
-  if (!Fused(shape)) {
-    return RowPassSharedBytes<T>() <= shared_bytes_per_block ? kTwoPassThreads : 0;
-  }
   bool interleave = false;
-  return ChooseTile<typename SeparableCompute<In>::type>(shape, shared_bytes_per_block,
-                                                         &interleave);
+  const int tile = Fused(shape) ? ChooseTile<T>(shape, shared_bytes_per_block, &interleave) : 0;
+  if (tile != 0) return tile;
+  return RowPassSharedBytes<T>() <= shared_bytes_per_block ? kTwoPassThreads : 0;
 }
 
 template <class In, class T>
