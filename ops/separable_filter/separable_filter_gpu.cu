@@ -689,10 +689,19 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
     shared_memory_raised[device].store(true, std::memory_order_relaxed);
   }
   const std::size_t shared = layout.Bytes();
-  int per_sm = 0, sms = 0;
-  CONSTMEM_RETURN_IF_CUDA_ERROR(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads, shared),
-      "cudaOccupancyMaxActiveBlocksPerMultiprocessor(SeparableFilter kernel)");
+  // The occupancy of the last shared-memory size a device launched with: calls with one filter
+  // ask the runtime once.
+  static std::array<std::atomic<std::uint64_t>, kMaxDevices> last_occupancy{};
+  const std::uint64_t last = last_occupancy[device].load(std::memory_order_relaxed);
+  int per_sm = static_cast<int>(last & 0xFF), sms = 0;
+  if ((last >> 8) != shared) {
+    CONSTMEM_RETURN_IF_CUDA_ERROR(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads, shared),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor(SeparableFilter kernel)");
+    last_occupancy[device].store((static_cast<std::uint64_t>(shared) << 8) |
+                                     static_cast<std::uint64_t>(std::min(per_sm, 255)),
+                                 std::memory_order_relaxed);
+  }
   CONSTMEM_RETURN_IF_ERROR(MultiprocessorCount(device, &sms));
   const std::int64_t resident = std::max(1, per_sm) * static_cast<std::int64_t>(sms);
   // Segments of rows: whole heights where the strips fill the GPU twice over; else shorter ones,

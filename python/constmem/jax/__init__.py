@@ -470,10 +470,9 @@ def _on_data_device(data: jax.Array, table: jax.Array) -> jax.Array:
     """
     if isinstance(data, jax.core.Tracer) or isinstance(table, jax.core.Tracer):
         return table
-    devices = data.devices()
-    if len(devices) == 1 and table.devices() != devices:
-        return jax.device_put(table, next(iter(devices)))
-    return table
+    if table.sharding == data.sharding or len(data.devices()) != 1:
+        return table  # the common case, or data jit must place the table for
+    return jax.device_put(table, data.sharding)
 
 
 def _make_call(spec: OpSpec, description: ModuleType):
