@@ -332,6 +332,72 @@ class _Xp:
             return self.m.where(condition, self.m.zeros_like(t), t)
         return self.m.where(condition, 0.0, t)
 
+    def reciprocal(self, t, dtype):
+        """1 / t, correctly rounded in every framework and on every device.
+
+        XLA's float32 division on a GPU is within an ulp, not correctly rounded
+        (`div.full.f32`). A positive normal float32 whose reciprocal is normal is inverted here
+        by long division of 2**47 by its 24-bit significand in int32 (exact everywhere) and
+        rounded to nearest; any other value, and float64 (divided correctly everywhere), by the
+        framework's division.
+        """
+        divided = 1.0 / t
+        if dtype != "float32":
+            return divided
+        bits = self._bits(t, "int32")
+        shl, shr, low = self._shift_left, self._shift_right, self._low_bits
+        exponent = shr(bits, 23)  # biased; the sign bit is 0 where the result is used
+        fraction = low(bits, 23)
+        significand = fraction + (1 << 23)
+        quotient, rest = self._zeros_like(bits), self._zeros_like(bits) + (1 << 23)
+        for step in (7, 7, 7, 3):  # 24 quotient bits; rest * 2**7 < 2**31
+            shifted = shl(rest, step)
+            digit = shifted // significand
+            rest = shifted - digit * significand
+            quotient = shl(quotient, step) + digit
+        rounded = quotient + self._int32(2 * rest > significand)
+        # 1 / (m 2**(e - 23)) = (q / 2**23) 2**(-e - 1): biased exponent 253 - e; a carry out of
+        # the significand moves into the exponent. A power of two inverts exactly.
+        power = self._int32(fraction == 0)
+        result = shl(253 + power - exponent, 23) + (rounded - (1 << 23)) * (1 - power)
+        usable = (t > 0) & (exponent >= 1) & (exponent <= 252)
+        inverted = self._float(result * self._int32(usable), "float32")
+        return self.m.where(usable, inverted, divided)
+
+    def _bits(self, t, integer):
+        if self.name == "torch":
+            return t.view(self.dtype(integer))
+        if self.name == "jax":
+            return self.lax.bitcast_convert_type(t, self.dtype(integer))
+        return self.m.bitcast(t, integer)
+
+    def _float(self, bits, dtype):
+        if self.name == "torch":
+            return bits.view(self.dtype(dtype))
+        if self.name == "jax":
+            return self.lax.bitcast_convert_type(bits, self.dtype(dtype))
+        return self.m.bitcast(bits, dtype)
+
+    def _shift_left(self, t, n):
+        return self.m.bitwise.left_shift(t, n) if self.name == "tensorflow" else t << n
+
+    def _shift_right(self, t, n):
+        return self.m.bitwise.right_shift(t, n) if self.name == "tensorflow" else t >> n
+
+    def _low_bits(self, t, n):
+        mask = (1 << n) - 1
+        return self.m.bitwise.bitwise_and(t, mask) if self.name == "tensorflow" else t & mask
+
+    def _zeros_like(self, t):
+        return self.m.zeros_like(t)
+
+    def _int32(self, condition):
+        if self.name == "torch":
+            return condition.to(self.m.int32)
+        if self.name == "jax":
+            return condition.astype(self.m.int32)
+        return self.m.cast(condition, self.m.int32)
+
     def power_of_two(self, n, dtype):
         """2**n for integral n of the dtype's normal range, made from its exponent bits (exact)."""
         integer, mantissa, bias = _FLOAT_BITS[dtype]
@@ -790,9 +856,9 @@ def _gaussian_taps_of(ops, xp, k, sigma, dtype, like):
     x = xp.reshape(xp.arange(-half, half + 1, dtype, like) * step, (1, k))
     # Products with reciprocals, not quotients: XLA turns a division by a broadcast value into
     # that, and this way every framework rounds alike.
-    q = x * (1.0 / sigma)
+    q = x * xp.reciprocal(sigma, dtype)
     values = _exp(ops, xp, -(q * q), dtype)
-    return values * (1.0 / _fixed_order_sum(ops, xp, values, k))
+    return values * xp.reciprocal(_fixed_order_sum(ops, xp, values, k), dtype)
 
 
 FUNCTIONS = {"separable_filter2d": _make_separable_filter2d, "gaussian_blur": _make_gaussian_blur}

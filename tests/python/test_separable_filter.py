@@ -590,6 +590,38 @@ def test_channels_last_images_stay_channels_last():
         torch.testing.assert_close(grads[1], grads[0], rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("name", ["torch", "jax", "tensorflow"])
+def test_float32_reciprocals_of_gaussian_taps_are_correctly_rounded_in_every_framework(name):
+    """The reciprocal the sigma-tensor taps take (XLA divides float32 on a GPU to within an ulp):
+    NumPy's correctly rounded 1 / t, bit for bit, over normal values with normal reciprocals,
+    powers of two and values next to them."""
+    module = pytest.importorskip(name)
+    from constmem.ops.separable_filter import _Xp
+
+    rng = np.random.default_rng(47)
+    powers = 2.0 ** np.arange(-125, 126)
+    values = np.concatenate(
+        [
+            rng.uniform(0.01, 100.0, 100_000),
+            np.exp(rng.uniform(-87.0, 87.0, 100_000)),
+            powers,
+            np.nextafter(powers.astype(np.float32), np.float32(np.inf)),
+            np.nextafter(powers.astype(np.float32), np.float32(0)),
+        ]
+    ).astype(np.float32)
+    values = values[(values > 1.2e-38) & (values < 8.5e37)]  # the reciprocal is normal too
+    if name == "torch":
+        t = module.from_numpy(values)
+    elif name == "jax":
+        t = module.numpy.asarray(values)
+    else:
+        t = module.constant(values)
+    got = np.asarray(_Xp(name).reciprocal(t, "float32"))
+    expected = np.float32(1) / values
+    mismatched = values[got.view(np.int32) != expected.view(np.int32)]
+    assert mismatched.size == 0, mismatched[:5]
+
+
 def test_sigma_tensors_of_every_shape_and_their_checks(fw):
     """Shapes () and (2,) blur every image alike; a host tensor's values are checked, a GPU
     tensor's are not (NaN blurs to NaN); a meta tensor blurs meta images."""
