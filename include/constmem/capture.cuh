@@ -169,6 +169,29 @@ inline Status GraphTableStoreFor(int device, GraphTableStore** store) {
   return PerDevice(device, store, [device] { return new GraphTableStore(device); });
 }
 
+// Makes the graph capturing on `stream` the owner of `buffer` through a user object: CUDA gives it
+// back to the store once the graph's last executable is gone and has run. On failure the buffer is
+// back in the store.
+inline Status GiveToGraph(cudaStream_t stream, GraphTableStore* store,
+                          GraphTableStore::Buffer* buffer) {
+  cudaGraph_t graph = nullptr;
+  cudaUserObject_t owner = nullptr;
+  Status status = CaptureGraph(stream, &graph);
+  if (status.ok()) {
+    status = CudaStatus(cudaUserObjectCreate(&owner, buffer, &GraphTableStore::Released, 1,
+                                             cudaUserObjectNoDestructorSync),
+                        "cudaUserObjectCreate");
+  }
+  if (!status.ok()) {
+    store->Return(buffer);
+    return status;
+  }
+  status = CudaStatus(cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove),
+                      "cudaGraphRetainUserObject");
+  if (!status.ok()) cudaUserObjectRelease(owner, 1);  // returns the buffer
+  return status;
+}
+
 // Copies a host table into a buffer the graph capturing on `stream` owns, and makes the graph wait
 // for that copy. On success the graph holds the only reference to the buffer.
 inline Status CaptureHostTable(cudaStream_t stream, int device, const void* values,
@@ -181,18 +204,10 @@ inline Status CaptureHostTable(cudaStream_t stream, int device, const void* valu
   CONSTMEM_RETURN_IF_ERROR(StagingPoolFor(device, &staging));
   GraphTableStore::Buffer* buffer = nullptr;
   CONSTMEM_RETURN_IF_ERROR(store->Take(bytes, &buffer));
-  cudaGraph_t graph = nullptr;
-  cudaUserObject_t owner = nullptr;
   Status status = staging->CopyToDevice(buffer->device, values, bytes, upload);
   if (status.ok()) {
     status = CudaStatus(CONSTMEM_CUDA_CALL(kEventRecord, cudaEventRecord(buffer->filled, upload)),
                         "cudaEventRecord(captured table)");
-  }
-  if (status.ok()) status = CaptureGraph(stream, &graph);
-  if (status.ok()) {
-    status = CudaStatus(cudaUserObjectCreate(&owner, buffer, &GraphTableStore::Released, 1,
-                                             cudaUserObjectNoDestructorSync),
-                        "cudaUserObjectCreate");
   }
   if (!status.ok()) {
     // The copy may still be in flight: the next Take of this buffer is ordered after it on the
@@ -200,13 +215,7 @@ inline Status CaptureHostTable(cudaStream_t stream, int device, const void* valu
     store->Return(buffer);
     return status;
   }
-  // From here the user object owns the buffer: on failure, releasing it returns the buffer.
-  status = CudaStatus(cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove),
-                      "cudaGraphRetainUserObject");
-  if (!status.ok()) {
-    cudaUserObjectRelease(owner, 1);
-    return status;
-  }
+  CONSTMEM_RETURN_IF_ERROR(GiveToGraph(stream, store, buffer));
   CONSTMEM_RETURN_IF_CUDA_ERROR(
       CONSTMEM_CUDA_CALL(kStreamWaitEvent,
                          cudaStreamWaitEvent(stream, buffer->filled, cudaEventWaitExternal)),
@@ -225,24 +234,7 @@ inline Status CaptureScratch(cudaStream_t stream, int device, std::size_t bytes,
   CONSTMEM_RETURN_IF_ERROR(GraphTableStoreFor(device, &store));
   GraphTableStore::Buffer* buffer = nullptr;
   CONSTMEM_RETURN_IF_ERROR(store->Take(bytes, &buffer));
-  cudaGraph_t graph = nullptr;
-  cudaUserObject_t owner = nullptr;
-  Status status = CaptureGraph(stream, &graph);
-  if (status.ok()) {
-    status = CudaStatus(cudaUserObjectCreate(&owner, buffer, &GraphTableStore::Released, 1,
-                                             cudaUserObjectNoDestructorSync),
-                        "cudaUserObjectCreate");
-  }
-  if (!status.ok()) {
-    store->Return(buffer);
-    return status;
-  }
-  status = CudaStatus(cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove),
-                      "cudaGraphRetainUserObject");
-  if (!status.ok()) {
-    cudaUserObjectRelease(owner, 1);  // returns the buffer
-    return status;
-  }
+  CONSTMEM_RETURN_IF_ERROR(GiveToGraph(stream, store, buffer));
   *out = buffer->device;
   return Status::Ok();
 }

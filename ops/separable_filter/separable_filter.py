@@ -344,7 +344,7 @@ class _Xp:
         divided = 1.0 / t
         if dtype != "float32":
             return divided
-        bits = self._bits(t, "int32")
+        bits = self._bitcast(t, "int32")
         shl, shr, low = self._shift_left, self._shift_right, self._low_bits
         exponent = shr(bits, 23)  # biased; the sign bit is 0 where the result is used
         fraction = low(bits, 23)
@@ -361,54 +361,50 @@ class _Xp:
         power = self._int32(fraction == 0)
         result = shl(253 + power - exponent, 23) + (rounded - (1 << 23)) * (1 - power)
         usable = (t > 0) & (exponent >= 1) & (exponent <= 252)
-        inverted = self._float(result * self._int32(usable), "float32")
+        inverted = self._bitcast(result * self._int32(usable), "float32")
         return self.m.where(usable, inverted, divided)
 
-    def _bits(self, t, integer):
+    def _bitcast(self, t, dtype):
+        """The bits of t as the dtype named, of the same width."""
         if self.name == "torch":
-            return t.view(self.dtype(integer))
+            return t.view(self.dtype(dtype))
         if self.name == "jax":
-            return self.lax.bitcast_convert_type(t, self.dtype(integer))
-        return self.m.bitcast(t, integer)
+            return self.lax.bitcast_convert_type(t, self.dtype(dtype))
+        return self.m.bitcast(t, dtype)
 
-    def _float(self, bits, dtype):
-        if self.name == "torch":
-            return bits.view(self.dtype(dtype))
-        if self.name == "jax":
-            return self.lax.bitcast_convert_type(bits, self.dtype(dtype))
-        return self.m.bitcast(bits, dtype)
-
+    # TensorFlow's integer tensors have no shift or bitwise operators.
     def _shift_left(self, t, n):
-        return self.m.bitwise.left_shift(t, n) if self.name == "tensorflow" else t << n
+        if self.name == "tensorflow":
+            return self.m.bitwise.left_shift(t, self.m.constant(n, t.dtype))
+        return t << n
 
     def _shift_right(self, t, n):
-        return self.m.bitwise.right_shift(t, n) if self.name == "tensorflow" else t >> n
+        if self.name == "tensorflow":
+            return self.m.bitwise.right_shift(t, self.m.constant(n, t.dtype))
+        return t >> n
 
     def _low_bits(self, t, n):
-        mask = (1 << n) - 1
-        return self.m.bitwise.bitwise_and(t, mask) if self.name == "tensorflow" else t & mask
+        if self.name == "tensorflow":
+            return self.m.bitwise.bitwise_and(t, self.m.constant((1 << n) - 1, t.dtype))
+        return t & ((1 << n) - 1)
 
     def _zeros_like(self, t):
         return self.m.zeros_like(t)
 
-    def _int32(self, condition):
+    def _cast(self, t, dtype):
         if self.name == "torch":
-            return condition.to(self.m.int32)
+            return t.to(self.dtype(dtype))
         if self.name == "jax":
-            return condition.astype(self.m.int32)
-        return self.m.cast(condition, self.m.int32)
+            return t.astype(dtype)
+        return self.m.cast(t, dtype)
+
+    def _int32(self, condition):
+        return self._cast(condition, "int32")
 
     def power_of_two(self, n, dtype):
         """2**n for integral n of the dtype's normal range, made from its exponent bits (exact)."""
         integer, mantissa, bias = _FLOAT_BITS[dtype]
-        if self.name == "torch":
-            return ((n.to(self.dtype(integer)) + bias) << mantissa).view(self.dtype(dtype))
-        if self.name == "jax":
-            bits = (n.astype(integer) + bias) << mantissa
-            return self.lax.bitcast_convert_type(bits, self.dtype(dtype))
-        bits = self.m.cast(n, integer) + bias
-        bits = self.m.bitwise.left_shift(bits, self.m.constant(mantissa, integer))
-        return self.m.bitcast(bits, dtype)
+        return self._bitcast(self._shift_left(self._cast(n, integer) + bias, mantissa), dtype)
 
 
 def _compute_dtype(images):

@@ -25,6 +25,7 @@ namespace constmem {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::InstantiateAsChildGraph;
 using testing::SpinFor;
 using testing::Stream;
 using testing::UnderSanitizer;
@@ -338,11 +339,8 @@ TEST(CapturedScratch, AStreamOrderedBufferIsTheGraphsAndItsGraphNests) {
   ASSERT_OK(CapturedTableBuffers(0, &owned, &idle));
   EXPECT_EQ(owned, owned_before + 1);
   cudaGraph_t parent = nullptr;
-  ASSERT_CUDA(cudaGraphCreate(&parent, 0));
-  cudaGraphNode_t child = nullptr;
-  ASSERT_CUDA(cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, captured));
   cudaGraphExec_t exec = nullptr;
-  ASSERT_CUDA(cudaGraphInstantiate(&exec, parent, 0));
+  ASSERT_CUDA(InstantiateAsChildGraph(captured, &parent, &exec));
   ASSERT_CUDA(cudaMemsetAsync(out.get(), 0, kBytes, s));
   ASSERT_CUDA(cudaGraphLaunch(exec, s));
   ASSERT_CUDA(cudaStreamSynchronize(s));

@@ -27,6 +27,7 @@ namespace ops {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::InstantiateAsChildGraph;
 using testing::Stream;
 using testing::Tables;
 using testing::UnderSanitizer;
@@ -465,11 +466,8 @@ TEST_P(SeparableCapture, RowAndColumnDeviceTablesReplayInsideAChildGraphNode) {
   EXPECT_TRUE(report.captured);
   EXPECT_EQ(report.placement, Placement::kGlobalMemory);
   cudaGraph_t parent = nullptr;
-  ASSERT_CUDA(cudaGraphCreate(&parent, 0));
-  cudaGraphNode_t child = nullptr;
-  ASSERT_CUDA(cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, captured));
   cudaGraphExec_t exec = nullptr;
-  ASSERT_CUDA(cudaGraphInstantiate(&exec, parent, 0));
+  ASSERT_CUDA(InstantiateAsChildGraph(captured, &parent, &exec));
   const auto expected = OnCpu(x, s, JoinSeparableTaps(s, taps.data(), taps.data() + row_size));
   for (int replay = 0; replay < 2; ++replay) {
     ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, n * sizeof(float), stream));

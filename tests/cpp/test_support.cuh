@@ -36,6 +36,17 @@ namespace testing {
 // work across streams (so a test cannot count on one stream overtaking another there).
 inline bool UnderSanitizer() { return std::getenv("CONSTMEM_SANITIZER_RUN") != nullptr; }
 
+// `child` as the one node of a new graph, instantiated: how XLA's command buffers run a captured
+// call. The caller destroys `*exec` and `*parent`.
+inline cudaError_t InstantiateAsChildGraph(cudaGraph_t child, cudaGraph_t* parent,
+                                           cudaGraphExec_t* exec) {
+  cudaError_t error = cudaGraphCreate(parent, 0);
+  cudaGraphNode_t node = nullptr;
+  if (error == cudaSuccess) error = cudaGraphAddChildGraphNode(&node, *parent, nullptr, 0, child);
+  if (error == cudaSuccess) error = cudaGraphInstantiate(exec, *parent, 0);
+  return error;
+}
+
 class Stream {
  public:
   Stream() { cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
