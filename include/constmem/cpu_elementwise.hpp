@@ -64,8 +64,12 @@ __attribute__((always_inline)) inline void Broadcast(V& v, const T* value) {
 
 template <class V>
 inline void Fma(V& y, const V& a, const V& b, const V& c) {
+  // Built whole, then assigned: a lane-by-lane write to y reads y's other lanes, which GCC then
+  // reports as maybe uninitialised where inlining hides y's initialisation.
+  V result = {};
   for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(a[0])); ++i)
-    y[i] = std::fma(a[i], b[i], c[i]);
+    result[i] = std::fma(a[i], b[i], c[i]);
+  y = result;
 }
 #if CONSTMEM_CPU_X86
 #define CONSTMEM_DETAIL_FMA(target, V, Native, intrinsic)                                       \
