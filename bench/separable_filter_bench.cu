@@ -4,8 +4,9 @@
 //     (NCHW), k x k taps for k = 3, 9, 17, 31, 63, reflect borders, shared taps by value from the
 //     host (and, for float32, a device table in a constant bank), as GB/s of one read and one write
 //     of the images, against a device-to-device cudaMemcpyAsync of as many bytes (read + write);
-//   - GPU: the fused kernel's longest filter (k = 127) against the two passes just past it
-//     (k = 129), float32 [32, 3, 1080, 1920]: the cost of a call one step past the limit;
+//   - GPU: the fused kernel's longest filter on this GPU (its large tile's: k = 297 on an H200)
+//     against the two passes just past it, float32 [32, 3, 1080, 1920]: the cost of a call one
+//     step past the limit (--long-filters: every path over longer filters);
 //   - CPU: the CPU kernel over every hardware thread on [256, 3, 224, 224], against a memcpy of the
 //     same bytes over the same threads.
 //   separable_filter_bench [--json FILE] [--no-cpu] [--long-filters]
@@ -175,16 +176,22 @@ int main(int argc, char** argv) {
         }
       }
     }
-    // The fused kernel's longest filter against the two passes just past it: what a call one step
-    // past the limit costs, float32 [32, 3, 1080, 1920], taps by value. With --long-filters, every
-    // path each filter can take (the large tile, the small one, the two passes, each where the
-    // fused bound and the shared memory allow it) over longer filters, as G FMA/s.
+    // The fused kernel's longest filter on this GPU against the two passes just past it: what a
+    // call one step past the limit costs, float32 [32, 3, 1080, 1920], taps by value. With
+    // --long-filters, every path each filter can take (the large tile, the small one, the two
+    // passes, each where the fused bound and the shared memory allow it) over longer filters, as
+    // G FMA/s.
     {
       const SeparableShape base = Planes(32, 3, 1080, 1920, 3);
-      const std::vector<int> long_ks = long_filters ? std::vector<int>{127, 129, 191, 255, 383, 511}
-                                                    : std::vector<int>{127, 129};
       std::size_t device_shared = 0;
       CHECK_OK(MaxSharedBytesPerBlock(0, &device_shared));
+      int largest = 127;
+      for (SeparableShape s = base;; ++largest) {
+        s.kh = s.kw = largest + 1;
+        if (SeparableFilterBlockThreads<float>(s, device_shared) != 256) break;
+      }
+      std::vector<int> long_ks = {largest, largest + 1};
+      if (long_filters) long_ks = {127, 129, 191, 255, largest, largest + 1, 383, 511};
       double inside_ms = 0;
       for (int k : long_ks) {
         SeparableShape s = base;
@@ -213,14 +220,15 @@ int main(int argc, char** argv) {
             CHECK_OK((LaunchSeparableFilterWithSharedMemory<float, float>(
                 stream, in, out, s, host, Placement::kByValue, limit)));
           });
-          if (k == 127 && limit == device_shared) inside_ms = ms;
+          if (inside_ms == 0) inside_ms = ms;
           const char* path = threads == 256  ? "large tile"
                              : threads == 64 ? "small tile"
                                              : "two passes";
           const double fmas = 2.0 * k * static_cast<double>(s.Elements());
           std::printf(
-              "long filters: float32 %s k = %d %-10s %9.4f ms %7.0f G FMA/s %6.2fx k = 127\n",
-              ShapeName(s).c_str(), k, path, ms, fmas / (ms * 1e-3) / 1e9, ms / inside_ms);
+              "long filters: float32 %s k = %d %-10s %9.4f ms %7.0f G FMA/s %6.2fx k = %d\n",
+              ShapeName(s).c_str(), k, path, ms, fmas / (ms * 1e-3) / 1e9, ms / inside_ms,
+              long_ks.front());
         }
       }
     }

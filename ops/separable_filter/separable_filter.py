@@ -39,9 +39,9 @@ kh `column_taps`: `tmp[y, x] = sum_j row[j] * in[y, x + j - cw]`,
 `out[y, x] = sum_i col[i] * tmp[y + i - ch, x]`, `c = (k - 1) // 2` on each axis, one fused
 multiply-add per tap in tap order from +0, on the CPU as on the GPU, so that the two agree bit for
 bit. The GPU kernel reads the taps from `__constant__` memory (or a by-value kernel parameter)
-with warp-uniform indices, one fused pass per tile; filters of more than 127 taps along either
-axis run in two passes through an intermediate in global memory, their taps read from there too,
-with the same results.
+with warp-uniform indices, one fused pass per tile; filters whose tiles do not fit the GPU's
+shared memory (from about 300 taps an axis in float32 on an H200) run in two passes through an
+intermediate in global memory, their taps read from there too, with the same results.
 
 Args:
   images: channels_first `[..., C, H, W]` (every axis before C an image; rank 2 is one plane) or

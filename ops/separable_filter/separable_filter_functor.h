@@ -49,12 +49,12 @@ namespace ops {
 // per image (B * kw, B * kh): the table limit of every constmem op (2^20).
 constexpr std::int64_t kSeparableMaxTaps = kMaxTableEntries;
 constexpr std::int64_t kSeparableMaxTableEntries = kMaxTableEntries;
-// The longest filters the GPU's fused kernel takes, along each axis: its smallest tile (for GPUs
-// with 64 KiB of shared memory a block, compute capability 7.5) keeps its kh + 15 rows of float64
-// intermediate within 64 KiB at 127 taps (separable_filter_gpu.cu). Longer filters run in two
-// passes through an intermediate in global memory, each a tiled 1-D filter over chunks of taps,
-// with the same results.
-constexpr std::int64_t kSeparableFusedMaxTaps = 127;
+// The longest filters, along each axis, the GPU's fused kernel runs in its small tile (which fits
+// GPUs with 64 KiB of shared memory a block, compute capability 7.5: kh + 15 rows of float64
+// intermediate within 64 KiB at 127 taps). Longer filters run in its large tile where that fits
+// the GPU's shared memory, else in two passes through an intermediate in global memory, each a
+// tiled 1-D filter over chunks of taps, with the same results (separable_filter_gpu.cu).
+constexpr std::int64_t kSeparableSmallTileMaxTaps = 127;
 constexpr std::int64_t kSeparableMaxElements = std::int64_t{1} << 62;
 
 enum class SeparableLayout { kPlanes, kChannelsLast };

@@ -49,8 +49,9 @@ Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* 
                                              LaunchReport* report = nullptr);
 
 // The threads a block of SeparableFilter's kernel for `shape` with data In on a GPU that offers
-// `shared_bytes_per_block`: 256 (large tiles), 64 (small tiles), 128 (the two passes: filters
-// longer than kSeparableFusedMaxTaps, or where no tile fits) or 0 where nothing fits.
+// `shared_bytes_per_block`: 256 (large tiles), 64 (small tiles, filters of at most
+// kSeparableSmallTileMaxTaps along each axis), 128 (the two passes, where no tile fits) or 0 where
+// nothing fits.
 template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block);
 

@@ -150,10 +150,11 @@ std::vector<SeparableShape> Shapes() {
       {1, 3, 35, 1, 5, 7},        // W = 1
       {1, 1, 1, 1, 3, 4},         // one pixel
       {2, 3, 70, 300, 31, 17},    // several tile columns and steps
-      {1, 2, 40, 260, 127, 127},  // the longest filters of the fused kernel
-      {1, 2, 20, 40, 129, 129},   // two passes: past it along both axes
+      {1, 2, 40, 260, 127, 127},  // the longest filters of the small tile
+      {1, 2, 20, 40, 129, 129},   // past it along both axes: the large tile, or two passes
       {2, 1, 9, 11, 301, 131},    // far taller and wider than the image
       {1, 2, 30, 70, 5, 129},     // past it along one axis
+      {1, 2, 20, 40, 513, 5},     // two passes: no tile holds 513 rows of tmp
       {1, 2, 6, 30, 1100, 3},     // per image: a table past the constant bank
       {1, 12, 19, 23, 5, 9},      // channels-last with more channels than interleave
   };
@@ -238,20 +239,49 @@ TEST(SeparableFilterGpu, SmallTilesBitwiseEqualToTheCpuKernel) {
       seed++, 0, kTuringSharedBytes);
 }
 
-// At the fused kernel's limit and just past it, every border and layout, and a row filter
-// thousands of taps long: the two passes agree with the CPU kernel bit for bit where the fused
-// kernel leaves off.
-TEST(SeparableFilterGpu, TwoPassesAtTheBoundaryAndFarPast) {
+// At each boundary between the kernels, every border and layout: the small tile's limit and past
+// it (the large tile on this GPU, two passes with 64 KiB of shared memory a block), the large
+// tile's limit on this GPU and past it (two passes), and a row filter thousands of taps long. Each
+// agrees with the CPU kernel bit for bit where the other leaves off.
+TEST(SeparableFilterGpu, EveryKernelAtItsBoundaryAndFarPast) {
   REQUIRE_GPU();
   std::uint64_t seed = 3500;
   for (std::int64_t k : {126, 127, 128, 129}) {
     for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
       for (auto border :
            {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
-        Check<float>(MakeShape(2, 3, 45, 150, k, k - 1, layout, border, false), seed++);
-        Check<std::uint8_t>(MakeShape(2, 3, 40, 64, k - 1, k, layout, border, true), seed++);
+        for (std::size_t shared : {std::numeric_limits<std::size_t>::max(), kTuringSharedBytes}) {
+          Check<float>(MakeShape(2, 3, 45, 150, k, k - 1, layout, border, false), seed++, 0,
+                       shared);
+          Check<std::uint8_t>(MakeShape(2, 3, 40, 64, k - 1, k, layout, border, true), seed++, 0,
+                              shared);
+          if (UnderSanitizer()) break;
+          Check<double>(MakeShape(1, 2, 33, 300, k, k, layout, border, false), seed++, 0, shared);
+        }
+      }
+    }
+  }
+  // The longest square float32 filter the large tile takes here, and the next ones.
+  int device = 0;
+  ASSERT_CUDA(cudaGetDevice(&device));
+  int shared_optin = 0;
+  ASSERT_CUDA(
+      cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  std::int64_t largest = 129;
+  auto square = [](std::int64_t k, SeparableLayout layout, SeparableBorder border) {
+    return MakeShape(1, 3, 40, 150, k, k, layout, border, false);
+  };
+  while (SeparableFilterBlockThreads<float>(
+             square(largest + 1, SeparableLayout::kPlanes, SeparableBorder::kReflect),
+             static_cast<std::size_t>(shared_optin)) == 256) {
+    ++largest;
+  }
+  for (std::int64_t k : {largest - 1, largest, largest + 1, largest + 2}) {
+    for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
+      for (auto border :
+           {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+        Check<float>(square(k, layout, border), seed++);
         if (UnderSanitizer()) break;
-        Check<double>(MakeShape(1, 2, 33, 300, k, k, layout, border, false), seed++);
       }
     }
   }
@@ -262,8 +292,8 @@ TEST(SeparableFilterGpu, TwoPassesAtTheBoundaryAndFarPast) {
   Check<float>(MakeShape(1, 1, 3000, 7, 2000, 1, SeparableLayout::kPlanes,
                          SeparableBorder::kReplicate, false),
                seed++);
-  // Several batches of planes through the scratch (256 MiB each).
-  Check<std::uint8_t>(MakeShape(12, 3, 1080, 1920, 129, 129, SeparableLayout::kPlanes,
+  // Several batches of planes through the two passes' scratch (256 MiB each).
+  Check<std::uint8_t>(MakeShape(12, 3, 1080, 1920, 513, 5, SeparableLayout::kPlanes,
                                 SeparableBorder::kReflect, false),
                       seed++);
 }
@@ -279,15 +309,20 @@ TEST(SeparableFilterLaunch, TilesShrinkWhereSharedMemoryIsSmall) {
     EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kTuringSharedBytes) > 0, true) << k;
     EXPECT_EQ(SeparableFilterBlockThreads<double>(s, 8 * 1024), 0) << k;
   }
-  for (std::int64_t k : {129, 301, 20000}) {  // the two passes' blocks
+  // Longer filters: the large tile where it fits (faster than the two passes there), never the
+  // small one, else the two passes.
+  for (std::int64_t k : {129, 191, 255, 20000}) {
     auto s =
         MakeShape(1, 3, 100, 100, k, 3, SeparableLayout::kPlanes, SeparableBorder::kReflect, false);
-    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kHopperSharedBytes), 128) << k;
-    EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kTuringSharedBytes), 128) << k;
+    const int large_or_two = k <= 255 ? 256 : 128;
+    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kHopperSharedBytes), large_or_two) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<std::uint8_t>(s, kHopperSharedBytes), large_or_two) << k;
     EXPECT_EQ(SeparableFilterBlockThreads<std::uint8_t>(s, kTuringSharedBytes), 128) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kTuringSharedBytes), 128) << k;
     EXPECT_EQ(SeparableFilterBlockThreads<double>(s, 8 * 1024), 0) << k;
     std::swap(s.kh, s.kw);
-    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kTuringSharedBytes), 128) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kHopperSharedBytes), large_or_two) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kTuringSharedBytes), k <= 191 ? 256 : 128) << k;
   }
 }
 
@@ -481,8 +516,8 @@ TEST_P(SeparableCapture, RowAndColumnDeviceTablesReplayInsideAChildGraphNode) {
   ASSERT_CUDA(cudaGraphDestroy(captured));
 }
 
-// The fused kernel, and the two passes.
-INSTANTIATE_TEST_SUITE_P(FusedAndTwoPasses, SeparableCapture, ::testing::Values(63, 129));
+// The fused kernel's small and large tiles here, and the two passes.
+INSTANTIATE_TEST_SUITE_P(FusedAndTwoPasses, SeparableCapture, ::testing::Values(63, 129, 513));
 
 }  // namespace
 }  // namespace ops
