@@ -5,7 +5,7 @@
 # from WHEELS, and runs the ops there on the CPU with no compiler on the path
 # (scripts/clean_env_check.py). uv makes the environments: from its cache they take seconds.
 #
-#   scripts/test-clean-envs.sh WHEELS [VARIANT [REQUIREMENT...]]
+#   [CONSTMEM_ENV_PYTHON=PYTHON] scripts/test-clean-envs.sh WHEELS [VARIANT [REQUIREMENT...]]
 #     VARIANT: cu13 (default) or cu12; REQUIREMENT: a framework and its version, one environment
 #     each (default: the releases pyproject.toml's test extras pin: torch, jax, tensorflow)
 set -euo pipefail
@@ -28,8 +28,9 @@ mapfile -t dependencies < <(.venv/bin/python -c 'import tomllib
 print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The interpreter .venv was made from: the environments get none of .venv's packages.
-base=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
+# The interpreter .venv was made from (the environments get none of .venv's packages), or
+# CONSTMEM_ENV_PYTHON's (scripts/check-python314.sh).
+base=${CONSTMEM_ENV_PYTHON:-$(.venv/bin/python -c 'import sys; print(sys._base_executable)')}
 uv=(.venv/bin/python -m uv)
 count=0
 for requirement in "${requirements[@]}"; do
