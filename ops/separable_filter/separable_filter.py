@@ -11,6 +11,7 @@ image as [B, k], and `gaussian_blur(images, kernel_size, sigma=None, ...)`, torc
 from __future__ import annotations
 
 import fractions
+import functools
 import math
 import numbers
 import sys
@@ -525,6 +526,16 @@ def gaussian_taps(kernel_size, sigma):
     return [v / total for v in values]
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_gaussian_taps(kernel_size, sigma):
+    """gaussian_taps as a tuple, made once per size and sigma.
+
+    A call site blurs with the same ones again and again, and making them costs more than the
+    rest of a small call's Python.
+    """
+    return tuple(gaussian_taps(kernel_size, sigma))
+
+
 def _is_sym_int(value):
     """Whether `value` is torch.compile's symbolic int (where torch is loaded)."""
     torch = sys.modules.get("torch")
@@ -551,7 +562,9 @@ def _traced_gaussian_taps(torch, kernel_size, sigma, device):
 
 
 def _pair(value, name):
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+    if type(value) in (int, float) or (
+        isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ):
         return [value, value]
     values = list(value)
     if len(values) == 1:
@@ -601,8 +614,10 @@ def _make_gaussian_blur(ops):
           **options: TensorFlow's `source` and `name`.
 
         """
-        aliases = [(alias, options.pop(alias)) for alias in IMAGE_ALIASES if alias in options]
-        name, images = argument("gaussian_blur", [("images", images), *aliases])
+        name = "images"
+        if options or isinstance(images, Required):
+            aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
+            name, images = argument("gaussian_blur", [("images", images), *aliases])
         if isinstance(kernel_size, Required):
             raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
         images, restore = widened(images, name, IMAGE_DTYPES)
@@ -617,7 +632,8 @@ def _make_gaussian_blur(ops):
         # Integers only (a SymInt under torch.compile is one): a string or a float is refused, not
         # converted.
         if not sizes or any(
-            isinstance(k, bool) or not (isinstance(k, numbers.Integral) or _is_sym_int(k))
+            type(k) is not int  # the common case first: the checks below cost more
+            and (isinstance(k, bool) or not (isinstance(k, numbers.Integral) or _is_sym_int(k)))
             for k in sizes
         ):
             raise ValueError(
@@ -650,7 +666,8 @@ def _make_gaussian_blur(ops):
                 for k, s in ((kx, sx), (ky, sy))
             )
         else:
-            row, column = gaussian_taps(kx, sx), gaussian_taps(ky, sy)  # rounded by the op
+            # Rounded by the op.
+            row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
         return restore(_filter(ops, images, row, column, "shared", border, layout, options))
 
     return gaussian_blur

@@ -259,6 +259,37 @@ def test_a_cached_static_table_is_reused_only_for_values_of_the_same_types(devic
     np.testing.assert_array_equal(as_numpy(cm.frobulate(x, (1, 2))), [3, 3, 3])
 
 
+def test_a_tuple_static_table_found_again_by_identity_is_the_same_table(device):
+    """The very same tuple again is found by identity: for each table of an op and each op its
+    own, in the data's dtype; a tuple of other than Python numbers by value each time."""
+    x = torch.arange(12.0, device=device).view(1, 1, 3, 4)
+    taps = (0.25, 0.5, 0.25)
+    expected = cm.separable_filter(x, list(taps), [1.0, 2.0, 3.0])
+    for _ in range(3):  # the same tuple as one table, then the other
+        torch.testing.assert_close(cm.separable_filter(x, taps, [1.0, 2.0, 3.0]), expected)
+        torch.testing.assert_close(
+            cm.separable_filter(x, [1.0, 2.0, 3.0], taps),
+            cm.separable_filter(x, [1.0, 2.0, 3.0], list(taps)),
+        )
+        # Both tables the same tuple; float64 data, a float64 table.
+        both = cm.separable_filter(x.double(), taps, taps)
+        assert both.dtype == torch.float64
+        torch.testing.assert_close(both, cm.separable_filter(x.double(), list(taps), list(taps)))
+    ints = (1, 2)
+    for _ in range(2):
+        np.testing.assert_array_equal(
+            as_numpy(cm.frobulate(x.view(-1), ints)), as_numpy(x.view(-1)) + 3
+        )
+        # The same tuple for another op: its own table, float32 where Frobulate's is int32.
+        np.testing.assert_allclose(as_numpy(cm.polyval(ints, x.view(-1))), as_numpy(x.view(-1)) + 2)
+    with pytest.raises(ValueError, match="row_taps must have 1 to"):
+        cm.separable_filter(x, (), taps)
+    values = as_numpy(x.view(-1))
+    for table in ((np.float32(2.0), 1.0), (2, 1.0), (2.0, 1.0)):  # looked up by value, by identity
+        for _ in range(2):
+            np.testing.assert_allclose(as_numpy(cm.polyval(table, x.view(-1))), 2 * values + 1)
+
+
 def test_attributes_that_passed_once_are_checked_again_by_type_and_value(device):
     """A call site's attributes are remembered once checked: equal values of another type, a
     value beyond the data's dtype and a 0-d tensor changed in place are each seen again."""

@@ -56,6 +56,11 @@ _below_autograd = torch._C._AutoDispatchBelowAutograd
 _is_compiling = torch.compiler.is_compiling
 _STATIC_CACHE_SIZE = 256
 _static_cache: OrderedDict[Any, tuple] = OrderedDict()  # key -> (types, tensor)
+# A tuple of Python numbers cannot change: the very same tuple again (a call site's constant, or
+# gaussian_blur's cached taps) finds its tensor by identity, without hashing its values.
+# (id(table), name) -> (table, dtype, tensor); holding the tuple keeps its id from being reused.
+_static_by_identity: dict[int, tuple] = {}
+_NUMBER_TYPES = frozenset((float, int))
 
 
 def _static_key(name: str, table: Any, dtype: torch.dtype) -> tuple:
@@ -83,6 +88,10 @@ def _static_table(
     without the dispatcher converting a list of its entries at every call. `spec`: the op's, or
     for one of several tables spec.table_spec(i); `name`: its cache key's (the op's, or "op.table").
     """
+    if type(table) is tuple:
+        hit = _static_by_identity.get((id(table), name))
+        if hit is not None and hit[0] is table and hit[1] == dtype:
+            return hit[2]
     key, types = _static_key(name, table, dtype)
     if key is not None:
         try:
@@ -90,6 +99,7 @@ def _static_table(
         except TypeError:  # unhashable values: checked below, which names them
             cached = key = None
         if cached is not None and cached[0] == types:
+            _remember_tuple(table, name, dtype, types, cached[1])
             return cached[1]
     values = _registry.static_list(spec, table)
     table_dtype = getattr(torch, spec.table_dtype(dtype_name(dtype)))
@@ -98,7 +108,16 @@ def _static_table(
         _static_cache[key] = (types, tensor)
         if len(_static_cache) > _STATIC_CACHE_SIZE:
             _static_cache.popitem(last=False)
+        _remember_tuple(table, name, dtype, types, tensor)
     return tensor
+
+
+def _remember_tuple(table: Any, name: str, dtype: torch.dtype, types: tuple, tensor) -> None:
+    """Keeps `tensor` for the identity of `table` where it is a tuple of Python numbers."""
+    if type(table) is tuple and _NUMBER_TYPES.issuperset(types):
+        if len(_static_by_identity) >= _STATIC_CACHE_SIZE:
+            _static_by_identity.clear()
+        _static_by_identity[id(table), name] = (table, dtype, tensor)
 
 
 def _checked_attrs(spec: _registry.OpSpec, check, attrs: tuple, data: torch.Tensor) -> tuple:
