@@ -15,9 +15,11 @@ GPU (CUDA events, median of repeated batches):
 CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem's CPU kernel):
 - cv2.GaussianBlur (BORDER_REFLECT_101, one call an image, OpenCV's fixed-point path for uint8)
   and scipy.ndimage.correlate1d twice against constmem (layout="channels_last") on smaller
-  interleaved images: float32 and uint8 [8, 540, 960, 3] (NHWC), k = 3, 9, 31, constmem and
-  OpenCV alternating call by call, OpenCV's multiple the median of 25 (wall time). The CPU's model
-  goes in each row. `--cpu-time`: one thread each, the calling thread's CPU time
+  interleaved images: float32 and uint8 [8, 540, 960, 3] (NHWC), and one [224, 224, 3] image a
+  call (a data loader's transform), k = 3, 9, 31, constmem and OpenCV alternating call by call,
+  OpenCV's multiple the median of 25 (wall time); for the one image, also
+  torchvision.transforms.v2.functional.gaussian_blur on it as a [3, 224, 224] tensor against
+  constmem on the same (where torchvision is importable). The CPU's model goes in each row. `--cpu-time`: one thread each, the calling thread's CPU time
   (time.thread_time, which other processes' load does not inflate), constmem and OpenCV
   alternating, the minimum and the median of 15.
 
@@ -169,8 +171,9 @@ def gpu_cases(args, results):
         torch.cuda.empty_cache()
 
 
-def cpu_row(data, k, cv2, scipy_ndimage, threads, quick):
-    """One CPU case: constmem, OpenCV and scipy on the same NHWC images with k taps."""
+def cpu_row(data, k, cv2, scipy_ndimage, tv, threads, quick):
+    """One CPU case: constmem, OpenCV and scipy on the same NHWC images with k taps; for one
+    image a call, also torchvision and constmem on it as a [C, H, W] tensor (where importable)."""
     sigma, t = taps(k)
     x = torch.from_numpy(data)
     row = {"device": "cpu", "cpu": cpu_model(), "shape": list(data.shape)}
@@ -201,6 +204,12 @@ def cpu_row(data, k, cv2, scipy_ndimage, threads, quick):
             scipy_ndimage.correlate1d(tmp, w, axis=-3, mode="mirror")
 
         row["scipy_ms"] = cpu_ms(scipy_blur, repetitions=3)
+    if tv is not None and data.shape[0] == 1:
+        chw = x[0].permute(2, 0, 1).contiguous()
+        row["constmem_chw_ms"] = cpu_ms(lambda: cm.gaussian_blur(chw, k))
+        row["torchvision_chw_ms"] = cpu_ms(
+            lambda: tv.gaussian_blur(chw, [k, k], [sigma, sigma]), repetitions=5
+        )
     return row
 
 
@@ -241,6 +250,7 @@ def cpu_time_row(data, k, cv2, repetitions=15):
 def cpu_cases(args, results):
     cv2 = optional("cv2")
     scipy_ndimage = optional("scipy.ndimage")
+    tv = optional("torchvision.transforms.v2.functional")
     if args.cpu_time:
         if cv2 is None:
             raise SystemExit("--cpu-time compares with OpenCV: install opencv-python-headless")
@@ -267,12 +277,18 @@ def cpu_cases(args, results):
                 f"{row['cv2_cpu_ms_min'] / row['constmem_cpu_ms_min']:.2f}x"
             )
             continue
-        row = cpu_row(data, k, cv2, scipy_ndimage, threads, args.quick)
+        row = cpu_row(data, k, cv2, scipy_ndimage, tv, threads, args.quick)
         results.append(row)
         cv2_ratio = f"{row['cv2_ratio_median']:.2f}x" if "cv2_ratio_median" in row else "-"
+        chw = ""
+        if "torchvision_chw_ms" in row:
+            chw = (
+                f"   [C, H, W]: constmem {row['constmem_chw_ms']:.3f} ms, torchvision "
+                f"{row['torchvision_chw_ms'] / row['constmem_chw_ms']:.1f}x"
+            )
         print(
             f"{shape!s:>20} {row['dtype']:>7} {k:>3} {row['constmem_ms']:>11.3f} "
-            f"{cv2_ratio:>7} {ratio(row, 'scipy_ms'):>7}"
+            f"{cv2_ratio:>7} {ratio(row, 'scipy_ms'):>7}{chw}"
         )
 
 
