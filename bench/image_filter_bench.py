@@ -19,9 +19,10 @@ CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem
   call (a data loader's transform), k = 3, 9, 31, constmem and OpenCV alternating call by call,
   OpenCV's multiple the median of 25 (wall time); for the one image, also
   torchvision.transforms.v2.functional.gaussian_blur on it as a [3, 224, 224] tensor against
-  constmem on the same (where torchvision is importable). The CPU's model goes in each row. `--cpu-time`: one thread each, the calling thread's CPU time
-  (time.thread_time, which other processes' load does not inflate), constmem and OpenCV
-  alternating, the minimum and the median of 15.
+  constmem on the same (where torchvision is importable). The CPU's model goes in each row.
+  `--cpu-time`: one thread each, the calling thread's CPU time (time.thread_time, which other
+  processes' load does not inflate), constmem and OpenCV alternating, the minimum and the median
+  of 15.
 
     python3 bench/image_filter_bench.py [--json FILE] [--quick] [--cpu-only [--cpu-time]]
 
