@@ -226,6 +226,7 @@ struct Kernel {
   static constexpr int kGroupRows = kBytes == 64 ? 4 : 2;
   static constexpr int kGroupAccumulators = 4;
   static constexpr std::int64_t kGroupTile = std::int64_t{kLanes} * kGroupAccumulators;
+  static_assert(kTile % kGroupTile == 0, "rows of tmp hold whole group tiles");
   using GroupAcc = V[kGroupRows][kGroupAccumulators];
 
   // One row of tmp in ColumnGroupPass, `tap` its tap for output row 0: for output rows r in
@@ -262,38 +263,56 @@ struct Kernel {
     (GroupRow<kI + 1, kGroupRows>(rows[count + kI] + at, taps + count + kI, acc), ...);
   }
 
-  // The column pass of kGroupRows consecutive output rows, `pitch` apart, over [0, tiles *
-  // kGroupTile): output row r from rows [r, r + count) of tmp, each with its taps in order, as
-  // ColumnPass computes it. count >= kGroupRows - 1.
+  // The column pass of kGroupRows consecutive output rows, `pitch` apart, over [0, n): output
+  // row r from rows [r, r + count) of tmp, each with its taps in order, as ColumnPass computes
+  // it; the rows of tmp hold whole group tiles (a partial last tile's other lanes are computed,
+  // not stored). count >= kGroupRows - 1.
   __attribute__((always_inline)) static inline void ColumnGroupPass(const T* const* rows,
                                                                     const T* taps,
                                                                     std::int64_t count,
-                                                                    std::int64_t tiles, In* out,
+                                                                    std::int64_t n, In* out,
                                                                     std::int64_t pitch) {
     constexpr auto kEdge = std::make_index_sequence<kGroupRows - 1>();
-    for (std::int64_t t = 0; t < tiles; ++t) {
-      const std::int64_t at = t * kGroupTile;
+    // One group tile at `at`, its accumulators handed to store(acc): the partial last tile stores
+    // from a copy of its own (as in ColumnPass), so that the whole tiles' stay in registers.
+    auto tile = [&](std::int64_t at, auto store) __attribute__((always_inline)) {
       GroupAcc acc = {};
       GroupPrologue(rows, at, taps, acc, kEdge);
       for (std::int64_t j = kGroupRows - 1; j < count; ++j) {
         GroupRow<0, kGroupRows>(rows[j] + at, taps + j, acc);
       }
       GroupEpilogue(rows, at, taps, count, acc, kEdge);
+      store(acc);
+    };
+    std::int64_t at = 0;
+    for (; at + kGroupTile <= n; at += kGroupTile) {
+      tile(at, [&](const GroupAcc& acc) __attribute__((always_inline)) {
 #pragma GCC unroll 8
-      for (int r = 0; r < kGroupRows; ++r) {
+        for (int r = 0; r < kGroupRows; ++r) {
 #pragma GCC unroll 8
-        for (int a = 0; a < kGroupAccumulators; ++a) {
-          Store(acc[r][a], out + r * pitch + at + a * kLanes, kLanes);
+          for (int a = 0; a < kGroupAccumulators; ++a) {
+            Store(acc[r][a], out + r * pitch + at + a * kLanes, kLanes);
+          }
         }
-      }
+      });
+    }
+    if (at < n) {
+      tile(at, [&](const GroupAcc& acc) __attribute__((always_inline)) {
+        for (int r = 0; r < kGroupRows; ++r) {
+          for (std::int64_t a = 0; a * kLanes < n - at; ++a) {
+            Store(acc[r][a], out + r * pitch + at + a * kLanes,
+                  std::min<std::int64_t>(kLanes, n - at - a * kLanes));
+          }
+        }
+      });
     }
   }
 
-  // The column pass over out[0, n): out[e] = sum_j fma(rows[j][first + e], taps[j], .) from +0,
-  // rows[j] the row of tmp tap j reads (whole tiles of it from `first`), stored as In.
+  // The column pass over out[0, n): out[e] = sum_j fma(rows[j][e], taps[j], .) from +0, rows[j]
+  // the row of tmp tap j reads (whole tiles of it), stored as In.
   __attribute__((always_inline)) static inline void ColumnPass(const T* const* rows, const T* taps,
                                                                std::int64_t count, std::int64_t n,
-                                                               In* out, std::int64_t first = 0) {
+                                                               In* out) {
     // One tile at `at`, its accumulators handed to store(acc): the last tile of a row stores fewer
     // values, in a copy of its own, so that the whole tiles' accumulators stay in registers.
     auto tile = [&](std::int64_t at, auto store) __attribute__((always_inline)) {
@@ -301,7 +320,7 @@ struct Kernel {
       for (std::int64_t j = 0; j < count; ++j) {
         V tap;
         cpu::Broadcast(tap, taps + j);
-        const T* row = rows[j] + first + at;
+        const T* row = rows[j] + at;
 #pragma GCC unroll 16
         for (int a = 0; a < kAccumulators; ++a) {
           V sample;
@@ -465,20 +484,13 @@ __attribute__((always_inline)) inline void Range(const In* x, In* y, const Separ
         RowPass<K>(row, v, s, cw, row_taps, tiles, padded.data(), tmp_row);
       }
     }
-    // Output rows kGroupRows at a time over their whole group tiles, the rest of their rows, the
-    // last rows and short filters one row at a time.
-    const std::int64_t group_tiles = v.elements / K::kGroupTile;
-    const std::int64_t grouped = group_tiles * K::kGroupTile;
+    // Output rows kGroupRows at a time, then the last ones (and those of short filters) one at a
+    // time.
     std::int64_t yy = y0;
     if (s.kh >= K::kGroupRows - 1) {
       for (; yy + K::kGroupRows <= y1; yy += K::kGroupRows) {
-        const T* const* rows = tmp_rows.data() + (yy - y0);
-        In* const out = y_plane + yy * v.elements;
-        K::ColumnGroupPass(rows, col_taps, s.kh, group_tiles, out, v.elements);
-        for (int r = 0; r < K::kGroupRows && grouped < v.elements; ++r) {
-          K::ColumnPass(rows + r, col_taps, s.kh, v.elements - grouped,
-                        out + r * v.elements + grouped, grouped);
-        }
+        K::ColumnGroupPass(tmp_rows.data() + (yy - y0), col_taps, s.kh, v.elements,
+                           y_plane + yy * v.elements, v.elements);
       }
     }
     for (; yy < y1; ++yy) {
