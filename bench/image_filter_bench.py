@@ -3,10 +3,13 @@
 each ratio measured in this run:
 
 GPU (CUDA events, median of repeated batches):
-- float32 [32, 3, 1080, 1920] and [256, 3, 224, 224], and uint8 [32, 3, 1080, 1920], k = 3, 9, 17,
-  31, 63: constmem.torch.gaussian_blur against torchvision.transforms.v2.functional.gaussian_blur,
+- float32 and uint8 [32, 3, 1080, 1920] and [256, 3, 224, 224], k = 3, 5, 9, 17, 31, 63:
+  constmem.torch.gaussian_blur against torchvision.transforms.v2.functional.gaussian_blur,
   kornia.filters.gaussian_blur2d (when kornia is importable; else skipped, said so) and
   cupyx.scipy.ndimage.gaussian_filter1d twice with the same taps (CuPy; "mirror" is reflect-101);
+- NVIDIA CV-CUDA's cvcuda.gaussian_into (where cvcuda is importable: scripts/cvcuda-bundle.sh
+  carries it) on an NHWC copy of the images, reflect-101 borders, against constmem on the same
+  NHWC images (layout="channels_last");
 - a copy-bandwidth ceiling measured in the same run: one read and one write of the images
   (torch's copy_), the least any filter can cost;
 - per-image tables (one sigma per image) against a shared one, same k: the Gaussian form (taps
@@ -26,7 +29,7 @@ CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem
 
     python3 bench/image_filter_bench.py [--json FILE] [--quick] [--cpu-only [--cpu-time]]
 
-Finishes in about two minutes on an H200.
+A few minutes on an H200 (each anchor where importable).
 """
 
 import argparse
@@ -41,7 +44,7 @@ import numpy as np
 import torch
 from timing import alternating_ratios, cpu_model, cuda_event_ms
 
-KS = (3, 9, 17, 31, 63)
+KS = (3, 5, 9, 17, 31, 63)
 CPU_KS = (3, 9, 31)
 
 
@@ -94,7 +97,7 @@ def ratio(row, key):
     return f"{row[key] / row['constmem_ms']:.2f}x" if key in row else "-"
 
 
-def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage):
+def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage, cvcuda):
     """One GPU case: constmem, its per-image form and the others on images x with k taps."""
     sigma, t = taps(k)
     row = {"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch."), "k": k}
@@ -127,7 +130,31 @@ def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage):
             cupy_ndimage.correlate1d(tmp, weights, axis=-2, output=out, mode="mirror")
 
         row["cupy_ms"] = gpu_ms(cupy_blur)
+    if cvcuda is not None:
+        # NHWC on both sides, CV-CUDA's layout (reflect-101 borders), on torch's stream.
+        nhwc = x.permute(0, 2, 3, 1).contiguous()
+        out = torch.empty_like(nhwc)
+        src, dst = cvcuda.as_tensor(nhwc, "NHWC"), cvcuda.as_tensor(out, "NHWC")
+        stream = cvcuda.as_stream(int(torch.cuda.current_stream().cuda_stream))
+        row["constmem_nhwc_ms"] = gpu_ms(lambda: cm.gaussian_blur(nhwc, k, layout="channels_last"))
+        try:
+            row["cvcuda_ms"] = gpu_ms(
+                lambda: cvcuda.gaussian_into(
+                    dst, src, (k, k), (sigma, sigma), cvcuda.Border.REFLECT101, stream=stream
+                )
+            )
+        except Exception as error:  # a kernel size CV-CUDA refuses: said so in the row
+            row["cvcuda_error"] = str(error)[:200]
     return row
+
+
+def nhwc_columns(row):
+    """constmem's NHWC time and CV-CUDA's as a multiple of it, where CV-CUDA ran."""
+    if "constmem_nhwc_ms" not in row:
+        return ""
+    ours = row["constmem_nhwc_ms"]
+    theirs = f"{row['cvcuda_ms'] / ours:.2f}x" if "cvcuda_ms" in row else "refused"
+    return f" {ours:>8.3f} {theirs:>8}"
 
 
 def gpu_cases(args, results):
@@ -135,13 +162,16 @@ def gpu_cases(args, results):
     kornia = optional("kornia")
     cupy = optional("cupy")
     cupy_ndimage = optional("cupyx.scipy.ndimage") if cupy is not None else None
-    missing = [n for n, m in (("torchvision", tv), ("kornia", kornia), ("cupy", cupy)) if m is None]
+    cvcuda = optional("cvcuda")
+    anchors = (("torchvision", tv), ("kornia", kornia), ("cupy", cupy), ("cvcuda", cvcuda))
+    missing = [n for n, m in anchors if m is None]
     if missing:
         print(f"skipped (not importable): {', '.join(missing)}")
     shapes = [
         ((32, 3, 1080, 1920), torch.float32),
         ((256, 3, 224, 224), torch.float32),
         ((32, 3, 1080, 1920), torch.uint8),
+        ((256, 3, 224, 224), torch.uint8),
     ]
     if args.quick:
         shapes = shapes[1:2]
@@ -149,7 +179,7 @@ def gpu_cases(args, results):
     print(
         f"{'shape':>22} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'copy ms':>8} "
         f"{'of ceiling':>10} {'torchvision':>11} {'kornia':>7} {'cupy':>7} {'per-image':>9} "
-        f"{'table':>6}"
+        f"{'table':>6} {'NHWC ms':>8} {'CV-CUDA':>8}"
     )
     for shape, dtype in shapes:
         if dtype == torch.uint8:
@@ -159,7 +189,7 @@ def gpu_cases(args, results):
         copy = torch.empty_like(x)
         copy_ms = gpu_ms(lambda x=x, copy=copy: copy.copy_(x))
         for k in KS:
-            row = gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage)
+            row = gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage, cvcuda)
             results.append(row)
             ours = row["constmem_ms"]
             print(
@@ -167,6 +197,7 @@ def gpu_cases(args, results):
                 f"{copy_ms / ours:>10.0%} {ratio(row, 'torchvision_ms'):>11} "
                 f"{ratio(row, 'kornia_ms'):>7} {ratio(row, 'cupy_ms'):>7} "
                 f"{ratio(row, 'per_image_ms'):>9} {ratio(row, 'per_image_table_ms'):>6}"
+                f"{nhwc_columns(row)}"
             )
         x = copy = None
         torch.cuda.empty_cache()
