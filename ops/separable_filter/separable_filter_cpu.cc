@@ -219,22 +219,24 @@ struct Kernel {
     }
   }
 
-  // ColumnGroupPass: output rows at once, and accumulators a row. Their product, with a tap a row
-  // and a sample, must fit the registers: 32 of AVX-512, 16 of AVX2 and SSE. Each row of tmp
-  // loaded then feeds that many rows' FMAs: at 3 taps, 4 rows load 6 rows of tmp where one at a
-  // time loads 12 (on Zen 4 the whole filter is about 20% faster at every size so).
+  // The column pass computes kGroupRows output rows at once, kGroupAccumulators vectors a row.
+  // Their product, with a tap a row and a sample, must fit the registers: 32 of AVX-512, 16 of
+  // AVX2 and SSE. Each row of tmp loaded then feeds that many rows' FMAs: at 3 taps, 4 rows load 6
+  // rows of tmp where one at a time loads 12 (on Zen 4 the whole filter is about 20% faster at
+  // every size so). The last rows of a band, and short filters, go one row at a time.
   static constexpr int kGroupRows = kBytes == 64 ? 4 : 2;
   static constexpr int kGroupAccumulators = 4;
   static constexpr std::int64_t kGroupTile = std::int64_t{kLanes} * kGroupAccumulators;
   static_assert(kTile % kGroupTile == 0, "rows of tmp hold whole group tiles");
-  using GroupAcc = V[kGroupRows][kGroupAccumulators];
+  template <int kRows>
+  using GroupAcc = V[kRows][kGroupAccumulators];
 
-  // One row of tmp in ColumnGroupPass, `tap` its tap for output row 0: for output rows r in
+  // One row of tmp in ColumnPass, `tap` its tap for output row 0: for output rows r in
   // [kFrom, kTo), acc[r] = fma(row, tap[-r], acc[r]).
-  template <int kFrom, int kTo>
+  template <int kFrom, int kTo, int kRows>
   __attribute__((always_inline)) static inline void GroupRow(const T* row, const T* tap,
-                                                             GroupAcc& acc) {
-    V taps[kGroupRows] = {};
+                                                             GroupAcc<kRows>& acc) {
+    V taps[kRows] = {};
 #pragma GCC unroll 8
     for (int r = kFrom; r < kTo; ++r) cpu::Broadcast(taps[r], tap - r);
 #pragma GCC unroll 8
@@ -248,47 +250,47 @@ struct Kernel {
 
   // The rows of tmp that only a group's first output rows read (GroupPrologue), or only its last
   // (GroupEpilogue).
-  template <std::size_t... kI>
-  __attribute__((always_inline)) static inline void GroupPrologue(const T* const* rows,
-                                                                  std::int64_t at, const T* taps,
-                                                                  GroupAcc& acc,
-                                                                  std::index_sequence<kI...>) {
-    (GroupRow<0, kI + 1>(rows[kI] + at, taps + kI, acc), ...);
+  // (For one row at a time both are empty.)
+  template <int kRows, std::size_t... kI>
+  __attribute__((always_inline)) static inline void GroupPrologue(
+      [[maybe_unused]] const T* const* rows, [[maybe_unused]] std::int64_t at,
+      [[maybe_unused]] const T* taps, [[maybe_unused]] GroupAcc<kRows>& acc,
+      std::index_sequence<kI...>) {
+    (GroupRow<0, kI + 1, kRows>(rows[kI] + at, taps + kI, acc), ...);
   }
-  template <std::size_t... kI>
-  __attribute__((always_inline)) static inline void GroupEpilogue(const T* const* rows,
-                                                                  std::int64_t at, const T* taps,
-                                                                  std::int64_t count, GroupAcc& acc,
-                                                                  std::index_sequence<kI...>) {
-    (GroupRow<kI + 1, kGroupRows>(rows[count + kI] + at, taps + count + kI, acc), ...);
+  template <int kRows, std::size_t... kI>
+  __attribute__((always_inline)) static inline void GroupEpilogue(
+      [[maybe_unused]] const T* const* rows, [[maybe_unused]] std::int64_t at,
+      [[maybe_unused]] const T* taps, [[maybe_unused]] std::int64_t count,
+      [[maybe_unused]] GroupAcc<kRows>& acc, std::index_sequence<kI...>) {
+    (GroupRow<kI + 1, kRows, kRows>(rows[count + kI] + at, taps + count + kI, acc), ...);
   }
 
-  // The column pass of kGroupRows consecutive output rows, `pitch` apart, over [0, n): output
-  // row r from rows [r, r + count) of tmp, each with its taps in order, as ColumnPass computes
-  // it; the rows of tmp hold whole group tiles (a partial last tile's other lanes are computed,
-  // not stored). count >= kGroupRows - 1.
-  __attribute__((always_inline)) static inline void ColumnGroupPass(const T* const* rows,
-                                                                    const T* taps,
-                                                                    std::int64_t count,
-                                                                    std::int64_t n, In* out,
-                                                                    std::int64_t pitch) {
-    constexpr auto kEdge = std::make_index_sequence<kGroupRows - 1>();
+  // The column pass of kRows consecutive output rows, `pitch` apart, over [0, n): out row r's
+  // element e = sum_j fma(rows[r + j][e], taps[j], .) from +0, j ascending, stored as In; the rows
+  // of tmp hold whole group tiles (a partial last tile's other lanes are computed, not stored).
+  // count >= kRows - 1.
+  template <int kRows>
+  __attribute__((always_inline)) static inline void ColumnPass(const T* const* rows, const T* taps,
+                                                               std::int64_t count, std::int64_t n,
+                                                               In* out, std::int64_t pitch) {
+    constexpr auto kEdge = std::make_index_sequence<kRows - 1>();
     // One group tile at `at`, its accumulators handed to store(acc): the partial last tile stores
-    // from a copy of its own (as in ColumnPass), so that the whole tiles' stay in registers.
+    // from a copy of its own, so that the whole tiles' stay in registers.
     auto tile = [&](std::int64_t at, auto store) __attribute__((always_inline)) {
-      GroupAcc acc = {};
-      GroupPrologue(rows, at, taps, acc, kEdge);
-      for (std::int64_t j = kGroupRows - 1; j < count; ++j) {
-        GroupRow<0, kGroupRows>(rows[j] + at, taps + j, acc);
+      GroupAcc<kRows> acc = {};
+      GroupPrologue<kRows>(rows, at, taps, acc, kEdge);
+      for (std::int64_t j = kRows - 1; j < count; ++j) {
+        GroupRow<0, kRows, kRows>(rows[j] + at, taps + j, acc);
       }
-      GroupEpilogue(rows, at, taps, count, acc, kEdge);
+      GroupEpilogue<kRows>(rows, at, taps, count, acc, kEdge);
       store(acc);
     };
     std::int64_t at = 0;
     for (; at + kGroupTile <= n; at += kGroupTile) {
-      tile(at, [&](const GroupAcc& acc) __attribute__((always_inline)) {
+      tile(at, [&](const GroupAcc<kRows>& acc) __attribute__((always_inline)) {
 #pragma GCC unroll 8
-        for (int r = 0; r < kGroupRows; ++r) {
+        for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
           for (int a = 0; a < kGroupAccumulators; ++a) {
             Store(acc[r][a], out + r * pitch + at + a * kLanes, kLanes);
@@ -297,52 +299,12 @@ struct Kernel {
       });
     }
     if (at < n) {
-      tile(at, [&](const GroupAcc& acc) __attribute__((always_inline)) {
-        for (int r = 0; r < kGroupRows; ++r) {
+      tile(at, [&](const GroupAcc<kRows>& acc) __attribute__((always_inline)) {
+        for (int r = 0; r < kRows; ++r) {
           for (std::int64_t a = 0; a * kLanes < n - at; ++a) {
             Store(acc[r][a], out + r * pitch + at + a * kLanes,
                   std::min<std::int64_t>(kLanes, n - at - a * kLanes));
           }
-        }
-      });
-    }
-  }
-
-  // The column pass over out[0, n): out[e] = sum_j fma(rows[j][e], taps[j], .) from +0, rows[j]
-  // the row of tmp tap j reads (whole tiles of it), stored as In.
-  __attribute__((always_inline)) static inline void ColumnPass(const T* const* rows, const T* taps,
-                                                               std::int64_t count, std::int64_t n,
-                                                               In* out) {
-    // One tile at `at`, its accumulators handed to store(acc): the last tile of a row stores fewer
-    // values, in a copy of its own, so that the whole tiles' accumulators stay in registers.
-    auto tile = [&](std::int64_t at, auto store) __attribute__((always_inline)) {
-      V acc[kAccumulators] = {};
-      for (std::int64_t j = 0; j < count; ++j) {
-        V tap;
-        cpu::Broadcast(tap, taps + j);
-        const T* row = rows[j] + at;
-#pragma GCC unroll 16
-        for (int a = 0; a < kAccumulators; ++a) {
-          V sample;
-          std::memcpy(&sample, row + a * kLanes, kBytes);
-          cpu::Fma(acc[a], sample, tap, acc[a]);
-        }
-      }
-      store(acc);
-    };
-    std::int64_t at = 0;
-    for (; at + kTile <= n; at += kTile) {
-      tile(at, [&](const V(&acc)[kAccumulators]) __attribute__((always_inline)) {
-#pragma GCC unroll 16
-        for (int a = 0; a < kAccumulators; ++a) {
-          Store(acc[a], out + at + a * kLanes, kLanes);
-        }
-      });
-    }
-    if (at < n) {
-      tile(at, [&](const V(&acc)[kAccumulators]) __attribute__((always_inline)) {
-        for (std::int64_t a = 0; a * kLanes < n - at; ++a) {
-          Store(acc[a], out + at + a * kLanes, std::min<std::int64_t>(kLanes, n - at - a * kLanes));
         }
       });
     }
@@ -489,13 +451,13 @@ __attribute__((always_inline)) inline void Range(const In* x, In* y, const Separ
     std::int64_t yy = y0;
     if (s.kh >= K::kGroupRows - 1) {
       for (; yy + K::kGroupRows <= y1; yy += K::kGroupRows) {
-        K::ColumnGroupPass(tmp_rows.data() + (yy - y0), col_taps, s.kh, v.elements,
-                           y_plane + yy * v.elements, v.elements);
+        K::template ColumnPass<K::kGroupRows>(tmp_rows.data() + (yy - y0), col_taps, s.kh,
+                                              v.elements, y_plane + yy * v.elements, v.elements);
       }
     }
     for (; yy < y1; ++yy) {
-      K::ColumnPass(tmp_rows.data() + (yy - y0), col_taps, s.kh, v.elements,
-                    y_plane + yy * v.elements);
+      K::template ColumnPass<1>(tmp_rows.data() + (yy - y0), col_taps, s.kh, v.elements,
+                                y_plane + yy * v.elements, v.elements);
     }
   }
 }
