@@ -4,14 +4,29 @@
 // a 32-bit shared address, bulk copies (sm_90 and newer) and an optimisation barrier for
 // addresses. CUDA's own wrappers take the zero fill as a compile-time constant
 // (`__pipeline_memcpy_async`) or have no zero fill (`cuda::memcpy_async`); a tile's edge needs it
-// per copy, at run time.
+// per copy, at run time. Compiled with CONSTMEM_EMULATED_GPU by the host compiler, they run on the
+// CPU (constmem/testing/emulated_gpu.hpp): copies land when their thread waits for them.
 #pragma once
 
+#if defined(CONSTMEM_EMULATED_GPU)
+#include "constmem/testing/emulated_gpu.hpp"
+#else
 #include <cuda_runtime.h>
+#endif
 
 // Private to each library that compiles it (visibility.hpp).
 #pragma GCC visibility push(hidden)
 namespace constmem {
+
+// The block's dynamic shared memory, 16-byte aligned.
+__device__ __forceinline__ unsigned char* DynamicSharedMemory() {
+#if defined(CONSTMEM_EMULATED_GPU)
+  return emulated_gpu::dynamic_shared;
+#else
+  extern __shared__ __align__(16) unsigned char constmem_dynamic_shared[];
+  return constmem_dynamic_shared;
+#endif
+}
 
 // Copies one Chunk (4, 8 or 16 bytes) from global memory to the 32-bit shared address
 // `destination`, asynchronously on sm_80 and newer; with `inside` false it reads nothing and
@@ -30,6 +45,9 @@ __device__ __forceinline__ void CopyAsync(unsigned destination, const Chunk* glo
                  "n"(kBytes), "r"(source_bytes)
                  : "memory");
   }
+#elif defined(CONSTMEM_EMULATED_GPU)
+  emulated_gpu::CopyAsync(__cvta_shared_to_generic(destination), inside ? global : nullptr,
+                          static_cast<int>(sizeof(Chunk)));
 #else
   *static_cast<Chunk*>(__cvta_shared_to_generic(destination)) = inside ? *global : Chunk{};
 #endif
@@ -42,12 +60,16 @@ __device__ __forceinline__ void CopyAsync(Chunk* shared, const Chunk* global, bo
 __device__ __forceinline__ void CopyAsyncCommit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::);
+#elif defined(CONSTMEM_EMULATED_GPU)
+  emulated_gpu::CommitCopies();
 #endif
 }
 // Waits for every copy this thread issued (the team still synchronises before reading others').
 __device__ __forceinline__ void CopyAsyncWaitAll() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#elif defined(CONSTMEM_EMULATED_GPU)
+  emulated_gpu::WaitCopies(0);
 #endif
 }
 
@@ -129,25 +151,37 @@ __device__ __forceinline__ void BulkStoresDone() {
 // offsets: otherwise the compiler recomputes it, 64-bit products included, in every round.
 template <class P>
 __device__ __forceinline__ P* HeldAddress(P* address) {
+#if !defined(CONSTMEM_EMULATED_GPU)
   asm("" : "+l"(address));
+#endif
   return address;
 }
 __device__ __forceinline__ unsigned HeldAddress(unsigned shared_address) {
+#if !defined(CONSTMEM_EMULATED_GPU)
   asm("" : "+r"(shared_address));
+#endif
   return shared_address;
 }
 
 // One 16-byte vector from a 32-bit shared-memory address, which stays in a register: from a C++
 // pointer the compiler recomputes the block's shared-memory window for every load.
 __device__ __forceinline__ void LoadShared(unsigned address, float4* vector) {
+#if defined(CONSTMEM_EMULATED_GPU)
+  std::memcpy(vector, __cvta_shared_to_generic(address), sizeof(*vector));
+#else
   asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                : "=f"(vector->x), "=f"(vector->y), "=f"(vector->z), "=f"(vector->w)
                : "r"(address));
+#endif
 }
 __device__ __forceinline__ void LoadShared(unsigned address, double2* vector) {
+#if defined(CONSTMEM_EMULATED_GPU)
+  std::memcpy(vector, __cvta_shared_to_generic(address), sizeof(*vector));
+#else
   asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n"
                : "=d"(vector->x), "=d"(vector->y)
                : "r"(address));
+#endif
 }
 
 }  // namespace constmem

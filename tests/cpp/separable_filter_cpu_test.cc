@@ -21,6 +21,7 @@
 #include "constmem/op_description.hpp"
 #include "separable_filter/separable_filter_functor.h"
 #include "separable_filter/separable_filter_op.h"
+#include "separable_filter_test_support.h"
 
 namespace constmem {
 namespace ops {
@@ -94,15 +95,6 @@ Reference ReferenceFilter(const std::vector<In>& x, const SeparableShape& s,
     }
   }
   return ref;
-}
-
-std::string Describe(const SeparableShape& s) {
-  static const char* kBorders[] = {"zeros", "reflect", "replicate"};
-  return "[" + std::to_string(s.images) + ", " + std::to_string(s.channels) + ", " +
-         std::to_string(s.height) + ", " + std::to_string(s.width) + "] " +
-         (s.layout == SeparableLayout::kPlanes ? "planes" : "channels-last") + ", kh " +
-         std::to_string(s.kh) + ", kw " + std::to_string(s.kw) + ", " +
-         kBorders[static_cast<int>(s.border)] + (s.per_image_taps ? ", per image" : ", shared");
 }
 
 template <class In, class T>

@@ -1,0 +1,644 @@
+// SPDX-License-Identifier: Apache-2.0
+// SeparableFilter's CUDA kernels: the fused pass and the two passes, device code and the host
+// arithmetic of their launch shapes, with no CUDA runtime call (separable_filter_gpu.cu launches
+// them; tests run them on the CPU through constmem/testing/emulated_gpu.hpp).
+//
+// A block owns a strip of kWidth consecutive elements of a row (a tile column) of one plane, over
+// a segment of rows (usually the whole height), and walks down it kRows rows a step:
+//   1. the input rows of the step, kWidth elements plus the halo of kw - 1 pixels, are staged in
+//      shared memory (asynchronous copies, zeros or folded columns through a column map the block
+//      computes once per strip; uint8 four pixels at a time, converted to float);
+//   2. the row pass turns them into kRows new rows of tmp, kept in a ring of kRows + kh - 1 rows
+//      of shared memory: the rows the column pass still needs stay, so each input pixel is read
+//      about once (the row halo excepted) and each row of tmp computed once per segment;
+//   3. the column pass writes up to kRows output rows from the ring, straight to global memory.
+// The next step's staging is issued before the column pass, so the copies overlap it.
+//
+// Both passes keep several outputs a thread in registers, with a ring of samples (Slide below):
+// every tap, read with a warp-uniform index (a constant-bank broadcast, a by-value parameter or a
+// global read), feeds R FMAs, and each sample loaded from shared memory feeds R of them. In the row
+// pass a thread computes kRowOutputs outputs along W (the 32 lanes of a warp take 32 rows, so
+// their scalar loads hit 32 banks: the staged rows have an odd pitch); in the column pass
+// kColumnOutputs rows of 4 consecutive elements (a warp reads whole rows of tmp, 16 bytes a lane).
+//
+// Rows are contiguous elements: W pixels of one channel (planes), or W pixels of C <= 8 interleaved
+// channels (channels-last, a tap along W then C elements on). Channels-last with more channels
+// runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
+// are strided).
+//
+// Filters whose tiles do not fit shared memory (from about 300 taps float32 on an H200; past
+// kSeparableSmallTileMaxTaps only the large tile is tried) run in two passes through an
+// intermediate in global memory (LaunchTwoPass below), with the same FMAs in the same order.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "constmem/async_copy.cuh"
+#include "separable_filter/separable_filter_functor.h"
+
+namespace constmem {
+namespace ops {
+namespace separable_kernels {
+
+// The launch shape. kRows rows of tmp (and of output) a step, kWidth elements a tile column,
+// kRowOutputs outputs a thread in the row pass (a lane per row, the warps over the row's
+// segments), kColumnOutputs rows of 4 elements a thread in the column pass (kWidth / 4 threads per
+// row group). The large tile (256 threads, 32 x 128) carries (kw - 1) / 128 of halo along W and,
+// walking down the whole height, (kh - 1) / H along H; it needs 74 KiB of shared memory for
+// float32 filters of 63 x 63 taps, 114 KiB at 127 x 127. The small one (64 threads, 16 x 32) fits
+// 64 KiB a block (compute capability 7.5) for every filter: 57 KiB for float64 at 127 x 127.
+template <int kThreads_, int kWidth_, int kRows_, int kRowOutputs_, int kColumnOutputs_>
+struct Tile {
+  static constexpr int kThreads = kThreads_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kRows = kRows_;
+  static constexpr int kRowOutputs = kRowOutputs_;
+  static constexpr int kColumnOutputs = kColumnOutputs_;
+  static constexpr int kColumnLanes = 4;
+  static constexpr int kWarps = kThreads / 32;
+  // Row pass: kRows lanes take one segment of kRowOutputs outputs in kRows rows.
+  static constexpr int kRowSlots = kThreads / kRows;
+  static_assert(32 % kRows == 0 || kRows % 32 == 0, "lanes per row pass slot");
+  static_assert(kRows <= 32, "a lane per row of a step");
+  static_assert(kThreads == kWidth / kColumnLanes * (kRows / kColumnOutputs),
+                "the column pass covers the step exactly");
+  static_assert(kWidth % kRowOutputs == 0 && kRowOutputs % 4 == 0, "whole vectors");
+  // A row of tmp: kWidth elements and 4 of padding, so that 8 consecutive rows' 16-byte vectors
+  // at one column fall in distinct banks (the row pass's stores).
+  static constexpr int kTmpPitch = kWidth + 4;
+};
+using LargeTile = Tile<256, 128, 32, 16, 4>;
+using SmallTile = Tile<64, 32, 16, 8, 2>;
+// Blocks of the large tile a multiprocessor that the registers must allow, computing in float
+// (float32 and uint8 images; the compile definition CONSTMEM_SEPARABLE_MIN_BLOCKS sets another, to
+// compare launch shapes on a GPU). Three (80 registers, no spill) against two: 4-10% faster for
+// float32 and 16-40% for uint8 at k <= 31 on the H200, 2% slower at k = 63. float64 keeps two: at
+// 80 registers it spills.
+#ifndef CONSTMEM_SEPARABLE_MIN_BLOCKS
+#define CONSTMEM_SEPARABLE_MIN_BLOCKS 3
+#endif
+template <class T>
+constexpr int kMinLargeBlocks = sizeof(T) == 8 ? 2 : CONSTMEM_SEPARABLE_MIN_BLOCKS;
+// Taps are applied in chunks of kChunk: a turn of a thread's ring of samples.
+constexpr int kChunk = 4;
+// Channels-last images of up to this many channels run as rows of interleaved pixels; more
+// channels, each channel as a plane (the halo of interleaved rows grows with C).
+constexpr int kMaxInterleavedChannels = 8;
+
+template <int R>
+__host__ __device__ constexpr int RingSegments() {
+  return (R + 2 * kChunk - 2) / kChunk;  // ceil((R + kChunk - 1) / kChunk)
+}
+
+// N values of one sample: one element (row pass) or kColumnLanes consecutive ones (column pass).
+// Aligned for one vector load or store (two for four doubles).
+template <class T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Lanes {
+  T v[N];
+};
+
+// acc[r] = sum_j fma(load(r + j), taps[first_tap + j], acc[r]) for j = 0 .. count-1, in order. A
+// ring of S segments of kChunk samples in registers: the chunk of taps c .. c + kChunk - 1 reads
+// segments s .. s + S - 1 (mod S), then segment s takes the samples S * kChunk further on. A whole
+// turn of the ring an iteration keeps every register index a constant. `load` is called for
+// samples up to count + S * kChunk - 1 and must stay in bounds there (their values are unused).
+template <int R, class T, int N, class Taps, class Load>
+__device__ __forceinline__ void Slide(Lanes<T, N> (&acc)[R], const Taps& taps, int first_tap,
+                                      int count, const Load& load) {
+  constexpr int K = kChunk;
+  constexpr int S = RingSegments<R>();
+  Lanes<T, N> ring[S][K];
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) ring[s][k] = load(s * K + k);
+  }
+  int c = 0;
+  const int last_full_chunk = count - K;
+  while (c <= last_full_chunk) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      if (c <= last_full_chunk) {
+#pragma unroll
+        for (int jj = 0; jj < K; ++jj) {
+          const T tap = taps[first_tap + c + jj];
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const int o = r + jj;
+#pragma unroll
+            for (int l = 0; l < N; ++l) {
+              acc[r].v[l] = fma(ring[(s + o / K) % S][o % K].v[l], tap, acc[r].v[l]);
+            }
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) ring[s][k] = load(c + S * K + k);
+        c += K;
+      }
+    }
+  }
+  if (c < count) {  // fewer than K taps left: the ring afresh from c, each tap guarded
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) ring[s][k] = load(c + s * K + k);
+    }
+#pragma unroll
+    for (int jj = 0; jj < K - 1; ++jj) {
+      if (c + jj < count) {
+        const T tap = taps[first_tap + c + jj];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int o = r + jj;
+#pragma unroll
+          for (int l = 0; l < N; ++l) acc[r].v[l] = fma(ring[o / K][o % K].v[l], tap, acc[r].v[l]);
+        }
+      }
+    }
+  }
+}
+
+// The row and column taps as two readers: of two tables, or two views of one table that holds each
+// image's (or the shared) row taps followed by its column taps. The kernels read taps through
+// RowTaps and ColumnTaps; a by-value table is one parameter that both read.
+template <class Reader>
+struct RowAndColumnTaps {
+  Reader row, column;
+};
+template <class Joined>
+__device__ __forceinline__ const Joined& RowTaps(const Joined& joined) {
+  return joined;
+}
+template <class Joined>
+__device__ __forceinline__ const Joined& ColumnTaps(const Joined& joined) {
+  return joined;
+}
+template <class Reader>
+__device__ __forceinline__ const Reader& RowTaps(const RowAndColumnTaps<Reader>& taps) {
+  return taps.row;
+}
+template <class Reader>
+__device__ __forceinline__ const Reader& ColumnTaps(const RowAndColumnTaps<Reader>& taps) {
+  return taps.column;
+}
+
+// Where image i's taps start: its row taps at i * row_stride, its column taps at
+// i * column_stride + column_first (strides 0 for shared taps).
+struct TapLayout {
+  int row_stride, column_stride, column_first;
+};
+// One table: row taps, then column taps, image after image.
+inline TapLayout JoinedTaps(const SeparableShape& s) {
+  const int stride = s.per_image_taps ? static_cast<int>(s.kw + s.kh) : 0;
+  return {stride, stride, static_cast<int>(s.kw)};
+}
+// Two tables, one of row taps and one of column taps.
+inline TapLayout SeparateTaps(const SeparableShape& s) {
+  return {s.per_image_taps ? static_cast<int>(s.kw) : 0,
+          s.per_image_taps ? static_cast<int>(s.kh) : 0, 0};
+}
+
+// What a launch tells the kernel. A "plane" is what a block filters: a plane of the planes layout,
+// an image of interleaved channels, or one channel of a channels-last image. Element e of a row
+// (0 <= e < row_elements) is pixel e / interleaved, channel e % interleaved, at offset
+// e * element_stride from the row's start.
+struct Geometry {
+  std::int64_t planes;            // planes to filter
+  std::int64_t planes_per_image;  // for the image (and its taps) of a plane
+  std::int64_t image_stride;      // elements between images
+  std::int64_t sub_stride;        // elements between the planes of an image
+  std::int64_t row_stride;        // elements between rows
+  int height;
+  int width;           // pixels a row
+  int interleaved;     // channels interleaved in a row (1, or C <= kMaxInterleavedChannels)
+  int element_stride;  // 1, or C for a channel of a channels-last image
+  int row_elements;    // width * interleaved
+  int kw, kh, cw, ch;
+  TapLayout taps;
+  SeparableBorder border;
+  int tile_columns;  // tiles along a row
+  int segments;      // segments of rows along H
+  int segment_rows;
+  std::int64_t work;  // planes * segments * tile_columns
+  // Shared memory (elements of T): the staged rows' pitch and filled width, the column map's size.
+  int staged_pitch, staged_width, map_entries;
+  bool vector_input;   // uint8 rows start on 4-byte boundaries: four pixels a load
+  bool vector_output;  // rows start on 4-element boundaries and element_stride is 1
+};
+
+// Elements a tile's row pass covers: kWidth, or whole groups of interleaved * kRowOutputs.
+template <class Tile>
+__host__ __device__ constexpr int CoveredElements(int interleaved) {
+  const int group = interleaved * Tile::kRowOutputs;
+  return interleaved == 1 ? Tile::kWidth : (Tile::kWidth + group - 1) / group * group;
+}
+
+template <class Tile, class T>
+struct SharedLayout {
+  int staged_width, staged_pitch, map_entries;
+  std::size_t ring_bytes, staged_bytes, map_bytes;
+  __host__ __device__ SharedLayout(int interleaved, int kw, int kh) {
+    const int covered = CoveredElements<Tile>(interleaved);
+    staged_width = covered + (kw - 1) * interleaved;
+    // What the row pass's ring loads past the taps, then odd: 32 rows' lanes in 32 banks.
+    staged_pitch = (covered + (kw + RingSegments<Tile::kRowOutputs>() * kChunk) * interleaved) | 1;
+    map_entries = (staged_width + 3) / 4 * 4;
+    ring_bytes = static_cast<std::size_t>(Tile::kRows + kh - 1) * Tile::kTmpPitch * sizeof(T);
+    staged_bytes =
+        (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(T) + 15) / 16 * 16;
+    map_bytes = static_cast<std::size_t>(map_entries) * sizeof(int);
+  }
+  __host__ __device__ std::size_t Bytes() const { return ring_bytes + staged_bytes + map_bytes; }
+};
+
+template <class In, class T, class Taps, class Tile>
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLargeBlocks<T> : 1)
+    SeparableKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
+                    const __grid_constant__ Taps taps) {
+  constexpr int RH = Tile::kRowOutputs, RV = Tile::kColumnOutputs, NV = Tile::kColumnLanes;
+  unsigned char* const shared_bytes = DynamicSharedMemory();
+  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  T* const ring = reinterpret_cast<T*>(shared_bytes);
+  T* const staged = reinterpret_cast<T*>(shared_bytes + layout.ring_bytes);
+  int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes + layout.staged_bytes);
+  const int ring_rows = Tile::kRows + g.kh - 1;
+  const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
+  const int covered = CoveredElements<Tile>(g.interleaved);
+  const int tasks_per_row = covered / RH;  // row pass segments of a row
+
+  for (std::int64_t work = blockIdx.x; work < g.work; work += gridDim.x) {
+    const int tile_column = static_cast<int>(work % g.tile_columns);
+    const std::int64_t rest = work / g.tile_columns;
+    const int segment = static_cast<int>(rest % g.segments);
+    const std::int64_t plane = rest / g.segments;
+    const std::int64_t image = plane / g.planes_per_image;
+    const std::int64_t plane_offset =
+        image * g.image_stride + (plane - image * g.planes_per_image) * g.sub_stride;
+    const In* const x_plane = x + plane_offset;
+    In* const y_plane = y + plane_offset;
+    const int row_taps = static_cast<int>(image) * g.taps.row_stride;
+    const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
+    const int e0 = tile_column * Tile::kWidth;  // the tile's first element
+    const int y_first = segment * g.segment_rows;
+    const int outputs = min(g.segment_rows, g.height - y_first);
+    const int tmp_total = outputs + g.kh - 1;
+    const int v0 = y_first - g.ch;  // the virtual row of tmp row 0
+
+    __syncthreads();  // the previous work's passes are done with shared memory
+    // Staged element s is element e0 - cw * interleaved + s of the row: its offset in the row, or
+    // -1 for a zero.
+    for (int s = thread; s < layout.map_entries; s += Tile::kThreads) {
+      int offset = -1;
+      if (s < layout.staged_width) {
+        const int e = e0 - g.cw * g.interleaved + s;
+        const int pixel = e >= 0 ? e / g.interleaved : -((-e + g.interleaved - 1) / g.interleaved);
+        const int channel = e - pixel * g.interleaved;
+        const int source = SeparableFold(pixel, g.width, g.border);
+        if (source >= 0) offset = (source * g.interleaved + channel) * g.element_stride;
+      }
+      map[s] = offset;
+    }
+    __syncthreads();
+
+    // Stages tmp rows [first, first + count): a warp a row, its lanes along the row.
+    auto stage = [&](int first, int count) {
+      for (int r = warp; r < count; r += Tile::kWarps) {
+        const int source = SeparableFold(v0 + first + r, g.height, g.border);
+        if (source < 0) continue;  // a zero row of tmp: the row pass writes it
+        const In* const row = x_plane + source * g.row_stride;
+        T* const to = staged + r * layout.staged_pitch;
+        if constexpr (std::is_same<In, T>::value) {
+          for (int s = lane; s < layout.staged_width; s += 32) {
+            const int offset = map[s];
+            CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
+          }
+        } else {
+          // uint8: four pixels a lane, one 4-byte load where they are contiguous and aligned.
+          for (int s = lane * 4; s < layout.staged_width; s += 32 * 4) {
+            const int4 offsets = *reinterpret_cast<const int4*>(map + s);
+            const bool word = g.vector_input && offsets.x >= 0 && offsets.x % 4 == 0 &&
+                              offsets.w == offsets.x + 3 && s + 3 < layout.staged_width;
+            T values[4];
+            if (word) {
+              const unsigned bits = __ldg(reinterpret_cast<const unsigned*>(row + offsets.x));
+#pragma unroll
+              for (int k = 0; k < 4; ++k) values[k] = static_cast<T>((bits >> (8 * k)) & 0xffu);
+            } else {
+              const int o[4] = {offsets.x, offsets.y, offsets.z, offsets.w};
+#pragma unroll
+              for (int k = 0; k < 4; ++k) values[k] = o[k] >= 0 ? static_cast<T>(row[o[k]]) : T(0);
+            }
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              if (s + k < layout.staged_width) to[s + k] = values[k];
+            }
+          }
+        }
+      }
+      CopyAsyncCommit();
+    };
+
+    stage(0, min(Tile::kRows, tmp_total));
+    int computed = 0, emitted = 0;
+    while (emitted < outputs) {
+      const int fresh = min(Tile::kRows, tmp_total - computed);
+      CopyAsyncWaitAll();
+      __syncthreads();  // the staged rows are visible; the column pass is done with the ring
+      // Row pass: lane r % kRows takes row r of the step; the slots take the row's segments.
+      {
+        const int r = thread % Tile::kRows;
+        const int t = computed + r;  // its tmp row
+        const bool zero_row = SeparableFold(v0 + t, g.height, g.border) < 0;
+        T* const tmp_row = ring + (t % ring_rows) * Tile::kTmpPitch;
+        const T* const staged_row = staged + r * layout.staged_pitch;
+        for (int task = thread / Tile::kRows; task < tasks_per_row; task += Tile::kRowSlots) {
+          if (r >= fresh) break;
+          // Outputs first + k * interleaved, k < RH: a group of interleaved * RH elements.
+          const int group = task / g.interleaved;
+          const int first = group * g.interleaved * RH + (task - group * g.interleaved);
+          Lanes<T, 1> acc[RH];
+#pragma unroll
+          for (int k = 0; k < RH; ++k) acc[k].v[0] = T(0);
+          if (!zero_row) {
+            const T* const samples = staged_row + first;
+            const int step = g.interleaved;
+            Slide<RH>(acc, RowTaps(taps), row_taps, g.kw,
+                      [&](int n) { return Lanes<T, 1>{{samples[n * step]}}; });
+          }
+          if (g.interleaved == 1) {
+#pragma unroll
+            for (int k = 0; k < RH; k += 4) {
+              using V = Lanes<T, 4>;
+              *reinterpret_cast<V*>(tmp_row + first + k) =
+                  V{{acc[k].v[0], acc[k + 1].v[0], acc[k + 2].v[0], acc[k + 3].v[0]}};
+            }
+          } else {
+#pragma unroll
+            for (int k = 0; k < RH; ++k) {
+              const int e = first + k * g.interleaved;
+              if (e < Tile::kWidth) tmp_row[e] = acc[k].v[0];
+            }
+          }
+        }
+      }
+      computed += fresh;
+      __syncthreads();  // the new rows of tmp are visible; the staged rows are free
+      if (computed < tmp_total) stage(computed, min(Tile::kRows, tmp_total - computed));
+
+      // Column pass: output rows [emitted, emitted + ready), as far as the rows of tmp reach.
+      const int ready = min(computed - (g.kh - 1), outputs) - emitted;
+      if (ready > 0) {
+        const int column = thread % (Tile::kWidth / NV) * NV;
+        const int first_row = thread / (Tile::kWidth / NV) * RV;  // of this batch
+        if (first_row < ready) {
+          Lanes<T, NV> acc[RV];
+#pragma unroll
+          for (int k = 0; k < RV; ++k) {
+#pragma unroll
+            for (int l = 0; l < NV; ++l) acc[k].v[l] = T(0);
+          }
+          const int base = (emitted + first_row) % ring_rows;
+          Slide<RV>(acc, ColumnTaps(taps), col_taps, g.kh, [&](int n) {
+            int slot = base + n;
+            slot -= slot >= ring_rows ? ring_rows : 0;
+            slot -= slot >= ring_rows ? ring_rows : 0;
+            return *reinterpret_cast<const Lanes<T, NV>*>(ring + slot * Tile::kTmpPitch + column);
+          });
+          const int e = e0 + column;
+#pragma unroll
+          for (int k = 0; k < RV; ++k) {
+            if (first_row + k >= ready) break;
+            In* const out = y_plane + static_cast<std::int64_t>(y_first + emitted + first_row + k) *
+                                          g.row_stride;
+            if (g.vector_output && e + NV <= g.row_elements) {
+              Lanes<In, NV> v;
+#pragma unroll
+              for (int l = 0; l < NV; ++l) v.v[l] = SeparableToOutput<In>(acc[k].v[l]);
+              if constexpr (sizeof(In) * NV == 32) {  // double: two 16-byte stores
+                auto* to = reinterpret_cast<Lanes<In, 2>*>(out + e);
+                to[0] = Lanes<In, 2>{{v.v[0], v.v[1]}};
+                to[1] = Lanes<In, 2>{{v.v[2], v.v[3]}};
+              } else {
+                *reinterpret_cast<Lanes<In, NV>*>(out + e) = v;
+              }
+            } else {
+#pragma unroll
+              for (int l = 0; l < NV; ++l) {
+                if (e + l < g.row_elements) {
+                  out[static_cast<std::int64_t>(e + l) * g.element_stride] =
+                      SeparableToOutput<In>(acc[k].v[l]);
+                }
+              }
+            }
+          }
+        }
+        emitted += ready;
+      }
+    }
+  }
+}
+
+// The geometry of `shape` with `interleaved` channels in a row (1 or C), its taps laid out as
+// `taps` says.
+inline Geometry MakeGeometry(const SeparableShape& s, bool interleave, TapLayout taps) {
+  Geometry g{};
+  const bool planes = s.layout == SeparableLayout::kPlanes;
+  const std::int64_t hw = s.height * s.width;
+  g.height = static_cast<int>(s.height);
+  g.width = static_cast<int>(s.width);
+  if (planes) {
+    g.planes = s.images * s.channels;
+    g.planes_per_image = s.channels;
+    g.image_stride = s.channels * hw;
+    g.sub_stride = hw;
+    g.row_stride = s.width;
+    g.interleaved = 1;
+    g.element_stride = 1;
+  } else if (interleave) {
+    g.planes = s.images;
+    g.planes_per_image = 1;
+    g.image_stride = hw * s.channels;
+    g.sub_stride = 0;
+    g.row_stride = s.width * s.channels;
+    g.interleaved = static_cast<int>(s.channels);
+    g.element_stride = 1;
+  } else {
+    g.planes = s.images * s.channels;
+    g.planes_per_image = s.channels;
+    g.image_stride = hw * s.channels;
+    g.sub_stride = 1;
+    g.row_stride = s.width * s.channels;
+    g.interleaved = 1;
+    g.element_stride = static_cast<int>(s.channels);
+  }
+  g.row_elements = g.width * g.interleaved;
+  g.kw = static_cast<int>(s.kw);
+  g.kh = static_cast<int>(s.kh);
+  g.cw = (g.kw - 1) / 2;
+  g.ch = (g.kh - 1) / 2;
+  g.taps = taps;
+  g.border = s.border;
+  return g;
+}
+
+// ---- Filters no tile fits: two passes ----
+//
+// The row pass writes tmp (the compute type, one value a pixel) for every row of a batch of planes
+// into a scratch buffer in global memory; the column pass filters tmp along H into y. A warp of the
+// row pass owns a segment of kRowSegment outputs of one row, kRowPassOutputs consecutive ones a
+// lane, and walks the row taps in chunks of kRowChunkTaps: each chunk stages the segment's folded
+// samples at its offset into the warp's shared memory, and the outputs stay in registers across
+// the chunks. A lane of the column pass owns kColumnPassOutputs consecutive rows of one column
+// (a warp: 32 columns, its loads coalesced) and reads tmp through L1, each row folded by the
+// border as it is read. Both apply every tap with Slide: one FMA per tap in tap order from +0,
+// the row pass's sums rounded to the compute type, as the CPU does.
+
+// Threads a block of either pass; warps are independent.
+constexpr int kTwoPassThreads = 128;
+// An odd number: the lanes' shared-memory loads, kRowPassOutputs elements apart, hit distinct
+// banks.
+constexpr int kRowPassOutputs = 9;
+constexpr int kRowSegment = 32 * kRowPassOutputs;
+constexpr int kRowChunkTaps = 512;
+// What a warp stages for a chunk: its segment, the chunk's halo and what Slide's ring reads past.
+constexpr int kRowStaged = kRowSegment + kRowChunkTaps + RingSegments<kRowPassOutputs>() * kChunk;
+constexpr int kColumnPassOutputs = 16;
+// The scratch of one batch of planes: at most this much, or one plane.
+constexpr std::size_t kMostScratchBytes = std::size_t{256} << 20;
+
+template <class T>
+constexpr std::size_t RowPassSharedBytes() {
+  return static_cast<std::size_t>(kTwoPassThreads / 32) * kRowStaged * sizeof(T);
+}
+
+// tmp of planes [first_plane, first_plane + planes) into `tmp`, plane after plane, rows of W.
+template <class In, class T, class Taps>
+__global__ void __launch_bounds__(kTwoPassThreads)
+    SeparableRowPassKernel(const In* __restrict__ x, T* __restrict__ tmp, const Geometry g,
+                           std::int64_t first_plane, std::int64_t planes,
+                           const __grid_constant__ Taps taps) {
+  constexpr int kWarps = kTwoPassThreads / 32;
+  constexpr int R = kRowPassOutputs;
+  __shared__ T staged_rows[kWarps][kRowStaged];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  T* const staged = staged_rows[warp];
+  const int segments = (g.width + kRowSegment - 1) / kRowSegment;
+  const std::int64_t tasks = planes * g.height * segments;
+  for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp; task < tasks;
+       task += static_cast<std::int64_t>(gridDim.x) * kWarps) {
+    const int segment = static_cast<int>(task % segments);
+    const std::int64_t plane_row = task / segments;  // local plane * H + row
+    const int row = static_cast<int>(plane_row % g.height);
+    const std::int64_t local_plane = plane_row / g.height;
+    const std::int64_t plane = first_plane + local_plane;
+    const std::int64_t image = plane / g.planes_per_image;
+    const In* const x_row = x + image * g.image_stride +
+                            (plane - image * g.planes_per_image) * g.sub_stride +
+                            static_cast<std::int64_t>(row) * g.row_stride;
+    const int row_taps = static_cast<int>(image) * g.taps.row_stride;
+    const int x0 = segment * kRowSegment;
+    Lanes<T, 1> acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r].v[0] = T(0);
+    for (int c0 = 0; c0 < g.kw; c0 += kRowChunkTaps) {
+      const int count = min(kRowChunkTaps, g.kw - c0);
+      __syncwarp();  // every lane is done with the previous chunk's samples
+      // Staged sample e is virtual pixel x0 - cw + c0 + e, folded by the border.
+      for (int e = lane; e < kRowStaged; e += 32) {
+        const int source = SeparableFold(x0 - g.cw + c0 + e, g.width, g.border);
+        staged[e] =
+            source < 0
+                ? T(0)
+                : static_cast<T>(x_row[static_cast<std::int64_t>(source) * g.element_stride]);
+      }
+      __syncwarp();
+      const T* const samples = staged + lane * R;
+      Slide<R>(acc, RowTaps(taps), row_taps + c0, count,
+               [&](int n) { return Lanes<T, 1>{{samples[n]}}; });
+    }
+    T* const tmp_row = tmp + plane_row * g.width;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int xx = x0 + lane * R + r;
+      if (xx < g.width) tmp_row[xx] = acc[r].v[0];
+    }
+  }
+}
+
+// y of planes [first_plane, first_plane + planes) from their tmp.
+template <class In, class T, class Taps>
+__global__ void __launch_bounds__(kTwoPassThreads)
+    SeparableColumnPassKernel(const T* __restrict__ tmp, In* __restrict__ y, const Geometry g,
+                              std::int64_t first_plane, std::int64_t planes,
+                              const __grid_constant__ Taps taps) {
+  constexpr int kWarps = kTwoPassThreads / 32;
+  constexpr int R = kColumnPassOutputs;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int column_tiles = (g.width + 31) / 32;
+  const int row_groups = (g.height + R - 1) / R;
+  const std::int64_t tasks = planes * row_groups * column_tiles;
+  for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp; task < tasks;
+       task += static_cast<std::int64_t>(gridDim.x) * kWarps) {
+    const int tile = static_cast<int>(task % column_tiles);
+    const std::int64_t rest = task / column_tiles;
+    const int y0 = static_cast<int>(rest % row_groups) * R;
+    const std::int64_t local_plane = rest / row_groups;
+    const std::int64_t plane = first_plane + local_plane;
+    const std::int64_t image = plane / g.planes_per_image;
+    const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
+    const int xx = tile * 32 + lane;
+    // Lanes past the row's end read its last column and store nothing.
+    const T* const tmp_column = tmp + local_plane * g.height * g.width + min(xx, g.width - 1);
+    Lanes<T, 1> acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r].v[0] = T(0);
+    Slide<R>(acc, ColumnTaps(taps), col_taps, g.kh, [&](int n) {
+      const int source = SeparableFold(y0 - g.ch + n, g.height, g.border);
+      return Lanes<T, 1>{
+          {source < 0 ? T(0) : __ldg(tmp_column + static_cast<std::int64_t>(source) * g.width)}};
+    });
+    if (xx >= g.width) continue;
+    In* const y_column = y + image * g.image_stride +
+                         (plane - image * g.planes_per_image) * g.sub_stride +
+                         static_cast<std::int64_t>(xx) * g.element_stride;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int yy = y0 + r;
+      if (yy < g.height) {
+        y_column[static_cast<std::int64_t>(yy) * g.row_stride] = SeparableToOutput<In>(acc[r].v[0]);
+      }
+    }
+  }
+}
+
+// Splits the fused kernel's work for a launch of `resident` blocks at once: tiles along a row, and
+// segments of rows, whole heights where the strips fill the GPU twice over, else shorter ones but
+// each at least four halos long (a segment computes kh - 1 rows of tmp beyond its outputs); and
+// whether x and y take vector loads and stores.
+template <class Tile, class In>
+void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
+  g->tile_columns = (g->row_elements + Tile::kWidth - 1) / Tile::kWidth;
+  const std::int64_t strips = g->planes * g->tile_columns;
+  const std::int64_t shortest = std::max<std::int64_t>(Tile::kRows, 4 * (g->kh - 1));
+  const std::int64_t most_segments = std::max<std::int64_t>(1, g->height / shortest);
+  const std::int64_t segments =
+      std::min<std::int64_t>(most_segments, (2 * resident + strips - 1) / strips);
+  g->segment_rows = static_cast<int>((g->height + segments - 1) / segments);
+  g->segments = (g->height + g->segment_rows - 1) / g->segment_rows;
+  g->work = strips * g->segments;
+  g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0;
+  g->vector_output = g->element_stride == 1 && g->row_stride % 4 == 0 &&
+                     reinterpret_cast<std::uintptr_t>(y) % (4 * sizeof(In)) == 0;
+  const SharedLayout<Tile, typename SeparableCompute<In>::type> layout(g->interleaved, g->kw,
+                                                                       g->kh);
+  g->staged_pitch = layout.staged_pitch;
+  g->staged_width = layout.staged_width;
+  g->map_entries = layout.map_entries;
+}
+
+}  // namespace separable_kernels
+}  // namespace ops
+}  // namespace constmem

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+// SeparableFilter's CUDA kernels, run on the CPU by constmem/testing/emulated_gpu.hpp (copies land
+// late, barriers are real, shared memory starts as NaN), bit for bit against the CPU kernel: the
+// fused kernel in both tiles over every border and layout, interleaved channels and one channel at
+// a time, shared and per-image taps in one table or two, odd and even kernels and kernels larger
+// than the image, uint8 with aligned and misaligned rows, a grid smaller than the work and rows
+// cut into segments; and the two passes. What a GPU adds (timing, the real cp.async, the
+// launcher's placement and choice of tile) is separable_filter_gpu_test's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "separable_filter/separable_filter_kernels.cuh"
+#include "separable_filter_test_support.h"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+using namespace separable_kernels;  // NOLINT: the kernels under test
+
+template <class T>
+struct PointerTaps {
+  const T* values;
+  T operator[](int i) const { return values[i]; }
+};
+
+// Data `offset` elements into a buffer whose other elements hold a pattern, to see writes outside.
+template <class In>
+struct Guarded {
+  static constexpr unsigned char kPattern = 0x5A;
+  std::vector<In> buffer;
+  int offset;
+  Guarded(std::int64_t n, int offset_)
+      : buffer(static_cast<std::size_t>(n + offset_ + 1)), offset(offset_) {
+    std::memset(buffer.data(), kPattern, buffer.size() * sizeof(In));
+  }
+  In* data() { return buffer.data() + offset; }
+  bool UntouchedOutside(std::int64_t n) const {
+    auto untouched = [&](std::size_t i) {
+      const auto* bytes = reinterpret_cast<const unsigned char*>(&buffer[i]);
+      return std::all_of(bytes, bytes + sizeof(In), [](unsigned char b) { return b == kPattern; });
+    };
+    for (int i = 0; i < offset; ++i) {
+      if (!untouched(static_cast<std::size_t>(i))) return false;
+    }
+    return untouched(static_cast<std::size_t>(n + offset));
+  }
+};
+
+// The fused kernel in `Tile` over a grid of at most `resident` blocks, taps in one joined table or
+// as two tables.
+template <class Tile, class In, class T>
+void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>& joined,
+              bool two_tables, std::int64_t resident) {
+  const bool interleave =
+      s.layout == SeparableLayout::kChannelsLast && s.channels <= kMaxInterleavedChannels;
+  Geometry g = MakeGeometry(s, interleave, two_tables ? SeparateTaps(s) : JoinedTaps(s));
+  PlanTiles<Tile>(&g, resident, x, y);
+  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(g.work, resident))));
+  if (two_tables) {
+    std::vector<T> row, column;
+    const std::int64_t images = s.per_image_taps ? s.images : 1;
+    for (std::int64_t b = 0; b < images; ++b) {
+      const T* pair = joined.data() + b * (s.kw + s.kh);
+      row.insert(row.end(), pair, pair + s.kw);
+      column.insert(column.end(), pair + s.kw, pair + s.kw + s.kh);
+    }
+    using Taps = RowAndColumnTaps<PointerTaps<T>>;
+    emulated_gpu::Launch(grid, dim3(Tile::kThreads), layout.Bytes(),
+                         SeparableKernel<In, T, Taps, Tile>, x, y, g,
+                         Taps{{row.data()}, {column.data()}});
+  } else {
+    emulated_gpu::Launch(grid, dim3(Tile::kThreads), layout.Bytes(),
+                         SeparableKernel<In, T, PointerTaps<T>, Tile>, x, y, g,
+                         PointerTaps<T>{joined.data()});
+  }
+}
+
+// The two passes, `blocks` blocks each, tmp for every plane at once.
+template <class In, class T>
+void RunTwoPass(const In* x, In* y, const SeparableShape& s, const std::vector<T>& joined,
+                unsigned blocks) {
+  const Geometry g = MakeGeometry(s, /*interleave=*/false, JoinedTaps(s));
+  std::vector<T> tmp(static_cast<std::size_t>(g.planes * g.height * g.width));
+  const PointerTaps<T> taps{joined.data()};
+  emulated_gpu::Launch(dim3(blocks), dim3(kTwoPassThreads), 0,
+                       SeparableRowPassKernel<In, T, PointerTaps<T>>, x, tmp.data(), g,
+                       std::int64_t{0}, g.planes, taps);
+  emulated_gpu::Launch(dim3(blocks), dim3(kTwoPassThreads), 0,
+                       SeparableColumnPassKernel<In, T, PointerTaps<T>>, tmp.data(), y, g,
+                       std::int64_t{0}, g.planes, taps);
+}
+
+enum class Kernel { kLargeTile, kSmallTile, kTwoPass };
+
+template <class In>
+void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offset = 0,
+           bool two_tables = false, std::int64_t resident = 3) {
+  std::mt19937_64 rng(seed);
+  const std::int64_t n = s.Elements();
+  const auto x = RandomImages<In>(rng, n);
+  const auto taps = RandomTaps<In>(rng, s);
+  const auto expected = OnCpu(x, s, taps);
+  Guarded<In> in(n, offset), out(n, offset);
+  std::copy(x.begin(), x.end(), in.data());
+  switch (kernel) {
+    case Kernel::kLargeTile:
+      RunFused<LargeTile>(in.data(), out.data(), s, taps, two_tables, resident);
+      break;
+    case Kernel::kSmallTile:
+      RunFused<SmallTile>(in.data(), out.data(), s, taps, two_tables, resident);
+      break;
+    case Kernel::kTwoPass:
+      RunTwoPass(in.data(), out.data(), s, taps, static_cast<unsigned>(resident));
+      break;
+  }
+  const char* names[] = {"large tile", "small tile", "two passes"};
+  ASSERT_EQ(std::memcmp(out.data(), expected.data(), static_cast<std::size_t>(n) * sizeof(In)), 0)
+      << Describe(s) << ", " << sizeof(In) << "-byte data, " << names[static_cast<int>(kernel)]
+      << ", offset " << offset << (two_tables ? ", two tables" : ", one table") << ", " << resident
+      << " blocks resident";
+  EXPECT_TRUE(out.UntouchedOutside(n)) << Describe(s) << ": wrote outside y";
+}
+
+std::vector<SeparableShape> Shapes(SeparableLayout layout) {
+  struct Size {
+    std::int64_t b, c, h, w, kh, kw;
+  };
+  const Size sizes[] = {
+      {2, 3, 13, 17, 3, 3},     // odd kernels, partial tiles
+      {1, 2, 13, 17, 4, 6},     // even kernels
+      {1, 2, 37, 131, 1, 5},    // one column tap; more than a tile column
+      {1, 1, 45, 7, 9, 1},      // one row tap; more than a step of rows
+      {2, 1, 6, 5, 25, 40},     // kernels larger than the image
+      {1, 3, 1, 33, 7, 5},      // H = 1
+      {1, 3, 35, 1, 5, 7},      // W = 1
+      {1, 1, 70, 300, 31, 17},  // several tile columns and steps
+      {1, 12, 19, 23, 5, 9},    // channels-last with more channels than interleave
+  };
+  std::vector<SeparableShape> shapes;
+  int i = 0;
+  for (const Size& z : sizes) {
+    const auto border = static_cast<SeparableBorder>(i % 3);
+    shapes.push_back(MakeShape(z.b, z.c, z.h, z.w, z.kh, z.kw, layout, border, i % 2 == 1));
+    ++i;
+  }
+  return shapes;
+}
+
+class SeparableEmulated : public ::testing::TestWithParam<SeparableLayout> {};
+
+TEST_P(SeparableEmulated, LargeTileBitwiseEqualToTheCpuKernel) {
+  std::uint64_t seed = 1;
+  for (const SeparableShape& s : Shapes(GetParam())) {
+    Check<float>(s, Kernel::kLargeTile, seed++);
+    Check<std::uint8_t>(s, Kernel::kLargeTile, seed++);
+    Check<std::uint8_t>(s, Kernel::kLargeTile, seed++, /*offset=*/1);
+    Check<double>(s, Kernel::kLargeTile, seed++, /*offset=*/0, /*two_tables=*/true);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_P(SeparableEmulated, SmallTileBitwiseEqualToTheCpuKernel) {
+  std::uint64_t seed = 100;
+  for (const SeparableShape& s : Shapes(GetParam())) {
+    Check<float>(s, Kernel::kSmallTile, seed++, /*offset=*/1, /*two_tables=*/true);
+    Check<std::uint8_t>(s, Kernel::kSmallTile, seed++);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_P(SeparableEmulated, TwoPassesBitwiseEqualToTheCpuKernel) {
+  std::uint64_t seed = 200;
+  for (const SeparableShape& s : Shapes(GetParam())) {
+    Check<float>(s, Kernel::kTwoPass, seed++);
+    Check<std::uint8_t>(s, Kernel::kTwoPass, seed++, /*offset=*/1);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Rows cut into segments (many blocks resident, few strips), each segment recomputing its halo.
+TEST_P(SeparableEmulated, RowsInSegments) {
+  const SeparableShape s =
+      MakeShape(1, 1, 150, 60, 9, 5, GetParam(), SeparableBorder::kReflect, false);
+  Check<float>(s, Kernel::kLargeTile, 300, 0, false, /*resident=*/64);
+  Check<std::uint8_t>(s, Kernel::kSmallTile, 301, 0, false, /*resident=*/64);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, SeparableEmulated,
+                         ::testing::Values(SeparableLayout::kPlanes,
+                                           SeparableLayout::kChannelsLast));
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
