@@ -158,11 +158,18 @@ CONSTMEM_HOST_DEVICE I SeparableFold(I i, I n, SeparableBorder border) {
 template <class Out, class T>
 CONSTMEM_HOST_DEVICE Out SeparableToOutput(T v) {
   if constexpr (sizeof(Out) == 1) {
+#if defined(__CUDA_ARCH__)
+    // The same in one instruction: round to nearest even, saturate to [0, 255], NaN to 0.
+    unsigned rounded;
+    asm("cvt.rni.sat.u8.f32 %0, %1;" : "=r"(rounded) : "f"(v));
+    return static_cast<Out>(rounded);
+#else
     constexpr float kMagic = 8388608.0f;
     float f = v > 255.0f ? 255.0f : v;
     f = f >= 0.0f ? f : 0.0f;
     const float rounded = f + kMagic;
     return static_cast<Out>(static_cast<int>(rounded - kMagic));
+#endif
   } else {
     return v;
   }

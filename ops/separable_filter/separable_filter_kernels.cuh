@@ -7,7 +7,9 @@
 // a segment of rows (usually the whole height), and walks down it kRows rows a step:
 //   1. the input rows of the step, kWidth elements plus the halo of kw - 1 pixels, are staged in
 //      shared memory (asynchronous copies, zeros or folded columns through a column map the block
-//      computes once per strip; uint8 four pixels at a time, converted to float);
+//      computes once per strip). uint8 rows land as their raw bytes, 16-byte copies where whole,
+//      and are converted to float through the map once they have; uint8 channels C elements
+//      apart are loaded four pixels at a time and converted as they are staged;
 //   2. the row pass turns them into kRows new rows of tmp, kept in a ring of kRows + kh - 1 rows
 //      of shared memory: the rows the column pass still needs stay, so each input pixel is read
 //      about once (the row halo excepted) and each row of tmp computed once per segment;
@@ -236,10 +238,14 @@ __host__ __device__ constexpr int CoveredElements(int interleaved) {
   return interleaved == 1 ? Tile::kWidth : (Tile::kWidth + group - 1) / group * group;
 }
 
-template <class Tile, class T>
+// The fused kernel's shared memory, for data of type In: the ring of tmp rows, the staged input
+// rows (in the compute type), the column map, and for uint8 the raw bytes of the input rows as the
+// asynchronous copies land them (RawRows below).
+template <class Tile, class In>
 struct SharedLayout {
-  int staged_width, staged_pitch, map_entries;
-  std::size_t ring_bytes, staged_bytes, map_bytes;
+  using T = typename SeparableCompute<In>::type;
+  int staged_width, staged_pitch, map_entries, raw_pitch;
+  std::size_t ring_bytes, staged_bytes, map_bytes, raw_bytes;
   __host__ __device__ SharedLayout(int interleaved, int kw, int kh) {
     const int covered = CoveredElements<Tile>(interleaved);
     staged_width = covered + (kw - 1) * interleaved;
@@ -250,9 +256,65 @@ struct SharedLayout {
     staged_bytes =
         (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(T) + 15) / 16 * 16;
     map_bytes = static_cast<std::size_t>(map_entries) * sizeof(int);
+    // A row's raw bytes: the staged elements, one pixel more on the left, rounded out to words
+    // (3 bytes each side) and to 16-byte chunks (15 each side).
+    raw_pitch = sizeof(In) == 1 ? (staged_width + interleaved + 2 * 3 + 2 * 15 + 15) / 16 * 16 : 0;
+    raw_bytes = static_cast<std::size_t>(Tile::kRows) * raw_pitch;
   }
-  __host__ __device__ std::size_t Bytes() const { return ring_bytes + staged_bytes + map_bytes; }
+  __host__ __device__ std::size_t Bytes() const {
+    return ring_bytes + staged_bytes + map_bytes + raw_bytes;
+  }
 };
+
+// Where a uint8 row's raw bytes lie: elements [lo, hi) of the source row, which hold every sample
+// an output of the tile reads (the staged elements whose sources lie outside are never read for an
+// output inside the row: they are staged as zeros), widened to whole 4-byte words inside the row.
+// Byte p of the row lands at raw_row[phase + p - lo], so that 16-byte chunks of global memory are
+// 16-byte chunks of shared memory.
+struct RawSpan {
+  int lo, hi;
+  __device__ RawSpan(const Geometry& g, int start, int staged_width, const unsigned char* row) {
+    lo = max(0, start - g.interleaved);
+    hi = min(g.row_elements, start + staged_width);
+    const int lo_word = lo - static_cast<int>(reinterpret_cast<std::uintptr_t>(row + lo) % 4);
+    const int hi_word =
+        hi + static_cast<int>((4 - reinterpret_cast<std::uintptr_t>(row + hi) % 4) % 4);
+    lo = max(0, lo_word);
+    hi = min(g.row_elements, hi_word);
+  }
+};
+
+// Stages a row's bytes [span.lo, span.hi) into raw_row as RawSpan lays them out, by the 32 lanes of
+// a warp: whole 16-byte chunks and whole words asynchronously, the bytes of a row that does not
+// start or end on a word boundary with loads.
+__device__ __forceinline__ void StageRawRow(const unsigned char* row, const RawSpan& span,
+                                            unsigned char* raw_row, int lane) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(row + span.lo);
+  const auto end = reinterpret_cast<std::uintptr_t>(row + span.hi);
+  const std::uintptr_t first_chunk = begin / 16 * 16;
+  const int chunks = static_cast<int>((end - first_chunk + 15) / 16);
+  for (int c = lane; c < chunks; c += 32) {
+    const std::uintptr_t chunk = first_chunk + 16 * static_cast<std::uintptr_t>(c);
+    unsigned char* const to = raw_row + 16 * c;
+    if (chunk >= begin && chunk + 16 <= end) {
+      CopyAsync(reinterpret_cast<int4*>(to), reinterpret_cast<const int4*>(chunk), true);
+      continue;
+    }
+    for (int w = 0; w < 16; w += 4) {
+      const std::uintptr_t word = chunk + w;
+      if (word >= begin && word + 4 <= end) {
+        CopyAsync(reinterpret_cast<unsigned*>(to + w), reinterpret_cast<const unsigned*>(word),
+                  true);
+        continue;
+      }
+      for (int b = 0; b < 4; ++b) {
+        if (word + b >= begin && word + b < end) {
+          to[w + b] = __ldg(reinterpret_cast<const unsigned char*>(word + b));
+        }
+      }
+    }
+  }
+}
 
 template <class In, class T, class Taps, class Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLargeBlocks<T> : 1)
@@ -260,10 +322,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
                     const __grid_constant__ Taps taps) {
   constexpr int RH = Tile::kRowOutputs, RV = Tile::kColumnOutputs, NV = Tile::kColumnLanes;
   unsigned char* const shared_bytes = DynamicSharedMemory();
-  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh);
   T* const ring = reinterpret_cast<T*>(shared_bytes);
   T* const staged = reinterpret_cast<T*>(shared_bytes + layout.ring_bytes);
   int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes + layout.staged_bytes);
+  unsigned char* const raw_rows =
+      shared_bytes + layout.ring_bytes + layout.staged_bytes + layout.map_bytes;
+  // uint8 rows of contiguous elements stage their raw bytes, 16 at a time where whole, and convert
+  // them once they have landed; other uint8 rows are loaded and converted as they are staged.
+  const bool raw = sizeof(In) == 1 && g.element_stride == 1;
   const int ring_rows = Tile::kRows + g.kh - 1;
   const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
   const int covered = CoveredElements<Tile>(g.interleaved);
@@ -281,7 +348,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     In* const y_plane = y + plane_offset;
     const int row_taps = static_cast<int>(image) * g.taps.row_stride;
     const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
-    const int e0 = tile_column * Tile::kWidth;  // the tile's first element
+    const int e0 = tile_column * Tile::kWidth;    // the tile's first element
+    const int start = e0 - g.cw * g.interleaved;  // the row element of staged element 0
     const int y_first = segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int tmp_total = outputs + g.kh - 1;
@@ -293,7 +361,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     for (int s = thread; s < layout.map_entries; s += Tile::kThreads) {
       int offset = -1;
       if (s < layout.staged_width) {
-        const int e = e0 - g.cw * g.interleaved + s;
+        const int e = start + s;
         const int pixel = e >= 0 ? e / g.interleaved : -((-e + g.interleaved - 1) / g.interleaved);
         const int channel = e - pixel * g.interleaved;
         const int source = SeparableFold(pixel, g.width, g.border);
@@ -315,6 +383,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             const int offset = map[s];
             CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
           }
+        } else if (raw) {
+          StageRawRow(
+              reinterpret_cast<const unsigned char*>(row),
+              RawSpan(g, start, layout.staged_width, reinterpret_cast<const unsigned char*>(row)),
+              raw_rows + r * layout.raw_pitch, lane);
         } else {
           // uint8: four pixels a lane, one 4-byte load where they are contiguous and aligned.
           for (int s = lane * 4; s < layout.staged_width; s += 32 * 4) {
@@ -347,6 +420,33 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
       const int fresh = min(Tile::kRows, tmp_total - computed);
       CopyAsyncWaitAll();
       __syncthreads();  // the staged rows are visible; the column pass is done with the ring
+      if (raw) {
+        // The landed bytes into the staged rows, a warp a row, through the column map where the
+        // tile reaches past a row's end.
+        const bool inside = start >= 0 && start + layout.staged_width <= g.row_elements;
+        for (int r = warp; r < fresh; r += Tile::kWarps) {
+          const int source = SeparableFold(v0 + computed + r, g.height, g.border);
+          if (source < 0) continue;  // a zero row of tmp: the row pass writes it
+          const auto* const row =
+              reinterpret_cast<const unsigned char*>(x_plane + source * g.row_stride);
+          const RawSpan span(g, start, layout.staged_width, row);
+          const unsigned char* const bytes = raw_rows + r * layout.raw_pitch;
+          const int shift =
+              static_cast<int>(reinterpret_cast<std::uintptr_t>(row + span.lo) % 16) - span.lo;
+          T* const to = staged + r * layout.staged_pitch;
+          if (inside) {
+            for (int s = lane; s < layout.staged_width; s += 32)
+              to[s] = static_cast<T>(bytes[shift + start + s]);
+          } else {
+            for (int s = lane; s < layout.staged_width; s += 32) {
+              const int offset = map[s];
+              to[s] = offset >= span.lo && offset < span.hi ? static_cast<T>(bytes[shift + offset])
+                                                            : T(0);
+            }
+          }
+        }
+        __syncthreads();  // the staged rows are visible
+      }
       // Row pass: lane r % kRows takes row r of the step; the slots take the row's segments.
       {
         const int r = thread % Tile::kRows;
@@ -632,8 +732,7 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
   g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0;
   g->vector_output = g->element_stride == 1 && g->row_stride % 4 == 0 &&
                      reinterpret_cast<std::uintptr_t>(y) % (4 * sizeof(In)) == 0;
-  const SharedLayout<Tile, typename SeparableCompute<In>::type> layout(g->interleaved, g->kw,
-                                                                       g->kh);
+  const SharedLayout<Tile, In> layout(g->interleaved, g->kw, g->kh);
   g->staged_pitch = layout.staged_pitch;
   g->staged_width = layout.staged_width;
   g->map_entries = layout.map_entries;

@@ -61,7 +61,7 @@ void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>&
       s.layout == SeparableLayout::kChannelsLast && s.channels <= kMaxInterleavedChannels;
   Geometry g = MakeGeometry(s, interleave, two_tables ? SeparateTaps(s) : JoinedTaps(s));
   PlanTiles<Tile>(&g, resident, x, y);
-  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh);
   const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(g.work, resident))));
   if (two_tables) {
     std::vector<T> row, column;
