@@ -192,6 +192,15 @@ TEST_P(SeparableEmulated, RowsInSegments) {
   Check<std::uint8_t>(s, Kernel::kSmallTile, 301, 0, false, /*resident=*/64);
 }
 
+// Past the small tile's 127 taps the large tile takes filters as long as its shared memory holds
+// (255 taps: 202 KiB in float32).
+TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
+  Check<float>(MakeShape(1, 2, 40, 150, 255, 129, GetParam(), SeparableBorder::kReflect, true),
+               Kernel::kLargeTile, 400);
+  Check<std::uint8_t>(MakeShape(2, 1, 50, 90, 129, 255, GetParam(), SeparableBorder::kZeros, false),
+                      Kernel::kLargeTile, 401, /*offset=*/1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, SeparableEmulated,
                          ::testing::Values(SeparableLayout::kPlanes,
                                            SeparableLayout::kChannelsLast));
