@@ -64,6 +64,16 @@ __device__ __forceinline__ void CopyAsyncCommit() {
   emulated_gpu::CommitCopies();
 #endif
 }
+// Waits for the copies of every group this thread committed but the newest kPending (a pipeline
+// waits for a stage while the next one's copies are in flight).
+template <int kPending>
+__device__ __forceinline__ void CopyAsyncWaitPrior() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#elif defined(CONSTMEM_EMULATED_GPU)
+  emulated_gpu::WaitCopies(kPending);
+#endif
+}
 // Waits for every copy this thread issued (the team still synchronises before reading others').
 __device__ __forceinline__ void CopyAsyncWaitAll() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -77,10 +77,9 @@ Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
 }
 
 template <class In, class T, class Taps, class Tile>
-Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g,
-                  const Taps& taps) {
+Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g, const Taps& taps,
+                  std::size_t available) {
   constexpr auto kernel = SeparableKernel<In, T, Taps, Tile>;
-  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh);
   // Filters longer than a few taps need more than the 48 KiB a block gets without asking: the
   // device's most, asked once a device.
   static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
@@ -93,20 +92,36 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
         "cudaFuncSetAttribute(SeparableFilter kernel)");
     shared_memory_raised[device].store(true, std::memory_order_relaxed);
   }
-  const std::size_t shared = layout.Bytes();
-  // The occupancy of the last shared-memory size a device launched with: calls with one filter
-  // ask the runtime once.
-  static std::array<std::atomic<std::uint64_t>, kMaxDevices> last_occupancy{};
-  const std::uint64_t last = last_occupancy[device].load(std::memory_order_relaxed);
-  int per_sm = static_cast<int>(last & 0xFF), sms = 0;
-  if ((last >> 8) != shared) {
+  // Blocks a multiprocessor holds with `shared` bytes each. The last answer for each form of the
+  // pipeline is kept a device: calls with one filter ask the runtime once.
+  static std::array<std::array<std::atomic<std::uint64_t>, 2>, kMaxDevices> last_occupancy{};
+  auto resident_blocks = [&](std::size_t shared, bool ahead, int* per_sm) -> Status {
+    std::atomic<std::uint64_t>& cached = last_occupancy[device][ahead ? 1 : 0];
+    const std::uint64_t last = cached.load(std::memory_order_relaxed);
+    *per_sm = static_cast<int>(last & 0xFF);
+    if ((last >> 8) == shared) return Status::Ok();
     CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads, shared),
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kernel, Tile::kThreads, shared),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor(SeparableFilter kernel)");
-    last_occupancy[device].store((static_cast<std::uint64_t>(shared) << 8) |
-                                     static_cast<std::uint64_t>(std::min(per_sm, 255)),
-                                 std::memory_order_relaxed);
+    cached.store((static_cast<std::uint64_t>(shared) << 8) |
+                     static_cast<std::uint64_t>(std::min(*per_sm, 255)),
+                 std::memory_order_relaxed);
+    return Status::Ok();
+  };
+  // Staged ahead where the second buffers fit and cost no resident block.
+  const bool contiguous = g.element_stride == 1;
+  const std::size_t single =
+      SharedLayout<Tile, In>(g.interleaved, g.kw, g.kh, contiguous, false).Bytes();
+  const std::size_t ahead =
+      SharedLayout<Tile, In>(g.interleaved, g.kw, g.kh, contiguous, true).Bytes();
+  int per_sm = 0, per_sm_ahead = 0, sms = 0;
+  CONSTMEM_RETURN_IF_ERROR(resident_blocks(single, false, &per_sm));
+  g.stage_ahead = false;
+  if (ahead <= available) {
+    CONSTMEM_RETURN_IF_ERROR(resident_blocks(ahead, true, &per_sm_ahead));
+    g.stage_ahead = per_sm_ahead >= per_sm;
   }
+  const std::size_t shared = g.stage_ahead ? ahead : single;
   CONSTMEM_RETURN_IF_ERROR(MultiprocessorCount(device, &sms));
   const std::int64_t resident = std::max(1, per_sm) * static_cast<std::int64_t>(sms);
   PlanTiles<Tile>(&g, resident, x, y);
@@ -134,9 +149,14 @@ int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool
     for (bool inter : {true, false}) {
       if (inter && !can_interleave) continue;
       const int interleaved = inter ? static_cast<int>(s.channels) : 1;
+      const bool contiguous = inter || s.layout == SeparableLayout::kPlanes || s.channels == 1;
       const std::size_t bytes = threads == LargeTile::kThreads
-                                    ? SharedLayout<LargeTile, In>(interleaved, kw, kh).Bytes()
-                                    : SharedLayout<SmallTile, In>(interleaved, kw, kh).Bytes();
+                                    ? SharedLayout<LargeTile, In>(interleaved, kw, kh, contiguous,
+                                                                  /*ahead=*/false)
+                                          .Bytes()
+                                    : SharedLayout<SmallTile, In>(interleaved, kw, kh, contiguous,
+                                                                  /*ahead=*/false)
+                                          .Bytes();
       if (bytes <= shared_bytes_per_block) {
         *interleave = inter;
         return threads;
@@ -166,11 +186,11 @@ Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
   bool interleave = false;
   switch (Fused(shape) ? ChooseTile<In>(shape, available, &interleave) : 0) {
     case LargeTile::kThreads:
-      return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
-                                                MakeGeometry(shape, interleave, layout), taps);
+      return LaunchTile<In, T, Taps, LargeTile>(
+          device, stream, x, y, MakeGeometry(shape, interleave, layout), taps, available);
     case SmallTile::kThreads:
-      return LaunchTile<In, T, Taps, SmallTile>(device, stream, x, y,
-                                                MakeGeometry(shape, interleave, layout), taps);
+      return LaunchTile<In, T, Taps, SmallTile>(
+          device, stream, x, y, MakeGeometry(shape, interleave, layout), taps, available);
   }
   // Longer filters, or no tile fits: the two passes.
   if (RowPassSharedBytes<T>() > available) {

@@ -229,6 +229,7 @@ struct Geometry {
   int staged_pitch, staged_width, map_entries;
   bool vector_input;   // uint8 rows start on 4-byte boundaries: four pixels a load
   bool vector_output;  // rows start on 4-element boundaries and element_stride is 1
+  bool stage_ahead;    // the next step's rows are staged while this step's are filtered
 };
 
 // Elements a tile's row pass covers: kWidth, or whole groups of interleaved * kRowOutputs.
@@ -239,30 +240,36 @@ __host__ __device__ constexpr int CoveredElements(int interleaved) {
 }
 
 // The fused kernel's shared memory, for data of type In: the ring of tmp rows, the staged input
-// rows (in the compute type), the column map, and for uint8 the raw bytes of the input rows as the
-// asynchronous copies land them (RawRows below).
+// rows (in the compute type), the column map, and for uint8 rows of contiguous elements the raw
+// bytes of the input rows as the asynchronous copies land them (RawSpan below). Staged ahead, the
+// next step's rows are copied while this step's are filtered: the buffers the copies land in are
+// two, one a step.
 template <class Tile, class In>
 struct SharedLayout {
   using T = typename SeparableCompute<In>::type;
   int staged_width, staged_pitch, map_entries, raw_pitch;
+  int staged_buffers, raw_buffers;
   std::size_t ring_bytes, staged_bytes, map_bytes, raw_bytes;
-  __host__ __device__ SharedLayout(int interleaved, int kw, int kh) {
+  __host__ __device__ SharedLayout(int interleaved, int kw, int kh, bool contiguous, bool ahead) {
     const int covered = CoveredElements<Tile>(interleaved);
+    const bool raw = sizeof(In) == 1 && contiguous;
     staged_width = covered + (kw - 1) * interleaved;
     // What the row pass's ring loads past the taps, then odd: 32 rows' lanes in 32 banks.
     staged_pitch = (covered + (kw + RingSegments<Tile::kRowOutputs>() * kChunk) * interleaved) | 1;
     map_entries = (staged_width + 3) / 4 * 4;
+    staged_buffers = ahead && !raw ? 2 : 1;
+    raw_buffers = raw ? (ahead ? 2 : 1) : 0;
     ring_bytes = static_cast<std::size_t>(Tile::kRows + kh - 1) * Tile::kTmpPitch * sizeof(T);
     staged_bytes =
         (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(T) + 15) / 16 * 16;
     map_bytes = static_cast<std::size_t>(map_entries) * sizeof(int);
     // A row's raw bytes: the staged elements, one pixel more on the left, rounded out to words
     // (3 bytes each side) and to 16-byte chunks (15 each side).
-    raw_pitch = sizeof(In) == 1 ? (staged_width + interleaved + 2 * 3 + 2 * 15 + 15) / 16 * 16 : 0;
+    raw_pitch = raw ? (staged_width + interleaved + 2 * 3 + 2 * 15 + 15) / 16 * 16 : 0;
     raw_bytes = static_cast<std::size_t>(Tile::kRows) * raw_pitch;
   }
   __host__ __device__ std::size_t Bytes() const {
-    return ring_bytes + staged_bytes + map_bytes + raw_bytes;
+    return ring_bytes + staged_buffers * staged_bytes + map_bytes + raw_buffers * raw_bytes;
   }
 };
 
@@ -322,15 +329,22 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
                     const __grid_constant__ Taps taps) {
   constexpr int RH = Tile::kRowOutputs, RV = Tile::kColumnOutputs, NV = Tile::kColumnLanes;
   unsigned char* const shared_bytes = DynamicSharedMemory();
-  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh);
-  T* const ring = reinterpret_cast<T*>(shared_bytes);
-  T* const staged = reinterpret_cast<T*>(shared_bytes + layout.ring_bytes);
-  int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes + layout.staged_bytes);
-  unsigned char* const raw_rows =
-      shared_bytes + layout.ring_bytes + layout.staged_bytes + layout.map_bytes;
   // uint8 rows of contiguous elements stage their raw bytes, 16 at a time where whole, and convert
   // them once they have landed; other uint8 rows are loaded and converted as they are staged.
   const bool raw = sizeof(In) == 1 && g.element_stride == 1;
+  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh, g.element_stride == 1,
+                                      g.stage_ahead);
+  T* const ring = reinterpret_cast<T*>(shared_bytes);
+  int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes);
+  unsigned char* const buffers = shared_bytes + layout.ring_bytes + layout.map_bytes;
+  // The staged rows and the raw rows of step `step`.
+  auto staged_of = [&](int step) {
+    return reinterpret_cast<T*>(buffers + (step % layout.staged_buffers) * layout.staged_bytes);
+  };
+  auto raw_of = [&](int step) {
+    return buffers + layout.staged_buffers * layout.staged_bytes +
+           (step % max(1, layout.raw_buffers)) * layout.raw_bytes;
+  };
   const int ring_rows = Tile::kRows + g.kh - 1;
   const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
   const int covered = CoveredElements<Tile>(g.interleaved);
@@ -371,8 +385,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     }
     __syncthreads();
 
-    // Stages tmp rows [first, first + count): a warp a row, its lanes along the row.
-    auto stage = [&](int first, int count) {
+    // Stages tmp rows [first, first + count), those of step `step`: a warp a row, its lanes along
+    // the row.
+    auto stage = [&](int first, int count, int step) {
+      T* const staged = staged_of(step);
+      unsigned char* const raw_rows = raw_of(step);
       for (int r = warp; r < count; r += Tile::kWarps) {
         const int source = SeparableFold(v0 + first + r, g.height, g.border);
         if (source < 0) continue;  // a zero row of tmp: the row pass writes it
@@ -414,13 +431,27 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
       CopyAsyncCommit();
     };
 
-    stage(0, min(Tile::kRows, tmp_total));
+    stage(0, min(Tile::kRows, tmp_total), 0);
     int computed = 0, emitted = 0;
-    while (emitted < outputs) {
+    for (int step = 0; emitted < outputs; ++step) {
       const int fresh = min(Tile::kRows, tmp_total - computed);
-      CopyAsyncWaitAll();
+      T* const staged = staged_of(step);
+      if (g.stage_ahead) {
+        // The next step's rows into the other buffers (read last by the step before, which every
+        // thread has finished), then this step's copies waited for.
+        const int next = computed + fresh;
+        if (next < tmp_total) {
+          stage(next, min(Tile::kRows, tmp_total - next), step + 1);
+        } else {
+          CopyAsyncCommit();  // an empty group: one a step
+        }
+        CopyAsyncWaitPrior<1>();
+      } else {
+        CopyAsyncWaitAll();
+      }
       __syncthreads();  // the staged rows are visible; the column pass is done with the ring
       if (raw) {
+        const unsigned char* const raw_rows = raw_of(step);
         // The landed bytes into the staged rows, a warp a row, through the column map where the
         // tile reaches past a row's end.
         const bool inside = start >= 0 && start + layout.staged_width <= g.row_elements;
@@ -486,7 +517,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
       }
       computed += fresh;
       __syncthreads();  // the new rows of tmp are visible; the staged rows are free
-      if (computed < tmp_total) stage(computed, min(Tile::kRows, tmp_total - computed));
+      if (!g.stage_ahead && computed < tmp_total) {
+        stage(computed, min(Tile::kRows, tmp_total - computed), step + 1);
+      }
 
       // Column pass: output rows [emitted, emitted + ready), as far as the rows of tmp reach.
       const int ready = min(computed - (g.kh - 1), outputs) - emitted;
@@ -732,7 +765,8 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
   g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0;
   g->vector_output = g->element_stride == 1 && g->row_stride % 4 == 0 &&
                      reinterpret_cast<std::uintptr_t>(y) % (4 * sizeof(In)) == 0;
-  const SharedLayout<Tile, In> layout(g->interleaved, g->kw, g->kh);
+  const SharedLayout<Tile, In> layout(g->interleaved, g->kw, g->kh, g->element_stride == 1,
+                                      g->stage_ahead);
   g->staged_pitch = layout.staged_pitch;
   g->staged_width = layout.staged_width;
   g->map_entries = layout.map_entries;

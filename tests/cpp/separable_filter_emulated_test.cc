@@ -53,15 +53,16 @@ struct Guarded {
 };
 
 // The fused kernel in `Tile` over a grid of at most `resident` blocks, taps in one joined table or
-// as two tables.
+// as two tables, each step's rows staged during the step before (`ahead`) or after its row pass.
 template <class Tile, class In, class T>
 void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>& joined,
-              bool two_tables, std::int64_t resident) {
+              bool two_tables, std::int64_t resident, bool ahead) {
   const bool interleave =
       s.layout == SeparableLayout::kChannelsLast && s.channels <= kMaxInterleavedChannels;
   Geometry g = MakeGeometry(s, interleave, two_tables ? SeparateTaps(s) : JoinedTaps(s));
+  g.stage_ahead = ahead;
   PlanTiles<Tile>(&g, resident, x, y);
-  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh);
+  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh, g.element_stride == 1, ahead);
   const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(g.work, resident))));
   if (two_tables) {
     std::vector<T> row, column;
@@ -97,7 +98,13 @@ void RunTwoPass(const In* x, In* y, const SeparableShape& s, const std::vector<T
                        std::int64_t{0}, g.planes, taps);
 }
 
-enum class Kernel { kLargeTile, kSmallTile, kTwoPass };
+enum class Kernel {
+  kLargeTile,
+  kLargeTileStagedAhead,
+  kSmallTile,
+  kSmallTileStagedAhead,
+  kTwoPass
+};
 
 template <class In>
 void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offset = 0,
@@ -111,16 +118,21 @@ void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offse
   std::copy(x.begin(), x.end(), in.data());
   switch (kernel) {
     case Kernel::kLargeTile:
-      RunFused<LargeTile>(in.data(), out.data(), s, taps, two_tables, resident);
+    case Kernel::kLargeTileStagedAhead:
+      RunFused<LargeTile>(in.data(), out.data(), s, taps, two_tables, resident,
+                          kernel == Kernel::kLargeTileStagedAhead);
       break;
     case Kernel::kSmallTile:
-      RunFused<SmallTile>(in.data(), out.data(), s, taps, two_tables, resident);
+    case Kernel::kSmallTileStagedAhead:
+      RunFused<SmallTile>(in.data(), out.data(), s, taps, two_tables, resident,
+                          kernel == Kernel::kSmallTileStagedAhead);
       break;
     case Kernel::kTwoPass:
       RunTwoPass(in.data(), out.data(), s, taps, static_cast<unsigned>(resident));
       break;
   }
-  const char* names[] = {"large tile", "small tile", "two passes"};
+  const char* names[] = {"large tile", "large tile staged ahead", "small tile",
+                         "small tile staged ahead", "two passes"};
   ASSERT_EQ(std::memcmp(out.data(), expected.data(), static_cast<std::size_t>(n) * sizeof(In)), 0)
       << Describe(s) << ", " << sizeof(In) << "-byte data, " << names[static_cast<int>(kernel)]
       << ", offset " << offset << (two_tables ? ", two tables" : ", one table") << ", " << resident
@@ -159,9 +171,10 @@ TEST_P(SeparableEmulated, LargeTileBitwiseEqualToTheCpuKernel) {
   std::uint64_t seed = 1;
   for (const SeparableShape& s : Shapes(GetParam())) {
     Check<float>(s, Kernel::kLargeTile, seed++);
+    Check<float>(s, Kernel::kLargeTileStagedAhead, seed++);
     Check<std::uint8_t>(s, Kernel::kLargeTile, seed++);
-    Check<std::uint8_t>(s, Kernel::kLargeTile, seed++, /*offset=*/1);
-    Check<double>(s, Kernel::kLargeTile, seed++, /*offset=*/0, /*two_tables=*/true);
+    Check<std::uint8_t>(s, Kernel::kLargeTileStagedAhead, seed++, /*offset=*/1);
+    Check<double>(s, Kernel::kLargeTileStagedAhead, seed++, /*offset=*/0, /*two_tables=*/true);
     if (HasFatalFailure()) return;
   }
 }
@@ -170,7 +183,8 @@ TEST_P(SeparableEmulated, SmallTileBitwiseEqualToTheCpuKernel) {
   std::uint64_t seed = 100;
   for (const SeparableShape& s : Shapes(GetParam())) {
     Check<float>(s, Kernel::kSmallTile, seed++, /*offset=*/1, /*two_tables=*/true);
-    Check<std::uint8_t>(s, Kernel::kSmallTile, seed++);
+    Check<std::uint8_t>(s, Kernel::kSmallTileStagedAhead, seed++);
+    Check<std::uint8_t>(s, Kernel::kSmallTile, seed++, /*offset=*/1);
     if (HasFatalFailure()) return;
   }
 }
@@ -188,17 +202,18 @@ TEST_P(SeparableEmulated, TwoPassesBitwiseEqualToTheCpuKernel) {
 TEST_P(SeparableEmulated, RowsInSegments) {
   const SeparableShape s =
       MakeShape(1, 1, 150, 60, 9, 5, GetParam(), SeparableBorder::kReflect, false);
-  Check<float>(s, Kernel::kLargeTile, 300, 0, false, /*resident=*/64);
-  Check<std::uint8_t>(s, Kernel::kSmallTile, 301, 0, false, /*resident=*/64);
+  Check<float>(s, Kernel::kLargeTileStagedAhead, 300, 0, false, /*resident=*/64);
+  Check<std::uint8_t>(s, Kernel::kSmallTileStagedAhead, 301, 0, false, /*resident=*/64);
+  Check<float>(s, Kernel::kSmallTile, 302, 0, false, /*resident=*/64);
 }
 
 // Past the small tile's 127 taps the large tile takes filters as long as its shared memory holds
-// (255 taps: 202 KiB in float32).
+// (255 taps: 202 KiB in float32, one buffer of staged rows).
 TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
   Check<float>(MakeShape(1, 2, 40, 150, 255, 129, GetParam(), SeparableBorder::kReflect, true),
                Kernel::kLargeTile, 400);
   Check<std::uint8_t>(MakeShape(2, 1, 50, 90, 129, 255, GetParam(), SeparableBorder::kZeros, false),
-                      Kernel::kLargeTile, 401, /*offset=*/1);
+                      Kernel::kLargeTileStagedAhead, 401, /*offset=*/1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, SeparableEmulated,
