@@ -23,11 +23,7 @@ namespace {
 
 using namespace separable_kernels;  // NOLINT: the kernels under test
 
-template <class T>
-struct PointerTaps {
-  const T* values;
-  T operator[](int i) const { return values[i]; }
-};
+using emulated_gpu::HostTable;
 
 // Data `offset` elements into a buffer whose other elements hold a pattern, to see writes outside.
 template <class In>
@@ -72,14 +68,14 @@ void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>&
       row.insert(row.end(), pair, pair + s.kw);
       column.insert(column.end(), pair + s.kw, pair + s.kw + s.kh);
     }
-    using Taps = RowAndColumnTaps<PointerTaps<T>>;
+    using Taps = RowAndColumnTaps<HostTable<T>>;
     emulated_gpu::Launch(grid, dim3(Tile::kThreads), layout.Bytes(),
                          SeparableKernel<In, T, Taps, Tile>, x, y, g,
                          Taps{{row.data()}, {column.data()}});
   } else {
     emulated_gpu::Launch(grid, dim3(Tile::kThreads), layout.Bytes(),
-                         SeparableKernel<In, T, PointerTaps<T>, Tile>, x, y, g,
-                         PointerTaps<T>{joined.data()});
+                         SeparableKernel<In, T, HostTable<T>, Tile>, x, y, g,
+                         HostTable<T>{joined.data()});
   }
 }
 
@@ -89,12 +85,12 @@ void RunTwoPass(const In* x, In* y, const SeparableShape& s, const std::vector<T
                 unsigned blocks) {
   const Geometry g = MakeGeometry(s, /*interleave=*/false, JoinedTaps(s));
   std::vector<T> tmp(static_cast<std::size_t>(g.planes * g.height * g.width));
-  const PointerTaps<T> taps{joined.data()};
+  const HostTable<T> taps{joined.data()};
   emulated_gpu::Launch(dim3(blocks), dim3(kTwoPassThreads), 0,
-                       SeparableRowPassKernel<In, T, PointerTaps<T>>, x, tmp.data(), g,
+                       SeparableRowPassKernel<In, T, HostTable<T>>, x, tmp.data(), g,
                        std::int64_t{0}, g.planes, taps);
   emulated_gpu::Launch(dim3(blocks), dim3(kTwoPassThreads), 0,
-                       SeparableColumnPassKernel<In, T, PointerTaps<T>>, tmp.data(), y, g,
+                       SeparableColumnPassKernel<In, T, HostTable<T>>, tmp.data(), y, g,
                        std::int64_t{0}, g.planes, taps);
 }
 

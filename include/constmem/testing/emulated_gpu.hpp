@@ -20,9 +20,9 @@
 #error "emulated_gpu.hpp is for device code compiled with CONSTMEM_EMULATED_GPU defined"
 #endif
 
-#include <math.h>  // the global fma(float, float, float) device code calls
+#include <cuda_runtime.h>  // CUDA's int4, float4, dim3, ...; declared before the macros below
+#include <math.h>          // the global fma(float, float, float) device code calls
 #include <ucontext.h>
-#include <vector_types.h>  // CUDA's int4, float4, dim3, ... (host-compilable)
 
 #include <algorithm>
 #include <cstdint>
@@ -105,7 +105,8 @@ class Block {
     const unsigned count = block.x * block.y * block.z;
     if (fibers.size() != count) {
       fibers = std::vector<Fiber>(count);
-      for (Fiber& f : fibers) f.stack = std::make_unique<char[]>(kStackBytes);
+      for (Fiber& f : fibers)
+        f.stack.reset(new char[kStackBytes]);  // uninitialised: no page touched
     }
     for (unsigned t = 0; t < count; ++t) {
       Fiber& f = fibers[t];
@@ -253,6 +254,14 @@ void Launch(dim3 grid, dim3 block, std::size_t shared_bytes, Kernel kernel, Args
   }
   Block::Running() = outer;
 }
+
+// A table read where it lies in host memory: what a test hands a kernel in place of the readers of
+// constant banks and by-value tables, which are not emulated.
+template <class T>
+struct HostTable {
+  const T* values;
+  T operator[](int i) const { return values[i]; }
+};
 
 inline const uint3& ThreadIndex() { return Running().Current().thread; }
 inline const uint3& BlockIndex() { return Running().block_index; }

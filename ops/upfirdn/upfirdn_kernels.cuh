@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: Apache-2.0
+// Upfirdn's CUDA kernels, device code and the host arithmetic of their tiles, with no CUDA runtime
+// call (upfirdn_gpu.cu launches them; tests run them on the CPU through
+// constmem/testing/emulated_gpu.hpp).
+//
+// Polyphase (upfirdn_functor.h): output c + s * P has phase (c * down) mod up and base
+// (c * down) div up + s * Q, so a tile of S values of s holds S * P consecutive outputs, all of
+// whose samples lie in S * Q consecutive input samples plus ceil(k / up) - 1 of halo. A block
+// stages a tile's samples in shared memory (asynchronous copies, issued while the block computes
+// the tile before from a second buffer), computes its outputs into shared memory, and writes them
+// out in coalesced stores: each input sample is read from memory about once (the halo twice),
+// each output written once.
+//
+// A thread takes 7 outputs of one phase with consecutive s (their bases Q apart) and walks the
+// phase's taps in ascending order, each tap read once for the 7. Where Q is 1 to 3 the samples of
+// a chunk of taps come into registers once for all 7 outputs (a window of 6 Q + U samples for
+// 7 U FMAs) instead of once per FMA. Which outputs the lanes of a warp take is the placement
+// question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so that every lane reads
+// the same tap (constant memory's broadcast, by value or from a bank), or consecutive phases per
+// warp with the taps in shared memory.
+//
+// Shapes whose smallest tile does not fit shared memory (a long filter at a small `up`, whose halo
+// of ceil(k / up) samples a tile stages, or rates whose P + Q samples and outputs do not fit) or
+// whose indices pass int run a direct kernel instead: one output a thread over a grid-stride loop,
+// samples and taps read where they are (taps staged in shared memory only by that placement), the
+// same fused multiply-adds in the same order.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "constmem/async_copy.cuh"
+#include "constmem/shared_table.cuh"
+#include "upfirdn/upfirdn_functor.h"
+
+namespace constmem {
+namespace ops {
+namespace upfirdn_kernels {
+
+// Threads a block: up to 256, fewer where that leaves fewer of them idle for a tile's items
+// (BlockThreads).
+constexpr int kThreads = 256;
+// Outputs a thread: odd, so that the samples of lanes 7 Q apart fall in distinct banks for odd Q.
+constexpr int kOutputs = 7;
+// Taps a chunk: the window a chunk loads holds 6 Q + kChunk samples for 7 kChunk FMAs.
+template <class T>
+constexpr int kChunk = sizeof(T) == 4 ? 16 : 8;
+// Shared memory for a tile's buffers (two of samples, one of outputs), not counting the halo of
+// ceil(k / up) - 1 samples each sample buffer carries, nor the taps staged apart: with the halo
+// inside the budget, a long filter at a small `up` (4,096 taps at 1/3) would leave room for one
+// output a tile and read its samples a thousand times over.
+constexpr std::size_t kTileBudgetBytes = 32 * 1024;
+// The most shared memory the smallest tile of the tiled kernel may take beside the staged taps,
+// within what the GPU offers: shapes that need more run the direct kernel. 96 KiB: every shape of
+// rates up to 1,024 and 4,096 taps is tiled on a GPU of compute capability 9.0 (227 KiB a block),
+// and those whose taps are not staged on 8.x too (99 KiB and more).
+constexpr std::size_t kTiledMostBytes = 96 * 1024;
+
+// The staged samples of a tile: local index e is sample tile_first_base - (most_terms - 1) -
+// kChunk + e; the kChunk in front are never read for a term (a last, partial chunk's window may
+// reach into them). Kernels with a run-time Q (kQ = 0) pad one element after every 32, so that
+// lanes whose samples lie a multiple of 32 apart (Q = 160: 7 Q = 35 * 32) do not meet in one bank;
+// the others address with constant offsets, and their lanes, 7 Q apart, meet at most 2-way (Q 2).
+template <int kQ>
+__host__ __device__ constexpr int Slot(int e) {
+  return kQ == 0 ? e + (e >> 5) : e;
+}
+
+// A launch's geometry, the same for every tile.
+struct Geometry {
+  std::int64_t length;         // n
+  std::int64_t outputs;        // L
+  std::int64_t tiles_per_row;  // ceil(ceil(L / P) / S)
+  std::int64_t tiles;          // rows * tiles_per_row
+  int taps, up, down;
+  int period, stride;  // P, Q
+  int most_terms;      // ceil(k / up)
+  int tile_s;          // S
+  int staged;          // samples staged a tile: kChunk + most_terms - 1 + S * Q
+  int in_elements;     // elements of a sample buffer
+  int tiles_offset;    // bytes before the tile buffers (the staged taps)
+};
+
+// Output `e` (local index of its base) of one phase, exactly: the terms inside the row and the
+// phase, m ascending.
+template <int kQ, class T, class Taps>
+__device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int p, int terms,
+                                         std::int64_t length, int up, const Taps& taps) {
+  const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
+  const int lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
+  const int hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
+  T acc = T(0);
+  for (int m = lo; m <= hi; ++m) acc = fma(in[Slot<kQ>(e - m)], taps[p + m * up], acc);
+  return acc;
+}
+
+// kOutputs outputs of one phase whose every term is inside the row: bases at local e0 + r * q.
+template <int kQ, class T, class Taps>
+__device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int p, int up,
+                                                int terms, const Taps& taps, T (&acc)[kOutputs]) {
+  constexpr int U = kChunk<T>;
+  int tap = p;
+  int m0 = 0;
+  if constexpr (kQ > 0) {
+    // A window of samples e0 - m0 - (U - 1) ... e0 + (kOutputs - 1) Q - m0 in registers: term
+    // m0 + j of output r is window[U - 1 - j + r Q].
+    constexpr int W = (kOutputs - 1) * kQ + U;
+    auto apply = [&](auto guarded) {
+      T window[W];
+      const int first = e0 - m0 - (U - 1);
+#pragma unroll
+      for (int w = 0; w < W; ++w) window[w] = in[first + w];
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        if (decltype(guarded)::value && m0 + j >= terms) break;
+        const T h = taps[tap + j * up];
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) acc[r] = fma(window[U - 1 - j + r * kQ], h, acc[r]);
+      }
+    };
+    for (; m0 + U <= terms; m0 += U, tap += U * up) apply(std::false_type());
+    if (m0 < terms) apply(std::true_type());
+  } else {
+    auto apply = [&](auto guarded) {
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        if (decltype(guarded)::value && m0 + j >= terms) break;
+        const T h = taps[tap + j * up];
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) {
+          acc[r] = fma(in[Slot<kQ>(e0 + r * q - m0 - j)], h, acc[r]);
+        }
+      }
+    };
+    for (; m0 + U <= terms; m0 += U, tap += U * up) apply(std::false_type());
+    if (m0 < terms) apply(std::true_type());
+  }
+}
+
+// kQ: Q where it is 1 to 3, else 0 (Q from the geometry). kPerWarp: the arrangement.
+template <class T, class Taps, int kQ, bool kPerWarp>
+__global__ void __launch_bounds__(kThreads)
+    UpfirdnKernel(const T* __restrict__ x, T* __restrict__ y, const Geometry g,
+                  const __grid_constant__ Taps taps) {
+  unsigned char* const shared_bytes = DynamicSharedMemory();
+  const auto& h = StageTable(taps, g.taps, shared_bytes);
+  T* const in_buffers = reinterpret_cast<T*>(shared_bytes + g.tiles_offset);
+  T* const out_buffer = in_buffers + 2 * g.in_elements;
+  constexpr int U = kChunk<T>;
+  const int q = kQ > 0 ? kQ : g.stride;
+  const int P = g.period, S = g.tile_s;
+  const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
+
+  auto stage = [&](int buffer, std::int64_t tile) {
+    const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
+    const T* row_x = x + row * g.length;
+    const std::int64_t first = t * tile_samples - (g.most_terms - 1) - U;
+    T* const to = in_buffers + buffer * g.in_elements;
+    for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
+      const std::int64_t s = first + e;
+      const bool inside = s >= 0 && s < g.length;
+      CopyAsync(to + Slot<kQ>(e), inside ? row_x + s : row_x, inside);
+    }
+  };
+
+  const int groups = (S + kOutputs - 1) / kOutputs;  // a multiple of 32 for kPerWarp
+  const int items = P * groups;
+  std::int64_t tile = blockIdx.x;
+  if (tile < g.tiles) stage(0, tile);
+  CopyAsyncCommit();
+  for (int current = 0; tile < g.tiles; tile += gridDim.x, current ^= 1) {
+    CopyAsyncWaitAll();
+    // This tile's samples are visible to the block, the last tile's outputs are out, and every
+    // thread is done with the buffer the next tile goes to.
+    __syncthreads();
+    if (tile + gridDim.x < g.tiles) stage(current ^ 1, tile + gridDim.x);
+    CopyAsyncCommit();
+
+    const T* const in = in_buffers + current * g.in_elements;
+    const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
+    const std::int64_t tile_s0 = t * S;  // the tile's first s
+    for (int w = threadIdx.x; w < items; w += blockDim.x) {
+      int c, group;
+      if constexpr (kPerWarp) {
+        c = w / groups;
+        group = w - c * groups;
+      } else {
+        group = w / P;
+        c = w - group * P;
+      }
+      const int cd = c * g.down;
+      const int p = cd % g.up, base = cd / g.up;
+      const int terms = p < g.taps ? (g.taps - 1 - p) / g.up + 1 : 0;
+      const int s0 = group * kOutputs;
+      // Outputs r of this thread: s0 + r < S and inside the row.
+      const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
+      const std::int64_t in_row = remaining <= 0 ? 0 : (remaining + P - 1) / P;
+      const int in_tile = S - s0 < kOutputs ? S - s0 : kOutputs;
+      const int count = in_row < in_tile ? static_cast<int>(in_row) : in_tile;
+      if (count <= 0) continue;
+      const int e0 = U + g.most_terms - 1 + base + s0 * q;
+      const std::int64_t b0 = base + (tile_s0 + s0) * q;
+      T acc[kOutputs];
+      if (count == kOutputs && b0 >= terms - 1 &&
+          b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) acc[r] = T(0);
+        InteriorOutputs<kQ>(in, e0, q, p, g.up, terms, h, acc);
+      } else {
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) {
+          if (r < count) {
+            acc[r] = ExactOutput<kQ>(in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p,
+                                     terms, g.length, g.up, h);
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) {
+        if (r < count) out_buffer[c + (s0 + r) * P] = acc[r];
+      }
+    }
+    __syncthreads();  // the tile's outputs are in shared memory
+    const std::int64_t first_output = tile_s0 * P;
+    const std::int64_t left = g.outputs - first_output;
+    const int tile_outputs = left < S * P ? static_cast<int>(left) : S * P;
+    T* const row_y = y + row * g.outputs + first_output;
+    for (int j = threadIdx.x; j < tile_outputs; j += blockDim.x) row_y[j] = out_buffer[j];
+  }
+}
+
+// The direct kernel's shape, all in int64.
+struct DirectGeometry {
+  std::int64_t rows, length, outputs, taps, up, down;
+};
+
+// One output a thread, over a grid-stride loop: UpfirdnOutput (upfirdn_functor.h) as it is written,
+// the samples read from global memory, the taps from wherever `taps` reads them (staged in shared
+// memory for that placement).
+template <class T, class Taps>
+__global__ void __launch_bounds__(kThreads)
+    UpfirdnDirectKernel(const T* __restrict__ x, T* __restrict__ y, const DirectGeometry g,
+                        const __grid_constant__ Taps taps) {
+  unsigned char* const shared_bytes = DynamicSharedMemory();
+  const auto& h = StageTable(taps, static_cast<int>(g.taps), shared_bytes);
+  const std::int64_t total = g.rows * g.outputs;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < total;
+       w += stride) {
+    const std::int64_t row = w / g.outputs, i = w - row * g.outputs;
+    const std::int64_t t = i * g.down;
+    const std::int64_t p = t % g.up, b = t / g.up;
+    T acc = T(0);
+    if (p < g.taps) {
+      const std::int64_t last_m = (g.taps - 1 - p) / g.up;
+      const std::int64_t lo = b - g.length + 1 > 0 ? b - g.length + 1 : 0;
+      const std::int64_t hi = b < last_m ? b : last_m;
+      std::int64_t sample = row * g.length + b - lo;  // x[b - m] of this row
+      std::int64_t tap = p + lo * g.up;               // h[p + m * up]
+      for (std::int64_t m = lo; m <= hi; ++m, --sample, tap += g.up) {
+        acc = fma(x[sample], h[static_cast<int>(tap)], acc);
+      }
+    }
+    y[w] = acc;
+  }
+}
+
+// A tile plan: S, and whether the lanes of each warp share a phase. Sizes in int64: a plan whose
+// bytes fit shared memory has sizes that fit int.
+struct TilePlan {
+  std::int64_t s = 0;
+  bool per_warp = false;
+  std::size_t bytes = 0;  // the tile buffers
+  std::int64_t staged = 0, in_elements = 0;
+};
+
+template <class T>
+TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t most_terms,
+                 bool padded, bool per_warp) {
+  constexpr std::int64_t kAlign = 16 / static_cast<std::int64_t>(sizeof(T));
+  TilePlan plan;
+  plan.s = s;
+  plan.per_warp = per_warp;
+  plan.staged = kChunk<T> + most_terms - 1 + s * q;
+  const std::int64_t last = plan.staged - 1;
+  plan.in_elements = ((padded ? last + (last >> 5) : last) + 1 + kAlign - 1) / kAlign * kAlign;
+  const std::int64_t out_elements = (s * p_period + kAlign - 1) / kAlign * kAlign;
+  plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
+  return plan;
+}
+
+// Whether the tiled kernel takes `shape` with `most_bytes` of shared memory a block for its tile
+// buffers: its int arithmetic holds (c * down for c < P, tap indices up to kChunk * up past the
+// last tap) and its smallest tile (S = 1: one output of each phase, Q samples and the halo) fits.
+template <class T>
+bool TiledFits(const UpfirdnShape& shape, std::size_t most_bytes) {
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  if ((phases.period - 1) * shape.down + shape.up > kIntMax) return false;
+  if (shape.taps + (kChunk<T> + 1) * shape.up > kIntMax) return false;
+  const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
+  return PlanFor<T>(1, phases.stride, phases.period, most_terms, phases.stride > 3, false).bytes <=
+         most_bytes;
+}
+
+// The tile for `shape`: the largest S within kTileBudgetBytes plus the halo (and within
+// `most_bytes`, what the device leaves), in whole groups of 32 threads' outputs for kPhasePerWarp
+// (so that every warp takes one phase) and of one thread's for kPhasePerLane; no more than a row
+// needs; at least 1.
+template <class T>
+TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
+                    std::size_t most_bytes = kTileBudgetBytes * 8) {
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  const std::int64_t P = phases.period, Q = phases.stride;
+  const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
+  const bool padded = Q > 3;
+  const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
+  auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, most_terms, padded, per_warp); };
+  const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + most_terms) * sizeof(T);
+  const std::size_t budget = std::min(kTileBudgetBytes + halo_bytes, most_bytes);
+  // The most S the budget holds (bytes grow with S).
+  std::int64_t most = 0;
+  for (std::int64_t step = 1 << 20; step > 0; step >>= 1) {
+    if (plan(most + step).bytes <= budget) most += step;
+  }
+  const std::int64_t unit = per_warp ? 32 * kOutputs : kOutputs;
+  std::int64_t s;
+  if (most >= unit) {
+    const std::int64_t whole = (needed + unit - 1) / unit * unit;
+    s = std::min(most / unit * unit, whole);
+  } else {
+    s = std::max<std::int64_t>(1, std::min(most, needed));
+  }
+  TilePlan chosen = plan(s);
+  // Whole groups of 32 threads a phase; with one phase (up dividing down) any tile is uniform.
+  chosen.per_warp = per_warp && (s % unit == 0 || P == 1);
+  return chosen;
+}
+
+// The threads a block for a tile of `items` (each kOutputs outputs of one phase): the multiple of
+// 32 from 64 to 256 that leaves the smallest share of thread slots idle over the tile's rounds
+// (128 items: 128 threads, not 256 of which half idle; 320: 160, two full rounds).
+inline int BlockThreads(int items) {
+  int best = kThreads;
+  double best_busy = 0;
+  for (int threads = kThreads; threads >= 64; threads -= 32) {
+    const int rounds = (items + threads - 1) / threads;
+    const double busy = static_cast<double>(items) / (static_cast<double>(rounds) * threads);
+    if (busy > best_busy + 1e-9) {
+      best = threads;
+      best_busy = busy;
+    }
+  }
+  return best;
+}
+
+// The tiled kernel's geometry for `shape` with tile `plan` and `taps_bytes` of staged taps before
+// the tile buffers (a plan TiledFits took: its sizes fit int).
+inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
+                                  std::size_t taps_bytes) {
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  Geometry g;
+  g.length = shape.length;
+  g.outputs = shape.outputs;
+  g.tiles_per_row = ((shape.outputs + phases.period - 1) / phases.period + plan.s - 1) / plan.s;
+  g.tiles = shape.rows * g.tiles_per_row;
+  g.taps = static_cast<int>(shape.taps);
+  g.up = static_cast<int>(shape.up);
+  g.down = static_cast<int>(shape.down);
+  g.period = static_cast<int>(phases.period);
+  g.stride = static_cast<int>(phases.stride);
+  g.most_terms = static_cast<int>((shape.taps + shape.up - 1) / shape.up);
+  g.tile_s = static_cast<int>(plan.s);
+  g.staged = static_cast<int>(plan.staged);
+  g.in_elements = static_cast<int>(plan.in_elements);
+  g.tiles_offset = static_cast<int>(taps_bytes);
+  return g;
+}
+
+}  // namespace upfirdn_kernels
+}  // namespace ops
+}  // namespace constmem

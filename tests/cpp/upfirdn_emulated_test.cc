@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// Upfirdn's CUDA kernels, run on the CPU by constmem/testing/emulated_gpu.hpp (copies land late,
+// barriers are real, shared memory starts as NaN), bit for bit against the CPU kernel: the tiled
+// kernel for Q of 1, 2, 3 and larger (its run-time Q), one phase a warp and a phase a lane, taps
+// read where they are or staged in shared memory, tiles partial and a grid smaller than the tiles;
+// the direct kernel; over the audio rate pairs and the edge cases (a row shorter than the filter,
+// one sample, up = down). What a GPU adds (timing, the real cp.async, the launcher's choices) is
+// upfirdn_gpu_test's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "upfirdn/upfirdn_cpu.h"
+#include "upfirdn/upfirdn_kernels.cuh"
+
+namespace constmem {
+namespace ops {
+namespace {
+
+using namespace upfirdn_kernels;  // NOLINT: the kernels under test
+
+using emulated_gpu::HostTable;
+
+struct Case {
+  std::int64_t rows, n, k, up, down;
+};
+
+std::string Describe(const Case& c) {
+  return std::to_string(c.rows) + " x " + std::to_string(c.n) + ", " + std::to_string(c.k) +
+         " taps, up " + std::to_string(c.up) + ", down " + std::to_string(c.down);
+}
+
+enum class Kernel { kPhasePerWarp, kPhasePerLane, kDirect };
+
+// The tiled kernel with Q = kQ (0: Q from the geometry), `blocks` blocks at most.
+template <class T, class Taps, int kQ, bool kPerWarp>
+void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks) {
+  const std::size_t taps_bytes =
+      (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  const TilePlan plan = ChooseTile<T>(shape, kPerWarp);
+  const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
+  const int threads = BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
+  const auto grid =
+      static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.tiles, blocks)));
+  emulated_gpu::Launch(dim3(grid), dim3(threads), g.tiles_offset + plan.bytes,
+                       UpfirdnKernel<T, Taps, kQ, kPerWarp>, x, y, g, taps);
+}
+
+template <class T, class Taps, bool kPerWarp>
+void RunForStride(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks) {
+  switch (MakeUpfirdnPhases(shape.up, shape.down).stride) {
+    case 1:
+      return RunTiled<T, Taps, 1, kPerWarp>(x, y, shape, taps, blocks);
+    case 2:
+      return RunTiled<T, Taps, 2, kPerWarp>(x, y, shape, taps, blocks);
+    case 3:
+      return RunTiled<T, Taps, 3, kPerWarp>(x, y, shape, taps, blocks);
+    default:
+      return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks);
+  }
+}
+
+template <class T, class Taps>
+void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps& taps,
+         unsigned blocks) {
+  switch (kernel) {
+    case Kernel::kPhasePerWarp:
+      return RunForStride<T, Taps, true>(x, y, shape, taps, blocks);
+    case Kernel::kPhasePerLane:
+      return RunForStride<T, Taps, false>(x, y, shape, taps, blocks);
+    case Kernel::kDirect: {
+      const DirectGeometry g{shape.rows, shape.length, shape.outputs,
+                             shape.taps, shape.up,     shape.down};
+      const std::int64_t wanted = (shape.rows * shape.outputs + kThreads - 1) / kThreads;
+      const auto grid =
+          static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, blocks)));
+      emulated_gpu::Launch(dim3(grid), dim3(kThreads),
+                           StagedTableBytes(taps, static_cast<int>(shape.taps)),
+                           UpfirdnDirectKernel<T, Taps>, x, y, g, taps);
+      return;
+    }
+  }
+}
+
+// Every kernel, taps read in place and staged in shared memory, against the CPU kernel; x and y
+// `offset` elements into their buffers, whose other elements must stay as they were.
+template <class T>
+void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 3) {
+  UpfirdnShape shape;
+  ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<T> x(static_cast<std::size_t>(c.rows * c.n) + offset), taps(c.k);
+  for (auto& v : x) v = static_cast<T>(normal(rng));
+  for (auto& v : taps) v = static_cast<T>(normal(rng));
+  const std::int64_t total = shape.rows * shape.outputs;
+  std::vector<T> expected(total);
+  UpfirdnCpuRange(x.data() + offset, expected.data(), shape, taps.data(), 0, total);
+  constexpr unsigned char kPattern = 0x5A;
+  for (Kernel kernel : {Kernel::kPhasePerWarp, Kernel::kPhasePerLane, Kernel::kDirect}) {
+    for (bool staged_taps : {false, true}) {
+      if (kernel != Kernel::kDirect && !TiledFits<T>(shape, kTiledMostBytes)) continue;
+      std::vector<T> y(static_cast<std::size_t>(total) + offset + 1);
+      std::memset(y.data(), kPattern, y.size() * sizeof(T));
+      if (staged_taps) {
+        Run(kernel, x.data() + offset, y.data() + offset, shape, SharedTableSource<T>{taps.data()},
+            blocks);
+      } else {
+        Run(kernel, x.data() + offset, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks);
+      }
+      const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
+      ASSERT_EQ(std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)), 0)
+          << Describe(c) << ", " << names[static_cast<int>(kernel)]
+          << (staged_taps ? ", taps in shared memory" : ", taps in place") << ", offset " << offset;
+      for (std::size_t i : {std::size_t{0}, y.size() - 1}) {
+        if (i == 0 && offset == 0) continue;
+        const auto* bytes = reinterpret_cast<const unsigned char*>(&y[i]);
+        EXPECT_TRUE(
+            std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == kPattern; }))
+            << Describe(c) << ": wrote outside y";
+      }
+    }
+  }
+}
+
+TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
+  const Case cases[] = {
+      {2, 700, 31, 1, 3},     {2, 300, 31, 3, 1}, {1, 900, 255, 160, 147}, {1, 900, 255, 147, 160},
+      {2, 500, 31, 2, 1},     {2, 500, 31, 1, 2}, {1, 600, 63, 3, 2},      {1, 800, 97, 160, 441},
+      {1, 500, 33, 441, 160}, {1, 400, 49, 5, 4}, {1, 333, 17, 4, 5},
+  };
+  std::uint64_t seed = 1;
+  for (const Case& c : cases) {
+    Check<float>(c, seed++);
+    Check<double>(c, seed++, /*offset=*/1);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(UpfirdnEmulated, EdgeCasesBitwiseEqualToTheCpuKernel) {
+  const Case cases[] = {
+      {1, 5, 31, 2, 3},      // a row shorter than the filter
+      {2, 1, 4, 3, 1},       // one sample
+      {1, 64, 9, 1, 1},      // up = down: a plain filter
+      {3, 37, 1, 1, 1},      // one tap: a copy
+      {1, 200, 4, 7, 1},     // fewer taps than phases: some phases have none
+      {1, 1000, 600, 1, 1},  // many terms a phase: a halo of 599 samples
+  };
+  std::uint64_t seed = 100;
+  for (const Case& c : cases) {
+    Check<float>(c, seed++, /*offset=*/1, /*blocks=*/2);
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace constmem
