@@ -14,6 +14,8 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <cstdint>
+
 // Private to each library that compiles it (visibility.hpp).
 #pragma GCC visibility push(hidden)
 namespace constmem {
@@ -81,6 +83,66 @@ __device__ __forceinline__ void CopyAsyncWaitAll() {
 #elif defined(CONSTMEM_EMULATED_GPU)
   emulated_gpu::WaitCopies(0);
 #endif
+}
+
+// Staging a span of a row: elements [first, first + count) of `row`, whose elements outside
+// [0, length) read as zeros, into a 16-byte aligned shared buffer `to`. Element first + i lands at
+// to[SpanShift(row, first) + i], so that 16-byte chunks of the row are 16-byte chunks of the
+// buffer: a chunk whose elements all lie in the row is one 16-byte asynchronous copy; the chunks
+// at the row's ends go element by element (4 bytes and wider asynchronously with zero fill;
+// narrower elements a whole word at a time where they can, else loaded). The threads `thread` of
+// `threads` share the chunks (a block, or the lanes of a warp); the elements of the first and last
+// chunks outside the span are written too, with the row's values or zeros: `to` holds
+// SpanElements(shift + count) elements. The copies belong to the caller's next commit.
+template <class T>
+__host__ __device__ constexpr int SpanElements(int shifted_count) {
+  constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
+  return (shifted_count + kPerChunk - 1) / kPerChunk * kPerChunk;
+}
+template <class T>
+__host__ __device__ inline int SpanShift(const T* row, std::int64_t first) {
+  const std::uintptr_t address =
+      reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(first) * sizeof(T);
+  return static_cast<int>(address % 16 / sizeof(T));
+}
+template <class T>
+__device__ __forceinline__ void StageSpan(T* to, const T* row, std::int64_t first, int count,
+                                          std::int64_t length, int thread, int threads) {
+  static_assert(16 % sizeof(T) == 0, "elements that tile a 16-byte chunk");
+  constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
+  const int shift = SpanShift(row, first);
+  const std::int64_t base = first - shift;  // the row element of to[0]
+  const int chunks = SpanElements<T>(shift + count) / kPerChunk;
+  for (int c = thread; c < chunks; c += threads) {
+    const std::int64_t e = base + static_cast<std::int64_t>(c) * kPerChunk;
+    T* const chunk = to + c * kPerChunk;
+    if (e >= 0 && e + kPerChunk <= length) {
+      CopyAsync(reinterpret_cast<int4*>(chunk), reinterpret_cast<const int4*>(row + e), true);
+      continue;
+    }
+    if constexpr (sizeof(T) >= 4) {
+#pragma unroll
+      for (int i = 0; i < kPerChunk; ++i) {
+        const bool inside = e + i >= 0 && e + i < length;
+        CopyAsync(chunk + i, inside ? row + e + i : row, inside);
+      }
+    } else {
+      constexpr int kPerWord = 4 / static_cast<int>(sizeof(T));
+#pragma unroll
+      for (int w = 0; w < kPerChunk; w += kPerWord) {
+        const std::int64_t word = e + w;
+        if (word >= 0 && word + kPerWord <= length) {
+          CopyAsync(reinterpret_cast<unsigned*>(chunk + w),
+                    reinterpret_cast<const unsigned*>(row + word), true);
+          continue;
+        }
+#pragma unroll
+        for (int i = 0; i < kPerWord; ++i) {
+          chunk[w + i] = word + i >= 0 && word + i < length ? __ldg(row + word + i) : T(0);
+        }
+      }
+    }
+  }
 }
 
 // Bulk copies (sm_90 and newer): one thread moves a whole tile between global and shared memory,

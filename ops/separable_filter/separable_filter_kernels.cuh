@@ -263,9 +263,8 @@ struct SharedLayout {
     staged_bytes =
         (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(T) + 15) / 16 * 16;
     map_bytes = static_cast<std::size_t>(map_entries) * sizeof(int);
-    // A row's raw bytes: the staged elements, one pixel more on the left, rounded out to words
-    // (3 bytes each side) and to 16-byte chunks (15 each side).
-    raw_pitch = raw ? (staged_width + interleaved + 2 * 3 + 2 * 15 + 15) / 16 * 16 : 0;
+    // A row's raw bytes (RawSpan), shifted by up to 15 and in whole 16-byte chunks (StageSpan).
+    raw_pitch = raw ? SpanElements<unsigned char>(15 + staged_width + interleaved) : 0;
     raw_bytes = static_cast<std::size_t>(Tile::kRows) * raw_pitch;
   }
   __host__ __device__ std::size_t Bytes() const {
@@ -273,55 +272,15 @@ struct SharedLayout {
   }
 };
 
-// Where a uint8 row's raw bytes lie: elements [lo, hi) of the source row, which hold every sample
-// an output of the tile reads (the staged elements whose sources lie outside are never read for an
-// output inside the row: they are staged as zeros), widened to whole 4-byte words inside the row.
-// Byte p of the row lands at raw_row[phase + p - lo], so that 16-byte chunks of global memory are
-// 16-byte chunks of shared memory.
+// Which raw bytes a uint8 row stages: elements [lo, hi) of the source row, the staged elements and
+// one pixel more on the left. They hold every sample an output inside the row reads (staged
+// elements whose sources lie outside, past a row's end, feed only outputs past it: they convert
+// to zeros); StageSpan reads the row's bytes among them.
 struct RawSpan {
   int lo, hi;
-  __device__ RawSpan(const Geometry& g, int start, int staged_width, const unsigned char* row) {
-    lo = max(0, start - g.interleaved);
-    hi = min(g.row_elements, start + staged_width);
-    const int lo_word = lo - static_cast<int>(reinterpret_cast<std::uintptr_t>(row + lo) % 4);
-    const int hi_word =
-        hi + static_cast<int>((4 - reinterpret_cast<std::uintptr_t>(row + hi) % 4) % 4);
-    lo = max(0, lo_word);
-    hi = min(g.row_elements, hi_word);
-  }
+  __host__ __device__ RawSpan(int start, int staged_width, int interleaved)
+      : lo(start - interleaved), hi(start + staged_width) {}
 };
-
-// Stages a row's bytes [span.lo, span.hi) into raw_row as RawSpan lays them out, by the 32 lanes of
-// a warp: whole 16-byte chunks and whole words asynchronously, the bytes of a row that does not
-// start or end on a word boundary with loads.
-__device__ __forceinline__ void StageRawRow(const unsigned char* row, const RawSpan& span,
-                                            unsigned char* raw_row, int lane) {
-  const auto begin = reinterpret_cast<std::uintptr_t>(row + span.lo);
-  const auto end = reinterpret_cast<std::uintptr_t>(row + span.hi);
-  const std::uintptr_t first_chunk = begin / 16 * 16;
-  const int chunks = static_cast<int>((end - first_chunk + 15) / 16);
-  for (int c = lane; c < chunks; c += 32) {
-    const std::uintptr_t chunk = first_chunk + 16 * static_cast<std::uintptr_t>(c);
-    unsigned char* const to = raw_row + 16 * c;
-    if (chunk >= begin && chunk + 16 <= end) {
-      CopyAsync(reinterpret_cast<int4*>(to), reinterpret_cast<const int4*>(chunk), true);
-      continue;
-    }
-    for (int w = 0; w < 16; w += 4) {
-      const std::uintptr_t word = chunk + w;
-      if (word >= begin && word + 4 <= end) {
-        CopyAsync(reinterpret_cast<unsigned*>(to + w), reinterpret_cast<const unsigned*>(word),
-                  true);
-        continue;
-      }
-      for (int b = 0; b < 4; ++b) {
-        if (word + b >= begin && word + b < end) {
-          to[w + b] = __ldg(reinterpret_cast<const unsigned char*>(word + b));
-        }
-      }
-    }
-  }
-}
 
 template <class In, class T, class Taps, class Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLargeBlocks<T> : 1)
@@ -401,10 +360,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
           }
         } else if (raw) {
-          StageRawRow(
-              reinterpret_cast<const unsigned char*>(row),
-              RawSpan(g, start, layout.staged_width, reinterpret_cast<const unsigned char*>(row)),
-              raw_rows + r * layout.raw_pitch, lane);
+          const RawSpan span(start, layout.staged_width, g.interleaved);
+          StageSpan(raw_rows + r * layout.raw_pitch, reinterpret_cast<const unsigned char*>(row),
+                    span.lo, span.hi - span.lo, g.row_elements, lane, 32);
         } else {
           // uint8: four pixels a lane, one 4-byte load where they are contiguous and aligned.
           for (int s = lane * 4; s < layout.staged_width; s += 32 * 4) {
@@ -460,10 +418,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
           if (source < 0) continue;  // a zero row of tmp: the row pass writes it
           const auto* const row =
               reinterpret_cast<const unsigned char*>(x_plane + source * g.row_stride);
-          const RawSpan span(g, start, layout.staged_width, row);
+          const RawSpan span(start, layout.staged_width, g.interleaved);
           const unsigned char* const bytes = raw_rows + r * layout.raw_pitch;
-          const int shift =
-              static_cast<int>(reinterpret_cast<std::uintptr_t>(row + span.lo) % 16) - span.lo;
+          const int shift = SpanShift(row, span.lo) - span.lo;  // bytes[shift + p]: row byte p
           T* const to = staged + r * layout.staged_pitch;
           if (inside) {
             for (int s = lane; s < layout.staged_width; s += 32)

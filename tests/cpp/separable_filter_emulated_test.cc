@@ -110,30 +110,37 @@ void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offse
   const auto x = RandomImages<In>(rng, n);
   const auto taps = RandomTaps<In>(rng, s);
   const auto expected = OnCpu(x, s, taps);
-  Guarded<In> in(n, offset), out(n, offset);
-  std::copy(x.begin(), x.end(), in.data());
-  switch (kernel) {
-    case Kernel::kLargeTile:
-    case Kernel::kLargeTileStagedAhead:
-      RunFused<LargeTile>(in.data(), out.data(), s, taps, two_tables, resident,
-                          kernel == Kernel::kLargeTileStagedAhead);
-      break;
-    case Kernel::kSmallTile:
-    case Kernel::kSmallTileStagedAhead:
-      RunFused<SmallTile>(in.data(), out.data(), s, taps, two_tables, resident,
-                          kernel == Kernel::kSmallTileStagedAhead);
-      break;
-    case Kernel::kTwoPass:
-      RunTwoPass(in.data(), out.data(), s, taps, static_cast<unsigned>(resident));
-      break;
+  // The input against an inaccessible page after it, then before it: a read past either end
+  // faults.
+  for (auto fence : {emulated_gpu::FencedArray<In>::Fence::kAfter,
+                     emulated_gpu::FencedArray<In>::Fence::kBefore}) {
+    emulated_gpu::FencedArray<In> in(static_cast<std::size_t>(n), fence);
+    Guarded<In> out(n, offset);
+    std::copy(x.begin(), x.end(), in.data());
+    switch (kernel) {
+      case Kernel::kLargeTile:
+      case Kernel::kLargeTileStagedAhead:
+        RunFused<LargeTile>(in.data(), out.data(), s, taps, two_tables, resident,
+                            kernel == Kernel::kLargeTileStagedAhead);
+        break;
+      case Kernel::kSmallTile:
+      case Kernel::kSmallTileStagedAhead:
+        RunFused<SmallTile>(in.data(), out.data(), s, taps, two_tables, resident,
+                            kernel == Kernel::kSmallTileStagedAhead);
+        break;
+      case Kernel::kTwoPass:
+        RunTwoPass(in.data(), out.data(), s, taps, static_cast<unsigned>(resident));
+        break;
+    }
+    const char* names[] = {"large tile", "large tile staged ahead", "small tile",
+                           "small tile staged ahead", "two passes"};
+    ASSERT_EQ(std::memcmp(out.data(), expected.data(), static_cast<std::size_t>(n) * sizeof(In)), 0)
+        << Describe(s) << ", " << sizeof(In) << "-byte data, " << names[static_cast<int>(kernel)]
+        << ", y offset " << offset << (two_tables ? ", two tables" : ", one table") << ", "
+        << resident << " blocks resident, x fenced "
+        << (fence == emulated_gpu::FencedArray<In>::Fence::kAfter ? "after" : "before");
+    EXPECT_TRUE(out.UntouchedOutside(n)) << Describe(s) << ": wrote outside y";
   }
-  const char* names[] = {"large tile", "large tile staged ahead", "small tile",
-                         "small tile staged ahead", "two passes"};
-  ASSERT_EQ(std::memcmp(out.data(), expected.data(), static_cast<std::size_t>(n) * sizeof(In)), 0)
-      << Describe(s) << ", " << sizeof(In) << "-byte data, " << names[static_cast<int>(kernel)]
-      << ", offset " << offset << (two_tables ? ", two tables" : ", one table") << ", " << resident
-      << " blocks resident";
-  EXPECT_TRUE(out.UntouchedOutside(n)) << Describe(s) << ": wrote outside y";
 }
 
 std::vector<SeparableShape> Shapes(SeparableLayout layout) {

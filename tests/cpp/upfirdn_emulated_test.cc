@@ -87,42 +87,49 @@ void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps&
   }
 }
 
-// Every kernel, taps read in place and staged in shared memory, against the CPU kernel; x and y
-// `offset` elements into their buffers, whose other elements must stay as they were.
+// Every kernel, taps read in place and staged in shared memory, against the CPU kernel; y `offset`
+// elements into its buffer, whose other elements must stay as they were.
 template <class T>
 void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 3) {
   UpfirdnShape shape;
   ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<T> x(static_cast<std::size_t>(c.rows * c.n) + offset), taps(c.k);
+  std::vector<T> x(static_cast<std::size_t>(c.rows * c.n)), taps(c.k);
   for (auto& v : x) v = static_cast<T>(normal(rng));
   for (auto& v : taps) v = static_cast<T>(normal(rng));
   const std::int64_t total = shape.rows * shape.outputs;
   std::vector<T> expected(total);
-  UpfirdnCpuRange(x.data() + offset, expected.data(), shape, taps.data(), 0, total);
+  UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, total);
   constexpr unsigned char kPattern = 0x5A;
-  for (Kernel kernel : {Kernel::kPhasePerWarp, Kernel::kPhasePerLane, Kernel::kDirect}) {
-    for (bool staged_taps : {false, true}) {
-      if (kernel != Kernel::kDirect && !TiledFits<T>(shape, kTiledMostBytes)) continue;
-      std::vector<T> y(static_cast<std::size_t>(total) + offset + 1);
-      std::memset(y.data(), kPattern, y.size() * sizeof(T));
-      if (staged_taps) {
-        Run(kernel, x.data() + offset, y.data() + offset, shape, SharedTableSource<T>{taps.data()},
-            blocks);
-      } else {
-        Run(kernel, x.data() + offset, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks);
-      }
-      const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
-      ASSERT_EQ(std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)), 0)
-          << Describe(c) << ", " << names[static_cast<int>(kernel)]
-          << (staged_taps ? ", taps in shared memory" : ", taps in place") << ", offset " << offset;
-      for (std::size_t i : {std::size_t{0}, y.size() - 1}) {
-        if (i == 0 && offset == 0) continue;
-        const auto* bytes = reinterpret_cast<const unsigned char*>(&y[i]);
-        EXPECT_TRUE(
-            std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == kPattern; }))
-            << Describe(c) << ": wrote outside y";
+  using Fenced = emulated_gpu::FencedArray<T>;
+  // x against an inaccessible page after it, then before it: a read past either end faults.
+  for (auto fence : {Fenced::Fence::kAfter, Fenced::Fence::kBefore}) {
+    Fenced fenced(x.size(), fence);
+    std::copy(x.begin(), x.end(), fenced.data());
+    const T* const in = fenced.data();
+    for (Kernel kernel : {Kernel::kPhasePerWarp, Kernel::kPhasePerLane, Kernel::kDirect}) {
+      for (bool staged_taps : {false, true}) {
+        if (kernel != Kernel::kDirect && !TiledFits<T>(shape, kTiledMostBytes)) continue;
+        std::vector<T> y(static_cast<std::size_t>(total) + offset + 1);
+        std::memset(y.data(), kPattern, y.size() * sizeof(T));
+        if (staged_taps) {
+          Run(kernel, in, y.data() + offset, shape, SharedTableSource<T>{taps.data()}, blocks);
+        } else {
+          Run(kernel, in, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks);
+        }
+        const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
+        ASSERT_EQ(std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)), 0)
+            << Describe(c) << ", " << names[static_cast<int>(kernel)]
+            << (staged_taps ? ", taps in shared memory" : ", taps in place") << ", offset "
+            << offset;
+        for (std::size_t i : {std::size_t{0}, y.size() - 1}) {
+          if (i == 0 && offset == 0) continue;
+          const auto* bytes = reinterpret_cast<const unsigned char*>(&y[i]);
+          EXPECT_TRUE(
+              std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == kPattern; }))
+              << Describe(c) << ": wrote outside y";
+        }
       }
     }
   }

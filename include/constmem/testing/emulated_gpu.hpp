@@ -22,11 +22,14 @@
 
 #include <cuda_runtime.h>  // CUDA's int4, float4, dim3, ...; declared before the macros below
 #include <math.h>          // the global fma(float, float, float) device code calls
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -91,7 +94,7 @@ class Block {
   std::function<void()> body;
   std::mt19937 random{12345};
   long interval = 0;
-  std::string failure;
+  std::exception_ptr error;  // the first a thread threw: the launch throws it
 
   static Block*& Running() {
     static Block* running = nullptr;
@@ -138,7 +141,11 @@ class Block {
  private:
   static void FiberMain() {
     Block& b = *Running();
-    b.body();
+    try {
+      b.body();
+    } catch (...) {
+      if (!b.error) b.error = std::current_exception();
+    }
     Fiber& f = b.Current();
     for (const PendingCopy& c : f.copies) std::memcpy(c.destination, c.bytes, c.size);
     f.copies.clear();
@@ -197,8 +204,29 @@ inline void Yield(Fiber::State state) {
 // Copies `size` bytes (4, 8 or 16) from `source`, or zeros where it is null, to `destination` when
 // the issuing thread waits for the group (the source is read now: inputs do not change during a
 // kernel); poisons the destination meanwhile.
+// The extents of the FencedArrays alive: reads that cross or fall just past their ends are
+// reported even where no fence page can catch them (an end inside a page).
+inline std::vector<std::pair<const unsigned char*, const unsigned char*>>& Arrays() {
+  static std::vector<std::pair<const unsigned char*, const unsigned char*>> arrays;
+  return arrays;
+}
+constexpr std::ptrdiff_t kNearBytes = 64;
+inline void CheckRead(const void* source, std::size_t size) {
+  const auto* begin = static_cast<const unsigned char*>(source);
+  const auto* end = begin + size;
+  for (const auto& [first, last] : Arrays()) {
+    const bool near = begin < last + kNearBytes && end > first - kNearBytes;
+    if (near && (begin < first || end > last)) {
+      throw std::out_of_range("emulated GPU: a read of " + std::to_string(size) +
+                              " bytes at offset " + std::to_string(begin - first) +
+                              " of an array of " + std::to_string(last - first) + " bytes");
+    }
+  }
+}
+
 inline void CopyAsync(void* destination, const void* source, int size) {
   Fiber& f = Running().Current();
+  if (source != nullptr) CheckRead(source, static_cast<std::size_t>(size));
   PendingCopy c{static_cast<unsigned char*>(destination), {}, size, f.committed_groups};
   if (source != nullptr) std::memcpy(c.bytes, source, static_cast<std::size_t>(size));
   std::memset(destination, kPoison, static_cast<std::size_t>(size));
@@ -221,7 +249,8 @@ inline void WaitCopies(long pending) {
 }
 
 // Runs kernel(args...) over `grid` blocks of `block` threads with `shared_bytes` of dynamic shared
-// memory. Throws std::runtime_error where a block wrote past its dynamic shared memory.
+// memory. Throws what a thread threw (std::out_of_range for a read past a FencedArray), or
+// std::runtime_error where a block wrote past its dynamic shared memory.
 template <class Kernel, class... Args>
 void Launch(dim3 grid, dim3 block, std::size_t shared_bytes, Kernel kernel, Args... args) {
   if (shared_bytes > kMostDynamicShared) {
@@ -240,6 +269,10 @@ void Launch(dim3 grid, dim3 block, std::size_t shared_bytes, Kernel kernel, Args
       for (unsigned x = 0; x < grid.x; ++x) {
         std::memset(dynamic_shared, kPoison, sizeof(dynamic_shared));
         b.Run(uint3{x, y, z});
+        if (b.error) {
+          Block::Running() = outer;
+          std::rethrow_exception(b.error);
+        }
         for (std::size_t i = shared_bytes; i < shared_bytes + kGuardBytes; ++i) {
           if (dynamic_shared[i] != kPoison) {
             Block::Running() = outer;
@@ -254,6 +287,47 @@ void Launch(dim3 grid, dim3 block, std::size_t shared_bytes, Kernel kernel, Args
   }
   Block::Running() = outer;
 }
+
+// n elements of host memory flush against an inaccessible page, after their last element or
+// before their first: a kernel that reads past that end of its input faults (what
+// compute-sanitizer reports on a GPU) instead of reading a neighbour's bytes unnoticed. Emulated
+// asynchronous copies and __ldg reads that cross either end, or land within 64 bytes of it, throw
+// std::out_of_range.
+template <class T>
+class FencedArray {
+ public:
+  enum class Fence { kAfter, kBefore };
+  FencedArray(std::size_t n, Fence fence) : n_(n) {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t data_pages = (n * sizeof(T) + page - 1) / page;
+    bytes_ = (data_pages + 1) * page;
+    void* mapped =
+        mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapped == MAP_FAILED) throw std::runtime_error("emulated GPU: mmap failed");
+    base_ = static_cast<unsigned char*>(mapped);
+    unsigned char* const fence_page = fence == Fence::kAfter ? base_ + data_pages * page : base_;
+    mprotect(fence_page, page, PROT_NONE);
+    data_ =
+        reinterpret_cast<T*>(fence == Fence::kAfter ? fence_page - n * sizeof(T) : base_ + page);
+    const auto* first = reinterpret_cast<const unsigned char*>(data_);
+    Arrays().emplace_back(first, first + n * sizeof(T));
+  }
+  FencedArray(const FencedArray&) = delete;
+  FencedArray& operator=(const FencedArray&) = delete;
+  ~FencedArray() {
+    const auto* first = reinterpret_cast<const unsigned char*>(data_);
+    Arrays().erase(
+        std::find(Arrays().begin(), Arrays().end(), std::make_pair(first, first + n_ * sizeof(T))));
+    munmap(base_, bytes_);
+  }
+  T* data() { return data_; }
+  std::size_t size() const { return n_; }
+
+ private:
+  std::size_t n_, bytes_;
+  unsigned char* base_;
+  T* data_;
+};
 
 // A table read where it lies in host memory: what a test hands a kernel in place of the readers of
 // constant banks and by-value tables, which are not emulated.
@@ -284,6 +358,7 @@ inline void __syncwarp(unsigned = 0xffffffffu) {
 }
 template <class T>
 inline T __ldg(const T* p) {
+  ::constmem::emulated_gpu::CheckRead(p, sizeof(T));
   return *p;
 }
 inline unsigned __cvta_generic_to_shared(const void* p) {
