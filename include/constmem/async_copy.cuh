@@ -145,6 +145,27 @@ __device__ __forceinline__ void StageSpan(T* to, const T* row, std::int64_t firs
   }
 }
 
+// The reverse of StageSpan, synchronously: row[0, count) from a 16-byte aligned shared buffer that
+// holds row[i] at from[SpanShift(row, 0) + i], in 16-byte stores where a chunk of the row is whole.
+template <class T>
+__device__ __forceinline__ void StoreSpan(T* row, const T* from, int count, int thread,
+                                          int threads) {
+  constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
+  const int shift = SpanShift(row, 0);
+  const int chunks = SpanElements<T>(shift + count) / kPerChunk;
+  for (int c = thread; c < chunks; c += threads) {
+    const int e = c * kPerChunk - shift;  // the row element of the chunk's first
+    if (e >= 0 && e + kPerChunk <= count) {
+      *reinterpret_cast<int4*>(row + e) = *reinterpret_cast<const int4*>(from + c * kPerChunk);
+      continue;
+    }
+#pragma unroll
+    for (int i = 0; i < kPerChunk; ++i) {
+      if (e + i >= 0 && e + i < count) row[e + i] = from[c * kPerChunk + i];
+    }
+  }
+}
+
 // Bulk copies (sm_90 and newer): one thread moves a whole tile between global and shared memory,
 // a load completing on a transaction barrier, so that the other threads issue nothing for it.
 // Shared-memory addresses are 32-bit, as the kernels keep them in registers; sizes are whole

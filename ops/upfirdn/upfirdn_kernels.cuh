@@ -7,9 +7,9 @@
 // (c * down) div up + s * Q, so a tile of S values of s holds S * P consecutive outputs, all of
 // whose samples lie in S * Q consecutive input samples plus ceil(k / up) - 1 of halo. A block
 // stages a tile's samples in shared memory (asynchronous copies, issued while the block computes
-// the tile before from a second buffer), computes its outputs into shared memory, and writes them
-// out in coalesced stores: each input sample is read from memory about once (the halo twice),
-// each output written once.
+// the tile before from a second buffer; 16 bytes a copy where Q is 1 to 3, StageSpan), computes
+// its outputs into shared memory, and writes them out in coalesced 16-byte stores (StoreSpan):
+// each input sample is read from memory about once (the halo twice), each output written once.
 //
 // A thread takes 7 outputs of one phase with consecutive s (their bases Q apart) and walks the
 // phase's taps in ascending order, each tap read once for the 7. Where Q is 1 to 3 the samples of
@@ -154,15 +154,25 @@ __global__ void __launch_bounds__(kThreads)
   const int P = g.period, S = g.tile_s;
   const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
 
-  auto stage = [&](int buffer, std::int64_t tile) {
+  // The row of `tile` and the row sample its staged sample 0 is.
+  auto first_sample = [&](std::int64_t tile, const T** row_x) {
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
-    const T* row_x = x + row * g.length;
-    const std::int64_t first = t * tile_samples - (g.most_terms - 1) - U;
+    *row_x = x + row * g.length;
+    return t * tile_samples - (g.most_terms - 1) - U;
+  };
+  auto stage = [&](int buffer, std::int64_t tile) {
+    const T* row_x;
+    const std::int64_t first = first_sample(tile, &row_x);
     T* const to = in_buffers + buffer * g.in_elements;
-    for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
-      const std::int64_t s = first + e;
-      const bool inside = s >= 0 && s < g.length;
-      CopyAsync(to + Slot<kQ>(e), inside ? row_x + s : row_x, inside);
+    if constexpr (kQ > 0) {
+      // Unpadded: 16-byte copies, sample e at to[SpanShift(row_x, first) + e].
+      StageSpan(to, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
+    } else {
+      for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
+        const std::int64_t s = first + e;
+        const bool inside = s >= 0 && s < g.length;
+        CopyAsync(to + Slot<kQ>(e), inside ? row_x + s : row_x, inside);
+      }
     }
   };
 
@@ -179,9 +189,15 @@ __global__ void __launch_bounds__(kThreads)
     if (tile + gridDim.x < g.tiles) stage(current ^ 1, tile + gridDim.x);
     CopyAsyncCommit();
 
-    const T* const in = in_buffers + current * g.in_elements;
+    const T* row_x;
+    const std::int64_t first = first_sample(tile, &row_x);
+    const T* const in =
+        in_buffers + current * g.in_elements + (kQ > 0 ? SpanShift(row_x, first) : 0);
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     const std::int64_t tile_s0 = t * S;  // the tile's first s
+    T* const row_y = y + row * g.outputs + tile_s0 * P;
+    // Output j of the tile at out[j]: shifted as StoreSpan writes it out.
+    T* const out = out_buffer + SpanShift(row_y, 0);
     for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
       if constexpr (kPerWarp) {
@@ -197,9 +213,10 @@ __global__ void __launch_bounds__(kThreads)
       const int s0 = group * kOutputs;
       // Outputs r of this thread: s0 + r < S and inside the row.
       const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
-      const std::int64_t in_row = remaining <= 0 ? 0 : (remaining + P - 1) / P;
       const int in_tile = S - s0 < kOutputs ? S - s0 : kOutputs;
-      const int count = in_row < in_tile ? static_cast<int>(in_row) : in_tile;
+      const int count = remaining >= static_cast<std::int64_t>(in_tile) * P ? in_tile
+                        : remaining <= 0 ? 0
+                                         : (static_cast<int>(remaining) + P - 1) / P;
       if (count <= 0) continue;
       const int e0 = U + g.most_terms - 1 + base + s0 * q;
       const std::int64_t b0 = base + (tile_s0 + s0) * q;
@@ -220,15 +237,13 @@ __global__ void __launch_bounds__(kThreads)
       }
 #pragma unroll
       for (int r = 0; r < kOutputs; ++r) {
-        if (r < count) out_buffer[c + (s0 + r) * P] = acc[r];
+        if (r < count) out[c + (s0 + r) * P] = acc[r];
       }
     }
     __syncthreads();  // the tile's outputs are in shared memory
-    const std::int64_t first_output = tile_s0 * P;
-    const std::int64_t left = g.outputs - first_output;
+    const std::int64_t left = g.outputs - tile_s0 * P;
     const int tile_outputs = left < S * P ? static_cast<int>(left) : S * P;
-    T* const row_y = y + row * g.outputs + first_output;
-    for (int j = threadIdx.x; j < tile_outputs; j += blockDim.x) row_y[j] = out_buffer[j];
+    StoreSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
   }
 }
 
@@ -286,8 +301,10 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
   plan.per_warp = per_warp;
   plan.staged = kChunk<T> + most_terms - 1 + s * q;
   const std::int64_t last = plan.staged - 1;
-  plan.in_elements = ((padded ? last + (last >> 5) : last) + 1 + kAlign - 1) / kAlign * kAlign;
-  const std::int64_t out_elements = (s * p_period + kAlign - 1) / kAlign * kAlign;
+  // Padded: one element after every 32; else shifted by up to kAlign - 1 (StageSpan).
+  plan.in_elements = padded ? (last + (last >> 5) + 1 + kAlign - 1) / kAlign * kAlign
+                            : SpanElements<T>(static_cast<int>(kAlign - 1 + plan.staged));
+  const std::int64_t out_elements = (kAlign - 1 + s * p_period + kAlign - 1) / kAlign * kAlign;
   plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
   return plan;
 }

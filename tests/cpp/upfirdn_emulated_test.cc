@@ -88,7 +88,7 @@ void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps&
 }
 
 // Every kernel, taps read in place and staged in shared memory, against the CPU kernel; y `offset`
-// elements into its buffer, whose other elements must stay as they were.
+// elements into its buffer, whose other elements (and 16 after y) must stay as they were.
 template <class T>
 void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 3) {
   UpfirdnShape shape;
@@ -102,6 +102,7 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
   std::vector<T> expected(total);
   UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, total);
   constexpr unsigned char kPattern = 0x5A;
+  constexpr int kGuard = 16;  // elements after y that must stay as they were
   using Fenced = emulated_gpu::FencedArray<T>;
   // x against an inaccessible page after it, then before it: a read past either end faults.
   for (auto fence : {Fenced::Fence::kAfter, Fenced::Fence::kBefore}) {
@@ -111,7 +112,7 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
     for (Kernel kernel : {Kernel::kPhasePerWarp, Kernel::kPhasePerLane, Kernel::kDirect}) {
       for (bool staged_taps : {false, true}) {
         if (kernel != Kernel::kDirect && !TiledFits<T>(shape, kTiledMostBytes)) continue;
-        std::vector<T> y(static_cast<std::size_t>(total) + offset + 1);
+        std::vector<T> y(static_cast<std::size_t>(total) + offset + kGuard);
         std::memset(y.data(), kPattern, y.size() * sizeof(T));
         if (staged_taps) {
           Run(kernel, in, y.data() + offset, shape, SharedTableSource<T>{taps.data()}, blocks);
@@ -121,10 +122,11 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
         const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
         ASSERT_EQ(std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)), 0)
             << Describe(c) << ", " << names[static_cast<int>(kernel)]
-            << (staged_taps ? ", taps in shared memory" : ", taps in place") << ", offset "
-            << offset;
-        for (std::size_t i : {std::size_t{0}, y.size() - 1}) {
-          if (i == 0 && offset == 0) continue;
+            << (staged_taps ? ", taps in shared memory" : ", taps in place") << ", y offset "
+            << offset << ", x fenced " << (fence == Fenced::Fence::kAfter ? "after" : "before");
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          if (i == static_cast<std::size_t>(offset)) i += total;  // y itself
+          if (i == y.size()) break;
           const auto* bytes = reinterpret_cast<const unsigned char*>(&y[i]);
           EXPECT_TRUE(
               std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == kPattern; }))

@@ -4,7 +4,7 @@
 // CONSTMEM_EMULATED_GPU defined (async_copy.cuh then includes this header, which gives the code
 // CUDA's keywords and built-ins), and launch with constmem::emulated_gpu::Launch. Semantics:
 //   - a block's threads are fibers on the calling thread, switched at __syncthreads() and
-//     __syncwarp(); blocks run one after another;
+//     __syncwarp(); blocks run one after another, in a shuffled order;
 //   - an asynchronous copy (CopyAsync) lands only when its thread waits for its committed group;
 //     until then its destination holds the poison pattern;
 //   - dynamic shared memory starts each block as poison (every bit set: NaN floats, -1 integers,
@@ -264,24 +264,29 @@ void Launch(dim3 grid, dim3 block, std::size_t shared_bytes, Kernel kernel, Args
   b.body = [&] { kernel(args...); };
   Block* const outer = Block::Running();
   Block::Running() = &b;
+  // Blocks in a shuffled order: a GPU promises none, and a block that writes into another's
+  // outputs shows only where it runs after that one.
+  std::vector<uint3> blocks;
   for (unsigned z = 0; z < grid.z; ++z) {
     for (unsigned y = 0; y < grid.y; ++y) {
-      for (unsigned x = 0; x < grid.x; ++x) {
-        std::memset(dynamic_shared, kPoison, sizeof(dynamic_shared));
-        b.Run(uint3{x, y, z});
-        if (b.error) {
-          Block::Running() = outer;
-          std::rethrow_exception(b.error);
-        }
-        for (std::size_t i = shared_bytes; i < shared_bytes + kGuardBytes; ++i) {
-          if (dynamic_shared[i] != kPoison) {
-            Block::Running() = outer;
-            throw std::runtime_error(
-                "emulated GPU: block (" + std::to_string(x) + ", " + std::to_string(y) + ", " +
-                std::to_string(z) + ") wrote past its " + std::to_string(shared_bytes) +
-                " bytes of dynamic shared memory, at byte " + std::to_string(i));
-          }
-        }
+      for (unsigned x = 0; x < grid.x; ++x) blocks.push_back(uint3{x, y, z});
+    }
+  }
+  std::shuffle(blocks.begin(), blocks.end(), b.random);
+  for (const uint3& index : blocks) {
+    std::memset(dynamic_shared, kPoison, sizeof(dynamic_shared));
+    b.Run(index);
+    if (b.error) {
+      Block::Running() = outer;
+      std::rethrow_exception(b.error);
+    }
+    for (std::size_t i = shared_bytes; i < shared_bytes + kGuardBytes; ++i) {
+      if (dynamic_shared[i] != kPoison) {
+        Block::Running() = outer;
+        throw std::runtime_error("emulated GPU: block (" + std::to_string(index.x) + ", " +
+                                 std::to_string(index.y) + ", " + std::to_string(index.z) +
+                                 ") wrote past its " + std::to_string(shared_bytes) +
+                                 " bytes of dynamic shared memory, at byte " + std::to_string(i));
       }
     }
   }
