@@ -61,12 +61,16 @@ constexpr std::size_t kTiledMostBytes = 96 * 1024;
 
 // The staged samples of a tile: local index e is sample tile_first_base - (most_terms - 1) -
 // kChunk + e; the kChunk in front are never read for a term (a last, partial chunk's window may
-// reach into them). Kernels with a run-time Q (kQ = 0) pad one element after every 32, so that
-// lanes whose samples lie a multiple of 32 apart (Q = 160: 7 Q = 35 * 32) do not meet in one bank;
-// the others address with constant offsets, and their lanes, 7 Q apart, meet at most 2-way (Q 2).
-template <int kQ>
+// reach into them). Kernels with a run-time Q and a phase a warp (Padded) pad one element after
+// every 32, so that lanes whose samples lie a multiple of 32 apart (Q = 160: 7 Q = 35 * 32) do not
+// meet in one bank; the others are unpadded (lanes of a phase a lane read samples about Q / P
+// apart; those of Q 1 to 3, 7 Q apart, meet at most 2-way at Q 2), address with constant offsets,
+// and are staged 16 bytes a copy.
+template <int kQ, bool kPerWarp>
+constexpr bool kPadded = kQ == 0 && kPerWarp;
+template <bool kPaddedSlots>
 __host__ __device__ constexpr int Slot(int e) {
-  return kQ == 0 ? e + (e >> 5) : e;
+  return kPaddedSlots ? e + (e >> 5) : e;
 }
 
 // A launch's geometry, the same for every tile.
@@ -86,19 +90,19 @@ struct Geometry {
 
 // Output `e` (local index of its base) of one phase, exactly: the terms inside the row and the
 // phase, m ascending.
-template <int kQ, class T, class Taps>
+template <bool kPaddedSlots, class T, class Taps>
 __device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int p, int terms,
                                          std::int64_t length, int up, const Taps& taps) {
   const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
   const int lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
   const int hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
   T acc = T(0);
-  for (int m = lo; m <= hi; ++m) acc = fma(in[Slot<kQ>(e - m)], taps[p + m * up], acc);
+  for (int m = lo; m <= hi; ++m) acc = fma(in[Slot<kPaddedSlots>(e - m)], taps[p + m * up], acc);
   return acc;
 }
 
 // kOutputs outputs of one phase whose every term is inside the row: bases at local e0 + r * q.
-template <int kQ, class T, class Taps>
+template <int kQ, bool kPaddedSlots, class T, class Taps>
 __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int p, int up,
                                                 int terms, const Taps& taps, T (&acc)[kOutputs]) {
   constexpr int U = kChunk<T>;
@@ -131,7 +135,7 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int 
         const T h = taps[tap + j * up];
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) {
-          acc[r] = fma(in[Slot<kQ>(e0 + r * q - m0 - j)], h, acc[r]);
+          acc[r] = fma(in[Slot<kPaddedSlots>(e0 + r * q - m0 - j)], h, acc[r]);
         }
       }
     };
@@ -150,6 +154,7 @@ __global__ void __launch_bounds__(kThreads)
   T* const in_buffers = reinterpret_cast<T*>(shared_bytes + g.tiles_offset);
   T* const out_buffer = in_buffers + 2 * g.in_elements;
   constexpr int U = kChunk<T>;
+  constexpr bool kPaddedSlots = kPadded<kQ, kPerWarp>;
   const int q = kQ > 0 ? kQ : g.stride;
   const int P = g.period, S = g.tile_s;
   const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
@@ -164,14 +169,14 @@ __global__ void __launch_bounds__(kThreads)
     const T* row_x;
     const std::int64_t first = first_sample(tile, &row_x);
     T* const to = in_buffers + buffer * g.in_elements;
-    if constexpr (kQ > 0) {
-      // Unpadded: 16-byte copies, sample e at to[SpanShift(row_x, first) + e].
+    if constexpr (!kPaddedSlots) {
+      // 16-byte copies: sample e at to[SpanShift(row_x, first) + e].
       StageSpan(to, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
     } else {
       for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
         const std::int64_t s = first + e;
         const bool inside = s >= 0 && s < g.length;
-        CopyAsync(to + Slot<kQ>(e), inside ? row_x + s : row_x, inside);
+        CopyAsync(to + Slot<true>(e), inside ? row_x + s : row_x, inside);
       }
     }
   };
@@ -192,7 +197,7 @@ __global__ void __launch_bounds__(kThreads)
     const T* row_x;
     const std::int64_t first = first_sample(tile, &row_x);
     const T* const in =
-        in_buffers + current * g.in_elements + (kQ > 0 ? SpanShift(row_x, first) : 0);
+        in_buffers + current * g.in_elements + (kPaddedSlots ? 0 : SpanShift(row_x, first));
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     const std::int64_t tile_s0 = t * S;  // the tile's first s
     T* const row_y = y + row * g.outputs + tile_s0 * P;
@@ -225,13 +230,13 @@ __global__ void __launch_bounds__(kThreads)
           b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) acc[r] = T(0);
-        InteriorOutputs<kQ>(in, e0, q, p, g.up, terms, h, acc);
+        InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p, g.up, terms, h, acc);
       } else {
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) {
           if (r < count) {
-            acc[r] = ExactOutput<kQ>(in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p,
-                                     terms, g.length, g.up, h);
+            acc[r] = ExactOutput<kPaddedSlots>(
+                in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p, terms, g.length, g.up, h);
           }
         }
       }
@@ -333,7 +338,7 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const std::int64_t P = phases.period, Q = phases.stride;
   const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
-  const bool padded = Q > 3;
+  const bool padded = Q > 3 && per_warp;  // as kPadded
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
   auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, most_terms, padded, per_warp); };
   const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + most_terms) * sizeof(T);
