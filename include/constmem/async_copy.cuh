@@ -20,6 +20,18 @@
 #pragma GCC visibility push(hidden)
 namespace constmem {
 
+// The 16-byte vector of T that one load or store moves: float4 or double2.
+template <class T>
+struct Vector16;
+template <>
+struct Vector16<float> {
+  using type = float4;
+};
+template <>
+struct Vector16<double> {
+  using type = double2;
+};
+
 // The block's dynamic shared memory, 16-byte aligned.
 __device__ __forceinline__ unsigned char* DynamicSharedMemory() {
 #if defined(CONSTMEM_EMULATED_GPU)

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 
+#include "constmem/async_copy.cuh"  // Vector16
 #include "constmem/status.hpp"
 
 // Private to each library that compiles it (visibility.hpp).
@@ -243,18 +244,6 @@ inline Status QueryResidentBlocks(const void* kernel, int threads, int device,
   return Status::Ok();
 }
 }  // namespace detail
-
-// The 16-byte vector of T that one load or store moves: float4 or double2.
-template <class T>
-struct Vector16;
-template <>
-struct Vector16<float> {
-  using type = float4;
-};
-template <>
-struct Vector16<double> {
-  using type = double2;
-};
 
 inline Status CheckDeviceOrdinal(int device) {
   if (device < 0 || device >= kMaxDevices) {

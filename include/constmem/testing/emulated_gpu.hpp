@@ -10,10 +10,11 @@
 //   - dynamic shared memory starts each block as poison (every bit set: NaN floats, -1 integers,
 //     255 bytes), and a guard band after it is checked after each block; static __shared__ arrays
 //     are static locals, kept from one block to the next;
-//   - the threads run between two barriers in an order that changes from one interval to the next
+//   - the threads run between two barriers in an order drawn afresh for each interval
 //     (forward, backward, shuffled), so a missing barrier or wait shows as wrong results.
-// Arithmetic is the host's (float FMAs are float FMAs, as on the GPU). Not emulated: warp shuffles
-// and votes, atomics, constant memory, streams; launches are synchronous. Not for production code.
+// Arithmetic is the host's (float FMAs are float FMAs, as on the GPU); __shfl_sync is emulated with
+// two warp barriers. Not emulated: votes, atomics, constant memory, Hopper's bulk copies
+// (kBulkCopies is false), streams; launches are synchronous. Not for production code.
 #pragma once
 
 #ifndef CONSTMEM_EMULATED_GPU
@@ -80,6 +81,7 @@ struct Fiber {
   enum class State { kRunnable, kAtBarrier, kAtWarpBarrier, kDone } state;
   std::vector<PendingCopy> copies;
   long committed_groups = 0;
+  alignas(16) unsigned char shuffled[16];  // this lane's value in a __shfl_sync
 };
 
 class Block {
@@ -93,7 +95,6 @@ class Block {
   ucontext_t scheduler;
   std::function<void()> body;
   std::mt19937 random{12345};
-  long interval = 0;
   std::exception_ptr error;  // the first a thread threw: the launch throws it
 
   static Block*& Running() {
@@ -125,10 +126,12 @@ class Block {
     }
     std::vector<int> order(count);
     for (;;) {
+      // The order drawn at random, not in turn: a loop with as many barriers a turn as there are
+      // orders would meet each barrier in one order only.
       std::iota(order.begin(), order.end(), 0);
-      if (interval % 3 == 1) std::reverse(order.begin(), order.end());
-      if (interval % 3 == 2) std::shuffle(order.begin(), order.end(), random);
-      ++interval;
+      const auto kind = random() % 3;
+      if (kind == 1) std::reverse(order.begin(), order.end());
+      if (kind == 2) std::shuffle(order.begin(), order.end(), random);
       for (int t : order) {
         if (fibers[static_cast<std::size_t>(t)].state != Fiber::State::kRunnable) continue;
         current = t;
@@ -259,6 +262,8 @@ void Launch(dim3 grid, dim3 block, std::size_t shared_bytes, Kernel kernel, Args
                                 std::to_string(kMostDynamicShared));
   }
   Block b;
+  static unsigned launches = 0;
+  b.random.seed(12345 + launches++);  // each launch its own orders, the same in every run
   b.grid = grid;
   b.block = block;
   b.body = [&] { kernel(args...); };
@@ -360,6 +365,22 @@ inline void __syncthreads() {
 }
 inline void __syncwarp(unsigned = 0xffffffffu) {
   ::constmem::emulated_gpu::Yield(::constmem::emulated_gpu::Fiber::State::kAtWarpBarrier);
+}
+// Each lane posts its value, the warp meets, each lane reads its source's, and the warp meets again
+// before any lane can post another.
+template <class T>
+inline T __shfl_sync(unsigned, T value, int source, int width = 32) {
+  static_assert(sizeof(T) <= 16, "a value of at most 16 bytes");
+  auto& block = ::constmem::emulated_gpu::Running();
+  const int self = block.current;
+  std::memcpy(block.fibers[static_cast<std::size_t>(self)].shuffled, &value, sizeof(T));
+  __syncwarp();
+  const int lane = self % 32;
+  const int from = self - lane + lane / width * width + source % width;
+  T result;
+  std::memcpy(&result, block.fibers[static_cast<std::size_t>(from)].shuffled, sizeof(T));
+  __syncwarp();
+  return result;
 }
 template <class T>
 inline T __ldg(const T* p) {
