@@ -76,6 +76,10 @@ Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
   return scratch.Release();  // the free is enqueued after the kernels
 }
 
+#ifndef CONSTMEM_SEPARABLE_STAGE_AHEAD
+#define CONSTMEM_SEPARABLE_STAGE_AHEAD 1
+#endif
+
 template <class In, class T, class Taps, class Tile>
 Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g, const Taps& taps,
                   std::size_t available) {
@@ -108,7 +112,8 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
                  std::memory_order_relaxed);
     return Status::Ok();
   };
-  // Staged ahead where the second buffers fit and cost no resident block.
+  // Staged ahead where the second buffers fit and cost no resident block (unless the compile
+  // definition CONSTMEM_SEPARABLE_STAGE_AHEAD=0 turns it off, to compare on a GPU).
   const bool contiguous = g.element_stride == 1;
   const std::size_t single =
       SharedLayout<Tile, In>(g.interleaved, g.kw, g.kh, contiguous, false).Bytes();
@@ -117,7 +122,7 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
   int per_sm = 0, per_sm_ahead = 0, sms = 0;
   CONSTMEM_RETURN_IF_ERROR(resident_blocks(single, false, &per_sm));
   g.stage_ahead = false;
-  if (ahead <= available) {
+  if (CONSTMEM_SEPARABLE_STAGE_AHEAD && ahead <= available) {
     CONSTMEM_RETURN_IF_ERROR(resident_blocks(ahead, true, &per_sm_ahead));
     g.stage_ahead = per_sm_ahead >= per_sm;
   }
