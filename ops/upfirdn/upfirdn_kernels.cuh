@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "constmem/async_copy.cuh"
+#include "constmem/host_device.hpp"
 #include "constmem/shared_table.cuh"
 #include "upfirdn/upfirdn_functor.h"
 
@@ -86,6 +87,9 @@ struct Geometry {
   int staged;          // samples staged a tile: kChunk + most_terms - 1 + S * Q
   int in_elements;     // elements of a sample buffer
   int tiles_offset;    // bytes before the tile buffers (the staged taps)
+  // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
+  // P (a phase a lane); then c * down by up.
+  FastDivisor by_groups, by_period, by_up;
 };
 
 // Output `e` (local index of its base) of one phase, exactly: the terms inside the row and the
@@ -206,15 +210,15 @@ __global__ void __launch_bounds__(kThreads)
     for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
       if constexpr (kPerWarp) {
-        c = w / groups;
+        c = static_cast<int>(g.by_groups.Divide(w));
         group = w - c * groups;
       } else {
-        group = w / P;
+        group = static_cast<int>(g.by_period.Divide(w));
         c = w - group * P;
       }
       const int cd = c * g.down;
-      const int p = cd % g.up, base = cd / g.up;
-      const int terms = p < g.taps ? (g.taps - 1 - p) / g.up + 1 : 0;
+      const int base = static_cast<int>(g.by_up.Divide(cd)), p = cd - base * g.up;
+      const int terms = p < g.taps ? static_cast<int>(g.by_up.Divide(g.taps - 1 - p)) + 1 : 0;
       const int s0 = group * kOutputs;
       // Outputs r of this thread: s0 + r < S and inside the row.
       const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
@@ -399,6 +403,9 @@ inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& pla
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
   g.tiles_offset = static_cast<int>(taps_bytes);
+  g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + kOutputs - 1) / kOutputs));
+  g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
+  g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
   return g;
 }
 

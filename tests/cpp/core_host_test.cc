@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-side logic of the core, runnable without a GPU: status, strategy, slot bookkeeping,
-// counters, op descriptions with one table and with several, and Frobulate's CPU arithmetic.
+// counters, op descriptions with one table and with several, FastDivisor, and Frobulate's CPU
+// arithmetic.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "constmem/host_device.hpp"
 #include "constmem/op_description.hpp"
 #include "constmem/slot_planner.hpp"
 #include "constmem/stats.hpp"
@@ -291,6 +293,26 @@ TEST(FrobulateFunctor, MatchesAFloat64ReferenceOnSmallIntegers) {
     double reference = data[i];
     for (std::int32_t t : table) reference += t;
     EXPECT_EQ(static_cast<double>(out[i]), reference) << i;  // exact: small halves and integers
+  }
+}
+
+TEST(FastDivisor, DividesEvery32BitNumberAsTheDivisionDoes) {
+  std::mt19937_64 rng(7);
+  std::vector<std::uint32_t> divisors;
+  for (std::uint32_t d = 1; d <= 1100; ++d) divisors.push_back(d);
+  for (int k = 11; k < 32; ++k) {
+    for (std::uint32_t d : {(1u << k) - 1, 1u << k, (1u << k) + 1}) divisors.push_back(d);
+  }
+  divisors.push_back(0xffffffffu);
+  for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<std::uint32_t>(rng() | 1));
+  for (std::uint32_t d : divisors) {
+    const FastDivisor fast(d);
+    ASSERT_EQ(fast.divisor(), d);
+    std::vector<std::uint32_t> numbers = {0,           1,           d - 1,      d,
+                                          d + 1,       2 * d - 1,   2 * d,      0x7fffffffu,
+                                          0x80000000u, 0xfffffffeu, 0xffffffffu};
+    for (int i = 0; i < 300; ++i) numbers.push_back(static_cast<std::uint32_t>(rng()));
+    for (std::uint32_t n : numbers) ASSERT_EQ(fast.Divide(n), n / d) << n << " / " << d;
   }
 }
 
