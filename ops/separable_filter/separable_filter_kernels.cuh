@@ -323,6 +323,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
     const int e0 = tile_column * Tile::kWidth;    // the tile's first element
     const int start = e0 - g.cw * g.interleaved;  // the row element of staged element 0
+    // Whether the strip's staged elements all lie inside the row, unfolded.
+    const bool inside = start >= 0 && start + layout.staged_width <= g.row_elements;
     const int y_first = segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int tmp_total = outputs + g.kh - 1;
@@ -355,9 +357,16 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
         const In* const row = x_plane + source * g.row_stride;
         T* const to = staged + r * layout.staged_pitch;
         if constexpr (std::is_same<In, T>::value) {
-          for (int s = lane; s < layout.staged_width; s += 32) {
-            const int offset = map[s];
-            CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
+          if (inside) {  // no fold: staged element s is row element start + s
+            const In* const from = row + start * g.element_stride;
+            for (int s = lane; s < layout.staged_width; s += 32) {
+              CopyAsync(to + s, from + s * g.element_stride, true);
+            }
+          } else {
+            for (int s = lane; s < layout.staged_width; s += 32) {
+              const int offset = map[s];
+              CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
+            }
           }
         } else if (raw) {
           const RawSpan span(start, layout.staged_width, g.interleaved);
@@ -412,7 +421,6 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
         const unsigned char* const raw_rows = raw_of(step);
         // The landed bytes into the staged rows, a warp a row, through the column map where the
         // tile reaches past a row's end.
-        const bool inside = start >= 0 && start + layout.staged_width <= g.row_elements;
         for (int r = warp; r < fresh; r += Tile::kWarps) {
           const int source = SeparableFold(v0 + computed + r, g.height, g.border);
           if (source < 0) continue;  // a zero row of tmp: the row pass writes it
