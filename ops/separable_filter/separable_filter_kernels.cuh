@@ -323,8 +323,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
     const int e0 = tile_column * Tile::kWidth;    // the tile's first element
     const int start = e0 - g.cw * g.interleaved;  // the row element of staged element 0
-    // Whether the strip's staged elements all lie inside the row, unfolded.
-    const bool inside = start >= 0 && start + layout.staged_width <= g.row_elements;
+    // The staged elements that lie inside the row, unfolded; all of them for a strip inside.
+    const int inside_first = min(max(-start, 0), layout.staged_width);
+    const int inside_end = max(min(g.row_elements - start, layout.staged_width), inside_first);
+    const bool inside = inside_first == 0 && inside_end == layout.staged_width;
     const int y_first = segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int tmp_total = outputs + g.kh - 1;
@@ -357,17 +359,19 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
         const In* const row = x_plane + source * g.row_stride;
         T* const to = staged + r * layout.staged_pitch;
         if constexpr (std::is_same<In, T>::value) {
-          if (inside) {  // no fold: staged element s is row element start + s
-            const In* const from = row + start * g.element_stride;
-            for (int s = lane; s < layout.staged_width; s += 32) {
-              CopyAsync(to + s, from + s * g.element_stride, true);
-            }
-          } else {
-            for (int s = lane; s < layout.staged_width; s += 32) {
+          // Staged elements [inside_first, inside_end) lie inside the row, unfolded: element s is
+          // row element start + s. Those before and after, folded or zero, go through the map.
+          for (int s = inside_first + lane; s < inside_end; s += 32) {
+            CopyAsync(to + s, row + (start + s) * g.element_stride, true);
+          }
+          auto through_map = [&](int begin, int end) {
+            for (int s = begin + lane; s < end; s += 32) {
               const int offset = map[s];
               CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
             }
-          }
+          };
+          through_map(0, inside_first);
+          through_map(inside_end, layout.staged_width);
         } else if (raw) {
           const RawSpan span(start, layout.staged_width, g.interleaved);
           StageSpan(raw_rows + r * layout.raw_pitch, reinterpret_cast<const unsigned char*>(row),
