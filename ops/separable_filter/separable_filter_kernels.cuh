@@ -323,10 +323,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
     const int e0 = tile_column * Tile::kWidth;    // the tile's first element
     const int start = e0 - g.cw * g.interleaved;  // the row element of staged element 0
-    // The staged elements that lie inside the row, unfolded; all of them for a strip inside.
+    // The staged elements that lie inside the row, unfolded (all of them in a strip inside it).
     const int inside_first = min(max(-start, 0), layout.staged_width);
     const int inside_end = max(min(g.row_elements - start, layout.staged_width), inside_first);
-    const bool inside = inside_first == 0 && inside_end == layout.staged_width;
     const int y_first = segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int tmp_total = outputs + g.kh - 1;
@@ -434,16 +433,19 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
           const unsigned char* const bytes = raw_rows + r * layout.raw_pitch;
           const int shift = SpanShift(row, span.lo) - span.lo;  // bytes[shift + p]: row byte p
           T* const to = staged + r * layout.staged_pitch;
-          if (inside) {
-            for (int s = lane; s < layout.staged_width; s += 32)
-              to[s] = static_cast<T>(bytes[shift + start + s]);
-          } else {
-            for (int s = lane; s < layout.staged_width; s += 32) {
+          // Elements inside the row as they lie, the folded ones through the map.
+          for (int s = inside_first + lane; s < inside_end; s += 32) {
+            to[s] = static_cast<T>(bytes[shift + start + s]);
+          }
+          auto through_map = [&](int begin, int end) {
+            for (int s = begin + lane; s < end; s += 32) {
               const int offset = map[s];
               to[s] = offset >= span.lo && offset < span.hi ? static_cast<T>(bytes[shift + offset])
                                                             : T(0);
             }
-          }
+          };
+          through_map(0, inside_first);
+          through_map(inside_end, layout.staged_width);
         }
         __syncthreads();  // the staged rows are visible
       }
