@@ -76,14 +76,11 @@ Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
   return scratch.Release();  // the free is enqueued after the kernels
 }
 
-#ifndef CONSTMEM_SEPARABLE_STAGE_AHEAD
-#define CONSTMEM_SEPARABLE_STAGE_AHEAD 1
-#endif
-
 template <class In, class T, class Taps, class Tile>
-Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g, const Taps& taps,
-                  std::size_t available) {
+Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g,
+                  const Taps& taps) {
   constexpr auto kernel = SeparableKernel<In, T, Taps, Tile>;
+  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
   // Filters longer than a few taps need more than the 48 KiB a block gets without asking: the
   // device's most, asked once a device.
   static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
@@ -96,37 +93,20 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
         "cudaFuncSetAttribute(SeparableFilter kernel)");
     shared_memory_raised[device].store(true, std::memory_order_relaxed);
   }
-  // Blocks a multiprocessor holds with `shared` bytes each. The last answer for each form of the
-  // pipeline is kept a device: calls with one filter ask the runtime once.
-  static std::array<std::array<std::atomic<std::uint64_t>, 2>, kMaxDevices> last_occupancy{};
-  auto resident_blocks = [&](std::size_t shared, bool ahead, int* per_sm) -> Status {
-    std::atomic<std::uint64_t>& cached = last_occupancy[device][ahead ? 1 : 0];
-    const std::uint64_t last = cached.load(std::memory_order_relaxed);
-    *per_sm = static_cast<int>(last & 0xFF);
-    if ((last >> 8) == shared) return Status::Ok();
+  const std::size_t shared = layout.Bytes();
+  // The occupancy of the last shared-memory size a device launched with: calls with one filter
+  // ask the runtime once.
+  static std::array<std::atomic<std::uint64_t>, kMaxDevices> last_occupancy{};
+  const std::uint64_t last = last_occupancy[device].load(std::memory_order_relaxed);
+  int per_sm = static_cast<int>(last & 0xFF), sms = 0;
+  if ((last >> 8) != shared) {
     CONSTMEM_RETURN_IF_CUDA_ERROR(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kernel, Tile::kThreads, shared),
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::kThreads, shared),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor(SeparableFilter kernel)");
-    cached.store((static_cast<std::uint64_t>(shared) << 8) |
-                     static_cast<std::uint64_t>(std::min(*per_sm, 255)),
-                 std::memory_order_relaxed);
-    return Status::Ok();
-  };
-  // Staged ahead where the second buffers fit and cost no resident block (unless the compile
-  // definition CONSTMEM_SEPARABLE_STAGE_AHEAD=0 turns it off, to compare on a GPU).
-  const bool contiguous = g.element_stride == 1;
-  const std::size_t single =
-      SharedLayout<Tile, In>(g.interleaved, g.kw, g.kh, contiguous, false).Bytes();
-  const std::size_t ahead =
-      SharedLayout<Tile, In>(g.interleaved, g.kw, g.kh, contiguous, true).Bytes();
-  int per_sm = 0, per_sm_ahead = 0, sms = 0;
-  CONSTMEM_RETURN_IF_ERROR(resident_blocks(single, false, &per_sm));
-  g.stage_ahead = false;
-  if (CONSTMEM_SEPARABLE_STAGE_AHEAD && ahead <= available) {
-    CONSTMEM_RETURN_IF_ERROR(resident_blocks(ahead, true, &per_sm_ahead));
-    g.stage_ahead = per_sm_ahead >= per_sm;
+    last_occupancy[device].store((static_cast<std::uint64_t>(shared) << 8) |
+                                     static_cast<std::uint64_t>(std::min(per_sm, 255)),
+                                 std::memory_order_relaxed);
   }
-  const std::size_t shared = g.stage_ahead ? ahead : single;
   CONSTMEM_RETURN_IF_ERROR(MultiprocessorCount(device, &sms));
   const std::int64_t resident = std::max(1, per_sm) * static_cast<std::int64_t>(sms);
   PlanTiles<Tile>(&g, resident, x, y);
@@ -143,7 +123,7 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
 // the large tile: on the H200 it beats the two passes wherever it fits (float32 [32, 3, 1080,
 // 1920]: 5.14 against 7.76 ms at 129 taps, 10.07 against 12.69 ms at 255), the small one only up
 // to about 191 taps. 0: nothing fits.
-template <class In>
+template <class T>
 int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool* interleave) {
   const int kw = static_cast<int>(s.kw), kh = static_cast<int>(s.kh);
   const bool can_interleave =
@@ -154,14 +134,9 @@ int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool
     for (bool inter : {true, false}) {
       if (inter && !can_interleave) continue;
       const int interleaved = inter ? static_cast<int>(s.channels) : 1;
-      const bool contiguous = inter || s.layout == SeparableLayout::kPlanes || s.channels == 1;
       const std::size_t bytes = threads == LargeTile::kThreads
-                                    ? SharedLayout<LargeTile, In>(interleaved, kw, kh, contiguous,
-                                                                  /*ahead=*/false)
-                                          .Bytes()
-                                    : SharedLayout<SmallTile, In>(interleaved, kw, kh, contiguous,
-                                                                  /*ahead=*/false)
-                                          .Bytes();
+                                    ? SharedLayout<LargeTile, T>(interleaved, kw, kh).Bytes()
+                                    : SharedLayout<SmallTile, T>(interleaved, kw, kh).Bytes();
       if (bytes <= shared_bytes_per_block) {
         *interleave = inter;
         return threads;
@@ -189,13 +164,13 @@ Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
   bool interleave = false;
-  switch (Fused(shape) ? ChooseTile<In>(shape, available, &interleave) : 0) {
+  switch (Fused(shape) ? ChooseTile<T>(shape, available, &interleave) : 0) {
     case LargeTile::kThreads:
-      return LaunchTile<In, T, Taps, LargeTile>(
-          device, stream, x, y, MakeGeometry(shape, interleave, layout), taps, available);
+      return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
+                                                MakeGeometry(shape, interleave, layout), taps);
     case SmallTile::kThreads:
-      return LaunchTile<In, T, Taps, SmallTile>(
-          device, stream, x, y, MakeGeometry(shape, interleave, layout), taps, available);
+      return LaunchTile<In, T, Taps, SmallTile>(device, stream, x, y,
+                                                MakeGeometry(shape, interleave, layout), taps);
   }
   // Longer filters, or no tile fits: the two passes.
   if (RowPassSharedBytes<T>() > available) {
@@ -276,7 +251,7 @@ template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block) {
   using T = typename SeparableCompute<In>::type;
   bool interleave = false;
-  const int tile = Fused(shape) ? ChooseTile<In>(shape, shared_bytes_per_block, &interleave) : 0;
+  const int tile = Fused(shape) ? ChooseTile<T>(shape, shared_bytes_per_block, &interleave) : 0;
   if (tile != 0) return tile;
   return RowPassSharedBytes<T>() <= shared_bytes_per_block ? kTwoPassThreads : 0;
 }

@@ -7,9 +7,7 @@
 // a segment of rows (usually the whole height), and walks down it kRows rows a step:
 //   1. the input rows of the step, kWidth elements plus the halo of kw - 1 pixels, are staged in
 //      shared memory (asynchronous copies, zeros or folded columns through a column map the block
-//      computes once per strip). uint8 rows land as their raw bytes, 16-byte copies where whole,
-//      and are converted to float through the map once they have; uint8 channels C elements
-//      apart are loaded four pixels at a time and converted as they are staged;
+//      computes once per strip; uint8 four pixels at a time, converted to float);
 //   2. the row pass turns them into kRows new rows of tmp, kept in a ring of kRows + kh - 1 rows
 //      of shared memory: the rows the column pass still needs stay, so each input pixel is read
 //      about once (the row halo excepted) and each row of tmp computed once per segment;
@@ -229,7 +227,6 @@ struct Geometry {
   int staged_pitch, staged_width, map_entries;
   bool vector_input;   // uint8 rows start on 4-byte boundaries: four pixels a load
   bool vector_output;  // rows start on 4-element boundaries and element_stride is 1
-  bool stage_ahead;    // the next step's rows are staged while this step's are filtered
 };
 
 // Elements a tile's row pass covers: kWidth, or whole groups of interleaved * kRowOutputs.
@@ -239,47 +236,22 @@ __host__ __device__ constexpr int CoveredElements(int interleaved) {
   return interleaved == 1 ? Tile::kWidth : (Tile::kWidth + group - 1) / group * group;
 }
 
-// The fused kernel's shared memory, for data of type In: the ring of tmp rows, the staged input
-// rows (in the compute type), the column map, and for uint8 rows of contiguous elements the raw
-// bytes of the input rows as the asynchronous copies land them (RawSpan below). Staged ahead, the
-// next step's rows are copied while this step's are filtered: the buffers the copies land in are
-// two, one a step.
-template <class Tile, class In>
+template <class Tile, class T>
 struct SharedLayout {
-  using T = typename SeparableCompute<In>::type;
-  int staged_width, staged_pitch, map_entries, raw_pitch;
-  int staged_buffers, raw_buffers;
-  std::size_t ring_bytes, staged_bytes, map_bytes, raw_bytes;
-  __host__ __device__ SharedLayout(int interleaved, int kw, int kh, bool contiguous, bool ahead) {
+  int staged_width, staged_pitch, map_entries;
+  std::size_t ring_bytes, staged_bytes, map_bytes;
+  __host__ __device__ SharedLayout(int interleaved, int kw, int kh) {
     const int covered = CoveredElements<Tile>(interleaved);
-    const bool raw = sizeof(In) == 1 && contiguous;
     staged_width = covered + (kw - 1) * interleaved;
     // What the row pass's ring loads past the taps, then odd: 32 rows' lanes in 32 banks.
     staged_pitch = (covered + (kw + RingSegments<Tile::kRowOutputs>() * kChunk) * interleaved) | 1;
     map_entries = (staged_width + 3) / 4 * 4;
-    staged_buffers = ahead && !raw ? 2 : 1;
-    raw_buffers = raw ? (ahead ? 2 : 1) : 0;
     ring_bytes = static_cast<std::size_t>(Tile::kRows + kh - 1) * Tile::kTmpPitch * sizeof(T);
     staged_bytes =
         (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(T) + 15) / 16 * 16;
     map_bytes = static_cast<std::size_t>(map_entries) * sizeof(int);
-    // A row's raw bytes (RawSpan), shifted by up to 15 and in whole 16-byte chunks (StageSpan).
-    raw_pitch = raw ? SpanElements<unsigned char>(15 + staged_width + interleaved) : 0;
-    raw_bytes = static_cast<std::size_t>(Tile::kRows) * raw_pitch;
   }
-  __host__ __device__ std::size_t Bytes() const {
-    return ring_bytes + staged_buffers * staged_bytes + map_bytes + raw_buffers * raw_bytes;
-  }
-};
-
-// Which raw bytes a uint8 row stages: elements [lo, hi) of the source row, the staged elements and
-// one pixel more on the left. They hold every sample an output inside the row reads (staged
-// elements whose sources lie outside, past a row's end, feed only outputs past it: they convert
-// to zeros); StageSpan reads the row's bytes among them.
-struct RawSpan {
-  int lo, hi;
-  __host__ __device__ RawSpan(int start, int staged_width, int interleaved)
-      : lo(start - interleaved), hi(start + staged_width) {}
+  __host__ __device__ std::size_t Bytes() const { return ring_bytes + staged_bytes + map_bytes; }
 };
 
 template <class In, class T, class Taps, class Tile>
@@ -288,22 +260,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
                     const __grid_constant__ Taps taps) {
   constexpr int RH = Tile::kRowOutputs, RV = Tile::kColumnOutputs, NV = Tile::kColumnLanes;
   unsigned char* const shared_bytes = DynamicSharedMemory();
-  // uint8 rows of contiguous elements stage their raw bytes, 16 at a time where whole, and convert
-  // them once they have landed; other uint8 rows are loaded and converted as they are staged.
-  const bool raw = sizeof(In) == 1 && g.element_stride == 1;
-  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh, g.element_stride == 1,
-                                      g.stage_ahead);
+  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
   T* const ring = reinterpret_cast<T*>(shared_bytes);
-  int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes);
-  unsigned char* const buffers = shared_bytes + layout.ring_bytes + layout.map_bytes;
-  // The staged rows and the raw rows of step `step`.
-  auto staged_of = [&](int step) {
-    return reinterpret_cast<T*>(buffers + (step % layout.staged_buffers) * layout.staged_bytes);
-  };
-  auto raw_of = [&](int step) {
-    return buffers + layout.staged_buffers * layout.staged_bytes +
-           (step % max(1, layout.raw_buffers)) * layout.raw_bytes;
-  };
+  T* const staged = reinterpret_cast<T*>(shared_bytes + layout.ring_bytes);
+  int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes + layout.staged_bytes);
   const int ring_rows = Tile::kRows + g.kh - 1;
   const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
   const int covered = CoveredElements<Tile>(g.interleaved);
@@ -321,11 +281,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     In* const y_plane = y + plane_offset;
     const int row_taps = static_cast<int>(image) * g.taps.row_stride;
     const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
-    const int e0 = tile_column * Tile::kWidth;    // the tile's first element
-    const int start = e0 - g.cw * g.interleaved;  // the row element of staged element 0
-    // The staged elements that lie inside the row, unfolded (all of them in a strip inside it).
-    const int inside_first = min(max(-start, 0), layout.staged_width);
-    const int inside_end = max(min(g.row_elements - start, layout.staged_width), inside_first);
+    const int e0 = tile_column * Tile::kWidth;  // the tile's first element
     const int y_first = segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int tmp_total = outputs + g.kh - 1;
@@ -337,7 +293,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     for (int s = thread; s < layout.map_entries; s += Tile::kThreads) {
       int offset = -1;
       if (s < layout.staged_width) {
-        const int e = start + s;
+        const int e = e0 - g.cw * g.interleaved + s;
         const int pixel = e >= 0 ? e / g.interleaved : -((-e + g.interleaved - 1) / g.interleaved);
         const int channel = e - pixel * g.interleaved;
         const int source = SeparableFold(pixel, g.width, g.border);
@@ -347,34 +303,18 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     }
     __syncthreads();
 
-    // Stages tmp rows [first, first + count), those of step `step`: a warp a row, its lanes along
-    // the row.
-    auto stage = [&](int first, int count, int step) {
-      T* const staged = staged_of(step);
-      unsigned char* const raw_rows = raw_of(step);
+    // Stages tmp rows [first, first + count): a warp a row, its lanes along the row.
+    auto stage = [&](int first, int count) {
       for (int r = warp; r < count; r += Tile::kWarps) {
         const int source = SeparableFold(v0 + first + r, g.height, g.border);
         if (source < 0) continue;  // a zero row of tmp: the row pass writes it
         const In* const row = x_plane + source * g.row_stride;
         T* const to = staged + r * layout.staged_pitch;
         if constexpr (std::is_same<In, T>::value) {
-          // Staged elements [inside_first, inside_end) lie inside the row, unfolded: element s is
-          // row element start + s. Those before and after, folded or zero, go through the map.
-          for (int s = inside_first + lane; s < inside_end; s += 32) {
-            CopyAsync(to + s, row + (start + s) * g.element_stride, true);
+          for (int s = lane; s < layout.staged_width; s += 32) {
+            const int offset = map[s];
+            CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
           }
-          auto through_map = [&](int begin, int end) {
-            for (int s = begin + lane; s < end; s += 32) {
-              const int offset = map[s];
-              CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
-            }
-          };
-          through_map(0, inside_first);
-          through_map(inside_end, layout.staged_width);
-        } else if (raw) {
-          const RawSpan span(start, layout.staged_width, g.interleaved);
-          StageSpan(raw_rows + r * layout.raw_pitch, reinterpret_cast<const unsigned char*>(row),
-                    span.lo, span.hi - span.lo, g.row_elements, lane, 32);
         } else {
           // uint8: four pixels a lane, one 4-byte load where they are contiguous and aligned.
           for (int s = lane * 4; s < layout.staged_width; s += 32 * 4) {
@@ -401,54 +341,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
       CopyAsyncCommit();
     };
 
-    stage(0, min(Tile::kRows, tmp_total), 0);
+    stage(0, min(Tile::kRows, tmp_total));
     int computed = 0, emitted = 0;
-    for (int step = 0; emitted < outputs; ++step) {
+    while (emitted < outputs) {
       const int fresh = min(Tile::kRows, tmp_total - computed);
-      T* const staged = staged_of(step);
-      if (g.stage_ahead) {
-        // The next step's rows into the other buffers (read last by the step before, which every
-        // thread has finished), then this step's copies waited for.
-        const int next = computed + fresh;
-        if (next < tmp_total) {
-          stage(next, min(Tile::kRows, tmp_total - next), step + 1);
-        } else {
-          CopyAsyncCommit();  // an empty group: one a step
-        }
-        CopyAsyncWaitPrior<1>();
-      } else {
-        CopyAsyncWaitAll();
-      }
+      CopyAsyncWaitAll();
       __syncthreads();  // the staged rows are visible; the column pass is done with the ring
-      if (raw) {
-        const unsigned char* const raw_rows = raw_of(step);
-        // The landed bytes into the staged rows, a warp a row, through the column map where the
-        // tile reaches past a row's end.
-        for (int r = warp; r < fresh; r += Tile::kWarps) {
-          const int source = SeparableFold(v0 + computed + r, g.height, g.border);
-          if (source < 0) continue;  // a zero row of tmp: the row pass writes it
-          const auto* const row =
-              reinterpret_cast<const unsigned char*>(x_plane + source * g.row_stride);
-          const RawSpan span(start, layout.staged_width, g.interleaved);
-          const unsigned char* const bytes = raw_rows + r * layout.raw_pitch;
-          const int shift = SpanShift(row, span.lo) - span.lo;  // bytes[shift + p]: row byte p
-          T* const to = staged + r * layout.staged_pitch;
-          // Elements inside the row as they lie, the folded ones through the map.
-          for (int s = inside_first + lane; s < inside_end; s += 32) {
-            to[s] = static_cast<T>(bytes[shift + start + s]);
-          }
-          auto through_map = [&](int begin, int end) {
-            for (int s = begin + lane; s < end; s += 32) {
-              const int offset = map[s];
-              to[s] = offset >= span.lo && offset < span.hi ? static_cast<T>(bytes[shift + offset])
-                                                            : T(0);
-            }
-          };
-          through_map(0, inside_first);
-          through_map(inside_end, layout.staged_width);
-        }
-        __syncthreads();  // the staged rows are visible
-      }
       // Row pass: lane r % kRows takes row r of the step; the slots take the row's segments.
       {
         const int r = thread % Tile::kRows;
@@ -488,9 +386,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
       }
       computed += fresh;
       __syncthreads();  // the new rows of tmp are visible; the staged rows are free
-      if (!g.stage_ahead && computed < tmp_total) {
-        stage(computed, min(Tile::kRows, tmp_total - computed), step + 1);
-      }
+      if (computed < tmp_total) stage(computed, min(Tile::kRows, tmp_total - computed));
 
       // Column pass: output rows [emitted, emitted + ready), as far as the rows of tmp reach.
       const int ready = min(computed - (g.kh - 1), outputs) - emitted;
@@ -736,8 +632,8 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
   g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0;
   g->vector_output = g->element_stride == 1 && g->row_stride % 4 == 0 &&
                      reinterpret_cast<std::uintptr_t>(y) % (4 * sizeof(In)) == 0;
-  const SharedLayout<Tile, In> layout(g->interleaved, g->kw, g->kh, g->element_stride == 1,
-                                      g->stage_ahead);
+  const SharedLayout<Tile, typename SeparableCompute<In>::type> layout(g->interleaved, g->kw,
+                                                                       g->kh);
   g->staged_pitch = layout.staged_pitch;
   g->staged_width = layout.staged_width;
   g->map_entries = layout.map_entries;

@@ -49,16 +49,15 @@ struct Guarded {
 };
 
 // The fused kernel in `Tile` over a grid of at most `resident` blocks, taps in one joined table or
-// as two tables, each step's rows staged during the step before (`ahead`) or after its row pass.
+// as two tables.
 template <class Tile, class In, class T>
 void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>& joined,
-              bool two_tables, std::int64_t resident, bool ahead) {
+              bool two_tables, std::int64_t resident) {
   const bool interleave =
       s.layout == SeparableLayout::kChannelsLast && s.channels <= kMaxInterleavedChannels;
   Geometry g = MakeGeometry(s, interleave, two_tables ? SeparateTaps(s) : JoinedTaps(s));
-  g.stage_ahead = ahead;
   PlanTiles<Tile>(&g, resident, x, y);
-  const SharedLayout<Tile, In> layout(g.interleaved, g.kw, g.kh, g.element_stride == 1, ahead);
+  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
   const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(g.work, resident))));
   if (two_tables) {
     std::vector<T> row, column;
@@ -94,13 +93,7 @@ void RunTwoPass(const In* x, In* y, const SeparableShape& s, const std::vector<T
                        std::int64_t{0}, g.planes, taps);
 }
 
-enum class Kernel {
-  kLargeTile,
-  kLargeTileStagedAhead,
-  kSmallTile,
-  kSmallTileStagedAhead,
-  kTwoPass
-};
+enum class Kernel { kLargeTile, kSmallTile, kTwoPass };
 
 template <class In>
 void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offset = 0,
@@ -119,21 +112,16 @@ void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offse
     std::copy(x.begin(), x.end(), in.data());
     switch (kernel) {
       case Kernel::kLargeTile:
-      case Kernel::kLargeTileStagedAhead:
-        RunFused<LargeTile>(in.data(), out.data(), s, taps, two_tables, resident,
-                            kernel == Kernel::kLargeTileStagedAhead);
+        RunFused<LargeTile>(in.data(), out.data(), s, taps, two_tables, resident);
         break;
       case Kernel::kSmallTile:
-      case Kernel::kSmallTileStagedAhead:
-        RunFused<SmallTile>(in.data(), out.data(), s, taps, two_tables, resident,
-                            kernel == Kernel::kSmallTileStagedAhead);
+        RunFused<SmallTile>(in.data(), out.data(), s, taps, two_tables, resident);
         break;
       case Kernel::kTwoPass:
         RunTwoPass(in.data(), out.data(), s, taps, static_cast<unsigned>(resident));
         break;
     }
-    const char* names[] = {"large tile", "large tile staged ahead", "small tile",
-                           "small tile staged ahead", "two passes"};
+    const char* names[] = {"large tile", "small tile", "two passes"};
     ASSERT_EQ(std::memcmp(out.data(), expected.data(), static_cast<std::size_t>(n) * sizeof(In)), 0)
         << Describe(s) << ", " << sizeof(In) << "-byte data, " << names[static_cast<int>(kernel)]
         << ", y offset " << offset << (two_tables ? ", two tables" : ", one table") << ", "
@@ -174,10 +162,9 @@ TEST_P(SeparableEmulated, LargeTileBitwiseEqualToTheCpuKernel) {
   std::uint64_t seed = 1;
   for (const SeparableShape& s : Shapes(GetParam())) {
     Check<float>(s, Kernel::kLargeTile, seed++);
-    Check<float>(s, Kernel::kLargeTileStagedAhead, seed++);
     Check<std::uint8_t>(s, Kernel::kLargeTile, seed++);
-    Check<std::uint8_t>(s, Kernel::kLargeTileStagedAhead, seed++, /*offset=*/1);
-    Check<double>(s, Kernel::kLargeTileStagedAhead, seed++, /*offset=*/0, /*two_tables=*/true);
+    Check<std::uint8_t>(s, Kernel::kLargeTile, seed++, /*offset=*/1);
+    Check<double>(s, Kernel::kLargeTile, seed++, /*offset=*/0, /*two_tables=*/true);
     if (HasFatalFailure()) return;
   }
 }
@@ -186,7 +173,7 @@ TEST_P(SeparableEmulated, SmallTileBitwiseEqualToTheCpuKernel) {
   std::uint64_t seed = 100;
   for (const SeparableShape& s : Shapes(GetParam())) {
     Check<float>(s, Kernel::kSmallTile, seed++, /*offset=*/1, /*two_tables=*/true);
-    Check<std::uint8_t>(s, Kernel::kSmallTileStagedAhead, seed++);
+    Check<std::uint8_t>(s, Kernel::kSmallTile, seed++);
     Check<std::uint8_t>(s, Kernel::kSmallTile, seed++, /*offset=*/1);
     if (HasFatalFailure()) return;
   }
@@ -205,8 +192,8 @@ TEST_P(SeparableEmulated, TwoPassesBitwiseEqualToTheCpuKernel) {
 TEST_P(SeparableEmulated, RowsInSegments) {
   const SeparableShape s =
       MakeShape(1, 1, 150, 60, 9, 5, GetParam(), SeparableBorder::kReflect, false);
-  Check<float>(s, Kernel::kLargeTileStagedAhead, 300, 0, false, /*resident=*/64);
-  Check<std::uint8_t>(s, Kernel::kSmallTileStagedAhead, 301, 0, false, /*resident=*/64);
+  Check<float>(s, Kernel::kLargeTile, 300, 0, false, /*resident=*/64);
+  Check<std::uint8_t>(s, Kernel::kSmallTile, 301, 0, false, /*resident=*/64);
   Check<float>(s, Kernel::kSmallTile, 302, 0, false, /*resident=*/64);
 }
 
@@ -216,7 +203,7 @@ TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
   Check<float>(MakeShape(1, 2, 40, 150, 255, 129, GetParam(), SeparableBorder::kReflect, true),
                Kernel::kLargeTile, 400);
   Check<std::uint8_t>(MakeShape(2, 1, 50, 90, 129, 255, GetParam(), SeparableBorder::kZeros, false),
-                      Kernel::kLargeTileStagedAhead, 401, /*offset=*/1);
+                      Kernel::kLargeTile, 401, /*offset=*/1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, SeparableEmulated,
