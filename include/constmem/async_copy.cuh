@@ -101,8 +101,8 @@ __device__ __forceinline__ void CopyAsyncWaitAll() {
 // [0, length) read as zeros, into a 16-byte aligned shared buffer `to`. Element first + i lands at
 // to[SpanShift(row, first) + i], so that 16-byte chunks of the row are 16-byte chunks of the
 // buffer: a chunk whose elements all lie in the row is one 16-byte asynchronous copy; the chunks
-// at the row's ends go element by element (4 bytes and wider asynchronously with zero fill;
-// narrower elements a whole word at a time where they can, else loaded). The threads `thread` of
+// at the row's ends go element by element, asynchronously with zero fill (elements of 4, 8 or 16
+// bytes: cp.async copies no narrower). The threads `thread` of
 // `threads` share the chunks (a block, or the lanes of a warp); the elements of the first and last
 // chunks outside the span are written too, with the row's values or zeros: `to` holds
 // SpanElements(shift + count) elements. The copies belong to the caller's next commit.
@@ -120,7 +120,7 @@ __host__ __device__ inline int SpanShift(const T* row, std::int64_t first) {
 template <class T>
 __device__ __forceinline__ void StageSpan(T* to, const T* row, std::int64_t first, int count,
                                           std::int64_t length, int thread, int threads) {
-  static_assert(16 % sizeof(T) == 0, "elements that tile a 16-byte chunk");
+  static_assert(sizeof(T) >= 4 && 16 % sizeof(T) == 0, "4-, 8- or 16-byte elements");
   constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
   const int shift = SpanShift(row, first);
   const std::int64_t base = first - shift;  // the row element of to[0]
@@ -132,27 +132,10 @@ __device__ __forceinline__ void StageSpan(T* to, const T* row, std::int64_t firs
       CopyAsync(reinterpret_cast<int4*>(chunk), reinterpret_cast<const int4*>(row + e), true);
       continue;
     }
-    if constexpr (sizeof(T) >= 4) {
 #pragma unroll
-      for (int i = 0; i < kPerChunk; ++i) {
-        const bool inside = e + i >= 0 && e + i < length;
-        CopyAsync(chunk + i, inside ? row + e + i : row, inside);
-      }
-    } else {
-      constexpr int kPerWord = 4 / static_cast<int>(sizeof(T));
-#pragma unroll
-      for (int w = 0; w < kPerChunk; w += kPerWord) {
-        const std::int64_t word = e + w;
-        if (word >= 0 && word + kPerWord <= length) {
-          CopyAsync(reinterpret_cast<unsigned*>(chunk + w),
-                    reinterpret_cast<const unsigned*>(row + word), true);
-          continue;
-        }
-#pragma unroll
-        for (int i = 0; i < kPerWord; ++i) {
-          chunk[w + i] = word + i >= 0 && word + i < length ? __ldg(row + word + i) : T(0);
-        }
-      }
+    for (int i = 0; i < kPerChunk; ++i) {
+      const bool inside = e + i >= 0 && e + i < length;
+      CopyAsync(chunk + i, inside ? row + e + i : row, inside);
     }
   }
 }
