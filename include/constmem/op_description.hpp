@@ -18,6 +18,10 @@
 //     static Placement Place(std::int64_t size, SourceKind source);
 //   };
 //
+// Place may also take the launch's output elements, `Place<T>(size, source, launch_elements)`,
+// where the launcher applies ForLaunch (strategy.hpp): placement_of() then answers for a launch
+// of that size.
+//
 // An op with several tables (weight and bias, row and column taps) declares them in kTables, each
 // with its own name, sizes and entries, and takes them together (Tables<T> below):
 //
@@ -370,14 +374,38 @@ Status LaunchOf(GpuStream stream, const typename Op::Params& params,
   }
 }
 
-// Where Op's launcher puts table `table` of `count` entries from `source`.
+// Whether Op's Place also takes the launch's output elements (its launcher applying ForLaunch).
+template <class Op, class T, class = void>
+struct PlaceTakesLaunch : std::false_type {};
 template <class Op, class T>
-Placement PlaceOf(int table, std::int64_t count, SourceKind source) {
+struct PlaceTakesLaunch<
+    Op, T,
+    std::void_t<decltype(Op::template Place<T>(std::int64_t{}, SourceKind{}, std::int64_t{}))>>
+    : std::true_type {};
+template <class Op, class T>
+struct PlaceTakesLaunch<Op, T,
+                        std::void_t<decltype(Op::template Place<T>(int{}, std::int64_t{},
+                                                                   SourceKind{}, std::int64_t{}))>>
+    : std::true_type {};
+
+// Where Op's launcher puts table `table` of `count` entries from `source` in a launch of
+// `launch_elements` output elements (a Place that does not take them answers for every launch).
+template <class Op, class T>
+Placement PlaceOf(int table, std::int64_t count, SourceKind source,
+                  std::int64_t launch_elements = kUnknownLaunchElements) {
   if constexpr (kSeveralTables<Op>) {
-    return Op::template Place<T>(table, count, source);
+    if constexpr (PlaceTakesLaunch<Op, T>::value) {
+      return Op::template Place<T>(table, count, source, launch_elements);
+    } else {
+      return Op::template Place<T>(table, count, source);
+    }
   } else {
     (void)table;
-    return Op::template Place<T>(count, source);
+    if constexpr (PlaceTakesLaunch<Op, T>::value) {
+      return Op::template Place<T>(count, source, launch_elements);
+    } else {
+      return Op::template Place<T>(count, source);
+    }
   }
 }
 
@@ -577,12 +605,13 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
 }
 
 // Where Op's launcher would place its table `table` (0 for an op with one) of `count` entries
-// from `source` (0: the host, 1: the data's device) for data named `dtype`: the placement's
-// name, "" for a library built without GPU kernels (Place is instantiated only with them),
-// nullptr for an unknown op, table or dtype.
+// from `source` (0: the host, 1: the data's device) for data named `dtype`, in a launch of
+// `elements` output elements (negative: not known, a large launch): the placement's name, "" for
+// a library built without GPU kernels (Place is instantiated only with them), nullptr for an
+// unknown op, table or dtype.
 template <class... Ops>
 const char* ExportedPlacement(const char* name, int table, const char* dtype, long long count,
-                              int source) {
+                              int source, long long elements) {
   const char* found = nullptr;
   auto one = [&](auto* op) {
     using Op = std::remove_pointer_t<decltype(op)>;
@@ -593,18 +622,20 @@ const char* ExportedPlacement(const char* name, int table, const char* dtype, lo
     }
 #if CONSTMEM_WITH_GPU
     const SourceKind kind = source == 1 ? SourceKind::kDevice : SourceKind::kPageableHost;
+    const std::int64_t launch = elements < 0 ? kUnknownLaunchElements : elements;
     Placement placement = Placement::kGlobalMemory;
     if (type == DataType::kFloat64) {
-      if constexpr (Op::kFloat64) placement = PlaceOf<Op, double>(table, count, kind);
+      if constexpr (Op::kFloat64) placement = PlaceOf<Op, double>(table, count, kind, launch);
     } else if (type == DataType::kUint8) {
-      if constexpr (Op::kUint8) placement = PlaceOf<Op, std::uint8_t>(table, count, kind);
+      if constexpr (Op::kUint8) placement = PlaceOf<Op, std::uint8_t>(table, count, kind, launch);
     } else {
-      placement = PlaceOf<Op, float>(table, count, kind);
+      placement = PlaceOf<Op, float>(table, count, kind, launch);
     }
     found = PlacementName(placement);
 #else
     (void)count;
     (void)source;
+    (void)elements;
     found = "";
 #endif
   };
@@ -681,6 +712,8 @@ std::string OpRegistryJson() {
         error, error_size);                                                                       \
   }                                                                                               \
   extern "C" __attribute__((visibility("default"))) const char* symbol##_table_placement(         \
-      const char* name, int table, const char* dtype, long long count, int source) {              \
-    return ::constmem::detail::ExportedPlacement<__VA_ARGS__>(name, table, dtype, count, source); \
+      const char* name, int table, const char* dtype, long long count, int source,                \
+      long long elements) {                                                                       \
+    return ::constmem::detail::ExportedPlacement<__VA_ARGS__>(name, table, dtype, count, source,  \
+                                                              elements);                          \
   }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "constmem/visibility.hpp"
 
@@ -26,6 +27,14 @@ constexpr std::size_t kLegacyKernelParamBytes = 4096;
 // of float64). A table larger than its op's constant bank is read from global memory (a host table
 // is first copied into a stream-ordered device buffer): a matter of speed, never an error.
 constexpr std::int64_t kMaxTableEntries = std::int64_t{1} << 20;
+
+// A launch of at most this many output elements reads a device table in place rather than
+// copying it into a constant bank first: the copy is a stream operation with a host call of its
+// own, which costs more than such a kernel, a few microseconds long, can gain from the constant
+// cache (at most a fifth of its time: the placement matrix, docs/performance.md).
+constexpr std::int64_t kSmallLaunchElements = std::int64_t{1} << 16;
+// The launch size a placement is asked for when the launch is not known: a large one.
+constexpr std::int64_t kUnknownLaunchElements = std::numeric_limits<std::int64_t>::max();
 
 // sizeof(ByValueTable<T, capacity>) (by_value.cuh), padding included: an int count, the values at
 // T's alignment, the whole rounded up to the struct's alignment. What the parameter limit applies
@@ -119,6 +128,17 @@ Placement ChoosePlacementFor(std::int64_t count, SourceKind source, const Strate
                              TableAccess access = TableAccess::kUniform) {
   return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source), limits,
                          access);
+}
+
+// `chosen`, an op's placement for a large launch, for a launch of `launch_elements` output
+// elements: a device table bound for a constant bank is read in place by a small launch
+// (kSmallLaunchElements). Every op of this package applies it; an op of one's own may, in its
+// Launch and its Place (docs/writing-an-op.md).
+inline Placement ForLaunch(Placement chosen, SourceKind source, std::int64_t launch_elements) {
+  return chosen == Placement::kConstantBank && source == SourceKind::kDevice &&
+                 launch_elements <= kSmallLaunchElements
+             ? Placement::kGlobalMemory
+             : chosen;
 }
 
 }  // namespace constmem

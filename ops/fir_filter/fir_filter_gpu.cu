@@ -154,8 +154,8 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Fir
 }  // namespace
 
 template <class T>
-Placement FirFilterPlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacementFor<T>(count, source, FirLimits<T>());
+Placement FirFilterPlacement(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+  return ForLaunch(ChoosePlacementFor<T>(count, source, FirLimits<T>()), source, launch_elements);
 }
 
 template <class T>
@@ -200,12 +200,13 @@ Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const Fi
 template <class T>
 Status LaunchFirFilter(GpuStream stream, const T* x, T* y, const FirShape& shape,
                        const TableView<T>& taps, LaunchReport* report) {
-  return LaunchFirFilterWithPlacement(stream, x, y, shape, taps,
-                                      FirFilterPlacement<T>(taps.size, taps.source), report);
+  return LaunchFirFilterWithPlacement(
+      stream, x, y, shape, taps,
+      FirFilterPlacement<T>(taps.size, taps.source, shape.rows * shape.outputs), report);
 }
 
 #define CONSTMEM_INSTANTIATE_FIR(T)                                                               \
-  template Placement FirFilterPlacement<T>(std::int64_t, SourceKind);                             \
+  template Placement FirFilterPlacement<T>(std::int64_t, SourceKind, std::int64_t);               \
   template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,                    \
                                      const TableView<T>&, LaunchReport*);                         \
   template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&,       \

@@ -42,9 +42,11 @@ Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const
 template <class T>
 int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block);
 
-// Where LaunchFirFilter puts `count` taps of T from `source`.
+// Where LaunchFirFilter puts `count` taps of T from `source` in a launch of `launch_elements`
+// output elements (ForLaunch).
 template <class T>
-Placement FirFilterPlacement(std::int64_t count, SourceKind source);
+Placement FirFilterPlacement(std::int64_t count, SourceKind source,
+                             std::int64_t launch_elements = kUnknownLaunchElements);
 
 }  // namespace ops
 }  // namespace constmem

@@ -69,8 +69,8 @@ padding: SAME (as many outputs as samples) or VALID (n - k + 1 outputs, none if 
     return LaunchFirFilter<T>(stream, x, y, shape, taps);
   }
   template <class T>
-  static Placement Place(std::int64_t count, SourceKind source) {
-    return FirFilterPlacement<T>(count, source);
+  static Placement Place(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+    return FirFilterPlacement<T>(count, source, launch_elements);
   }
 };
 

@@ -65,8 +65,10 @@ StrategyLimits FrobulateLimits() {
 
 }  // namespace
 
-Placement FrobulatePlacement(std::int64_t table_size, SourceKind source) {
-  return ChoosePlacementFor<std::int32_t>(table_size, source, FrobulateLimits());
+Placement FrobulatePlacement(std::int64_t table_size, SourceKind source,
+                             std::int64_t launch_elements) {
+  return ForLaunch(ChoosePlacementFor<std::int32_t>(table_size, source, FrobulateLimits()), source,
+                   launch_elements);
 }
 
 template <class T>
@@ -98,7 +100,7 @@ template <class T>
 Status LaunchFrobulate(GpuStream stream, const T* data, T* out, std::int64_t count,
                        const TableView<std::int32_t>& table, LaunchReport* report) {
   return LaunchFrobulateWithPlacement(stream, data, out, count, table,
-                                      FrobulatePlacement(table.size, table.source), report);
+                                      FrobulatePlacement(table.size, table.source, count), report);
 }
 
 #define CONSTMEM_INSTANTIATE_FROBULATE(T)                                                    \

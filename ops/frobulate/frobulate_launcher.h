@@ -27,8 +27,10 @@ Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std
                                     const TableView<std::int32_t>& table, Placement placement,
                                     LaunchReport* report = nullptr);
 
-// Where LaunchFrobulate puts a table of this size and source.
-Placement FrobulatePlacement(std::int64_t table_size, SourceKind source);
+// Where LaunchFrobulate puts a table of this size and source in a launch of `launch_elements`
+// output elements (ForLaunch).
+Placement FrobulatePlacement(std::int64_t table_size, SourceKind source,
+                             std::int64_t launch_elements = kUnknownLaunchElements);
 
 }  // namespace ops
 }  // namespace constmem

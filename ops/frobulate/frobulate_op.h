@@ -37,8 +37,8 @@ table: int32 vector of 1 to 1048576 entries.
     return LaunchFrobulate<T>(stream, data, out, shape.elements, table);
   }
   template <class T>
-  static Placement Place(std::int64_t size, SourceKind source) {
-    return FrobulatePlacement(size, source);
+  static Placement Place(std::int64_t size, SourceKind source, std::int64_t launch_elements) {
+    return FrobulatePlacement(size, source, launch_elements);
   }
 };
 

@@ -50,8 +50,9 @@ StrategyLimits PolyvalLimits() {
 }  // namespace
 
 template <class T>
-Placement PolyvalPlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacementFor<T>(count, source, PolyvalLimits<T>());
+Placement PolyvalPlacement(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+  return ForLaunch(ChoosePlacementFor<T>(count, source, PolyvalLimits<T>()), source,
+                   launch_elements);
 }
 
 template <class T>
@@ -81,11 +82,11 @@ template <class T>
 Status LaunchPolyval(GpuStream stream, const T* x, T* y, std::int64_t count,
                      const TableView<T>& coeffs, LaunchReport* report) {
   return LaunchPolyvalWithPlacement(stream, x, y, count, coeffs,
-                                    PolyvalPlacement<T>(coeffs.size, coeffs.source), report);
+                                    PolyvalPlacement<T>(coeffs.size, coeffs.source, count), report);
 }
 
 #define CONSTMEM_INSTANTIATE_POLYVAL(T)                                                        \
-  template Placement PolyvalPlacement<T>(std::int64_t, SourceKind);                            \
+  template Placement PolyvalPlacement<T>(std::int64_t, SourceKind, std::int64_t);              \
   template Status LaunchPolyval<T>(GpuStream, const T*, T*, std::int64_t, const TableView<T>&, \
                                    LaunchReport*);                                             \
   template Status LaunchPolyvalWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,         \

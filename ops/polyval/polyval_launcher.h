@@ -25,9 +25,11 @@ Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64
                                   const TableView<T>& coeffs, Placement placement,
                                   LaunchReport* report = nullptr);
 
-// Where LaunchPolyval puts `count` coefficients of T from `source`.
+// Where LaunchPolyval puts `count` coefficients of T from `source` in a launch of
+// `launch_elements` output elements (ForLaunch).
 template <class T>
-Placement PolyvalPlacement(std::int64_t count, SourceKind source);
+Placement PolyvalPlacement(std::int64_t count, SourceKind source,
+                           std::int64_t launch_elements = kUnknownLaunchElements);
 
 }  // namespace ops
 }  // namespace constmem

@@ -37,8 +37,8 @@ coeffs: vector of 1 to 1048576 coefficients of x's dtype.
     return LaunchPolyval<T>(stream, x, y, shape.elements, coeffs);
   }
   template <class T>
-  static Placement Place(std::int64_t count, SourceKind source) {
-    return PolyvalPlacement<T>(count, source);
+  static Placement Place(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+    return PolyvalPlacement<T>(count, source, launch_elements);
   }
 };
 

@@ -213,8 +213,9 @@ Status LaunchFromDeviceTables(cudaStream_t stream, const In* x, In* y, const Sep
   CONSTMEM_RETURN_IF_ERROR(guard.status());
   const std::int64_t total = row.size + column.size;
   // A captured launch reads them in place: the bank is not the graph's to write.
-  const Placement placement = capturing ? Placement::kGlobalMemory
-                                        : SeparableFilterPlacement<T>(total, SourceKind::kDevice);
+  const Placement placement =
+      capturing ? Placement::kGlobalMemory
+                : SeparableFilterPlacement<T>(total, SourceKind::kDevice, shape.Elements());
   if (report != nullptr) {
     *report = LaunchReport(placement);
     report->captured = capturing;
@@ -243,8 +244,10 @@ Status LaunchFromDeviceTables(cudaStream_t stream, const In* x, In* y, const Sep
 }  // namespace
 
 template <class T>
-Placement SeparableFilterPlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacementFor<T>(count, source, SeparableLimits<T>());
+Placement SeparableFilterPlacement(std::int64_t count, SourceKind source,
+                                   std::int64_t launch_elements) {
+  return ForLaunch(ChoosePlacementFor<T>(count, source, SeparableLimits<T>()), source,
+                   launch_elements);
 }
 
 template <class In>
@@ -297,7 +300,8 @@ template <class In, class T>
 Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const SeparableShape& shape,
                              const TableView<T>& taps, LaunchReport* report) {
   return LaunchSeparableFilterWithPlacement(
-      stream, x, y, shape, taps, SeparableFilterPlacement<T>(taps.size, taps.source), report);
+      stream, x, y, shape, taps,
+      SeparableFilterPlacement<T>(taps.size, taps.source, shape.Elements()), report);
 }
 
 template <class In, class T>
@@ -369,8 +373,8 @@ CONSTMEM_INSTANTIATE_SEPARABLE(float, float)
 CONSTMEM_INSTANTIATE_SEPARABLE(double, double)
 CONSTMEM_INSTANTIATE_SEPARABLE(std::uint8_t, float)
 #undef CONSTMEM_INSTANTIATE_SEPARABLE
-template Placement SeparableFilterPlacement<float>(std::int64_t, SourceKind);
-template Placement SeparableFilterPlacement<double>(std::int64_t, SourceKind);
+template Placement SeparableFilterPlacement<float>(std::int64_t, SourceKind, std::int64_t);
+template Placement SeparableFilterPlacement<double>(std::int64_t, SourceKind, std::int64_t);
 
 }  // namespace ops
 }  // namespace constmem

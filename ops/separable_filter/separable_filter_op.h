@@ -126,8 +126,9 @@ layout: channels_first or channels_last.
   // A call's placement is its joined table's; asked of one table of `count` taps, that of a
   // filter with as many taps along each axis.
   template <class In>
-  static Placement Place(int /*table*/, std::int64_t count, SourceKind source) {
-    return SeparableFilterPlacement<ComputeTypeOf<In>>(2 * count, source);
+  static Placement Place(int /*table*/, std::int64_t count, SourceKind source,
+                         std::int64_t launch_elements) {
+    return SeparableFilterPlacement<ComputeTypeOf<In>>(2 * count, source, launch_elements);
   }
 };
 

@@ -210,7 +210,9 @@ Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source)
   if (!Tiled<T>(shape, 0)) {
     // The direct kernel: consecutive lanes read the taps of consecutive phases, unless there is
     // one phase (up dividing down).
-    if (one_phase) return UpfirdnPlacement<T>(shape.taps, source);
+    if (one_phase) {
+      return ForLaunch(UpfirdnPlacement<T>(shape.taps, source), source, shape.rows * shape.outputs);
+    }
     return ChoosePlacementFor<T>(shape.taps, source, UpfirdnLimits<T>(), TableAccess::kDivergent);
   }
   if (ChooseTile<T>(shape, true).per_warp) {

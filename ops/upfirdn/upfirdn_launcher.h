@@ -80,7 +80,8 @@ Placement UpfirdnPlacement(std::int64_t count, SourceKind source);
 
 // Where LaunchUpfirdn puts the taps for `shape`: by value where UpfirdnPlacement says so and
 // kPhasePerWarp's tiles fit, else shared memory where the taps fit it (64 KiB, beside the tile),
-// else global memory; the direct kernel as UpfirdnPlacement says where its lanes share one phase.
+// else global memory; the direct kernel as UpfirdnPlacement says where its lanes share one phase
+// (a small launch reading a device table in place: ForLaunch).
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source);
 

@@ -268,6 +268,7 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
             ctypes.c_char_p,
             ctypes.c_longlong,
             ctypes.c_int,
+            ctypes.c_longlong,
         )
 
     def placement_of(
@@ -276,14 +277,17 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
         dtype: str = "float32",
         source: str = "device",
         table: str | None = None,
+        elements: int | None = None,
     ):
         """Where a GPU launch of `op` would put a table of `entries` entries from `source`.
 
         "by_value", "constant_bank", "shared_memory" or "global_memory", for data of `dtype` and a
         table on the data's device ("device") or the host ("host"); `table` names one of an op's
-        several tables (default: its first). None for a library built without GPU kernels. Asks
-        the op's own placement rule, so it answers on a machine without a GPU;
-        `table_placements()` says where the launches of a block did put theirs.
+        several tables (default: its first); `elements`, the call's output elements (default: a
+        large call), where the op reads a small call's device table in place rather than copy it
+        into a constant bank. None for a library built without GPU kernels. Asks the op's own
+        placement rule, so it answers on a machine without a GPU; `table_placements()` says where
+        the launches of a block did put theirs.
         """
         if op not in ops:
             raise ValueError(f"op must be one of {', '.join(sorted(ops))}; got {op!r}")
@@ -295,10 +299,15 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
         index = 0 if table is None else names.index(table) if table in names else -1
         if index < 0:
             raise ValueError(f"table must be one of {', '.join(names)}; got {table!r}")
+        if elements is not None and (
+            isinstance(elements, bool) or not isinstance(elements, int) or elements < 0
+        ):
+            raise ValueError(f"elements must be a non-negative int or None; got {elements!r}")
         if find is None:
             return None
+        launch = -1 if elements is None else elements
         found = find(
-            op.encode(), index, dtype.encode(), int(entries), 1 if source == "device" else 0
+            op.encode(), index, dtype.encode(), int(entries), 1 if source == "device" else 0, launch
         )
         return (found or b"").decode() or None
 

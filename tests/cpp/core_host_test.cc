@@ -63,6 +63,21 @@ TEST(Strategy, SmallDeviceTablesCanBeReadInPlace) {
   EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits), Placement::kByValue);
 }
 
+TEST(Strategy, SmallLaunchesReadDeviceTablesInPlace) {
+  const auto bank = Placement::kConstantBank;
+  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, kSmallLaunchElements), Placement::kGlobalMemory);
+  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, 1), Placement::kGlobalMemory);
+  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, kSmallLaunchElements + 1), bank);
+  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, kUnknownLaunchElements), bank);
+  // A host table reaches the bank by one copy either way; the other placements copy nothing.
+  EXPECT_EQ(ForLaunch(bank, SourceKind::kPageableHost, 1), bank);
+  EXPECT_EQ(ForLaunch(bank, SourceKind::kPinnedHost, 1), bank);
+  for (Placement other :
+       {Placement::kByValue, Placement::kSharedMemory, Placement::kGlobalMemory}) {
+    EXPECT_EQ(ForLaunch(other, SourceKind::kDevice, 1), other);
+  }
+}
+
 TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {
   EXPECT_EQ(ChoosePlacement(kConstantMemoryBytes + 1, TableLocation::kDevice),
             Placement::kGlobalMemory);

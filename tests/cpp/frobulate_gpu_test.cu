@@ -99,7 +99,7 @@ TEST_P(FrobulateGpu, BitwiseEqualToTheCpuKernel) {
     Placement placement;
     EXPECT_EQ(MismatchesForCase<float>(count, table_size, source, misalign, seed, &placement), 0)
         << "float misalign=" << misalign;
-    EXPECT_EQ(placement, FrobulatePlacement(table_size, source));
+    EXPECT_EQ(placement, FrobulatePlacement(table_size, source, count));
     EXPECT_EQ(MismatchesForCase<double>(count, table_size, source, misalign, seed + 1, &placement),
               0)
         << "double misalign=" << misalign;
@@ -107,10 +107,13 @@ TEST_P(FrobulateGpu, BitwiseEqualToTheCpuKernel) {
 }
 
 // Every count with every table size and source, except the pairs whose CPU reference would take
-// seconds (over 2*10^8 additions).
+// seconds (over 2*10^8 additions). 65,536 and 65,537 elements cross kSmallLaunchElements, where a
+// device table bound for the bank is read in place.
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
-  for (std::int64_t count : {0, 1, 7, 8, 9, 1000, (1 << 20) + 3}) {
+  for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{8},
+                             std::int64_t{9}, std::int64_t{1000}, kSmallLaunchElements,
+                             kSmallLaunchElements + 1, std::int64_t{(1 << 20) + 3}}) {
     for (std::int64_t table_size : {1, 100, 1024, 1025, 4096, 4097, 16384, 16385, 300000}) {
       if (count * table_size > 200'000'000) continue;
       for (SourceKind source :
@@ -136,6 +139,12 @@ TEST(FrobulatePlacement, FollowsTheStrategy) {
   EXPECT_EQ(FrobulatePlacement(16385, SourceKind::kPageableHost), Placement::kGlobalMemory);
   EXPECT_EQ(FrobulatePlacement(kFrobulateMaxTableSize, SourceKind::kPinnedHost),
             Placement::kGlobalMemory);
+  // A small launch reads a device table in place instead of copying it into the bank.
+  EXPECT_EQ(FrobulatePlacement(1025, SourceKind::kDevice, kSmallLaunchElements),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(FrobulatePlacement(1025, SourceKind::kDevice, kSmallLaunchElements + 1),
+            Placement::kConstantBank);
+  EXPECT_EQ(FrobulatePlacement(1025, SourceKind::kPinnedHost, 1), Placement::kConstantBank);
 }
 
 TEST(FrobulateErrors, BadTablesAreInvalidArgumentAndTheNextCallWorks) {

@@ -324,6 +324,35 @@ TEST(SeparableFilterGpu, RowAndColumnTablesFromEverySourceBitwiseEqualToTheCpuKe
   }
 }
 
+// Row and column taps both on the device, on each side of kSmallLaunchElements: read in place by
+// the small launch, both copied into one lease of the bank past it; the CPU kernel's bits either
+// way.
+TEST(SeparableFilterGpu, DeviceTablesOfSmallLaunchesAreReadInPlace) {
+  REQUIRE_GPU();
+  for (std::int64_t width : {256, 257}) {
+    const auto s = MakeShape(1, 1, 256, width, 5, 7, SeparableLayout::kPlanes,
+                             SeparableBorder::kReflect, false);
+    const Placement expected_placement =
+        s.Elements() <= kSmallLaunchElements ? Placement::kGlobalMemory : Placement::kConstantBank;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(width));
+    const auto x = RandomImages<float>(rng, s.Elements());
+    const std::vector<float> taps = RandomTaps<float>(rng, s);
+    const Tables<float> row(std::vector<float>(taps.begin(), taps.begin() + s.RowTableSize()));
+    const Tables<float> column(std::vector<float>(taps.begin() + s.RowTableSize(), taps.end()));
+    const auto expected = OnCpu(x, s, JoinSeparableTaps(s, row.host.data(), column.host.data()));
+    Stream stream;
+    DeviceBuffer<float> in(x.size()), out(x.size());
+    ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    LaunchReport report;
+    ASSERT_OK(LaunchSeparableFilter<float>(stream, in.get(), out.get(), s,
+                                           row.View(SourceKind::kDevice),
+                                           column.View(SourceKind::kDevice), &report));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    EXPECT_EQ(report.placement, expected_placement) << Describe(s);
+    EXPECT_TRUE(out.Read() == expected) << Describe(s);
+  }
+}
+
 TEST(SeparableFilterGpu, EmptyImagesLaunchNothingAndBadTablesAreErrors) {
   REQUIRE_GPU();
   Stream stream;

@@ -55,16 +55,30 @@ def test_gpu_bitwise_equals_cpu(dtype, source, table_size):
 
 
 @pytest.mark.parametrize(
-    "table_size, expected",
+    "table_size, elements, expected",
     [
         # Up to 1,024 entries the table is read where it is: no copy at all.
-        (1024, {"global_memory_launch": 1, "upload_from_device": 0, "constant_bank_launch": 0}),
-        # Larger tables are copied device-to-device into a constant bank.
-        (2000, {"global_memory_launch": 0, "upload_from_device": 1, "constant_bank_launch": 1}),
+        (
+            1024,
+            70000,
+            {"global_memory_launch": 1, "upload_from_device": 0, "constant_bank_launch": 0},
+        ),
+        # Larger tables are copied device-to-device into a constant bank, unless the call is
+        # small (at most 65,536 elements).
+        (
+            2000,
+            70000,
+            {"global_memory_launch": 0, "upload_from_device": 1, "constant_bank_launch": 1},
+        ),
+        (
+            2000,
+            4096,
+            {"global_memory_launch": 1, "upload_from_device": 0, "constant_bank_launch": 0},
+        ),
     ],
 )
-def test_device_input_placement(table_size, expected):
-    data = np.arange(4096, dtype=np.float32)
+def test_device_input_placement(table_size, elements, expected):
+    data = np.arange(elements, dtype=np.float32)
     table = np.arange(table_size, dtype=np.int32)
     with tf.device("/GPU:0"):
         x, t = tf.constant(data), tf.constant(table)

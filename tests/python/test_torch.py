@@ -55,20 +55,25 @@ def test_frobulate_matches_left_to_right_sums(device, dtype, table_size):
 # global memory beyond (a host table through a stream-ordered buffer).
 # Whether the op library has GPU kernels (placement_of answers None without them).
 GPU_KERNELS = cm.placement_of("polyval", 1) is not None
+# (entries, form, placement, stream buffers, elements): a call of at most 65,536 elements reads a
+# device table in place rather than copy it into the bank.
 PLACEMENTS = [
-    (1024, "cpu", "by_value", 0),
-    (1025, "cpu", "constant_bank", 0),
-    (4096, "static", "constant_bank", 0),
-    (4097, "cpu", "global_memory", 1),
-    (70000, "static", "global_memory", 1),
-    (4096, "device", "constant_bank", 0),
-    (4097, "device", "global_memory", 0),
+    (1024, "cpu", "by_value", 0, 4099),
+    (1025, "cpu", "constant_bank", 0, 4099),
+    (4096, "static", "constant_bank", 0, 4099),
+    (4097, "cpu", "global_memory", 1, 4099),
+    (70000, "static", "global_memory", 1, 4099),
+    (4096, "device", "global_memory", 0, 65536),
+    (4096, "device", "constant_bank", 0, 65537),
+    (4097, "device", "global_memory", 0, 65537),
 ]
 
 
-@pytest.mark.parametrize(("size", "form", "placement", "buffers"), PLACEMENTS)
-def test_table_placements_say_where_each_table_went(device, size, form, placement, buffers):
-    x = torch.linspace(-1, 1, 4099, device=device)
+@pytest.mark.parametrize(("size", "form", "placement", "buffers", "elements"), PLACEMENTS)
+def test_table_placements_say_where_each_table_went(
+    device, size, form, placement, buffers, elements
+):
+    x = torch.linspace(-1, 1, elements, device=device)
     coeffs = np.random.default_rng(size).uniform(-1, 1, size).astype(np.float32) / size
     table = table_forms(coeffs, device)
     if form not in table:
@@ -89,7 +94,7 @@ def test_table_placements_say_where_each_table_went(device, size, form, placemen
     # Asked without a launch, on any machine: the same rule's answer (none without GPU kernels).
     source = "device" if form == "device" else "host"
     expected_rule = placement if GPU_KERNELS else None
-    assert cm.placement_of("polyval", size, "float32", source) == expected_rule
+    assert cm.placement_of("polyval", size, "float32", source, elements=elements) == expected_rule
 
 
 def test_placement_of_refuses_bad_questions():
@@ -99,6 +104,32 @@ def test_placement_of_refuses_bad_questions():
         cm.placement_of("polyval", 3, "uint8")
     with pytest.raises(ValueError, match="source must be 'device' or 'host'"):
         cm.placement_of("polyval", 3, "float32", "gpu")
+    for elements in (-1, 2.0, True):
+        with pytest.raises(ValueError, match="elements must be a non-negative int or None"):
+            cm.placement_of("polyval", 3, elements=elements)
+
+
+@pytest.mark.parametrize(
+    ("op", "entries", "elements", "placement"),
+    [
+        ("fir_filter", 17, None, "constant_bank"),
+        ("fir_filter", 17, 1024, "global_memory"),
+        ("fir_filter", 17, 65536, "global_memory"),
+        ("fir_filter", 17, 65537, "constant_bank"),
+        ("separable_filter", 3, 1024, "global_memory"),
+        ("separable_filter", 3, 65537, "constant_bank"),
+        ("frobulate", 2000, 65536, "global_memory"),
+        ("frobulate", 2000, 65537, "constant_bank"),
+        ("interpolate", 16, 1024, "global_memory"),
+    ],
+)
+def test_placement_of_a_small_calls_device_table_is_in_place(op, entries, elements, placement):
+    dtype = "float32"
+    expected = placement if GPU_KERNELS else None
+    assert cm.placement_of(op, entries, dtype, "device", elements=elements) == expected
+    # A host table goes by value or into the bank at any size of call.
+    host = cm.placement_of(op, entries, dtype, "host", elements=elements)
+    assert host == cm.placement_of(op, entries, dtype, "host")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
