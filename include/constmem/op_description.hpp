@@ -19,8 +19,8 @@
 //   };
 //
 // Place may also take the launch's output elements, `Place<T>(size, source, launch_elements)`,
-// where the launcher applies ForLaunch (strategy.hpp): placement_of() then answers for a launch
-// of that size.
+// where the launcher passes them to ChoosePlacement (strategy.hpp): placement_of() then answers
+// for a launch of that size.
 //
 // An op with several tables (weight and bias, row and column taps) declares them in kTables, each
 // with its own name, sizes and entries, and takes them together (Tables<T> below):
@@ -374,7 +374,7 @@ Status LaunchOf(GpuStream stream, const typename Op::Params& params,
   }
 }
 
-// Whether Op's Place also takes the launch's output elements (its launcher applying ForLaunch).
+// Whether Op's Place also takes the launch's output elements.
 template <class Op, class T, class = void>
 struct PlaceTakesLaunch : std::false_type {};
 template <class Op, class T>

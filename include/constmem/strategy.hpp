@@ -28,10 +28,10 @@ constexpr std::size_t kLegacyKernelParamBytes = 4096;
 // is first copied into a stream-ordered device buffer): a matter of speed, never an error.
 constexpr std::int64_t kMaxTableEntries = std::int64_t{1} << 20;
 
-// A launch of at most this many output elements reads a device table in place rather than
-// copying it into a constant bank first: the copy is a stream operation with a host call of its
-// own, which costs more than such a kernel, a few microseconds long, can gain from the constant
-// cache (at most a fifth of its time: the placement matrix, docs/performance.md).
+// A launch of at most this many output elements copies no table it can avoid (ChoosePlacement):
+// a copy is a stream operation with a host call of its own, which costs more than such a kernel,
+// a few microseconds long, can gain from the constant cache or an L1 hit (at most a fifth of its
+// time: the placement matrix, docs/performance.md).
 constexpr std::int64_t kSmallLaunchElements = std::int64_t{1} << 16;
 // The launch size a placement is asked for when the launch is not known: a large one.
 constexpr std::int64_t kUnknownLaunchElements = std::numeric_limits<std::int64_t>::max();
@@ -104,41 +104,42 @@ struct CONSTMEM_VISIBLE_TYPE StrategyLimits {
 // host wait. Everything larger than the bank is read from global memory. A table read at
 // divergent indices goes to shared memory or global memory from any source (a host table is then
 // uploaded into a device buffer: LaunchWithTable's DeviceBankOf).
+//
+// A launch of at most kSmallLaunchElements output elements (`launch_elements`; unknown: a large
+// launch) copies nothing it can avoid: a device table bound for the bank is read in place, and a
+// host table small enough to go by value does so even where the lanes read it at divergent
+// indices (the parameter bank then serves them one address at a time, which costs such a launch
+// less than the copy to the device).
 inline Placement ChoosePlacement(std::size_t table_bytes, TableLocation location,
                                  const StrategyLimits& limits = StrategyLimits(),
-                                 TableAccess access = TableAccess::kUniform) {
+                                 TableAccess access = TableAccess::kUniform,
+                                 std::int64_t launch_elements = kUnknownLaunchElements) {
+  const bool small_launch = launch_elements <= kSmallLaunchElements;
+  const bool fits_by_value =
+      location == TableLocation::kHost && table_bytes <= limits.by_value_bytes;
   if (access == TableAccess::kDivergent) {
+    if (small_launch && fits_by_value) return Placement::kByValue;
     if (table_bytes <= limits.divergent_global_bytes) return Placement::kGlobalMemory;
     return table_bytes <= limits.shared_memory_bytes ? Placement::kSharedMemory
                                                      : Placement::kGlobalMemory;
   }
-  if (location == TableLocation::kHost && table_bytes <= limits.by_value_bytes) {
-    return Placement::kByValue;
-  }
-  if (location == TableLocation::kDevice && table_bytes <= limits.device_in_place_bytes) {
+  if (fits_by_value) return Placement::kByValue;
+  if (location == TableLocation::kDevice &&
+      (small_launch || table_bytes <= limits.device_in_place_bytes)) {
     return Placement::kGlobalMemory;
   }
   if (table_bytes <= limits.constant_bank_bytes) return Placement::kConstantBank;
   return Placement::kGlobalMemory;
 }
 
-// The same for a table of `count` entries of T from `source`: what an op's launcher asks.
+// The same for a table of `count` entries of T from `source`: what an op's launcher asks, with
+// the launch's output elements where it knows them.
 template <class T>
 Placement ChoosePlacementFor(std::int64_t count, SourceKind source, const StrategyLimits& limits,
-                             TableAccess access = TableAccess::kUniform) {
+                             TableAccess access = TableAccess::kUniform,
+                             std::int64_t launch_elements = kUnknownLaunchElements) {
   return ChoosePlacement(static_cast<std::size_t>(count) * sizeof(T), LocationOf(source), limits,
-                         access);
-}
-
-// `chosen`, an op's placement for a large launch, for a launch of `launch_elements` output
-// elements: a device table bound for a constant bank is read in place by a small launch
-// (kSmallLaunchElements). Every op of this package applies it; an op of one's own may, in its
-// Launch and its Place (docs/writing-an-op.md).
-inline Placement ForLaunch(Placement chosen, SourceKind source, std::int64_t launch_elements) {
-  return chosen == Placement::kConstantBank && source == SourceKind::kDevice &&
-                 launch_elements <= kSmallLaunchElements
-             ? Placement::kGlobalMemory
-             : chosen;
+                         access, launch_elements);
 }
 
 }  // namespace constmem

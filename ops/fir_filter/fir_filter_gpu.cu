@@ -155,7 +155,8 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Fir
 
 template <class T>
 Placement FirFilterPlacement(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
-  return ForLaunch(ChoosePlacementFor<T>(count, source, FirLimits<T>()), source, launch_elements);
+  return ChoosePlacementFor<T>(count, source, FirLimits<T>(), TableAccess::kUniform,
+                               launch_elements);
 }
 
 template <class T>

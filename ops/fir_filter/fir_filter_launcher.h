@@ -43,7 +43,7 @@ template <class T>
 int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block);
 
 // Where LaunchFirFilter puts `count` taps of T from `source` in a launch of `launch_elements`
-// output elements (ForLaunch).
+// output elements (ChoosePlacement).
 template <class T>
 Placement FirFilterPlacement(std::int64_t count, SourceKind source,
                              std::int64_t launch_elements = kUnknownLaunchElements);

@@ -67,8 +67,8 @@ StrategyLimits FrobulateLimits() {
 
 Placement FrobulatePlacement(std::int64_t table_size, SourceKind source,
                              std::int64_t launch_elements) {
-  return ForLaunch(ChoosePlacementFor<std::int32_t>(table_size, source, FrobulateLimits()), source,
-                   launch_elements);
+  return ChoosePlacementFor<std::int32_t>(table_size, source, FrobulateLimits(),
+                                          TableAccess::kUniform, launch_elements);
 }
 
 template <class T>

@@ -28,7 +28,7 @@ Status LaunchFrobulateWithPlacement(GpuStream stream, const T* data, T* out, std
                                     LaunchReport* report = nullptr);
 
 // Where LaunchFrobulate puts a table of this size and source in a launch of `launch_elements`
-// output elements (ForLaunch).
+// output elements (ChoosePlacement).
 Placement FrobulatePlacement(std::int64_t table_size, SourceKind source,
                              std::int64_t launch_elements = kUnknownLaunchElements);
 

@@ -112,8 +112,10 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, std::int6
 }  // namespace
 
 template <class T>
-Placement InterpolatePlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacementFor<T>(count, source, InterpolateLimits<T>(), TableAccess::kDivergent);
+Placement InterpolatePlacement(std::int64_t count, SourceKind source,
+                               std::int64_t launch_elements) {
+  return ChoosePlacementFor<T>(count, source, InterpolateLimits<T>(), TableAccess::kDivergent,
+                               launch_elements);
 }
 
 template <class T>
@@ -147,11 +149,12 @@ template <class T>
 Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
                          const TableView<T>& knots, double lo, double hi, LaunchReport* report) {
   return LaunchInterpolateWithPlacement(stream, x, y, count, knots, lo, hi,
-                                        InterpolatePlacement<T>(knots.size, knots.source), report);
+                                        InterpolatePlacement<T>(knots.size, knots.source, count),
+                                        report);
 }
 
 #define CONSTMEM_INSTANTIATE_INTERPOLATE(T)                                                        \
-  template Placement InterpolatePlacement<T>(std::int64_t, SourceKind);                            \
+  template Placement InterpolatePlacement<T>(std::int64_t, SourceKind, std::int64_t);              \
   template Status LaunchInterpolate<T>(GpuStream, const T*, T*, std::int64_t, const TableView<T>&, \
                                        double, double, LaunchReport*);                             \
   template Status LaunchInterpolateWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,         \

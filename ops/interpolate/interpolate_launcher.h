@@ -27,9 +27,11 @@ Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::i
                                       const TableView<T>& knots, double lo, double hi,
                                       Placement placement, LaunchReport* report = nullptr);
 
-// Where LaunchInterpolate puts `count` knots of T from `source`.
+// Where LaunchInterpolate puts `count` knots of T from `source` in a launch of `launch_elements`
+// output elements (ChoosePlacement).
 template <class T>
-Placement InterpolatePlacement(std::int64_t count, SourceKind source);
+Placement InterpolatePlacement(std::int64_t count, SourceKind source,
+                               std::int64_t launch_elements = kUnknownLaunchElements);
 
 }  // namespace ops
 }  // namespace constmem

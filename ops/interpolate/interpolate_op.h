@@ -67,8 +67,8 @@ lo, hi: where the first and the last knot lie (float64 bit patterns); lo < hi in
     return LaunchInterpolate<T>(stream, x, y, shape.elements, knots, params.lo, params.hi);
   }
   template <class T>
-  static Placement Place(std::int64_t count, SourceKind source) {
-    return InterpolatePlacement<T>(count, source);
+  static Placement Place(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+    return InterpolatePlacement<T>(count, source, launch_elements);
   }
 };
 

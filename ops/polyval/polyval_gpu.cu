@@ -51,8 +51,8 @@ StrategyLimits PolyvalLimits() {
 
 template <class T>
 Placement PolyvalPlacement(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
-  return ForLaunch(ChoosePlacementFor<T>(count, source, PolyvalLimits<T>()), source,
-                   launch_elements);
+  return ChoosePlacementFor<T>(count, source, PolyvalLimits<T>(), TableAccess::kUniform,
+                               launch_elements);
 }
 
 template <class T>

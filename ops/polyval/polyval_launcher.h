@@ -26,7 +26,7 @@ Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64
                                   LaunchReport* report = nullptr);
 
 // Where LaunchPolyval puts `count` coefficients of T from `source` in a launch of
-// `launch_elements` output elements (ForLaunch).
+// `launch_elements` output elements (ChoosePlacement).
 template <class T>
 Placement PolyvalPlacement(std::int64_t count, SourceKind source,
                            std::int64_t launch_elements = kUnknownLaunchElements);

@@ -246,8 +246,8 @@ Status LaunchFromDeviceTables(cudaStream_t stream, const In* x, In* y, const Sep
 template <class T>
 Placement SeparableFilterPlacement(std::int64_t count, SourceKind source,
                                    std::int64_t launch_elements) {
-  return ForLaunch(ChoosePlacementFor<T>(count, source, SeparableLimits<T>()), source,
-                   launch_elements);
+  return ChoosePlacementFor<T>(count, source, SeparableLimits<T>(), TableAccess::kUniform,
+                               launch_elements);
 }
 
 template <class In>

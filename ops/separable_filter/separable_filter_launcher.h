@@ -56,7 +56,7 @@ template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block);
 
 // Where LaunchSeparableFilter puts a table of `count` taps of T (row and column taps joined) from
-// `source` in a launch of `launch_elements` output elements (ForLaunch).
+// `source` in a launch of `launch_elements` output elements (ChoosePlacement).
 template <class T>
 Placement SeparableFilterPlacement(std::int64_t count, SourceKind source,
                                    std::int64_t launch_elements = kUnknownLaunchElements);

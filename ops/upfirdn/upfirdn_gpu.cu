@@ -198,8 +198,9 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
 }  // namespace
 
 template <class T>
-Placement UpfirdnPlacement(std::int64_t count, SourceKind source) {
-  return ChoosePlacementFor<T>(count, source, UpfirdnLimits<T>());
+Placement UpfirdnPlacement(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+  return ChoosePlacementFor<T>(count, source, UpfirdnLimits<T>(), TableAccess::kUniform,
+                               launch_elements);
 }
 
 template <class T>
@@ -207,14 +208,16 @@ Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source)
   // An invalid shape has no tile (its phases may divide by zero): the launch refuses it.
   if (!ValidUpfirdnShape(shape)) return UpfirdnPlacement<T>(shape.taps, source);
   const bool one_phase = MakeUpfirdnPhases(shape.up, shape.down).period == 1;
+  const std::int64_t launch = shape.rows * shape.outputs;
+  const Placement divergent = ChoosePlacementFor<T>(shape.taps, source, UpfirdnLimits<T>(),
+                                                    TableAccess::kDivergent, launch);
   if (!Tiled<T>(shape, 0)) {
     // The direct kernel: consecutive lanes read the taps of consecutive phases, unless there is
     // one phase (up dividing down).
-    if (one_phase) {
-      return ForLaunch(UpfirdnPlacement<T>(shape.taps, source), source, shape.rows * shape.outputs);
-    }
-    return ChoosePlacementFor<T>(shape.taps, source, UpfirdnLimits<T>(), TableAccess::kDivergent);
+    return one_phase ? UpfirdnPlacement<T>(shape.taps, source, launch) : divergent;
   }
+  // A small launch takes a small host table by value in any arrangement (ChoosePlacement).
+  if (divergent == Placement::kByValue) return divergent;
   if (ChooseTile<T>(shape, true).per_warp) {
     // One phase a warp, every lane reading the same tap. A small host table travels by value (no
     // upload); any other is staged in shared memory where it fits, which beat the constant bank
@@ -279,7 +282,7 @@ Status LaunchUpfirdn(GpuStream stream, const T* x, T* y, const UpfirdnShape& sha
 }
 
 #define CONSTMEM_INSTANTIATE_UPFIRDN(T)                                                         \
-  template Placement UpfirdnPlacement<T>(std::int64_t, SourceKind);                             \
+  template Placement UpfirdnPlacement<T>(std::int64_t, SourceKind, std::int64_t);               \
   template Placement UpfirdnPlacementForShape<T>(const UpfirdnShape&, SourceKind);              \
   template UpfirdnArrangement UpfirdnChosenArrangement<T>(const UpfirdnShape&, Placement);      \
   template Status LaunchUpfirdn<T>(GpuStream, const T*, T*, const UpfirdnShape&,                \

@@ -76,12 +76,14 @@ Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const Up
 // in shared memory or read it from global memory instead (UpfirdnPlacementForShape), which takes
 // a table from any source.
 template <class T>
-Placement UpfirdnPlacement(std::int64_t count, SourceKind source);
+Placement UpfirdnPlacement(std::int64_t count, SourceKind source,
+                           std::int64_t launch_elements = kUnknownLaunchElements);
 
 // Where LaunchUpfirdn puts the taps for `shape`: by value where UpfirdnPlacement says so and
 // kPhasePerWarp's tiles fit, else shared memory where the taps fit it (64 KiB, beside the tile),
-// else global memory; the direct kernel as UpfirdnPlacement says where its lanes share one phase
-// (a small launch reading a device table in place: ForLaunch).
+// else global memory; the direct kernel as UpfirdnPlacement says where its lanes share one phase.
+// A launch of at most kSmallLaunchElements outputs takes a small host table by value and reads a
+// device table in place (ChoosePlacement).
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source);
 

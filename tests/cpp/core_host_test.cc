@@ -63,19 +63,40 @@ TEST(Strategy, SmallDeviceTablesCanBeReadInPlace) {
   EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits), Placement::kByValue);
 }
 
-TEST(Strategy, SmallLaunchesReadDeviceTablesInPlace) {
-  const auto bank = Placement::kConstantBank;
-  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, kSmallLaunchElements), Placement::kGlobalMemory);
-  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, 1), Placement::kGlobalMemory);
-  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, kSmallLaunchElements + 1), bank);
-  EXPECT_EQ(ForLaunch(bank, SourceKind::kDevice, kUnknownLaunchElements), bank);
-  // A host table reaches the bank by one copy either way; the other placements copy nothing.
-  EXPECT_EQ(ForLaunch(bank, SourceKind::kPageableHost, 1), bank);
-  EXPECT_EQ(ForLaunch(bank, SourceKind::kPinnedHost, 1), bank);
-  for (Placement other :
-       {Placement::kByValue, Placement::kSharedMemory, Placement::kGlobalMemory}) {
-    EXPECT_EQ(ForLaunch(other, SourceKind::kDevice, 1), other);
-  }
+TEST(Strategy, SmallLaunchesCopyNoTableTheyCanAvoid) {
+  const StrategyLimits limits;
+  const auto uniform = TableAccess::kUniform, divergent = TableAccess::kDivergent;
+  const std::int64_t small = kSmallLaunchElements, large = kSmallLaunchElements + 1;
+  // A device table bound for the bank is read in place by a small launch.
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, small),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, 1),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, large),
+            Placement::kConstantBank);
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, kUnknownLaunchElements),
+            Placement::kConstantBank);
+  // A host table: by value up to the by-value size, whatever the launch or the reads.
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits, uniform, small),
+            Placement::kByValue);
+  EXPECT_EQ(ChoosePlacement(kDefaultByValueBytes + 4, TableLocation::kHost, limits, uniform, 1),
+            Placement::kConstantBank);
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits, divergent, small),
+            Placement::kByValue);
+  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits, divergent, large),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(2048, TableLocation::kHost, limits, divergent, large),
+            Placement::kSharedMemory);
+  EXPECT_EQ(ChoosePlacement(2048, TableLocation::kHost, limits, divergent, small),
+            Placement::kByValue);
+  EXPECT_EQ(ChoosePlacement(kDefaultByValueBytes + 4, TableLocation::kHost, limits, divergent, 1),
+            Placement::kSharedMemory);
+  // Divergent reads of a device table are not the bank's: unchanged by the launch.
+  EXPECT_EQ(ChoosePlacement(2048, TableLocation::kDevice, limits, divergent, 1),
+            Placement::kSharedMemory);
+  // Past the bank: global memory for any launch.
+  EXPECT_EQ(ChoosePlacement(kConstantMemoryBytes + 1, TableLocation::kHost, limits, uniform, 1),
+            Placement::kGlobalMemory);
 }
 
 TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {

@@ -290,6 +290,50 @@ TEST(UpfirdnGpu, DirectKernelOnTheEdgeCasesBitwiseEqualToTheCpu) {
   }
 }
 
+// A launch of at most kSmallLaunchElements outputs takes a small host table by value in every
+// arrangement (one phase a warp, a phase a lane, the direct kernel) and reads a device table in
+// place; a larger launch stages it. The CPU kernel's bits either way.
+TEST(UpfirdnGpu, SmallLaunchesTakeSmallHostTablesByValue) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(23);
+  Stream stream;
+  for (const Case& c : std::vector<Case>{{1, 1000, 61, 3, 2},
+                                         {2, 1000, 31, 2, 1},
+                                         {1, 1000, 61, 1, 3},
+                                         {1, 30000, 61, 3, 2},
+                                         {1, 50000, 61, 3, 2}}) {
+    UpfirdnShape shape;
+    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
+    const bool small = shape.rows * shape.outputs <= kSmallLaunchElements;
+    const auto x = Random<float>(rng, c.rows * c.n);
+    const auto taps = Random<float>(rng, c.k);
+    std::vector<float> expected(shape.rows * shape.outputs);
+    UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, shape.rows * shape.outputs);
+    DeviceBuffer<float> in(x.size()), out(expected.size()), device_taps(c.k);
+    ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    ASSERT_CUDA(
+        cudaMemcpy(device_taps.get(), taps.data(), c.k * sizeof(float), cudaMemcpyHostToDevice));
+    for (const TableView<float>& view :
+         {TableView<float>{taps.data(), c.k, SourceKind::kPageableHost},
+          TableView<float>{device_taps.get(), c.k, SourceKind::kDevice}}) {
+      LaunchReport report;
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, expected.size() * sizeof(float), stream));
+      ASSERT_OK(LaunchUpfirdn<float>(stream, in.get(), out.get(), shape, view, &report));
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      EXPECT_EQ(report.placement, UpfirdnPlacementForShape<float>(shape, view.source));
+      if (small && view.source != SourceKind::kDevice) {
+        EXPECT_EQ(report.placement, Placement::kByValue) << Describe(c);
+      }
+      if (view.source == SourceKind::kDevice) {
+        EXPECT_NE(report.placement, Placement::kConstantBank) << Describe(c);
+      }
+      std::size_t where = 0;
+      ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected, &where))
+          << Describe(c) << ", " << PlacementName(report.placement) << ": output " << where;
+    }
+  }
+}
+
 // What LaunchUpfirdn picks for tables past the constant bank: global memory (shared memory for a
 // direct kernel whose lanes read taps of different phases, where the table fits 64 KiB).
 TEST(UpfirdnGpu, LargeTablesGoToGlobalMemory) {
@@ -372,6 +416,11 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
     EXPECT_EQ(UpfirdnChosenArrangement<float>(s, Placement::kConstantBank),
               UpfirdnArrangement::kPhasePerWarp);
   }
+  // A launch of at most kSmallLaunchElements outputs: a small host table by value.
+  UpfirdnShape small;
+  ASSERT_TRUE(MakeUpfirdnShape(1, 1000, 61, 3, 2, &small).ok());
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(small, SourceKind::kPageableHost), Placement::kByValue);
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(small, SourceKind::kDevice), Placement::kSharedMemory);
   // One phase (up divides down): uniform whatever the tile.
   EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(4096, 1, 1024), SourceKind::kDevice),
             Placement::kSharedMemory);

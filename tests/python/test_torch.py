@@ -110,26 +110,32 @@ def test_placement_of_refuses_bad_questions():
 
 
 @pytest.mark.parametrize(
-    ("op", "entries", "elements", "placement"),
+    ("op", "entries", "source", "elements", "placement"),
     [
-        ("fir_filter", 17, None, "constant_bank"),
-        ("fir_filter", 17, 1024, "global_memory"),
-        ("fir_filter", 17, 65536, "global_memory"),
-        ("fir_filter", 17, 65537, "constant_bank"),
-        ("separable_filter", 3, 1024, "global_memory"),
-        ("separable_filter", 3, 65537, "constant_bank"),
-        ("frobulate", 2000, 65536, "global_memory"),
-        ("frobulate", 2000, 65537, "constant_bank"),
-        ("interpolate", 16, 1024, "global_memory"),
+        ("fir_filter", 17, "device", None, "constant_bank"),
+        ("fir_filter", 17, "device", 1024, "global_memory"),
+        ("fir_filter", 17, "device", 65536, "global_memory"),
+        ("fir_filter", 17, "device", 65537, "constant_bank"),
+        ("fir_filter", 17, "host", 1024, "by_value"),
+        ("fir_filter", 2000, "host", 1024, "constant_bank"),
+        ("separable_filter", 3, "device", 1024, "global_memory"),
+        ("separable_filter", 3, "device", 65537, "constant_bank"),
+        ("frobulate", 2000, "device", 65536, "global_memory"),
+        ("frobulate", 2000, "device", 65537, "constant_bank"),
+        # Lookups: a small host table by value in a small call, else copied to the device.
+        ("interpolate", 16, "device", 1024, "global_memory"),
+        ("interpolate", 16, "host", 1024, "by_value"),
+        ("interpolate", 16, "host", 65537, "global_memory"),
+        ("interpolate", 1024, "host", 1024, "by_value"),
+        ("interpolate", 1024, "host", None, "shared_memory"),
+        ("interpolate", 1025, "host", 1024, "shared_memory"),
     ],
 )
-def test_placement_of_a_small_calls_device_table_is_in_place(op, entries, elements, placement):
-    dtype = "float32"
+def test_placement_of_a_small_call_copies_no_table_it_can_avoid(
+    op, entries, source, elements, placement
+):
     expected = placement if GPU_KERNELS else None
-    assert cm.placement_of(op, entries, dtype, "device", elements=elements) == expected
-    # A host table goes by value or into the bank at any size of call.
-    host = cm.placement_of(op, entries, dtype, "host", elements=elements)
-    assert host == cm.placement_of(op, entries, dtype, "host")
+    assert cm.placement_of(op, entries, "float32", source, elements=elements) == expected
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
