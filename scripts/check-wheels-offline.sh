@@ -47,9 +47,16 @@ for framework in torch jax; do
   fi
   env_site=$("$env/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "import site; site.addsitedir('$visible')" >"$env_site/system-less-others.pth"
-  pip=("$env/bin/python" -m pip)
-  "${pip[@]}" --version >/dev/null 2>&1 || pip=("$python" -m pip --python "$env/bin/python")
-  "${pip[@]}" install -q --no-index --no-deps "$wheels"/constmem-[0-9]*.whl \
+  # The environment's own pip, else the system's pointed at it, else the system's into its site.
+  install=("$env/bin/python" -m pip install)
+  if ! "$env/bin/python" -m pip --version >/dev/null 2>&1; then
+    if "$python" -m pip --python "$env/bin/python" --version >/dev/null 2>&1; then
+      install=("$python" -m pip --python "$env/bin/python" install)
+    else
+      install=("$python" -m pip install --target "$env_site")
+    fi
+  fi
+  "${install[@]}" -q --no-index --no-deps "$wheels"/constmem-[0-9]*.whl \
     "$wheels"/constmem_"$framework"_"$variant"-*.whl
   (cd "$work" && PATH="$env/bin" JAX_PLATFORMS=cpu "$env/bin/python" \
     "$OLDPWD/scripts/clean_env_check.py" "$framework" "$variant")
