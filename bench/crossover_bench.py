@@ -6,9 +6,12 @@ bank, the shared-memory staging, a kernel's tiled range), the same call with a t
 size inside and the first size outside, in each table form a PyTorch user has: a static table (a
 Python list), a CPU tensor (a host table) and a CUDA tensor (a device table). Each call is timed as
 a user sees it (CUDA events around back-to-back calls, so the host's work counts when it is the
-longer), the two sizes alternating over rounds in one run; the ratio is outside / inside.
+longer), the two sizes alternating over rounds in one run; the ratio is outside / inside. The
+launch boundary keeps the table and crosses the call's outputs over 65,536, past which a small
+launch's device table is copied into the bank (and a small host table read at divergent indices
+is no longer passed by value).
 
-    python3 bench/crossover_bench.py [--json FILE] [--rounds N]
+    python3 bench/crossover_bench.py [--json FILE] [--rounds N] [--launch-only]
 """
 
 import argparse
@@ -104,8 +107,54 @@ def _cases(device):
     ]
 
 
+def _launch_cases(device):
+    """(op, table entries, table dtype, output elements inside and outside, call(elements, table)):
+    the same table in calls whose outputs cross kSmallLaunchElements (65,536), past which a device
+    table is copied into the bank and a small host table read at divergent indices is no longer
+    passed by value."""
+    gen = torch.Generator(device="cpu").manual_seed(1)
+    data = {n: torch.rand(n, generator=gen).to(device) for n in (65536, 65537)}
+    images = {n: torch.rand(1, 1, n // 256, 256, generator=gen).to(device) for n in (65536, 65792)}
+    return [
+        ("frobulate", 2000, torch.int32, (65536, 65537), lambda n, t: cm.frobulate(data[n], t)),
+        ("polyval", 1100, torch.float32, (65536, 65537), lambda n, t: cm.polyval(t, data[n])),
+        (
+            "fir_filter",
+            17,
+            torch.float32,
+            (65536, 65537),
+            lambda n, t: cm.fir_filter(data[n].view(1, n), t),
+        ),
+        (
+            "interpolate",
+            16,
+            torch.float32,
+            (65536, 65537),
+            lambda n, t: cm.interpolate(data[n], t, lo=0.0, hi=1.0),
+        ),
+        (
+            "separable_filter",
+            6,
+            torch.float32,
+            (65536, 65792),
+            lambda n, t: cm.separable_filter(images[n], t[:3], t[3:]),
+        ),
+    ]
+
+
 def _length(table):
     return len(table) if isinstance(table, list) else table.numel()
+
+
+class _FixedTable:
+    """A launch case's call: one table of `entries`, the call's output elements as its sizes."""
+
+    def __init__(self, entries, call):
+        self.entries, self.call = entries, call
+
+    def __call__(self, sized_table):
+        size, table = sized_table
+        return self.call(size, table)
 
 
 def _table(size, dtype, form, device):
@@ -123,18 +172,30 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--launch-only", action="store_true", help="only the small-launch boundary (65,536 outputs)"
+    )
     args = parser.parse_args()
     device = torch.device("cuda")
-    cases = _cases(device)
+    cases = [] if args.launch_only else _cases(device)
+    # The launch boundary: the table fixed, the call's outputs as the sizes.
+    for op, entries, dtype, elements, call in _launch_cases(device):
+        cases.append(
+            (op, f"launch, {entries} entries", elements, dtype, _FixedTable(entries, call))
+        )
     results = []
     print(f"{torch.cuda.get_device_name()}: ms a call, outside / inside")
     print(
-        f"{'op':<18}{'boundary':<16}{'form':<8}{'sizes':>14}{'inside':>10}{'outside':>10}"
+        f"{'op':<18}{'boundary':<24}{'form':<8}{'sizes':>14}{'inside':>10}{'outside':>10}"
         f"{'ratio':>8}"
     )
     for op, boundary, sizes, dtype, call in cases:
         for form in ("static", "host", "device"):
-            tables = [_table(size, dtype, form, device) for size in sizes]
+            if isinstance(call, _FixedTable):  # one table, the call's size varies
+                table = _table(call.entries, dtype, form, device)
+                tables = [(size, table) for size in sizes]
+            else:
+                tables = [_table(size, dtype, form, device) for size in sizes]
             times = ([], [])
             for _ in range(args.rounds):
                 for i, table in enumerate(tables):
@@ -143,7 +204,7 @@ def main():
             ratio = outside / inside
             label = f"{sizes[0]}/{sizes[1]}"
             print(
-                f"{op:<18}{boundary:<16}{form:<8}{label:>14}{inside:>10.4f}{outside:>10.4f}"
+                f"{op:<18}{boundary:<24}{form:<8}{label:>14}{inside:>10.4f}{outside:>10.4f}"
                 f"{ratio:>8.3f}"
             )
             results.append(
