@@ -290,9 +290,40 @@ TEST(UpfirdnGpu, DirectKernelOnTheEdgeCasesBitwiseEqualToTheCpu) {
   }
 }
 
+// LaunchUpfirdn's own placement for `c`, with the taps from the host and from the device: the
+// placement UpfirdnPlacementForShape names, passed to `check` (source, placement), and the CPU
+// kernel's bits.
+template <class Check>
+void CheckChosenPlacement(const Case& c, std::mt19937_64& rng, cudaStream_t stream,
+                          const Check& check) {
+  UpfirdnShape shape;
+  ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
+  const auto x = Random<float>(rng, c.rows * c.n);
+  const auto taps = Random<float>(rng, c.k);
+  std::vector<float> expected(shape.rows * shape.outputs);
+  UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, shape.rows * shape.outputs);
+  DeviceBuffer<float> in(x.size()), out(expected.size()), device_taps(c.k);
+  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(device_taps.get(), taps.data(), c.k * sizeof(float), cudaMemcpyHostToDevice));
+  for (const TableView<float>& view :
+       {TableView<float>{taps.data(), c.k, SourceKind::kPageableHost},
+        TableView<float>{device_taps.get(), c.k, SourceKind::kDevice}}) {
+    LaunchReport report;
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, expected.size() * sizeof(float), stream));
+    ASSERT_OK(LaunchUpfirdn<float>(stream, in.get(), out.get(), shape, view, &report));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    EXPECT_EQ(report.placement, UpfirdnPlacementForShape<float>(shape, view.source));
+    check(view.source, report.placement);
+    std::size_t where = 0;
+    ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected, &where))
+        << Describe(c) << ", " << PlacementName(report.placement) << ": output " << where;
+  }
+}
+
 // A launch of at most kSmallLaunchElements outputs takes a small host table by value in every
 // arrangement (one phase a warp, a phase a lane, the direct kernel) and reads a device table in
-// place; a larger launch stages it. The CPU kernel's bits either way.
+// place; a larger launch stages it.
 TEST(UpfirdnGpu, SmallLaunchesTakeSmallHostTablesByValue) {
   REQUIRE_GPU();
   std::mt19937_64 rng(23);
@@ -302,35 +333,14 @@ TEST(UpfirdnGpu, SmallLaunchesTakeSmallHostTablesByValue) {
                                          {1, 1000, 61, 1, 3},
                                          {1, 30000, 61, 3, 2},
                                          {1, 50000, 61, 3, 2}}) {
-    UpfirdnShape shape;
-    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
-    const bool small = shape.rows * shape.outputs <= kSmallLaunchElements;
-    const auto x = Random<float>(rng, c.rows * c.n);
-    const auto taps = Random<float>(rng, c.k);
-    std::vector<float> expected(shape.rows * shape.outputs);
-    UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, shape.rows * shape.outputs);
-    DeviceBuffer<float> in(x.size()), out(expected.size()), device_taps(c.k);
-    ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-    ASSERT_CUDA(
-        cudaMemcpy(device_taps.get(), taps.data(), c.k * sizeof(float), cudaMemcpyHostToDevice));
-    for (const TableView<float>& view :
-         {TableView<float>{taps.data(), c.k, SourceKind::kPageableHost},
-          TableView<float>{device_taps.get(), c.k, SourceKind::kDevice}}) {
-      LaunchReport report;
-      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, expected.size() * sizeof(float), stream));
-      ASSERT_OK(LaunchUpfirdn<float>(stream, in.get(), out.get(), shape, view, &report));
-      ASSERT_CUDA(cudaStreamSynchronize(stream));
-      EXPECT_EQ(report.placement, UpfirdnPlacementForShape<float>(shape, view.source));
-      if (small && view.source != SourceKind::kDevice) {
-        EXPECT_EQ(report.placement, Placement::kByValue) << Describe(c);
+    const bool small = c.rows * c.n * c.up / c.down <= kSmallLaunchElements;
+    CheckChosenPlacement(c, rng, stream, [&](SourceKind source, Placement placement) {
+      if (source == SourceKind::kDevice) {
+        EXPECT_NE(placement, Placement::kConstantBank) << Describe(c);
+      } else if (small) {
+        EXPECT_EQ(placement, Placement::kByValue) << Describe(c);
       }
-      if (view.source == SourceKind::kDevice) {
-        EXPECT_NE(report.placement, Placement::kConstantBank) << Describe(c);
-      }
-      std::size_t where = 0;
-      ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected, &where))
-          << Describe(c) << ", " << PlacementName(report.placement) << ": output " << where;
-    }
+    });
   }
 }
 
@@ -344,31 +354,11 @@ TEST(UpfirdnGpu, LargeTablesGoToGlobalMemory) {
                                          {1, 300, 31005, 2560, 147},
                                          {1, 4000, 31005, 147, 2560},
                                          {1, 40, 5000, kUpfirdnMaxRate, kUpfirdnMaxRate - 2}}) {
-    UpfirdnShape shape;
-    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
-    const auto x = Random<float>(rng, c.rows * c.n);
-    const auto taps = Random<float>(rng, c.k);
-    std::vector<float> expected(shape.rows * shape.outputs);
-    UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, shape.rows * shape.outputs);
-    DeviceBuffer<float> in(x.size()), out(expected.size()), device_taps(c.k);
-    ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-    ASSERT_CUDA(
-        cudaMemcpy(device_taps.get(), taps.data(), c.k * sizeof(float), cudaMemcpyHostToDevice));
-    for (const TableView<float>& view :
-         {TableView<float>{taps.data(), c.k, SourceKind::kPageableHost},
-          TableView<float>{device_taps.get(), c.k, SourceKind::kDevice}}) {
-      LaunchReport report;
-      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, expected.size() * sizeof(float), stream));
-      ASSERT_OK(LaunchUpfirdn<float>(stream, in.get(), out.get(), shape, view, &report));
-      ASSERT_CUDA(cudaStreamSynchronize(stream));
-      EXPECT_EQ(report.placement, UpfirdnPlacementForShape<float>(shape, view.source));
-      EXPECT_EQ(report.placement, c.k * 4 <= 64 * 1024 && c.up > 1 ? Placement::kSharedMemory
-                                                                   : Placement::kGlobalMemory)
+    CheckChosenPlacement(c, rng, stream, [&](SourceKind, Placement placement) {
+      EXPECT_EQ(placement, c.k * 4 <= 64 * 1024 && c.up > 1 ? Placement::kSharedMemory
+                                                            : Placement::kGlobalMemory)
           << Describe(c);
-      std::size_t where = 0;
-      ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected, &where))
-          << Describe(c) << ": output " << where;
-    }
+    });
   }
 }
 
