@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       const TableView<std::int32_t> device_view{device_table, n, SourceKind::kDevice};
       const TableView<std::int32_t> host_view{table.data(), n, SourceKind::kPageableHost};
       for (const TableView<std::int32_t>* view : {&device_view, &host_view}) {
-        const Placement placement = FrobulatePlacement(n, view->source);
+        const Placement placement = FrobulatePlacement(n, view->source, elements);
         if (view == &host_view && placement != Placement::kByValue) continue;
         const double ms = MedianMs(stream, [&] {
           if (is_float) {
@@ -215,13 +215,13 @@ int main(int argc, char** argv) {
     const double uniform[3] = {product(Placement::kByValue), product(Placement::kConstantBank),
                                product(Placement::kGlobalMemory)};
     // The automatic choice for a host table (what FrobulateHostTable and the attr op do).
-    const Placement chosen = FrobulatePlacement(n, SourceKind::kPageableHost);
+    const Placement chosen = FrobulatePlacement(n, SourceKind::kPageableHost, matrix_elements);
     const double automatic = uniform[static_cast<int>(chosen)];
     double best = INFINITY;
     for (double v : uniform)
       if (!std::isnan(v)) best = std::min(best, v);
     // And for a device table, which can only be copied into a bank or read in place.
-    const Placement chosen_device = FrobulatePlacement(n, SourceKind::kDevice);
+    const Placement chosen_device = FrobulatePlacement(n, SourceKind::kDevice, matrix_elements);
     const double device_automatic = uniform[static_cast<int>(chosen_device)];
     const double device_best = std::min(uniform[1], uniform[2]);
     std::printf(

@@ -36,6 +36,16 @@ constexpr std::int64_t kSmallLaunchElements = std::int64_t{1} << 16;
 // The launch size a placement is asked for when the launch is not known: a large one.
 constexpr std::int64_t kUnknownLaunchElements = std::numeric_limits<std::int64_t>::max();
 
+// The output elements of `rows` rows of `per_row`, or kUnknownLaunchElements where either is
+// negative or the product overflows (a shape its launcher refuses after choosing).
+inline std::int64_t LaunchElements(std::int64_t rows, std::int64_t per_row) {
+  std::int64_t product = 0;
+  if (rows < 0 || per_row < 0 || __builtin_mul_overflow(rows, per_row, &product)) {
+    return kUnknownLaunchElements;
+  }
+  return product;
+}
+
 // sizeof(ByValueTable<T, capacity>) (by_value.cuh), padding included: an int count, the values at
 // T's alignment, the whole rounded up to the struct's alignment. What the parameter limit applies
 // to.

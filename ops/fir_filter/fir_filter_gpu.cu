@@ -203,7 +203,8 @@ Status LaunchFirFilter(GpuStream stream, const T* x, T* y, const FirShape& shape
                        const TableView<T>& taps, LaunchReport* report) {
   return LaunchFirFilterWithPlacement(
       stream, x, y, shape, taps,
-      FirFilterPlacement<T>(taps.size, taps.source, shape.rows * shape.outputs), report);
+      FirFilterPlacement<T>(taps.size, taps.source, LaunchElements(shape.rows, shape.outputs)),
+      report);
 }
 
 #define CONSTMEM_INSTANTIATE_FIR(T)                                                               \

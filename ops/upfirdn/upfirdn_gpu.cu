@@ -208,7 +208,7 @@ Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source)
   // An invalid shape has no tile (its phases may divide by zero): the launch refuses it.
   if (!ValidUpfirdnShape(shape)) return UpfirdnPlacement<T>(shape.taps, source);
   const bool one_phase = MakeUpfirdnPhases(shape.up, shape.down).period == 1;
-  const std::int64_t launch = shape.rows * shape.outputs;
+  const std::int64_t launch = LaunchElements(shape.rows, shape.outputs);
   const Placement divergent = ChoosePlacementFor<T>(shape.taps, source, UpfirdnLimits<T>(),
                                                     TableAccess::kDivergent, launch);
   if (!Tiled<T>(shape, 0)) {

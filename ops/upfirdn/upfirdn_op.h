@@ -87,8 +87,8 @@ The last dimension of y is ((n - 1) * up + k - 1) // down + 1.
     return LaunchUpfirdn<T>(stream, x, y, shape, taps);
   }
   template <class T>
-  static Placement Place(std::int64_t count, SourceKind source) {
-    return UpfirdnPlacement<T>(count, source);
+  static Placement Place(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+    return UpfirdnPlacement<T>(count, source, launch_elements);
   }
 };
 

@@ -300,9 +300,11 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
         if index < 0:
             raise ValueError(f"table must be one of {', '.join(names)}; got {table!r}")
         if elements is not None and (
-            isinstance(elements, bool) or not isinstance(elements, int) or elements < 0
+            isinstance(elements, bool) or not isinstance(elements, int) or not 0 <= elements < 2**63
         ):
-            raise ValueError(f"elements must be a non-negative int or None; got {elements!r}")
+            raise ValueError(
+                f"elements must be an int from 0 to 2**63 - 1, or None; got {elements!r}"
+            )
         if find is None:
             return None
         launch = -1 if elements is None else elements

@@ -224,7 +224,7 @@ TEST(OpsGpu, SmallLaunchesReadDeviceTablesInPlace) {
       EXPECT_EQ(std::memcmp(out.Read().data(), expected.data(), outputs * sizeof(float)), 0)
           << "FirFilter, " << outputs << " outputs";
     }
-    {  // Polyval, 1,100 device coefficients: past the 4 KiB it always reads in place
+    {  // Polyval, 1,100 device coefficients: past the 4 KiB it reads in place at every size
       const std::int64_t coeff_count = 1100;
       const auto x = Random<float>(rng, outputs, 1.5);
       const Tables<float> coeffs(Random<float>(rng, coeff_count, 1.0));

@@ -321,27 +321,28 @@ void CheckChosenPlacement(const Case& c, std::mt19937_64& rng, cudaStream_t stre
   }
 }
 
-// A launch of at most kSmallLaunchElements outputs takes a small host table by value in every
-// arrangement (one phase a warp, a phase a lane, the direct kernel) and reads a device table in
-// place; a larger launch stages it.
+// Launches of at most kSmallLaunchElements outputs whose larger twins take each arrangement: one
+// phase a warp (3/2, 2/1, 1/3), a phase a lane (160/147) and the direct kernel (rates past any
+// tile).
+const Case kSmallLaunchCases[] = {
+    {1, 1000, 61, 3, 2},  {2, 1000, 31, 2, 1},    {1, 1000, 61, 1, 3},
+    {1, 30000, 61, 3, 2}, {1, 400, 61, 160, 147}, {2, 40, 9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1}};
+
+// A small launch takes a small host table by value in every arrangement and reads a device table
+// in place; a larger launch stages a host table read at divergent indices.
 TEST(UpfirdnGpu, SmallLaunchesTakeSmallHostTablesByValue) {
   REQUIRE_GPU();
   std::mt19937_64 rng(23);
   Stream stream;
-  for (const Case& c : std::vector<Case>{{1, 1000, 61, 3, 2},
-                                         {2, 1000, 31, 2, 1},
-                                         {1, 1000, 61, 1, 3},
-                                         {1, 30000, 61, 3, 2},
-                                         {1, 50000, 61, 3, 2}}) {
-    const bool small = c.rows * c.n * c.up / c.down <= kSmallLaunchElements;
+  for (const Case& c : kSmallLaunchCases) {
     CheckChosenPlacement(c, rng, stream, [&](SourceKind source, Placement placement) {
-      if (source == SourceKind::kDevice) {
-        EXPECT_NE(placement, Placement::kConstantBank) << Describe(c);
-      } else if (small) {
-        EXPECT_EQ(placement, Placement::kByValue) << Describe(c);
-      }
+      if (source != SourceKind::kDevice) EXPECT_EQ(placement, Placement::kByValue) << Describe(c);
+      EXPECT_NE(placement, Placement::kConstantBank) << Describe(c);
     });
   }
+  CheckChosenPlacement({1, 70000, 61, 160, 147}, rng, stream, [&](SourceKind, Placement placement) {
+    EXPECT_EQ(placement, Placement::kSharedMemory);
+  });
 }
 
 // What LaunchUpfirdn picks for tables past the constant bank: global memory (shared memory for a
@@ -406,11 +407,28 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
     EXPECT_EQ(UpfirdnChosenArrangement<float>(s, Placement::kConstantBank),
               UpfirdnArrangement::kPhasePerWarp);
   }
-  // A launch of at most kSmallLaunchElements outputs: a small host table by value.
-  UpfirdnShape small;
-  ASSERT_TRUE(MakeUpfirdnShape(1, 1000, 61, 3, 2, &small).ok());
-  EXPECT_EQ(UpfirdnPlacementForShape<float>(small, SourceKind::kPageableHost), Placement::kByValue);
-  EXPECT_EQ(UpfirdnPlacementForShape<float>(small, SourceKind::kDevice), Placement::kSharedMemory);
+  // A launch of at most kSmallLaunchElements outputs: a small host table by value, in each
+  // arrangement a larger launch would take (one phase a warp, a phase a lane, the direct kernel).
+  for (const Case& c : kSmallLaunchCases) {
+    UpfirdnShape small;
+    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &small).ok());
+    EXPECT_EQ(UpfirdnPlacementForShape<float>(small, SourceKind::kPageableHost),
+              Placement::kByValue)
+        << Describe(c);
+    EXPECT_NE(UpfirdnPlacementForShape<float>(small, SourceKind::kDevice), Placement::kConstantBank)
+        << Describe(c);
+  }
+  UpfirdnShape per_lane, direct, large;
+  ASSERT_TRUE(MakeUpfirdnShape(1, 400, 61, 160, 147, &per_lane).ok());
+  ASSERT_TRUE(MakeUpfirdnShape(1, 40, 9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1, &direct).ok());
+  ASSERT_TRUE(MakeUpfirdnShape(1, 70000, 61, 160, 147, &large).ok());
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(per_lane, Placement::kSharedMemory),
+            UpfirdnArrangement::kPhasePerLane);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(direct, Placement::kGlobalMemory),
+            UpfirdnArrangement::kDirect);
+  // Past it, a host table read at divergent indices is uploaded and staged.
+  EXPECT_EQ(UpfirdnPlacementForShape<float>(large, SourceKind::kPageableHost),
+            Placement::kSharedMemory);
   // One phase (up divides down): uniform whatever the tile.
   EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(4096, 1, 1024), SourceKind::kDevice),
             Placement::kSharedMemory);
