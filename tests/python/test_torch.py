@@ -122,6 +122,8 @@ def test_placement_of_refuses_bad_questions():
         ("separable_filter", 3, "device", 65537, "constant_bank"),
         ("frobulate", 2000, "device", 65536, "global_memory"),
         ("frobulate", 2000, "device", 65537, "constant_bank"),
+        ("upfirdn", 100, "device", 1024, "global_memory"),
+        ("upfirdn", 100, "device", None, "constant_bank"),
         # Lookups: a small host table by value in a small call, else copied to the device.
         ("interpolate", 16, "device", 1024, "global_memory"),
         ("interpolate", 16, "host", 1024, "by_value"),
