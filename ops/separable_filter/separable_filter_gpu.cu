@@ -80,7 +80,7 @@ template <class In, class T, class Taps, class Tile>
 Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g,
                   const Taps& taps) {
   constexpr auto kernel = SeparableKernel<In, T, Taps, Tile>;
-  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  const SharedLayout<Tile, In, T> layout(g.interleaved, g.kw, g.kh);
   // Filters longer than a few taps need more than the 48 KiB a block gets without asking: the
   // device's most, asked once a device.
   static std::array<std::atomic<bool>, kMaxDevices> shared_memory_raised{};
@@ -123,7 +123,7 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
 // the large tile: on the H200 it beats the two passes wherever it fits (float32 [32, 3, 1080,
 // 1920]: 5.14 against 7.76 ms at 129 taps, 10.07 against 12.69 ms at 255), the small one only up
 // to about 191 taps. 0: nothing fits.
-template <class T>
+template <class In, class T>
 int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool* interleave) {
   const int kw = static_cast<int>(s.kw), kh = static_cast<int>(s.kh);
   const bool can_interleave =
@@ -135,8 +135,8 @@ int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool
       if (inter && !can_interleave) continue;
       const int interleaved = inter ? static_cast<int>(s.channels) : 1;
       const std::size_t bytes = threads == LargeTile::kThreads
-                                    ? SharedLayout<LargeTile, T>(interleaved, kw, kh).Bytes()
-                                    : SharedLayout<SmallTile, T>(interleaved, kw, kh).Bytes();
+                                    ? SharedLayout<LargeTile, In, T>(interleaved, kw, kh).Bytes()
+                                    : SharedLayout<SmallTile, In, T>(interleaved, kw, kh).Bytes();
       if (bytes <= shared_bytes_per_block) {
         *interleave = inter;
         return threads;
@@ -164,7 +164,7 @@ Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
   bool interleave = false;
-  switch (Fused(shape) ? ChooseTile<T>(shape, available, &interleave) : 0) {
+  switch (Fused(shape) ? ChooseTile<In, T>(shape, available, &interleave) : 0) {
     case LargeTile::kThreads:
       return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
                                                 MakeGeometry(shape, interleave, layout), taps);
@@ -254,7 +254,7 @@ template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block) {
   using T = typename SeparableCompute<In>::type;
   bool interleave = false;
-  const int tile = Fused(shape) ? ChooseTile<T>(shape, shared_bytes_per_block, &interleave) : 0;
+  const int tile = Fused(shape) ? ChooseTile<In, T>(shape, shared_bytes_per_block, &interleave) : 0;
   if (tile != 0) return tile;
   return RowPassSharedBytes<T>() <= shared_bytes_per_block ? kTwoPassThreads : 0;
 }

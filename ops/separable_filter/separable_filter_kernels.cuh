@@ -7,7 +7,7 @@
 // a segment of rows (usually the whole height), and walks down it kRows rows a step:
 //   1. the input rows of the step, kWidth elements plus the halo of kw - 1 pixels, are staged in
 //      shared memory (asynchronous copies, zeros or folded columns through a column map the block
-//      computes once per strip; uint8 four pixels at a time, converted to float);
+//      computes once per strip; uint8 as bytes, 4-byte copies, converted as the row pass reads);
 //   2. the row pass turns them into kRows new rows of tmp, kept in a ring of kRows + kh - 1 rows
 //      of shared memory: the rows the column pass still needs stay, so each input pixel is read
 //      about once (the row halo excepted) and each row of tmp computed once per segment;
@@ -223,9 +223,9 @@ struct Geometry {
   int segments;      // segments of rows along H
   int segment_rows;
   std::int64_t work;  // planes * segments * tile_columns
-  // Shared memory (elements of T): the staged rows' pitch and filled width, the column map's size.
+  // Shared memory: staged rows' pitch and width (elements of StagedType), the map's size.
   int staged_pitch, staged_width, map_entries;
-  bool vector_input;   // uint8 rows start on 4-byte boundaries: four pixels a load
+  bool vector_input;   // uint8 rows start on 4-byte boundaries and are contiguous: 4-byte copies
   bool vector_output;  // rows start on 4-element boundaries and element_stride is 1
 };
 
@@ -236,19 +236,28 @@ __host__ __device__ constexpr int CoveredElements(int interleaved) {
   return interleaved == 1 ? Tile::kWidth : (Tile::kWidth + group - 1) / group * group;
 }
 
-template <class Tile, class T>
+// What a row is staged as: uint8 as its bytes (converted as the row pass reads them), other types
+// as themselves.
+template <class In, class T>
+using StagedType = typename std::conditional<sizeof(In) == 1, std::uint8_t, T>::type;
+
+template <class Tile, class In, class T>
 struct SharedLayout {
   int staged_width, staged_pitch, map_entries;
   std::size_t ring_bytes, staged_bytes, map_bytes;
   __host__ __device__ SharedLayout(int interleaved, int kw, int kh) {
+    using Staged = StagedType<In, T>;
     const int covered = CoveredElements<Tile>(interleaved);
     staged_width = covered + (kw - 1) * interleaved;
-    // What the row pass's ring loads past the taps, then odd: 32 rows' lanes in 32 banks.
-    staged_pitch = (covered + (kw + RingSegments<Tile::kRowOutputs>() * kChunk) * interleaved) | 1;
+    // What the row pass's ring loads past the taps (and, for bytes, the up to 3 bytes a staged row
+    // starts before its first element, for whole 4-byte words), then an odd number of 4-byte
+    // words: the 32 rows' lanes of the row pass read 32 banks.
+    const int reach = covered + (kw + RingSegments<Tile::kRowOutputs>() * kChunk) * interleaved;
+    staged_pitch = sizeof(Staged) == 1 ? ((reach + 3 + 3) / 4 | 1) * 4 : reach | 1;
     map_entries = (staged_width + 3) / 4 * 4;
     ring_bytes = static_cast<std::size_t>(Tile::kRows + kh - 1) * Tile::kTmpPitch * sizeof(T);
     staged_bytes =
-        (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(T) + 15) / 16 * 16;
+        (static_cast<std::size_t>(Tile::kRows) * staged_pitch * sizeof(Staged) + 15) / 16 * 16;
     map_bytes = static_cast<std::size_t>(map_entries) * sizeof(int);
   }
   __host__ __device__ std::size_t Bytes() const { return ring_bytes + staged_bytes + map_bytes; }
@@ -259,10 +268,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     SeparableKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
                     const __grid_constant__ Taps taps) {
   constexpr int RH = Tile::kRowOutputs, RV = Tile::kColumnOutputs, NV = Tile::kColumnLanes;
+  using Staged = StagedType<In, T>;
   unsigned char* const shared_bytes = DynamicSharedMemory();
-  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  const SharedLayout<Tile, In, T> layout(g.interleaved, g.kw, g.kh);
   T* const ring = reinterpret_cast<T*>(shared_bytes);
-  T* const staged = reinterpret_cast<T*>(shared_bytes + layout.ring_bytes);
+  Staged* const staged = reinterpret_cast<Staged*>(shared_bytes + layout.ring_bytes);
   int* const map = reinterpret_cast<int*>(shared_bytes + layout.ring_bytes + layout.staged_bytes);
   const int ring_rows = Tile::kRows + g.kh - 1;
   const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
@@ -303,37 +313,42 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     }
     __syncthreads();
 
+    // The row element of staged element 0, and for bytes the whole 4-byte word it starts in:
+    // staged element s is at staged[shift + s] of its row.
+    const int first_element = e0 - g.cw * g.interleaved;
+    const int word_base = first_element & ~3;
+    const int shift = std::is_same<Staged, T>::value ? 0 : first_element - word_base;
+
     // Stages tmp rows [first, first + count): a warp a row, its lanes along the row.
     auto stage = [&](int first, int count) {
       for (int r = warp; r < count; r += Tile::kWarps) {
         const int source = SeparableFold(v0 + first + r, g.height, g.border);
         if (source < 0) continue;  // a zero row of tmp: the row pass writes it
         const In* const row = x_plane + source * g.row_stride;
-        T* const to = staged + r * layout.staged_pitch;
+        Staged* const to = staged + r * layout.staged_pitch;
         if constexpr (std::is_same<In, T>::value) {
           for (int s = lane; s < layout.staged_width; s += 32) {
             const int offset = map[s];
             CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
           }
         } else {
-          // uint8: four pixels a lane, one 4-byte load where they are contiguous and aligned.
-          for (int s = lane * 4; s < layout.staged_width; s += 32 * 4) {
-            const int4 offsets = *reinterpret_cast<const int4*>(map + s);
-            const bool word = g.vector_input && offsets.x >= 0 && offsets.x % 4 == 0 &&
-                              offsets.w == offsets.x + 3 && s + 3 < layout.staged_width;
-            T values[4];
-            if (word) {
-              const unsigned bits = __ldg(reinterpret_cast<const unsigned*>(row + offsets.x));
-#pragma unroll
-              for (int k = 0; k < 4; ++k) values[k] = static_cast<T>((bits >> (8 * k)) & 0xffu);
-            } else {
-              const int o[4] = {offsets.x, offsets.y, offsets.z, offsets.w};
-#pragma unroll
-              for (int k = 0; k < 4; ++k) values[k] = o[k] >= 0 ? static_cast<T>(row[o[k]]) : T(0);
+          // Bytes: a 4-byte asynchronous copy where a word of the row lies whole in it and rows
+          // are aligned, else byte by byte through the column map (the borders, misaligned rows).
+          const int words = (shift + layout.staged_width + 3) / 4;
+          for (int w = lane; w < words; w += 32) {
+            const int a = word_base + 4 * w;  // the row element of the word's first byte
+            Staged* const word = to + 4 * w;
+            if (g.vector_input && a >= 0 && a + 4 <= g.row_elements) {
+              CopyAsync(reinterpret_cast<unsigned*>(word),
+                        reinterpret_cast<const unsigned*>(row + a), true);
+              continue;
             }
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-              if (s + k < layout.staged_width) to[s + k] = values[k];
+              const int s = a + k - first_element;
+              if (s < 0 || s >= layout.staged_width) continue;
+              const int offset = map[s];
+              word[k] = offset >= 0 ? row[offset] : Staged(0);
             }
           }
         }
@@ -353,7 +368,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
         const int t = computed + r;  // its tmp row
         const bool zero_row = SeparableFold(v0 + t, g.height, g.border) < 0;
         T* const tmp_row = ring + (t % ring_rows) * Tile::kTmpPitch;
-        const T* const staged_row = staged + r * layout.staged_pitch;
+        const Staged* const staged_row = staged + r * layout.staged_pitch + shift;
         for (int task = thread / Tile::kRows; task < tasks_per_row; task += Tile::kRowSlots) {
           if (r >= fresh) break;
           // Outputs first + k * interleaved, k < RH: a group of interleaved * RH elements.
@@ -363,10 +378,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
 #pragma unroll
           for (int k = 0; k < RH; ++k) acc[k].v[0] = T(0);
           if (!zero_row) {
-            const T* const samples = staged_row + first;
+            const Staged* const samples = staged_row + first;
             const int step = g.interleaved;
             Slide<RH>(acc, RowTaps(taps), row_taps, g.kw,
-                      [&](int n) { return Lanes<T, 1>{{samples[n * step]}}; });
+                      [&](int n) { return Lanes<T, 1>{{static_cast<T>(samples[n * step])}}; });
           }
           if (g.interleaved == 1) {
 #pragma unroll
@@ -629,11 +644,12 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
   g->segment_rows = static_cast<int>((g->height + segments - 1) / segments);
   g->segments = (g->height + g->segment_rows - 1) / g->segment_rows;
   g->work = strips * g->segments;
-  g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0;
+  g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0 &&
+                    g->element_stride == 1;
   g->vector_output = g->element_stride == 1 && g->row_stride % 4 == 0 &&
                      reinterpret_cast<std::uintptr_t>(y) % (4 * sizeof(In)) == 0;
-  const SharedLayout<Tile, typename SeparableCompute<In>::type> layout(g->interleaved, g->kw,
-                                                                       g->kh);
+  const SharedLayout<Tile, In, typename SeparableCompute<In>::type> layout(g->interleaved, g->kw,
+                                                                           g->kh);
   g->staged_pitch = layout.staged_pitch;
   g->staged_width = layout.staged_width;
   g->map_entries = layout.map_entries;

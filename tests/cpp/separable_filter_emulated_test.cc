@@ -3,9 +3,9 @@
 // late, barriers are real, shared memory starts as NaN), bit for bit against the CPU kernel: the
 // fused kernel in both tiles over every border and layout, interleaved channels and one channel at
 // a time, shared and per-image taps in one table or two, odd and even kernels and kernels larger
-// than the image, uint8 with aligned and misaligned rows, a grid smaller than the work and rows
-// cut into segments; and the two passes. What a GPU adds (timing, the real cp.async, the
-// launcher's placement and choice of tile) is separable_filter_gpu_test's.
+// than the image, uint8 with aligned and misaligned rows (copied as words, or byte by byte), a grid
+// smaller than the work and rows cut into segments; and the two passes. What a GPU adds (timing,
+// the real cp.async, the launcher's placement and choice of tile) is separable_filter_gpu_test's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,7 +57,7 @@ void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>&
       s.layout == SeparableLayout::kChannelsLast && s.channels <= kMaxInterleavedChannels;
   Geometry g = MakeGeometry(s, interleave, two_tables ? SeparateTaps(s) : JoinedTaps(s));
   PlanTiles<Tile>(&g, resident, x, y);
-  const SharedLayout<Tile, T> layout(g.interleaved, g.kw, g.kh);
+  const SharedLayout<Tile, In, T> layout(g.interleaved, g.kw, g.kh);
   const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(g.work, resident))));
   if (two_tables) {
     std::vector<T> row, column;
@@ -145,6 +145,9 @@ std::vector<SeparableShape> Shapes(SeparableLayout layout) {
       {1, 3, 35, 1, 5, 7},      // W = 1
       {1, 1, 70, 300, 31, 17},  // several tile columns and steps
       {1, 12, 19, 23, 5, 9},    // channels-last with more channels than interleave
+      {2, 3, 11, 64, 5, 3},     // rows of whole 4-byte words: uint8 staged by copies
+      {1, 4, 9, 36, 3, 9},      // the same with 4 interleaved channels
+      {1, 2, 7, 160, 3, 33},    // the same over two tile columns, a long row filter
   };
   std::vector<SeparableShape> shapes;
   int i = 0;
