@@ -141,10 +141,12 @@ __device__ __forceinline__ void Slide(Lanes<T, N> (&acc)[R], const Taps& taps, i
     }
   }
   if (c < count) {  // fewer than K taps left: the ring afresh from c, each tap guarded
+    if (c > 0) {    // else it holds samples 0 .. S * K - 1 as it is
 #pragma unroll
-    for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < S; ++s) {
 #pragma unroll
-      for (int k = 0; k < K; ++k) ring[s][k] = load(c + s * K + k);
+        for (int k = 0; k < K; ++k) ring[s][k] = load(c + s * K + k);
+      }
     }
 #pragma unroll
     for (int jj = 0; jj < K - 1; ++jj) {
@@ -318,6 +320,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     const int first_element = e0 - g.cw * g.interleaved;
     const int word_base = first_element & ~3;
     const int shift = std::is_same<Staged, T>::value ? 0 : first_element - word_base;
+    const int staged_words = (shift + layout.staged_width + 3) / 4;
 
     // Stages tmp rows [first, first + count): a warp a row, its lanes along the row.
     auto stage = [&](int first, int count) {
@@ -333,14 +336,16 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
           }
         } else {
           // Bytes: a 4-byte asynchronous copy where a word of the row lies whole in it and rows
-          // are aligned, else byte by byte through the column map (the borders, misaligned rows).
-          const int words = (shift + layout.staged_width + 3) / 4;
-          for (int w = lane; w < words; w += 32) {
+          // are aligned (their words past the row's ends are filled once the copies land:
+          // fill_folds), else byte by byte through the column map (misaligned rows).
+          for (int w = lane; w < staged_words; w += 32) {
             const int a = word_base + 4 * w;  // the row element of the word's first byte
             Staged* const word = to + 4 * w;
-            if (g.vector_input && a >= 0 && a + 4 <= g.row_elements) {
-              CopyAsync(reinterpret_cast<unsigned*>(word),
-                        reinterpret_cast<const unsigned*>(row + a), true);
+            if (g.vector_input) {
+              if (a >= 0 && a + 4 <= g.row_elements) {
+                CopyAsync(reinterpret_cast<unsigned*>(word),
+                          reinterpret_cast<const unsigned*>(row + a), true);
+              }
               continue;
             }
 #pragma unroll
@@ -356,11 +361,41 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
       CopyAsyncCommit();
     };
 
+    // Aligned uint8 rows, once a warp's copies of its rows have landed: the elements past the
+    // row's ends that an output reads, from the staged row where their fold lies in it (else from
+    // global memory), or zeros. Elements further out only reach outputs past the row's end.
+    const int left_folds = max(0, min(layout.staged_width, -first_element));
+    const int right_first = max(0, g.row_elements - first_element);
+    const int right_end = min(layout.staged_width,
+                              g.row_elements + (g.kw - 1 - g.cw) * g.interleaved - first_element);
+    const int folds = left_folds + max(0, right_end - right_first);
+    auto fill_folds = [&](int first, int count) {
+      if constexpr (!std::is_same<In, T>::value) {
+        if (!g.vector_input || folds == 0) return;
+        __syncwarp();  // the other lanes' copies are visible to this lane
+        for (int r = warp; r < count; r += Tile::kWarps) {
+          const int source = SeparableFold(v0 + first + r, g.height, g.border);
+          if (source < 0) continue;
+          Staged* const to = staged + r * layout.staged_pitch;
+          for (int i = lane; i < folds; i += 32) {
+            const int s = i < left_folds ? i : right_first + (i - left_folds);
+            const int offset = map[s];
+            const int at = offset - word_base;  // where the staged row holds it, if it does
+            to[shift + s] = offset < 0 ? Staged(0)
+                            : at >= 0 && at < 4 * staged_words
+                                ? to[at]
+                                : x_plane[source * g.row_stride + offset];
+          }
+        }
+      }
+    };
+
     stage(0, min(Tile::kRows, tmp_total));
     int computed = 0, emitted = 0;
     while (emitted < outputs) {
       const int fresh = min(Tile::kRows, tmp_total - computed);
       CopyAsyncWaitAll();
+      fill_folds(computed, fresh);
       __syncthreads();  // the staged rows are visible; the column pass is done with the ring
       // Row pass: lane r % kRows takes row r of the step; the slots take the row's segments.
       {
