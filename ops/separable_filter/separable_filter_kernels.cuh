@@ -141,12 +141,10 @@ __device__ __forceinline__ void Slide(Lanes<T, N> (&acc)[R], const Taps& taps, i
     }
   }
   if (c < count) {  // fewer than K taps left: the ring afresh from c, each tap guarded
-    if (c > 0) {    // else it holds samples 0 .. S * K - 1 as it is
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
+    for (int s = 0; s < S; ++s) {
 #pragma unroll
-        for (int k = 0; k < K; ++k) ring[s][k] = load(c + s * K + k);
-      }
+      for (int k = 0; k < K; ++k) ring[s][k] = load(c + s * K + k);
     }
 #pragma unroll
     for (int jj = 0; jj < K - 1; ++jj) {
