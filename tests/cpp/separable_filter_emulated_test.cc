@@ -148,6 +148,10 @@ std::vector<SeparableShape> Shapes(SeparableLayout layout) {
       {2, 3, 11, 64, 5, 3},     // rows of whole 4-byte words: uint8 staged by copies
       {1, 4, 9, 36, 3, 9},      // the same with 4 interleaved channels
       {1, 2, 7, 160, 3, 33},    // the same over two tile columns, a long row filter
+      {2, 1, 6, 8, 25, 40},     // kernels larger than a row of whole words
+      {1, 3, 9, 44, 3, 4},      // even, interleaved, reflected: a fold from before the staged row
+      {1, 1, 5, 64, 3, 101},    // left folds in a tile column past the first
+      {1, 8, 5, 20, 3, 5},      // 8 interleaved channels in whole words
   };
   std::vector<SeparableShape> shapes;
   int i = 0;

@@ -6,7 +6,8 @@
 //   - a block's threads are fibers on the calling thread, switched at __syncthreads() and
 //     __syncwarp(); blocks run one after another, in a shuffled order;
 //   - an asynchronous copy (CopyAsync) lands only when its thread waits for its committed group;
-//     until then its destination holds the poison pattern;
+//     until then its destination holds the poison pattern; one whose addresses are not aligned
+//     to its size throws, as cp.async faults;
 //   - dynamic shared memory starts each block as poison (every bit set: NaN floats, -1 integers,
 //     255 bytes), and a guard band after it is checked after each block; static __shared__ arrays
 //     are static locals, kept from one block to the next;
@@ -229,6 +230,14 @@ inline void CheckRead(const void* source, std::size_t size) {
 
 inline void CopyAsync(void* destination, const void* source, int size) {
   Fiber& f = Running().Current();
+  // cp.async needs both addresses aligned to its size (4, 8 or 16 bytes).
+  const auto misaligned = [size](const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % static_cast<std::uintptr_t>(size) != 0;
+  };
+  if (misaligned(destination) || (source != nullptr && misaligned(source))) {
+    throw std::invalid_argument("emulated GPU: an asynchronous copy of " + std::to_string(size) +
+                                " bytes from or to an address not aligned to its size");
+  }
   if (source != nullptr) CheckRead(source, static_cast<std::size_t>(size));
   PendingCopy c{static_cast<unsigned char*>(destination), {}, size, f.committed_groups};
   if (source != nullptr) std::memcpy(c.bytes, source, static_cast<std::size_t>(size));
