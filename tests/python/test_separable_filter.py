@@ -335,6 +335,47 @@ def test_opcheck_and_compile():
         )
 
 
+def test_compile_with_sigma_tensors():
+    """gaussian_blur with a sigma tensor of each shape traced by torch.compile(fullgraph=True):
+    no graph break; on the CPU the eager call's bits, on a GPU within the rounding of the
+    generated division (the docstring's exception)."""
+    torch = pytest.importorskip("torch")
+    import constmem.torch as cm
+
+    torch._dynamo.reset()
+    blur = torch.compile(lambda x, s: cm.gaussian_blur(x, 5, s), fullgraph=True)
+    for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+        x = torch.rand(2, 3, 16, 18, device=device)
+        for sigma in ([1.0, 1.5], [[0.7, 1.2], [2.0, 0.4]], 0.9):
+            s = torch.tensor(sigma, device=device)
+            atol = 0 if device == "cpu" else 1e-6
+            torch.testing.assert_close(blur(x, s), cm.gaussian_blur(x, 5, s), rtol=0, atol=atol)
+
+
+def test_reduce_overhead_replays_blur_and_resample():
+    """torch.compile(mode="reduce-overhead") records gaussian_blur and resample into CUDA graphs;
+    its replays with new images, sigma tensors and waveforms give the eager calls' results."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    import constmem.torch as cm
+
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def step(images, sigma, audio):
+        return cm.gaussian_blur(images, 5, sigma), cm.resample(audio, 44100, 16000)
+
+    for _ in range(5):
+        images = torch.rand(4, 3, 32, 40, device="cuda")
+        sigma = torch.rand(4, 2, device="cuda") + 0.5
+        audio = torch.randn(2, 4410, device="cuda")
+        got = [t.clone() for t in step(images, sigma, audio)]  # the next replay overwrites them
+        want = (cm.gaussian_blur(images, 5, sigma), cm.resample(audio, 44100, 16000))
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=1e-6)
+
+
 def test_jax_jit_vmap_grad():
     jax = pytest.importorskip("jax")
     import constmem.jax as cm
