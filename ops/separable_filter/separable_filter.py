@@ -574,7 +574,17 @@ def _pair(value, name):
     return values
 
 
+# The types of a plain call's sigma, whose checked taps a call site's gaussian_blur keeps.
+_PLAIN_SIGMA_TYPES = (float, int, type(None))
+_PLAIN_TAPS_SIZE = 256
+
+
 def _make_gaussian_blur(ops):
+    # (kernel_size, sigma) of plain calls (an int size, a number or no sigma) -> (k, taps), checked
+    # once: a call site passes the same again and again, and their checks cost a third of a small
+    # call's Python.
+    plain_taps = {}
+
     def gaussian_blur(
         images=REQUIRED,
         kernel_size=REQUIRED,
@@ -614,6 +624,20 @@ def _make_gaussian_blur(ops):
           **options: TensorFlow's `source` and `name`.
 
         """
+        plain = (
+            type(kernel_size) is int
+            and type(sigma) in _PLAIN_SIGMA_TYPES
+            and not options
+            and not _torch_compiling()
+        )
+        if plain:
+            plain_key = (kernel_size, sigma)
+            hit = plain_taps.get(plain_key)
+            if hit is not None and not isinstance(images, Required):
+                k, taps = hit
+                images, restore = widened(images, "images", IMAGE_DTYPES)
+                _check_reflect_padding(images, k, k, border, layout)
+                return restore(_filter(ops, images, taps, taps, "shared", border, layout, options))
         name = "images"
         if options or isinstance(images, Required):
             aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
@@ -668,6 +692,10 @@ def _make_gaussian_blur(ops):
         else:
             # Rounded by the op.
             row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
+            if plain:
+                if len(plain_taps) >= _PLAIN_TAPS_SIZE:
+                    plain_taps.clear()
+                plain_taps[plain_key] = (kx, row)
         return restore(_filter(ops, images, row, column, "shared", border, layout, options))
 
     return gaussian_blur

@@ -701,6 +701,25 @@ def test_sigma_tensors_of_every_shape_and_their_checks(fw):
 TORCHVISION_IMAGES = "inpt"
 
 
+def test_a_call_sites_checked_taps_still_check_each_call(fw):
+    """After a plain call (int size, float sigma) whose taps are then kept, the same size and
+    sigma still get each call's checks, and other values theirs."""
+    images = fw.array(
+        np.random.default_rng(26).uniform(0, 1, (2, 3, 8, 9)), fw.devices[0], "float32"
+    )
+    expected = fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0))
+    np.testing.assert_array_equal(fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0)), expected)
+    tiny = fw.array(np.zeros((2, 3, 2, 9)), fw.devices[0], "float32")
+    with pytest.raises(ValueError, match="reflect padding of 2"):
+        fw.cm.gaussian_blur(tiny, 5, 1.0)
+    with pytest.raises(ValueError, match="must be float32, float64, uint8"):
+        fw.cm.gaussian_blur(fw.array(np.zeros((3, 8, 9)), fw.devices[0], "int16"), 5, 1.0)
+    with pytest.raises(ValueError, match="kernel_size must be an odd positive integer"):
+        fw.cm.gaussian_blur(images, True, 1.0)
+    with pytest.raises(ValueError, match="sigma should have positive values"):
+        fw.cm.gaussian_blur(images, 5, -1.0)
+
+
 def test_torchvisions_argument_names(fw):
     images = fw.array(np.random.default_rng(25).uniform(0, 1, (3, 8, 9)), fw.devices[0], "float32")
     expected = fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0))
