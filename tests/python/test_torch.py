@@ -298,6 +298,23 @@ def test_a_cached_static_table_is_reused_only_for_values_of_the_same_types(devic
     np.testing.assert_array_equal(as_numpy(cm.frobulate(x, (1, 2))), [3, 3, 3])
 
 
+def test_a_static_list_changed_in_place_is_read_again(device):
+    """The same list found by identity holds its table only while its items are the same: a
+    changed entry is read again, and one of another type equal in value is refused again."""
+    x = torch.zeros(3, device=device)
+    table = [1, 2]
+    for _ in range(2):
+        np.testing.assert_array_equal(as_numpy(cm.frobulate(x, table)), [3, 3, 3])
+    table[1] = 5
+    np.testing.assert_array_equal(as_numpy(cm.frobulate(x, table)), [6, 6, 6])
+    table[1] = 5.0  # equal to 5, but a float in an int32 table
+    with pytest.raises(ValueError, match="table must be integers that fit int32"):
+        cm.frobulate(x, table)
+    table.append(1)
+    table[1] = 5
+    np.testing.assert_array_equal(as_numpy(cm.frobulate(x, table)), [7, 7, 7])
+
+
 def test_a_tuple_static_table_found_again_by_identity_is_the_same_table(device):
     """The very same tuple again is found by identity: for each table of an op and each op its
     own, in the data's dtype; a tuple of other than Python numbers by value each time."""

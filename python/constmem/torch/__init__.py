@@ -30,6 +30,7 @@ library's registry and the ops' descriptions (constmem.ops): every op of the bui
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Mapping
 from types import ModuleType
@@ -57,8 +58,11 @@ _is_compiling = torch.compiler.is_compiling
 _STATIC_CACHE_SIZE = 256
 _static_cache: OrderedDict[Any, tuple] = OrderedDict()  # key -> (types, tensor)
 # A tuple of Python numbers cannot change: the very same tuple again (a call site's constant, or
-# gaussian_blur's cached taps) finds its tensor by identity, without hashing its values.
-# (id(table), name) -> (table, dtype, tensor); holding the tuple keeps its id from being reused.
+# gaussian_blur's cached taps) finds its tensor by identity, without hashing its values. A list
+# can: the same list finds it only while it holds the very same number objects (the same values
+# of the same types), which costs a pass over it but no hashing.
+# (id(table), name) -> (table, dtype, tensor, the list's items or None); holding the table keeps
+# its id from being reused.
 _static_by_identity: dict[int, tuple] = {}
 _NUMBER_TYPES = frozenset((float, int))
 
@@ -88,9 +92,18 @@ def _static_table(
     without the dispatcher converting a list of its entries at every call. `spec`: the op's, or
     for one of several tables spec.table_spec(i); `name`: its cache key's (the op's, or "op.table").
     """
-    if type(table) is tuple:
+    kind = type(table)
+    if kind is tuple or kind is list:
         hit = _static_by_identity.get((id(table), name))
-        if hit is not None and hit[0] is table and hit[1] == dtype:
+        if (
+            hit is not None
+            and hit[0] is table
+            and hit[1] == dtype
+            and (
+                hit[3] is None
+                or (len(table) == len(hit[3]) and all(map(operator.is_, table, hit[3])))
+            )
+        ):
             return hit[2]
     key, types = _static_key(name, table, dtype)
     if key is not None:
@@ -113,11 +126,13 @@ def _static_table(
 
 
 def _remember_tuple(table: Any, name: str, dtype: torch.dtype, types: tuple, tensor) -> None:
-    """Keeps `tensor` for the identity of `table` where it is a tuple of Python numbers."""
-    if type(table) is tuple and _NUMBER_TYPES.issuperset(types):
+    """Keeps `tensor` for the identity of `table` where it is a tuple or list of Python numbers."""
+    kind = type(table)
+    if (kind is tuple or kind is list) and _NUMBER_TYPES.issuperset(types):
         if len(_static_by_identity) >= _STATIC_CACHE_SIZE:
             _static_by_identity.clear()
-        _static_by_identity[id(table), name] = (table, dtype, tensor)
+        items = list(table) if kind is list else None
+        _static_by_identity[id(table), name] = (table, dtype, tensor, items)
 
 
 def _checked_attrs(spec: _registry.OpSpec, check, attrs: tuple, data: torch.Tensor) -> tuple:
