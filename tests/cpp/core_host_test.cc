@@ -65,38 +65,41 @@ TEST(Strategy, SmallDeviceTablesCanBeReadInPlace) {
 
 TEST(Strategy, SmallLaunchesCopyNoTableTheyCanAvoid) {
   const StrategyLimits limits;
+  const auto host = TableLocation::kHost, device = TableLocation::kDevice;
   const auto uniform = TableAccess::kUniform, divergent = TableAccess::kDivergent;
   const std::int64_t small = kSmallLaunchElements, large = kSmallLaunchElements + 1;
-  // A device table bound for the bank is read in place by a small launch.
-  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, small),
-            Placement::kGlobalMemory);
-  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, 1),
-            Placement::kGlobalMemory);
-  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, large),
-            Placement::kConstantBank);
-  EXPECT_EQ(ChoosePlacement(400, TableLocation::kDevice, limits, uniform, kUnknownLaunchElements),
-            Placement::kConstantBank);
-  // A host table: by value up to the by-value size, whatever the launch or the reads.
-  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits, uniform, small),
-            Placement::kByValue);
-  EXPECT_EQ(ChoosePlacement(kDefaultByValueBytes + 4, TableLocation::kHost, limits, uniform, 1),
-            Placement::kConstantBank);
-  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits, divergent, small),
-            Placement::kByValue);
-  EXPECT_EQ(ChoosePlacement(400, TableLocation::kHost, limits, divergent, large),
-            Placement::kGlobalMemory);
-  EXPECT_EQ(ChoosePlacement(2048, TableLocation::kHost, limits, divergent, large),
-            Placement::kSharedMemory);
-  EXPECT_EQ(ChoosePlacement(2048, TableLocation::kHost, limits, divergent, small),
-            Placement::kByValue);
-  EXPECT_EQ(ChoosePlacement(kDefaultByValueBytes + 4, TableLocation::kHost, limits, divergent, 1),
-            Placement::kSharedMemory);
-  // Divergent reads of a device table are not the bank's: unchanged by the launch.
-  EXPECT_EQ(ChoosePlacement(2048, TableLocation::kDevice, limits, divergent, 1),
-            Placement::kSharedMemory);
-  // Past the bank: global memory for any launch.
-  EXPECT_EQ(ChoosePlacement(kConstantMemoryBytes + 1, TableLocation::kHost, limits, uniform, 1),
-            Placement::kGlobalMemory);
+  struct Case {
+    std::size_t bytes;
+    TableLocation location;
+    TableAccess access;
+    std::int64_t launch_elements;
+    Placement expected;
+  };
+  const Case cases[] = {
+      // A device table bound for the bank is read in place by a small launch.
+      {400, device, uniform, small, Placement::kGlobalMemory},
+      {400, device, uniform, 1, Placement::kGlobalMemory},
+      {400, device, uniform, large, Placement::kConstantBank},
+      {400, device, uniform, kUnknownLaunchElements, Placement::kConstantBank},
+      // A host table: by value up to the by-value size, whatever the launch or the reads.
+      {400, host, uniform, small, Placement::kByValue},
+      {kDefaultByValueBytes + 4, host, uniform, 1, Placement::kConstantBank},
+      {400, host, divergent, small, Placement::kByValue},
+      {400, host, divergent, large, Placement::kGlobalMemory},
+      {2048, host, divergent, large, Placement::kSharedMemory},
+      {2048, host, divergent, small, Placement::kByValue},
+      {kDefaultByValueBytes + 4, host, divergent, 1, Placement::kSharedMemory},
+      // Divergent reads of a device table are not the bank's: unchanged by the launch.
+      {2048, device, divergent, 1, Placement::kSharedMemory},
+      // Past the bank: global memory for any launch.
+      {kConstantMemoryBytes + 1, host, uniform, 1, Placement::kGlobalMemory},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ChoosePlacement(c.bytes, c.location, limits, c.access, c.launch_elements), c.expected)
+        << c.bytes << " bytes, " << (c.location == host ? "host" : "device") << ", "
+        << (c.access == uniform ? "uniform" : "divergent") << ", " << c.launch_elements
+        << " elements";
+  }
 }
 
 TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {

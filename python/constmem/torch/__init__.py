@@ -112,7 +112,7 @@ def _static_table(
         except TypeError:  # unhashable values: checked below, which names them
             cached = key = None
         if cached is not None and cached[0] == types:
-            _remember_tuple(table, name, dtype, types, cached[1])
+            _remember_by_identity(table, name, dtype, types, cached[1])
             return cached[1]
     values = _registry.static_list(spec, table)
     table_dtype = getattr(torch, spec.table_dtype(dtype_name(dtype)))
@@ -121,11 +121,11 @@ def _static_table(
         _static_cache[key] = (types, tensor)
         if len(_static_cache) > _STATIC_CACHE_SIZE:
             _static_cache.popitem(last=False)
-        _remember_tuple(table, name, dtype, types, tensor)
+        _remember_by_identity(table, name, dtype, types, tensor)
     return tensor
 
 
-def _remember_tuple(table: Any, name: str, dtype: torch.dtype, types: tuple, tensor) -> None:
+def _remember_by_identity(table: Any, name: str, dtype: torch.dtype, types: tuple, tensor) -> None:
     """Keeps `tensor` for the identity of `table` where it is a tuple or list of Python numbers."""
     kind = type(table)
     if (kind is tuple or kind is list) and _NUMBER_TYPES.issuperset(types):
