@@ -7,9 +7,9 @@ size inside and the first size outside, in each table form a PyTorch user has: a
 Python list), a CPU tensor (a host table) and a CUDA tensor (a device table). Each call is timed as
 a user sees it (CUDA events around back-to-back calls, so the host's work counts when it is the
 longer), the two sizes alternating over rounds in one run; the ratio is outside / inside. The
-launch boundary keeps the table and crosses the call's outputs over 65,536, past which a small
-launch's device table is copied into the bank (and a small host table read at divergent indices
-is no longer passed by value).
+launch boundary keeps the table and crosses the call's outputs over the op's small-launch size
+(65,536; SeparableFilter's 2^23), past which a device table is copied into the bank (and a small
+host table read at divergent indices is staged from its parameter into shared memory).
 
     python3 bench/crossover_bench.py [--json FILE] [--rounds N] [--launch-only]
 """
@@ -107,36 +107,61 @@ def _cases(device):
     ]
 
 
+def _small_launch_boundary(op, entries, source):
+    """The most output elements a launch of `op` copies no `source` table of `entries` in: where
+    the op's own placement rule (placement_of) stops reading it in place or by value."""
+
+    def copies(elements):
+        return cm.placement_of(
+            op, entries, "float32", source, elements=elements
+        ) != cm.placement_of(op, entries, "float32", source, elements=1)
+
+    low, high = 1, 2
+    while not copies(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if copies(middle) else (middle, high)
+    return low
+
+
 def _launch_cases(device):
     """(op, table entries, table dtype, output elements inside and outside, call(elements, table)):
-    the same table in calls whose outputs cross kSmallLaunchElements (65,536), past which a device
-    table is copied into the bank and a small host table read at divergent indices is no longer
-    passed by value."""
+    the same table in calls whose outputs cross the op's small-launch boundary (65,536 outputs;
+    SeparableFilter's 2^23), past which a device table is copied into the bank and a small host
+    table read at divergent indices is staged from its parameter instead of read there."""
     gen = torch.Generator(device="cpu").manual_seed(1)
-    data = {n: torch.rand(n, generator=gen).to(device) for n in (65536, 65537)}
-    images = {n: torch.rand(1, 1, n // 256, 256, generator=gen).to(device) for n in (65536, 65792)}
+    boundary = _small_launch_boundary("polyval", 1100, "device")
+    data = {n: torch.rand(n, generator=gen).to(device) for n in (boundary, boundary + 1)}
+    image_boundary = _small_launch_boundary("separable_filter", 6, "device")
+    width = 2048
+    image_rows = (image_boundary // width, image_boundary // width + 1)
+    images = {
+        rows * width: torch.rand(1, 1, rows, width, generator=gen).to(device) for rows in image_rows
+    }
+    sizes = (boundary, boundary + 1)
     return [
-        ("frobulate", 2000, torch.int32, (65536, 65537), lambda n, t: cm.frobulate(data[n], t)),
-        ("polyval", 1100, torch.float32, (65536, 65537), lambda n, t: cm.polyval(t, data[n])),
+        ("frobulate", 2000, torch.int32, sizes, lambda n, t: cm.frobulate(data[n], t)),
+        ("polyval", 1100, torch.float32, sizes, lambda n, t: cm.polyval(t, data[n])),
         (
             "fir_filter",
             17,
             torch.float32,
-            (65536, 65537),
+            sizes,
             lambda n, t: cm.fir_filter(data[n].view(1, n), t),
         ),
         (
             "interpolate",
             16,
             torch.float32,
-            (65536, 65537),
+            sizes,
             lambda n, t: cm.interpolate(data[n], t, lo=0.0, hi=1.0),
         ),
         (
             "separable_filter",
             6,
             torch.float32,
-            (65536, 65792),
+            tuple(images),
             lambda n, t: cm.separable_filter(images[n], t[:3], t[3:]),
         ),
     ]
@@ -172,9 +197,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument(
-        "--launch-only", action="store_true", help="only the small-launch boundary (65,536 outputs)"
-    )
+    parser.add_argument("--launch-only", action="store_true", help="only the small-launch boundary")
     args = parser.parse_args()
     device = torch.device("cuda")
     cases = [] if args.launch_only else _cases(device)

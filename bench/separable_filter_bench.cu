@@ -2,8 +2,9 @@
 // SeparableFilter's figures, each against a ceiling measured in the same run:
 //   - GPU: the fused kernel on float32 and uint8 planes [32, 3, 1080, 1920] and [256, 3, 224, 224]
 //     (NCHW), k x k taps for k = 3, 9, 17, 31, 63, reflect borders, shared taps by value from the
-//     host (and, for float32, a device table in a constant bank), as GB/s of one read and one write
-//     of the images, against a device-to-device cudaMemcpyAsync of as many bytes (read + write);
+//     host (and, for float32, a device table in a constant bank or read in place), as GB/s of one
+//     read and one write of the images, against a device-to-device cudaMemcpyAsync of as many bytes
+//     (read + write);
 //   - GPU: the fused kernel's longest filter on this GPU (its large tile's: k = 297 on an H200)
 //     against the two passes just past it, float32 [32, 3, 1080, 1920]: the cost of a call one
 //     step past the limit (--long-filters: every path over longer filters);
@@ -147,7 +148,10 @@ int main(int argc, char** argv) {
                                 cudaMemcpyHostToDevice));
           const TableView<float> host{taps.data(), 2 * k, SourceKind::kPageableHost};
           const TableView<float> device{device_taps, 2 * k, SourceKind::kDevice};
-          for (Placement placement : {Placement::kByValue, Placement::kConstantBank}) {
+          // Host taps by value; device taps copied into the bank, or read in place (global
+          // memory: what launches of up to kSeparableSmallLaunchElements outputs do).
+          for (Placement placement :
+               {Placement::kByValue, Placement::kConstantBank, Placement::kGlobalMemory}) {
             if (element_bytes == 1 && placement != Placement::kByValue) continue;
             const TableView<float>& view = placement == Placement::kByValue ? host : device;
             const double ms = MedianMs(stream, [&] {

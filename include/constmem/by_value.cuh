@@ -26,6 +26,7 @@ struct CONSTMEM_VISIBLE_TYPE ByValueTable {
   static_assert(Capacity > 0, "empty by-value table");
   static_assert(ByValueTableBytes<T>(Capacity) <= kMaxKernelParamBytes,
                 "a by-value table, padding included, must fit the 32,764-byte parameter limit");
+  using Entry = T;
   static constexpr std::size_t kCapacity = Capacity;
 
   int size;

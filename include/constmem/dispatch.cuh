@@ -17,8 +17,9 @@
 //
 // A kernel that reads its table at divergent indices (a lookup) names a third bank, of global
 // memory (CONSTMEM_DEFINE_GLOBAL_BANK), which takes host tables placed in global or shared memory;
-// its callable also gets a SharedTableSource<T> (shared_table.cuh), which the kernel stages with
-// StageTable and launches with StagedTableBytes of dynamic shared memory.
+// its callable also gets a SharedTableSource<T> and a ByValueSharedSource<ByValue>
+// (shared_table.cuh), which the kernel stages with StageTable and launches with StagedTableBytes
+// of dynamic shared memory.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -95,6 +96,16 @@ Status LaunchByValue(int device, const TableView<Entry>& table, LaunchFn& launch
   CONSTMEM_RETURN_IF_ERROR(MakeByValue(device, table, &by_value));
   Count(Counter::kByValueLaunch);
   return launch(device, static_cast<const ByValue&>(by_value));
+}
+
+// A host table that fits ByValue, read at divergent indices: passed by value and staged by each
+// block into shared memory, with no copy to the device.
+template <class ByValue, class Entry, class LaunchFn>
+Status LaunchByValueStaged(int device, const TableView<Entry>& table, LaunchFn& launch) {
+  ByValueSharedSource<ByValue> staged;
+  CONSTMEM_RETURN_IF_ERROR(MakeByValue(device, table, &staged.table));
+  Count(Counter::kSharedMemoryLaunch);
+  return launch(device, static_cast<const ByValueSharedSource<ByValue>&>(staged));
 }
 
 template <class BankOf, class Entry, class LaunchFn>
@@ -244,7 +255,9 @@ Status LaunchCaptured(cudaStream_t stream, const TableView<Entry>& table, Placem
 //   kGlobalMemory  device table read in place; a host table copied into a lease of DeviceBankOf's
 //                  global-memory bank first, or into a stream-ordered device buffer where it does
 //                  not fit that bank or the op has none (any size);
-//   kSharedMemory  the same, staged by every block into shared memory (DeviceBankOf's ops only).
+//   kSharedMemory  the same, staged by every block into shared memory (DeviceBankOf's ops only);
+//                  a host table that fits ByValue is passed by value and staged from there
+//                  (ByValueSharedSource), with no copy to the device.
 // The stream's device is made current for the call. A placement the source cannot take (by value
 // from device memory, shared memory for an op without a global bank) is an InvalidArgument.
 //
@@ -283,8 +296,15 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
       return detail::LaunchByValue<ByValue>(device, table, launch);
     case Placement::kConstantBank:
       return detail::LaunchFromConstantBank<BankOf>(stream, device, table, launch, report);
-    case Placement::kGlobalMemory:
     case Placement::kSharedMemory:
+      if constexpr (detail::kStagesTables<DeviceBankOf>) {
+        if (table.source != SourceKind::kDevice &&
+            static_cast<std::size_t>(table.size) <= ByValue::kCapacity) {
+          return detail::LaunchByValueStaged<ByValue>(device, table, launch);
+        }
+      }
+      [[fallthrough]];
+    case Placement::kGlobalMemory:
       return detail::LaunchFromGlobalMemory<DeviceBankOf>(stream, device, table, placement, launch,
                                                           report);
   }

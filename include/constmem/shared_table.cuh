@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tables staged into shared memory, for kernels whose lanes read the table at divergent indices
 // (Placement::kSharedMemory). LaunchWithTable hands such a kernel a SharedTableSource, the table's
-// address in global memory; the kernel copies it into its dynamic shared memory once per block and
-// reads it there. One kernel body serves every placement:
+// address in global memory, or for a host table that fits by value a ByValueSharedSource, the
+// table itself as a parameter; the kernel copies it into its dynamic shared memory once per block
+// and reads it there. One kernel body serves every placement:
 //
 //   template <class T, class Table>
 //   __global__ void LookupKernel(const int* index, T* out, std::int64_t n, int size,
@@ -39,6 +40,15 @@ struct CONSTMEM_VISIBLE_TYPE SharedTableSource {
   const T* values;
 };
 
+// A host table passed by value (a ByValueTable) that the kernel stages into shared memory: a small
+// host table read at divergent indices by a launch too large to read it from the parameter bank,
+// which serves a warp one address at a time. No copy to the device.
+template <class ByValue>
+struct CONSTMEM_VISIBLE_TYPE ByValueSharedSource {
+  using Entry = typename ByValue::Entry;
+  ByValue table;
+};
+
 // A table a block staged into its shared memory.
 template <class T>
 struct CONSTMEM_VISIBLE_TYPE SharedTableReader {
@@ -50,6 +60,8 @@ template <class Table>
 struct IsSharedTableSource : std::false_type {};
 template <class T>
 struct IsSharedTableSource<SharedTableSource<T>> : std::true_type {};
+template <class ByValue>
+struct IsSharedTableSource<ByValueSharedSource<ByValue>> : std::true_type {};
 
 // The dynamic shared memory a launch with `table` needs for `size` entries.
 template <class Table>
@@ -86,6 +98,18 @@ __device__ __forceinline__ SharedTableReader<T> StageTable(const SharedTableSour
   for (int i = first_scalar + threadIdx.x; i < size; i += blockDim.x) {
     shared[i] = __ldg(table.values + i);
   }
+  __syncthreads();
+  return {shared};
+}
+
+// Copies a by-value table from the kernel's parameter into `staging` with the whole block and
+// waits for the copy. Every thread of the block must call it.
+template <class ByValue>
+__device__ __forceinline__ SharedTableReader<typename ByValue::Entry> StageTable(
+    const ByValueSharedSource<ByValue>& table, int size, unsigned char* staging) {
+  using T = typename ByValue::Entry;
+  T* shared = reinterpret_cast<T*>(staging);
+  for (int i = threadIdx.x; i < size; i += blockDim.x) shared[i] = table.table.values[i];
   __syncthreads();
   return {shared};
 }

@@ -108,6 +108,11 @@ struct CONSTMEM_VISIBLE_TYPE StrategyLimits {
   // cache lines serve a warp from L1 as fast (placement_bench, docs/performance.md).
   std::size_t shared_memory_bytes = 64 * 1024;
   std::size_t divergent_global_bytes = 1024;
+  // Launches of at most this many output elements copy no table they can avoid. An op whose
+  // kernel runs through this many elements in a few microseconds, or which copies several tables
+  // a call, raises it to where the copies' cost is small beside the kernel's time
+  // (SeparableFilter).
+  std::int64_t small_launch_elements = kSmallLaunchElements;
 };
 
 // A device-resident table is never passed by value: that would need a device-to-host copy and a
@@ -115,20 +120,22 @@ struct CONSTMEM_VISIBLE_TYPE StrategyLimits {
 // divergent indices goes to shared memory or global memory from any source (a host table is then
 // uploaded into a device buffer: LaunchWithTable's DeviceBankOf).
 //
-// A launch of at most kSmallLaunchElements output elements (`launch_elements`; unknown: a large
-// launch) copies nothing it can avoid: a device table bound for the bank is read in place, and a
-// host table small enough to go by value does so even where the lanes read it at divergent
+// A launch of at most limits.small_launch_elements output elements (`launch_elements`; unknown: a
+// large launch) copies nothing it can avoid: a device table bound for the bank is read in place,
+// and a host table small enough to go by value does so even where the lanes read it at divergent
 // indices (the parameter bank then serves them one address at a time, which costs such a launch
-// less than the copy to the device).
+// less than staging it). In a larger launch such a table still travels by value, and each block
+// stages it from the parameter into shared memory (kSharedMemory): no copy to the device at any
+// launch size.
 inline Placement ChoosePlacement(std::size_t table_bytes, TableLocation location,
                                  const StrategyLimits& limits = StrategyLimits(),
                                  TableAccess access = TableAccess::kUniform,
                                  std::int64_t launch_elements = kUnknownLaunchElements) {
-  const bool small_launch = launch_elements <= kSmallLaunchElements;
+  const bool small_launch = launch_elements <= limits.small_launch_elements;
   const bool fits_by_value =
       location == TableLocation::kHost && table_bytes <= limits.by_value_bytes;
   if (access == TableAccess::kDivergent) {
-    if (small_launch && fits_by_value) return Placement::kByValue;
+    if (fits_by_value) return small_launch ? Placement::kByValue : Placement::kSharedMemory;
     if (table_bytes <= limits.divergent_global_bytes) return Placement::kGlobalMemory;
     return table_bytes <= limits.shared_memory_bytes ? Placement::kSharedMemory
                                                      : Placement::kGlobalMemory;

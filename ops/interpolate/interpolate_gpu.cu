@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Interpolate's CUDA kernel and launcher. Every lane reads the knots at an index computed from its
 // own x, so the table goes where divergent reads are fast: each block's shared memory (32 banks,
-// 32 addresses a cycle) or, for tables too large to stage, global memory through L1. Host tables
-// reach either through a bank of global memory, with the same hazard tracking as a constant bank.
+// 32 addresses a cycle) or, for tables too large to stage, global memory through L1. A host table
+// of up to 4 KiB travels by value and each block stages it from the parameter; larger host tables
+// reach global memory through a bank of it, with the same hazard tracking as a constant bank.
 // No framework header reaches nvcc.
 #include <cuda_runtime.h>
 

@@ -15,7 +15,8 @@ namespace ops {
 
 // Enqueues y = interpolate(x) into `knots` over [lo, hi] (interpolate_functor.h) on `stream` and
 // returns without waiting. The knots are read at indices that differ from lane to lane: they go
-// to shared memory (each block stages them) or global memory, from any source.
+// to shared memory (each block stages them; small host knots from the kernel's parameter) or
+// global memory, from any source.
 template <class T>
 Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
                          const TableView<T>& knots, double lo, double hi,

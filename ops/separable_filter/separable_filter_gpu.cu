@@ -37,6 +37,7 @@ template <class T>
 StrategyLimits SeparableLimits() {
   StrategyLimits limits;
   limits.constant_bank_bytes = separable_taps_banks::Of<T>::kBytes;
+  limits.small_launch_elements = kSeparableSmallLaunchElements;
   return limits;
 }
 

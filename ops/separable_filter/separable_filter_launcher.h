@@ -55,6 +55,12 @@ Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* 
 template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block);
 
+// Launches of at most this many output elements read device taps in place. The kernel runs through
+// them in a few microseconds, and past them the row and column taps cost two copies into the bank
+// (about 18 us of host time a call just past the general kSmallLaunchElements): the bank must
+// first save more than those copies cost.
+constexpr std::int64_t kSeparableSmallLaunchElements = std::int64_t{1} << 23;
+
 // Where LaunchSeparableFilter puts a table of `count` taps of T (row and column taps joined) from
 // `source` in a launch of `launch_elements` output elements (ChoosePlacement).
 template <class T>

@@ -84,11 +84,14 @@ TEST(Strategy, SmallLaunchesCopyNoTableTheyCanAvoid) {
       // A host table: by value up to the by-value size, whatever the launch or the reads.
       {400, host, uniform, small, Placement::kByValue},
       {kDefaultByValueBytes + 4, host, uniform, 1, Placement::kConstantBank},
+      // Read at divergent indices by a larger launch, it still travels by value and each block
+      // stages it into shared memory: no copy to the device.
       {400, host, divergent, small, Placement::kByValue},
-      {400, host, divergent, large, Placement::kGlobalMemory},
-      {2048, host, divergent, large, Placement::kSharedMemory},
+      {400, host, divergent, large, Placement::kSharedMemory},
+      {kDefaultByValueBytes, host, divergent, large, Placement::kSharedMemory},
       {2048, host, divergent, small, Placement::kByValue},
       {kDefaultByValueBytes + 4, host, divergent, 1, Placement::kSharedMemory},
+      {kDefaultByValueBytes + 4, host, divergent, large, Placement::kSharedMemory},
       // Divergent reads of a device table are not the bank's: unchanged by the launch.
       {2048, device, divergent, 1, Placement::kSharedMemory},
       // Past the bank: global memory for any launch.
@@ -100,6 +103,18 @@ TEST(Strategy, SmallLaunchesCopyNoTableTheyCanAvoid) {
         << (c.access == uniform ? "uniform" : "divergent") << ", " << c.launch_elements
         << " elements";
   }
+}
+
+TEST(Strategy, AnOpMovesItsSmallLaunchBoundary) {
+  StrategyLimits limits;
+  limits.small_launch_elements = std::int64_t{1} << 23;
+  const auto device = TableLocation::kDevice;
+  EXPECT_EQ(ChoosePlacement(24, device, limits, TableAccess::kUniform, kSmallLaunchElements + 1),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(24, device, limits, TableAccess::kUniform, std::int64_t{1} << 23),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacement(24, device, limits, TableAccess::kUniform, (std::int64_t{1} << 23) + 1),
+            Placement::kConstantBank);
 }
 
 TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {
@@ -115,10 +130,12 @@ TEST(Strategy, TablesLargerThanTheBankGoToGlobalMemory) {
 
 TEST(Strategy, DivergentReadsGoToSharedOrGlobalMemoryFromAnySource) {
   for (TableLocation location : {TableLocation::kHost, TableLocation::kDevice}) {
-    EXPECT_EQ(ChoosePlacement(8, location, StrategyLimits(), TableAccess::kDivergent),
-              Placement::kGlobalMemory);
+    // A host table that fits by value is staged from its parameter at any size: no copy.
+    const Placement small_table =
+        location == TableLocation::kHost ? Placement::kSharedMemory : Placement::kGlobalMemory;
+    EXPECT_EQ(ChoosePlacement(8, location, StrategyLimits(), TableAccess::kDivergent), small_table);
     EXPECT_EQ(ChoosePlacement(1024, location, StrategyLimits(), TableAccess::kDivergent),
-              Placement::kGlobalMemory);
+              small_table);
     EXPECT_EQ(ChoosePlacement(1032, location, StrategyLimits(), TableAccess::kDivergent),
               Placement::kSharedMemory);
     EXPECT_EQ(ChoosePlacement(64 * 1024, location, StrategyLimits(), TableAccess::kDivergent),
@@ -128,9 +145,9 @@ TEST(Strategy, DivergentReadsGoToSharedOrGlobalMemoryFromAnySource) {
   }
   StrategyLimits tiny_in_global;
   tiny_in_global.divergent_global_bytes = 128;
-  EXPECT_EQ(ChoosePlacement(128, TableLocation::kHost, tiny_in_global, TableAccess::kDivergent),
+  EXPECT_EQ(ChoosePlacement(128, TableLocation::kDevice, tiny_in_global, TableAccess::kDivergent),
             Placement::kGlobalMemory);
-  EXPECT_EQ(ChoosePlacement(132, TableLocation::kHost, tiny_in_global, TableAccess::kDivergent),
+  EXPECT_EQ(ChoosePlacement(132, TableLocation::kDevice, tiny_in_global, TableAccess::kDivergent),
             Placement::kSharedMemory);
   // Uniform reads keep the constant-memory rules.
   EXPECT_EQ(ChoosePlacement(8, TableLocation::kHost, StrategyLimits(), TableAccess::kUniform),

@@ -422,7 +422,11 @@ TEST(InterpolateGpu, ChoosesSharedOrGlobalMemoryFromEverySource) {
   REQUIRE_GPU();
   for (SourceKind source :
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
-    EXPECT_EQ(InterpolatePlacement<float>(16, source), Placement::kGlobalMemory);
+    // A small host table is staged from its by-value parameter: no copy to the device.
+    EXPECT_EQ(InterpolatePlacement<float>(16, source),
+              source == SourceKind::kDevice ? Placement::kGlobalMemory : Placement::kSharedMemory);
+    EXPECT_EQ(InterpolatePlacement<float>(16, source, kSmallLaunchElements),
+              source == SourceKind::kDevice ? Placement::kGlobalMemory : Placement::kByValue);
     EXPECT_EQ(InterpolatePlacement<float>(257, source), Placement::kSharedMemory);
     EXPECT_EQ(InterpolatePlacement<float>(16384, source), Placement::kSharedMemory);
     EXPECT_EQ(InterpolatePlacement<double>(4096, source), Placement::kGlobalMemory);

@@ -324,17 +324,23 @@ TEST(SeparableFilterGpu, RowAndColumnTablesFromEverySourceBitwiseEqualToTheCpuKe
   }
 }
 
-// Row and column taps both on the device, on each side of kSmallLaunchElements: read in place by
-// the small launch, both copied into one lease of the bank past it; the CPU kernel's bits either
-// way.
+// Row and column taps both on the device, on each side of kSeparableSmallLaunchElements (and of
+// the general kSmallLaunchElements): read in place by the small launch, both copied into one lease
+// of the bank past it; the CPU kernel's bits either way.
 TEST(SeparableFilterGpu, DeviceTablesOfSmallLaunchesAreReadInPlace) {
   REQUIRE_GPU();
-  for (std::int64_t width : {256, 257}) {
-    const auto s = MakeShape(1, 1, 256, width, 5, 7, SeparableLayout::kPlanes,
+  static_assert(kSeparableSmallLaunchElements % 2048 == 0, "rows of 2,048 reach the boundary");
+  const std::int64_t boundary_rows = kSeparableSmallLaunchElements / 2048;
+  for (auto [height, width] : {std::pair<std::int64_t, std::int64_t>{256, 256},
+                               {256, 257},
+                               {boundary_rows, 2048},
+                               {boundary_rows, 2049}}) {
+    const auto s = MakeShape(1, 1, height, width, 5, 7, SeparableLayout::kPlanes,
                              SeparableBorder::kReflect, false);
-    const Placement expected_placement =
-        s.Elements() <= kSmallLaunchElements ? Placement::kGlobalMemory : Placement::kConstantBank;
-    std::mt19937_64 rng(static_cast<std::uint64_t>(width));
+    const Placement expected_placement = s.Elements() <= kSeparableSmallLaunchElements
+                                             ? Placement::kGlobalMemory
+                                             : Placement::kConstantBank;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(height * width));
     const auto x = RandomImages<float>(rng, s.Elements());
     const std::vector<float> taps = RandomTaps<float>(rng, s);
     const Tables<float> row(std::vector<float>(taps.begin(), taps.begin() + s.RowTableSize()));

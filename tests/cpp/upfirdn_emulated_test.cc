@@ -2,10 +2,10 @@
 // Upfirdn's CUDA kernels, run on the CPU by constmem/testing/emulated_gpu.hpp (copies land late,
 // barriers are real, shared memory starts as NaN), bit for bit against the CPU kernel: the tiled
 // kernel for Q of 1, 2, 3 and larger (its run-time Q), one phase a warp and a phase a lane, taps
-// read where they are or staged in shared memory, tiles partial and a grid smaller than the tiles;
-// the direct kernel; over the audio rate pairs and the edge cases (a row shorter than the filter,
-// one sample, up = down). What a GPU adds (timing, the real cp.async, the launcher's choices) is
-// upfirdn_gpu_test's.
+// read where they are or staged in shared memory (from global memory or a by-value parameter),
+// tiles partial and a grid smaller than the tiles; the direct kernel; over the audio rate pairs and
+// the edge cases (a row shorter than the filter, one sample, up = down). What a GPU adds (timing,
+// the real cp.async, the launcher's choices) is upfirdn_gpu_test's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "constmem/by_value.cuh"
 #include "upfirdn/upfirdn_cpu.h"
 #include "upfirdn/upfirdn_kernels.cuh"
 
@@ -36,6 +37,9 @@ std::string Describe(const Case& c) {
 }
 
 enum class Kernel { kPhasePerWarp, kPhasePerLane, kDirect };
+// Where the kernel reads the taps: in place, staged from global memory, staged from a by-value
+// parameter.
+enum class TapsSource { kInPlace, kStaged, kStagedFromParameter };
 
 // The tiled kernel with Q = kQ (0: Q from the geometry), `blocks` blocks at most.
 template <class T, class Taps, int kQ, bool kPerWarp>
@@ -110,20 +114,29 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
     std::copy(x.begin(), x.end(), fenced.data());
     const T* const in = fenced.data();
     for (Kernel kernel : {Kernel::kPhasePerWarp, Kernel::kPhasePerLane, Kernel::kDirect}) {
-      for (bool staged_taps : {false, true}) {
+      for (TapsSource source :
+           {TapsSource::kInPlace, TapsSource::kStaged, TapsSource::kStagedFromParameter}) {
         if (kernel != Kernel::kDirect && !TiledFits<T>(shape, kTiledMostBytes)) continue;
         std::vector<T> y(static_cast<std::size_t>(total) + offset + kGuard);
         std::memset(y.data(), kPattern, y.size() * sizeof(T));
-        if (staged_taps) {
+        if (source == TapsSource::kStaged) {
           Run(kernel, in, y.data() + offset, shape, SharedTableSource<T>{taps.data()}, blocks);
+        } else if (source == TapsSource::kStagedFromParameter) {
+          using ByValue = DefaultByValueTable<T>;
+          if (taps.size() > ByValue::kCapacity) continue;
+          ByValueSharedSource<ByValue> staged;
+          ASSERT_TRUE(FillByValueTable(taps.data(), taps.size(), &staged.table).ok());
+          Run(kernel, in, y.data() + offset, shape, staged, blocks);
         } else {
           Run(kernel, in, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks);
         }
         const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
+        const char* sources[] = {", taps in place", ", taps in shared memory",
+                                 ", taps by value staged in shared memory"};
         ASSERT_EQ(std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)), 0)
             << Describe(c) << ", " << names[static_cast<int>(kernel)]
-            << (staged_taps ? ", taps in shared memory" : ", taps in place") << ", y offset "
-            << offset << ", x fenced " << (fence == Fenced::Fence::kAfter ? "after" : "before");
+            << sources[static_cast<int>(source)] << ", y offset " << offset << ", x fenced "
+            << (fence == Fenced::Fence::kAfter ? "after" : "before");
         for (std::size_t i = 0; i < y.size(); ++i) {
           if (i == static_cast<std::size_t>(offset)) i += total;  // y itself
           if (i == y.size()) break;

@@ -119,15 +119,19 @@ def test_placement_of_refuses_bad_questions():
         ("fir_filter", 17, "host", 1024, "by_value"),
         ("fir_filter", 2000, "host", 1024, "constant_bank"),
         ("separable_filter", 3, "device", 1024, "global_memory"),
-        ("separable_filter", 3, "device", 65537, "constant_bank"),
+        # Two copies into the bank cost more than such a kernel: in place up to 2^23 outputs.
+        ("separable_filter", 3, "device", 65537, "global_memory"),
+        ("separable_filter", 3, "device", 1 << 23, "global_memory"),
+        ("separable_filter", 3, "device", (1 << 23) + 1, "constant_bank"),
         ("frobulate", 2000, "device", 65536, "global_memory"),
         ("frobulate", 2000, "device", 65537, "constant_bank"),
         ("upfirdn", 100, "device", 1024, "global_memory"),
         ("upfirdn", 100, "device", None, "constant_bank"),
-        # Lookups: a small host table by value in a small call, else copied to the device.
+        # Lookups: a small host table by value in a small call, else by value and staged in
+        # shared memory by each block; never copied to the device.
         ("interpolate", 16, "device", 1024, "global_memory"),
         ("interpolate", 16, "host", 1024, "by_value"),
-        ("interpolate", 16, "host", 65537, "global_memory"),
+        ("interpolate", 16, "host", 65537, "shared_memory"),
         ("interpolate", 1024, "host", 1024, "by_value"),
         ("interpolate", 1024, "host", None, "shared_memory"),
         ("interpolate", 1025, "host", 1024, "shared_memory"),
