@@ -34,6 +34,7 @@ StrategyLimits FirLimits() {
   StrategyLimits limits;
   // The bank's size: longer filters are read from global memory.
   limits.constant_bank_bytes = fir_taps_banks::Of<T>::kBytes;
+  limits.small_launch_elements = kFirFilterSmallLaunchElements;
   return limits;
 }
 

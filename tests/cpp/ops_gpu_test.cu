@@ -194,16 +194,21 @@ TEST(FirFilterGpu, LongFiltersInChunksBitwiseEqualToTheDefinition) {
   }
 }
 
-// The automatic placement on each side of kSmallLaunchElements: a device table bound for the bank
-// is read in place by a launch of at most that many outputs, and copied into the bank past it;
-// either way the outputs are the definition's.
+// The automatic placement on each side of kSmallLaunchElements (FirFilter's: of
+// kFirFilterSmallLaunchElements): a device table bound for the bank is read in place by a launch
+// of at most that many outputs, and copied into the bank past it; either way the outputs are the
+// definition's.
 TEST(OpsGpu, SmallLaunchesReadDeviceTablesInPlace) {
   REQUIRE_GPU();
   std::mt19937_64 rng(4242);
   Stream stream;
-  for (std::int64_t outputs : {kSmallLaunchElements, kSmallLaunchElements + 1}) {
+  for (std::int64_t outputs : {kSmallLaunchElements, kSmallLaunchElements + 1,
+                               kFirFilterSmallLaunchElements, kFirFilterSmallLaunchElements + 1}) {
     const Placement expected_placement =
         outputs <= kSmallLaunchElements ? Placement::kGlobalMemory : Placement::kConstantBank;
+    const Placement fir_placement = outputs <= kFirFilterSmallLaunchElements
+                                        ? Placement::kGlobalMemory
+                                        : Placement::kConstantBank;
     {  // FirFilter, 17 device taps, one row with SAME padding: `outputs` outputs
       const FirShape shape = MakeFirShape(1, outputs, 17, FirPadding::kSame);
       const auto x = Random<float>(rng, outputs, 1.0);
@@ -219,12 +224,12 @@ TEST(OpsGpu, SmallLaunchesReadDeviceTablesInPlace) {
       ASSERT_OK(LaunchFirFilter<float>(stream, in.get(), out.get(), shape,
                                        taps.View(SourceKind::kDevice), &report));
       ASSERT_CUDA(cudaStreamSynchronize(stream));
-      EXPECT_EQ(report.placement, expected_placement) << "FirFilter, " << outputs << " outputs";
-      EXPECT_EQ(FirFilterPlacement<float>(17, SourceKind::kDevice, outputs), expected_placement);
+      EXPECT_EQ(report.placement, fir_placement) << "FirFilter, " << outputs << " outputs";
+      EXPECT_EQ(FirFilterPlacement<float>(17, SourceKind::kDevice, outputs), fir_placement);
       EXPECT_EQ(std::memcmp(out.Read().data(), expected.data(), outputs * sizeof(float)), 0)
           << "FirFilter, " << outputs << " outputs";
     }
-    {  // Polyval, 1,100 device coefficients: past the 4 KiB it reads in place at every size
+    if (outputs <= kSmallLaunchElements + 1) {  // Polyval, 1,100 device coefficients
       const std::int64_t coeff_count = 1100;
       const auto x = Random<float>(rng, outputs, 1.5);
       const Tables<float> coeffs(Random<float>(rng, coeff_count, 1.0));

@@ -452,11 +452,11 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
               Placement::kGlobalMemory);
     EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(31005, 147, 2560), source),
               Placement::kGlobalMemory);
-    // The direct kernel, lanes of different phases: small tables in global memory, up to 64 KiB
-    // in shared memory.
+    // The direct kernel, lanes of different phases: small device tables in global memory, small
+    // host ones staged from their by-value parameter, up to 64 KiB in shared memory.
     EXPECT_EQ(
         UpfirdnPlacementForShape<float>(shape(9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1), source),
-        Placement::kGlobalMemory);
+        source == SourceKind::kDevice ? Placement::kGlobalMemory : Placement::kSharedMemory);
     EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(4000, 65537, 3), source),
               Placement::kSharedMemory);
     EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(20000, 65537, 3), source),
