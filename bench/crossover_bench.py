@@ -127,35 +127,56 @@ def _small_launch_boundary(op, entries, source):
 
 def _launch_cases(device):
     """(op, table entries, table dtype, output elements inside and outside, call(elements, table)):
-    the same table in calls whose outputs cross the op's small-launch boundary (65,536 outputs;
-    SeparableFilter's 2^23), past which a device table is copied into the bank and a small host
-    table read at divergent indices is staged from its parameter instead of read there."""
+    the same table in calls whose outputs cross the op's own small-launch boundary (65,536
+    outputs; FirFilter's 2^20, SeparableFilter's 2^23), past which a device table is copied into
+    the bank and a small host table read at divergent indices is staged from its parameter instead
+    of read there."""
     gen = torch.Generator(device="cpu").manual_seed(1)
-    boundary = _small_launch_boundary("polyval", 1100, "device")
-    data = {n: torch.rand(n, generator=gen).to(device) for n in (boundary, boundary + 1)}
-    image_boundary = _small_launch_boundary("separable_filter", 6, "device")
-    width = 2048
-    image_rows = (image_boundary // width, image_boundary // width + 1)
+    data = {}
+
+    def vector(n):
+        if n not in data:
+            data[n] = torch.rand(n, generator=gen).to(device)
+        return data[n]
+
+    def sizes(op, entries, source="device"):
+        boundary = _small_launch_boundary(op, entries, source)
+        return boundary, boundary + 1
+
+    width = 2048  # images of rows of 2,048 around SeparableFilter's boundary
+    image_rows = _small_launch_boundary("separable_filter", 6, "device") // width
     images = {
-        rows * width: torch.rand(1, 1, rows, width, generator=gen).to(device) for rows in image_rows
+        rows * width: torch.rand(1, 1, rows, width, generator=gen).to(device)
+        for rows in (image_rows, image_rows + 1)
     }
-    sizes = (boundary, boundary + 1)
     return [
-        ("frobulate", 2000, torch.int32, sizes, lambda n, t: cm.frobulate(data[n], t)),
-        ("polyval", 1100, torch.float32, sizes, lambda n, t: cm.polyval(t, data[n])),
+        (
+            "frobulate",
+            2000,
+            torch.int32,
+            sizes("frobulate", 2000),
+            lambda n, t: cm.frobulate(vector(n), t),
+        ),
+        (
+            "polyval",
+            1100,
+            torch.float32,
+            sizes("polyval", 1100),
+            lambda n, t: cm.polyval(t, vector(n)),
+        ),
         (
             "fir_filter",
             17,
             torch.float32,
-            sizes,
-            lambda n, t: cm.fir_filter(data[n].view(1, n), t),
+            sizes("fir_filter", 17),
+            lambda n, t: cm.fir_filter(vector(n).view(1, n), t),
         ),
         (
             "interpolate",
             16,
             torch.float32,
-            sizes,
-            lambda n, t: cm.interpolate(data[n], t, lo=0.0, hi=1.0),
+            sizes("interpolate", 16, "host"),
+            lambda n, t: cm.interpolate(vector(n), t, lo=0.0, hi=1.0),
         ),
         (
             "separable_filter",
