@@ -128,7 +128,7 @@ def _small_launch_boundary(op, entries, source):
 def _launch_cases(device):
     """(op, table entries, table dtype, output elements inside and outside, call(elements, table)):
     the same table in calls whose outputs cross the op's own small-launch boundary (65,536
-    outputs; FirFilter's 2^20, SeparableFilter's 2^23), past which a device table is copied into
+    outputs; FirFilter's and SeparableFilter's 2^23), past which a device table is copied into
     the bank and a small host table read at divergent indices is staged from its parameter instead
     of read there."""
     gen = torch.Generator(device="cpu").manual_seed(1)
