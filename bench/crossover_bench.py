@@ -11,7 +11,7 @@ launch boundary keeps the table and crosses the call's outputs over the op's sma
 (65,536; SeparableFilter's 2^23), past which a device table is copied into the bank (and a small
 host table read at divergent indices is staged from its parameter into shared memory).
 
-    python3 bench/crossover_bench.py [--json FILE] [--rounds N] [--launch-only]
+    python3 bench/crossover_bench.py [--json FILE] [--rounds N] [--launch-only] [--ops a,b]
 """
 
 import argparse
@@ -79,12 +79,13 @@ def _cases(device):
             torch.float32,
             lambda t: cm.fir_filter(rows, t),
         ),
-        # Upfirdn stages its taps in shared memory up to 64 KiB; at up = 1 the tiled kernel's halo
-        # then leaves room for 12,268 taps, past which the direct kernel runs.
+        # Upfirdn stages its taps in shared memory up to 64 KiB; at up = 1 the tiled kernel's tile
+        # buffers (96 KiB: the halo, double-buffered) then hold 12,265 taps, past which the direct
+        # kernel runs (TiledFits in ops/upfirdn/upfirdn_kernels.cuh).
         (
             "upfirdn",
             "tiled kernel, up 1",
-            (12268, 12269),
+            (12265, 12266),
             torch.float32,
             lambda t: cm.upfirdn(short_audio, t, up=1, down=1),
         ),
@@ -219,6 +220,7 @@ def main():
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--launch-only", action="store_true", help="only the small-launch boundary")
+    parser.add_argument("--ops", help="only these ops (comma-separated names)")
     args = parser.parse_args()
     device = torch.device("cuda")
     cases = [] if args.launch_only else _cases(device)
@@ -227,6 +229,8 @@ def main():
         cases.append(
             (op, f"launch, {entries} entries", elements, dtype, _FixedTable(entries, call))
         )
+    if args.ops:
+        cases = [case for case in cases if case[0] in args.ops.split(",")]
     results = []
     print(f"{torch.cuda.get_device_name()}: ms a call, outside / inside")
     print(
