@@ -297,9 +297,12 @@ Status LaunchWithTable(cudaStream_t stream, const TableView<Entry>& table, Place
     case Placement::kConstantBank:
       return detail::LaunchFromConstantBank<BankOf>(stream, device, table, launch, report);
     case Placement::kSharedMemory:
+      // Where the driver refuses a parameter of ByValue's size (before CUDA 12.1), the table goes
+      // through global memory instead.
       if constexpr (detail::kStagesTables<DeviceBankOf>) {
         if (table.source != SourceKind::kDevice &&
-            static_cast<std::size_t>(table.size) <= ByValue::kCapacity) {
+            static_cast<std::size_t>(table.size) <= ByValue::kCapacity &&
+            CheckKernelParamBytes(sizeof(ByValue) + kOtherKernelParamBytes, device).ok()) {
           return detail::LaunchByValueStaged<ByValue>(device, table, launch);
         }
       }

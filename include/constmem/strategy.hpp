@@ -76,7 +76,8 @@ enum class Placement {
   kByValue,       // a __grid_constant__ kernel parameter: no copy at all, constant bank 0
   kConstantBank,  // a slot of a __constant__ bank, filled by an asynchronous copy
   kGlobalMemory,  // read through the read-only cache; the fallback for any size
-  kSharedMemory,  // copied by each block from global memory into shared memory, then read there
+  kSharedMemory,  // copied by each block into shared memory (from global memory or from its
+                  // by-value parameter), then read there
 };
 
 inline const char* PlacementName(Placement placement) {
@@ -104,21 +105,23 @@ struct CONSTMEM_VISIBLE_TYPE StrategyLimits {
   // Divergent reads: tables up to this size are staged into each block's shared memory (32 banks
   // serve 32 different addresses a cycle), larger ones read from global memory: a staged table
   // of 128 KiB leaves one block per SM. 64 KiB is also the least any supported GPU lets a block
-  // have. Tables up to divergent_global_bytes are read from global memory unstaged: one to eight
-  // cache lines serve a warp from L1 as fast (placement_bench, docs/performance.md).
+  // have. Device tables up to divergent_global_bytes are read from global memory unstaged: one to
+  // eight cache lines serve a warp from L1 as fast (placement_bench, docs/performance.md). A host
+  // table that fits by value is staged from its parameter instead where it fits
+  // shared_memory_bytes: a copy to the device costs a call more than the staging.
   std::size_t shared_memory_bytes = 64 * 1024;
   std::size_t divergent_global_bytes = 1024;
   // Launches of at most this many output elements copy no table they can avoid. An op whose
   // kernel runs through this many elements in a few microseconds, or which copies several tables
   // a call, raises it to where the copies' cost is small beside the kernel's time
-  // (SeparableFilter).
+  // (SeparableFilter, FirFilter).
   std::int64_t small_launch_elements = kSmallLaunchElements;
 };
 
 // A device-resident table is never passed by value: that would need a device-to-host copy and a
 // host wait. Everything larger than the bank is read from global memory. A table read at
-// divergent indices goes to shared memory or global memory from any source (a host table is then
-// uploaded into a device buffer: LaunchWithTable's DeviceBankOf).
+// divergent indices goes to shared memory or global memory from any source (a host table larger
+// than the by-value size is then uploaded into a device buffer: LaunchWithTable's DeviceBankOf).
 //
 // A launch of at most limits.small_launch_elements output elements (`launch_elements`; unknown: a
 // large launch) copies nothing it can avoid: a device table bound for the bank is read in place,
@@ -135,7 +138,8 @@ inline Placement ChoosePlacement(std::size_t table_bytes, TableLocation location
   const bool fits_by_value =
       location == TableLocation::kHost && table_bytes <= limits.by_value_bytes;
   if (access == TableAccess::kDivergent) {
-    if (fits_by_value) return small_launch ? Placement::kByValue : Placement::kSharedMemory;
+    if (fits_by_value && small_launch) return Placement::kByValue;
+    if (fits_by_value && table_bytes <= limits.shared_memory_bytes) return Placement::kSharedMemory;
     if (table_bytes <= limits.divergent_global_bytes) return Placement::kGlobalMemory;
     return table_bytes <= limits.shared_memory_bytes ? Placement::kSharedMemory
                                                      : Placement::kGlobalMemory;

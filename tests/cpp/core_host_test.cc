@@ -145,10 +145,21 @@ TEST(Strategy, DivergentReadsGoToSharedOrGlobalMemoryFromAnySource) {
   }
   StrategyLimits tiny_in_global;
   tiny_in_global.divergent_global_bytes = 128;
-  EXPECT_EQ(ChoosePlacement(128, TableLocation::kDevice, tiny_in_global, TableAccess::kDivergent),
+  for (TableLocation location : {TableLocation::kHost, TableLocation::kDevice}) {
+    EXPECT_EQ(
+        ChoosePlacement(128, location, tiny_in_global, TableAccess::kDivergent),
+        location == TableLocation::kHost ? Placement::kSharedMemory : Placement::kGlobalMemory);
+    EXPECT_EQ(ChoosePlacement(132, location, tiny_in_global, TableAccess::kDivergent),
+              Placement::kSharedMemory);
+  }
+  // An op that stages nothing: a small host table is copied to the device in a large launch.
+  StrategyLimits no_staging;
+  no_staging.shared_memory_bytes = 0;
+  EXPECT_EQ(ChoosePlacement(100, TableLocation::kHost, no_staging, TableAccess::kDivergent),
             Placement::kGlobalMemory);
-  EXPECT_EQ(ChoosePlacement(132, TableLocation::kDevice, tiny_in_global, TableAccess::kDivergent),
-            Placement::kSharedMemory);
+  EXPECT_EQ(ChoosePlacement(100, TableLocation::kHost, no_staging, TableAccess::kDivergent,
+                            kSmallLaunchElements),
+            Placement::kByValue);
   // Uniform reads keep the constant-memory rules.
   EXPECT_EQ(ChoosePlacement(8, TableLocation::kHost, StrategyLimits(), TableAccess::kUniform),
             Placement::kByValue);

@@ -426,7 +426,8 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
             UpfirdnArrangement::kPhasePerLane);
   EXPECT_EQ(UpfirdnChosenArrangement<float>(direct, Placement::kGlobalMemory),
             UpfirdnArrangement::kDirect);
-  // Past it, a host table read at divergent indices is uploaded and staged.
+  // Past it, a host table read at divergent indices is staged: from its parameter up to 4 KiB,
+  // else uploaded first.
   EXPECT_EQ(UpfirdnPlacementForShape<float>(large, SourceKind::kPageableHost),
             Placement::kSharedMemory);
   // One phase (up divides down): uniform whatever the tile.
