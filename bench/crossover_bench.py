@@ -8,8 +8,9 @@ Python list), a CPU tensor (a host table) and a CUDA tensor (a device table). Ea
 a user sees it (CUDA events around back-to-back calls, so the host's work counts when it is the
 longer), the two sizes alternating over rounds in one run; the ratio is outside / inside. The
 launch boundary keeps the table and crosses the call's outputs over the op's small-launch size
-(65,536; FirFilter's and SeparableFilter's 2^23), past which a device table is copied into the bank (and a small
-host table read at divergent indices is staged from its parameter into shared memory).
+(65,536; FirFilter's and SeparableFilter's 2^23), past which a device table is copied into the
+bank (and a small host table read at divergent indices is staged from its parameter into shared
+memory).
 
     python3 bench/crossover_bench.py [--json FILE] [--rounds N] [--launch-only] [--ops a,b]
 """
