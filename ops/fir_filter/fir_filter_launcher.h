@@ -43,8 +43,8 @@ template <class T>
 int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block);
 
 // Launches of at most this many outputs read device taps in place: a short filter's kernel runs
-// through a million outputs in a few microseconds, less than the copy into the bank costs a call
-// (1.17-1.34x the call at 65,536 outputs and 1.34-1.38x at 2^20, 17 taps, on an H100).
+// through millions of outputs in microseconds, less than the copy into the bank costs a call
+// (about 10 us of host time; docs/performance.md, section 15).
 constexpr std::int64_t kFirFilterSmallLaunchElements = std::int64_t{1} << 23;
 
 // Where LaunchFirFilter puts `count` taps of T from `source` in a launch of `launch_elements`
