@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "constmem/by_value.cuh"
@@ -147,6 +148,18 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
         }
       }
     }
+  }
+}
+
+// The longest filter the tiled kernel takes at up 1 and 2 (float32): bench/crossover_bench.py
+// crosses these boundaries by their tap counts, which must follow the tile's plan when it changes.
+TEST(UpfirdnEmulated, TheTiledKernelsLongestFiltersAreWhereTheBenchmarkCrosses) {
+  for (auto [up, longest] : {std::pair<std::int64_t, std::int64_t>{1, 12265}, {2, 24530}}) {
+    UpfirdnShape inside, outside;
+    ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest, up, 1, &inside).ok());
+    ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest + 1, up, 1, &outside).ok());
+    EXPECT_TRUE(TiledFits<float>(inside, kTiledMostBytes)) << "up " << up;
+    EXPECT_FALSE(TiledFits<float>(outside, kTiledMostBytes)) << "up " << up;
   }
 }
 
