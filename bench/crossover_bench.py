@@ -120,6 +120,8 @@ def _small_launch_boundary(op, entries, source):
 
     low, high = 1, 2
     while not copies(high):
+        if high > 1 << 40:
+            raise RuntimeError(f"{op}: no small-launch boundary (a library without GPU kernels?)")
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2
