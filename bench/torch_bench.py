@@ -6,10 +6,12 @@ in this run:
   torch.compile, degree 16 and 256, 16 Mi float32 elements;
 - FirFilter against torch.nn.functional.conv1d (cuDNN), [4096, 16384] float32, 17 and 63 taps;
 - the per-call cost at 1 Ki elements against torch.add, eagerly: every op in every table form
-  (a CUDA tensor, a CPU tensor, a static list), each alternating with torch.add over many short
-  rounds, the ratio's median and minimum over the rounds (host timings swing between runs on a
-  shared machine; alternating in one run keeps the ratio); with `--device cpu` (per-call cases
-  only) the same on CPU tensors, where both include their CPU kernels;
+  (a CUDA tensor, a CPU tensor, a static list), and each op's raw overload below autograd (the
+  floor PyTorch's route to a custom op sets, beside `aten.add` by that route), each alternating
+  with torch.add over many short rounds, the ratio's median and minimum over the rounds (host
+  timings swing between runs on a shared machine; alternating in one run keeps the ratio); with
+  `--device cpu` (per-call cases only) the same on CPU tensors, where both include their CPU
+  kernels;
 - Frobulate at 64 Mi elements (100 entries), for comparison with kernel_bench's figure;
 - Polyval's coefficient gradient at degree 256 on 16 Mi float32 elements (blocks of powers) against
   every power at once: GPU time and peak memory beyond the inputs, in multiples of the input's size.
@@ -89,6 +91,40 @@ def per_call_cases(device="cuda"):
             yield op, form, (lambda c=call, t=t: c(t))
 
 
+def raw_cases(device="cuda"):
+    """(op, call): each op's raw overload called below autograd with none of constmem's Python,
+    its table a tensor on the data's device, its attributes' defaults; and PyTorch's own
+    `aten.add` by the same route. What reaching a custom op costs PyTorch: the per-call floor."""
+    below = torch._C._AutoDispatchBelowAutograd
+    small = torch.randn(1024, device=device)
+    rows, image = small.view(1, 1024), small.view(1, 1, 32, 32)
+
+    def taps(n):
+        return torch.randn(n, device=device)
+
+    ops = torch.ops.constmem
+    cases = {
+        "frobulate": (ops.frobulate, small, torch.arange(100, dtype=torch.int32, device=device)),
+        "polyval": (ops.polyval, small, taps(17)),
+        "fir_filter": (ops.fir_filter, rows, taps(17), "SAME"),
+        "interpolate": (ops.interpolate, small, taps(16), -3.0, 3.0),
+        "upfirdn": (ops.upfirdn, rows, taps(16), 2, 1),
+        "separable_filter": (
+            ops.separable_filter,
+            *(image, taps(3), taps(3), "shared", "reflect", "channels_first"),
+        ),
+        "aten.add": (torch.ops.aten.add.Tensor, small, small),
+    }
+    for op, (overload, *args) in cases.items():
+        entry = getattr(overload, "default", overload)._op
+
+        def call(entry=entry, args=args):
+            with below():
+                return entry(*args)
+
+        yield op, call
+
+
 def horner(coeffs, x):
     y = torch.full_like(x, 0) + coeffs[0]
     for i in range(1, coeffs.shape[0]):
@@ -112,14 +148,19 @@ def main():
 
     small, other = torch.randn(1024, device=device), torch.randn(1024, device=device)
     per_call = {}
+    wait = torch.cuda.synchronize if device != "cpu" else lambda: None
     for op, form, call in per_call_cases(device):
-        wait = torch.cuda.synchronize if device != "cpu" else lambda: None
         measured = alternating_ratios(call, lambda: torch.add(small, other), wait)
         print(ratio_line(f"per call, {op:<17} {form:<7}", measured, "torch.add"), flush=True)
         measured["torch_add_us"] = measured.pop("baseline_us")
         per_call[f"{op}_{form}"] = measured
-    results["per_call_vs_torch_add"] = per_call
     worst = max(per_call.values(), key=lambda m: m["ratio_median"])
+    for op, call in raw_cases(device):
+        measured = alternating_ratios(call, lambda: torch.add(small, other), wait)
+        print(ratio_line(f"per call, {op:<17} raw    ", measured, "torch.add"), flush=True)
+        measured["torch_add_us"] = measured.pop("baseline_us")
+        per_call[f"{op}_raw"] = measured
+    results["per_call_vs_torch_add"] = per_call
     print(f"per call: the largest median ratio {worst['ratio_median']:.2f}x", flush=True)
     if args.per_call_only:
         if args.json:
