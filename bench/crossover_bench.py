@@ -8,7 +8,7 @@ Python list), a CPU tensor (a host table) and a CUDA tensor (a device table). Ea
 a user sees it (CUDA events around back-to-back calls, so the host's work counts when it is the
 longer), the two sizes alternating over rounds in one run; the ratio is outside / inside. The
 launch boundary keeps the table and crosses the call's outputs over the op's small-launch size
-(65,536; FirFilter's and SeparableFilter's 2^23), past which a device table is copied into the
+(65,536; SeparableFilter's 2^23, FirFilter's 2^25), past which a device table is copied into the
 bank (and a small host table read at divergent indices is staged from its parameter into shared
 memory).
 
@@ -81,11 +81,12 @@ def _cases(device):
             lambda t: cm.fir_filter(rows, t),
         ),
         # Upfirdn stages its taps in shared memory up to 64 KiB; at up = 1 the tiled kernel's tile
-        # buffers (96 KiB: the halo, double-buffered) then hold 12,265 taps, past which the direct
-        # kernel runs (TiledFits in ops/upfirdn/upfirdn_kernels.cuh).
+        # buffers (96 KiB: the halo, double-buffered) then hold the whole halo of 12,265 taps,
+        # past which it walks the terms in chunks of 2,048 (HaloTerms in
+        # ops/upfirdn/upfirdn_kernels.cuh).
         (
             "upfirdn",
-            "tiled kernel, up 1",
+            "tiled kernel's whole halo, up 1",
             (12265, 12266),
             torch.float32,
             lambda t: cm.upfirdn(short_audio, t, up=1, down=1),
@@ -132,7 +133,7 @@ def _small_launch_boundary(op, entries, source):
 def _launch_cases(device):
     """(op, table entries, table dtype, output elements inside and outside, call(elements, table)):
     the same table in calls whose outputs cross the op's own small-launch boundary (65,536
-    outputs; FirFilter's and SeparableFilter's 2^23), past which a device table is copied into
+    outputs; SeparableFilter's 2^23, FirFilter's 2^25), past which a device table is copied into
     the bank and a small host table read at divergent indices is staged from its parameter instead
     of read there."""
     gen = torch.Generator(device="cpu").manual_seed(1)

@@ -43,9 +43,10 @@ template <class T>
 int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block);
 
 // Launches of at most this many outputs read device taps in place: a short filter's kernel runs
-// through millions of outputs in microseconds, less than the copy into the bank costs a call
-// (about 10 us of host time; docs/performance.md, section 15).
-constexpr std::int64_t kFirFilterSmallLaunchElements = std::int64_t{1} << 23;
+// through tens of millions of outputs in tens of microseconds (2^23 in 15 us on an H200), about
+// what the copy into the bank costs a call (10 to 12 us of host time; docs/performance.md,
+// section 15).
+constexpr std::int64_t kFirFilterSmallLaunchElements = std::int64_t{1} << 25;
 
 // Where LaunchFirFilter puts `count` taps of T from `source` in a launch of `launch_elements`
 // output elements (ChoosePlacement).

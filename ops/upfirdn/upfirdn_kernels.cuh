@@ -19,11 +19,14 @@
 // the same tap (constant memory's broadcast, by value or from a bank), or consecutive phases per
 // warp with the taps in shared memory.
 //
-// Shapes whose smallest tile does not fit shared memory (a long filter at a small `up`, whose halo
-// of ceil(k / up) samples a tile stages, or rates whose P + Q samples and outputs do not fit) or
-// whose indices pass int run a direct kernel instead: one output a thread over a grid-stride loop,
-// samples and taps read where they are (taps staged in shared memory only by that placement), the
-// same fused multiply-adds in the same order.
+// A long filter at a small `up` has a halo of ceil(k / up) samples too large for a tile beside it:
+// the block then walks each tile's terms in chunks of kHaloChunkTerms, staging for each chunk the
+// tile's samples with that chunk's halo, and carries every output's partial sum from chunk to chunk
+// in the tile's output buffer: the same fused multiply-adds in the same order, so the results are
+// unchanged. Rates whose P + Q samples and outputs a tile do not fit, and shapes whose indices pass
+// int, run a direct kernel instead: one output a thread over a grid-stride loop, samples and taps
+// read where they are (taps staged in shared memory only by that placement), the same fused
+// multiply-adds in the same order.
 #pragma once
 
 #include <algorithm>
@@ -59,14 +62,18 @@ constexpr std::size_t kTileBudgetBytes = 32 * 1024;
 // rates up to 1,024 and 4,096 taps is tiled on a GPU of compute capability 9.0 (227 KiB a block),
 // and those whose taps are not staged on 8.x too (99 KiB and more).
 constexpr std::size_t kTiledMostBytes = 96 * 1024;
+// Terms of a filter a step of the tiled kernel walks where the whole halo does not fit (past
+// 12,265 taps at up 1 for float32): 8 KiB of float32 halo a buffer, so that a tile's samples still
+// outweigh the halo it stages again for each chunk.
+constexpr int kHaloChunkTerms = 2048;
 
-// The staged samples of a tile: local index e is sample tile_first_base - (most_terms - 1) -
-// kChunk + e; the kChunk in front are never read for a term (a last, partial chunk's window may
-// reach into them). Kernels with a run-time Q and a phase a warp (Padded) pad one element after
-// every 32, so that lanes whose samples lie a multiple of 32 apart (Q = 160: 7 Q = 35 * 32) do not
-// meet in one bank; the others are unpadded (lanes of a phase a lane read samples about Q / P
-// apart; those of Q 1 to 3, 7 Q apart, meet at most 2-way at Q 2), address with constant offsets,
-// and are staged 16 bytes a copy.
+// The staged samples of a tile and a chunk of terms m0 ... m0 + halo_terms - 1: local index e is
+// sample tile_first_base - m0 - (halo_terms - 1) - kChunk + e; the kChunk in front are never read
+// for a term (a last, partial chunk's window may reach into them). Kernels with a run-time Q and a
+// phase a warp (Padded) pad one element after every 32, so that lanes whose samples lie a multiple
+// of 32 apart (Q = 160: 7 Q = 35 * 32) do not meet in one bank; the others are unpadded (lanes of a
+// phase a lane read samples about Q / P apart; those of Q 1 to 3, 7 Q apart, meet at most 2-way at
+// Q 2), address with constant offsets, and are staged 16 bytes a copy.
 template <int kQ, bool kPerWarp>
 constexpr bool kPadded = kQ == 0 && kPerWarp;
 template <bool kPaddedSlots>
@@ -82,9 +89,10 @@ struct Geometry {
   std::int64_t tiles;          // rows * tiles_per_row
   int taps, up, down;
   int period, stride;  // P, Q
-  int most_terms;      // ceil(k / up)
+  int halo_terms;      // terms a step stages the samples of: ceil(k / up), or kHaloChunkTerms
+  int halo_chunks;     // steps a tile: ceil(ceil(k / up) / halo_terms)
   int tile_s;          // S
-  int staged;          // samples staged a tile: kChunk + most_terms - 1 + S * Q
+  int staged;          // samples staged a step: kChunk + halo_terms - 1 + S * Q
   int in_elements;     // elements of a sample buffer
   int tiles_offset;    // bytes before the tile buffers (the staged taps)
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
@@ -92,15 +100,14 @@ struct Geometry {
   FastDivisor by_groups, by_period, by_up;
 };
 
-// Output `e` (local index of its base) of one phase, exactly: the terms inside the row and the
-// phase, m ascending.
+// Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
+// row and the phase, m ascending. Within a chunk of terms, b and p are those of its first term.
 template <bool kPaddedSlots, class T, class Taps>
 __device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int p, int terms,
-                                         std::int64_t length, int up, const Taps& taps) {
+                                         std::int64_t length, int up, const Taps& taps, T acc) {
   const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
   const int lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
   const int hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
-  T acc = T(0);
   for (int m = lo; m <= hi; ++m) acc = fma(in[Slot<kPaddedSlots>(e - m)], taps[p + m * up], acc);
   return acc;
 }
@@ -163,15 +170,15 @@ __global__ void __launch_bounds__(kThreads)
   const int P = g.period, S = g.tile_s;
   const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
 
-  // The row of `tile` and the row sample its staged sample 0 is.
-  auto first_sample = [&](std::int64_t tile, const T** row_x) {
+  // The row of `tile` and the row sample its staged sample 0 is for the chunk of terms from m0.
+  auto first_sample = [&](std::int64_t tile, int m0, const T** row_x) {
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     *row_x = x + row * g.length;
-    return t * tile_samples - (g.most_terms - 1) - U;
+    return t * tile_samples - m0 - (g.halo_terms - 1) - U;
   };
-  auto stage = [&](int buffer, std::int64_t tile) {
+  auto stage = [&](int buffer, std::int64_t tile, int chunk) {
     const T* row_x;
-    const std::int64_t first = first_sample(tile, &row_x);
+    const std::int64_t first = first_sample(tile, chunk * g.halo_terms, &row_x);
     T* const to = in_buffers + buffer * g.in_elements;
     if constexpr (!kPaddedSlots) {
       // 16-byte copies: sample e at to[SpanShift(row_x, first) + e].
@@ -187,25 +194,32 @@ __global__ void __launch_bounds__(kThreads)
 
   const int groups = (S + kOutputs - 1) / kOutputs;  // a multiple of 32 for kPerWarp
   const int items = P * groups;
+  // A step is a tile and a chunk of its terms; a block takes tiles blockIdx.x + i * gridDim.x.
   std::int64_t tile = blockIdx.x;
-  if (tile < g.tiles) stage(0, tile);
+  int chunk = 0;
+  if (tile < g.tiles) stage(0, tile, 0);
   CopyAsyncCommit();
-  for (int current = 0; tile < g.tiles; tile += gridDim.x, current ^= 1) {
+  for (int current = 0; tile < g.tiles; current ^= 1) {
     CopyAsyncWaitAll();
-    // This tile's samples are visible to the block, the last tile's outputs are out, and every
-    // thread is done with the buffer the next tile goes to.
+    // This step's samples are visible to the block, the last tile's outputs are out, and every
+    // thread is done with the buffer the next step goes to.
     __syncthreads();
-    if (tile + gridDim.x < g.tiles) stage(current ^ 1, tile + gridDim.x);
+    const bool last_chunk = chunk + 1 == g.halo_chunks;
+    const std::int64_t next_tile = last_chunk ? tile + gridDim.x : tile;
+    const int next_chunk = last_chunk ? 0 : chunk + 1;
+    if (next_tile < g.tiles) stage(current ^ 1, next_tile, next_chunk);
     CopyAsyncCommit();
 
+    const int m0 = chunk * g.halo_terms;
     const T* row_x;
-    const std::int64_t first = first_sample(tile, &row_x);
+    const std::int64_t first = first_sample(tile, m0, &row_x);
     const T* const in =
         in_buffers + current * g.in_elements + (kPaddedSlots ? 0 : SpanShift(row_x, first));
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     const std::int64_t tile_s0 = t * S;  // the tile's first s
     T* const row_y = y + row * g.outputs + tile_s0 * P;
-    // Output j of the tile at out[j]: shifted as StoreSpan writes it out.
+    // Output j of the tile at out[j]: shifted as StoreSpan writes it out. Between chunks it holds
+    // the outputs' partial sums, each read and written by the thread that owns it.
     T* const out = out_buffer + SpanShift(row_y, 0);
     for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
@@ -218,7 +232,11 @@ __global__ void __launch_bounds__(kThreads)
       }
       const int cd = c * g.down;
       const int base = static_cast<int>(g.by_up.Divide(cd)), p = cd - base * g.up;
-      const int terms = p < g.taps ? static_cast<int>(g.by_up.Divide(g.taps - 1 - p)) + 1 : 0;
+      const int phase_terms = p < g.taps ? static_cast<int>(g.by_up.Divide(g.taps - 1 - p)) + 1 : 0;
+      // This chunk's terms of the phase: m0 ... m0 + terms - 1, its first tap p + m0 * up.
+      const int left_terms = phase_terms - m0;
+      const int terms = left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
+      const int p0 = p + m0 * g.up;
       const int s0 = group * kOutputs;
       // Outputs r of this thread: s0 + r < S and inside the row.
       const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
@@ -227,20 +245,23 @@ __global__ void __launch_bounds__(kThreads)
                         : remaining <= 0 ? 0
                                          : (static_cast<int>(remaining) + P - 1) / P;
       if (count <= 0) continue;
-      const int e0 = U + g.most_terms - 1 + base + s0 * q;
-      const std::int64_t b0 = base + (tile_s0 + s0) * q;
+      const int e0 = U + g.halo_terms - 1 + base + s0 * q;
+      // The base of the thread's first output, less m0: the sample its chunk's first term meets.
+      const std::int64_t b0 = base + (tile_s0 + s0) * q - m0;
       T acc[kOutputs];
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r)
+        acc[r] = r < count && m0 > 0 ? out[c + (s0 + r) * P] : T(0);
       if (count == kOutputs && b0 >= terms - 1 &&
           b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
-#pragma unroll
-        for (int r = 0; r < kOutputs; ++r) acc[r] = T(0);
-        InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p, g.up, terms, h, acc);
+        InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, g.up, terms, h, acc);
       } else {
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) {
           if (r < count) {
-            acc[r] = ExactOutput<kPaddedSlots>(
-                in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p, terms, g.length, g.up, h);
+            acc[r] =
+                ExactOutput<kPaddedSlots>(in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p0,
+                                          terms, g.length, g.up, h, acc[r]);
           }
         }
       }
@@ -249,10 +270,14 @@ __global__ void __launch_bounds__(kThreads)
         if (r < count) out[c + (s0 + r) * P] = acc[r];
       }
     }
-    __syncthreads();  // the tile's outputs are in shared memory
-    const std::int64_t left = g.outputs - tile_s0 * P;
-    const int tile_outputs = left < S * P ? static_cast<int>(left) : S * P;
-    StoreSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
+    if (last_chunk) {
+      __syncthreads();  // the tile's outputs are in shared memory
+      const std::int64_t left = g.outputs - tile_s0 * P;
+      const int tile_outputs = left < S * P ? static_cast<int>(left) : S * P;
+      StoreSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
+    }
+    tile = next_tile;
+    chunk = next_chunk;
   }
 }
 
@@ -292,23 +317,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// A tile plan: S, and whether the lanes of each warp share a phase. Sizes in int64: a plan whose
-// bytes fit shared memory has sizes that fit int.
+// A tile plan: S, whether the lanes of each warp share a phase, and the terms a step stages the
+// halo of. Sizes in int64: a plan whose bytes fit shared memory has sizes that fit int.
 struct TilePlan {
   std::int64_t s = 0;
   bool per_warp = false;
+  std::int64_t halo_terms = 0;
   std::size_t bytes = 0;  // the tile buffers
   std::int64_t staged = 0, in_elements = 0;
 };
 
 template <class T>
-TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t most_terms,
+TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t halo_terms,
                  bool padded, bool per_warp) {
   constexpr std::int64_t kAlign = 16 / static_cast<std::int64_t>(sizeof(T));
   TilePlan plan;
   plan.s = s;
   plan.per_warp = per_warp;
-  plan.staged = kChunk<T> + most_terms - 1 + s * q;
+  plan.halo_terms = halo_terms;
+  plan.staged = kChunk<T> + halo_terms - 1 + s * q;
   const std::int64_t last = plan.staged - 1;
   // Padded: one element after every 32; else shifted by up to kAlign - 1 (StageSpan).
   plan.in_elements = padded ? (last + (last >> 5) + 1 + kAlign - 1) / kAlign * kAlign
@@ -318,34 +345,56 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
   return plan;
 }
 
+// The terms a step of the tiled kernel stages the halo of for `shape` with `most_bytes` of shared
+// memory a block for its tile buffers: all ceil(k / up) where the smallest tile (S = 1: one output
+// of each phase, Q samples and the halo) fits, else chunks of kHaloChunkTerms where a tile of 32
+// threads' outputs (7 outputs each) fits with them, else 0: no tile. `most_whole_terms` lowers
+// both, for tests of the chunks on short filters.
+template <class T>
+std::int64_t HaloTerms(const UpfirdnShape& shape, std::size_t most_bytes,
+                       std::int64_t most_whole_terms = std::numeric_limits<std::int64_t>::max()) {
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  const std::int64_t P = phases.period, Q = phases.stride;
+  const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
+  auto fits = [&](std::int64_t s, std::int64_t halo_terms) {
+    return PlanFor<T>(s, Q, P, halo_terms, Q > 3, false).bytes <= most_bytes;
+  };
+  if (most_terms <= most_whole_terms && fits(1, most_terms)) return most_terms;
+  const std::int64_t chunk = std::min<std::int64_t>(kHaloChunkTerms, most_whole_terms);
+  const std::int64_t warp_outputs = 32 * kOutputs;
+  return fits((warp_outputs + P - 1) / P, chunk) ? chunk : 0;
+}
+
 // Whether the tiled kernel takes `shape` with `most_bytes` of shared memory a block for its tile
 // buffers: its int arithmetic holds (c * down for c < P, tap indices up to kChunk * up past the
-// last tap) and its smallest tile (S = 1: one output of each phase, Q samples and the halo) fits.
+// last tap) and a tile fits (HaloTerms).
 template <class T>
 bool TiledFits(const UpfirdnShape& shape, std::size_t most_bytes) {
   constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   if ((phases.period - 1) * shape.down + shape.up > kIntMax) return false;
   if (shape.taps + (kChunk<T> + 1) * shape.up > kIntMax) return false;
-  const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
-  return PlanFor<T>(1, phases.stride, phases.period, most_terms, phases.stride > 3, false).bytes <=
-         most_bytes;
+  return HaloTerms<T>(shape, most_bytes) > 0;
 }
 
-// The tile for `shape`: the largest S within kTileBudgetBytes plus the halo (and within
-// `most_bytes`, what the device leaves), in whole groups of 32 threads' outputs for kPhasePerWarp
-// (so that every warp takes one phase) and of one thread's for kPhasePerLane; no more than a row
-// needs; at least 1.
+// The tile for `shape`: the halo's terms as HaloTerms says for `most_bytes` (what the device
+// leaves, at most kTiledMostBytes), then the largest S within kTileBudgetBytes plus that halo (and
+// within `most_bytes`), in whole groups of 32 threads' outputs for kPhasePerWarp (so that every
+// warp takes one phase) and of one thread's for kPhasePerLane; no more than a row needs; at least
+// 1.
 template <class T>
 TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
-                    std::size_t most_bytes = kTileBudgetBytes * 8) {
+                    std::size_t most_bytes = kTileBudgetBytes * 8,
+                    std::int64_t most_whole_terms = std::numeric_limits<std::int64_t>::max()) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const std::int64_t P = phases.period, Q = phases.stride;
-  const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
-  const bool padded = Q > 3 && per_warp;  // as kPadded
+  std::int64_t halo_terms =
+      HaloTerms<T>(shape, std::min(most_bytes, kTiledMostBytes), most_whole_terms);
+  if (halo_terms == 0) halo_terms = (shape.taps + shape.up - 1) / shape.up;  // no tile fits
+  const bool padded = Q > 3 && per_warp;                                     // as kPadded
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
-  auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, most_terms, padded, per_warp); };
-  const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + most_terms) * sizeof(T);
+  auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, halo_terms, padded, per_warp); };
+  const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + halo_terms) * sizeof(T);
   const std::size_t budget = std::min(kTileBudgetBytes + halo_bytes, most_bytes);
   // The most S the budget holds (bytes grow with S).
   std::int64_t most = 0;
@@ -398,7 +447,9 @@ inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& pla
   g.down = static_cast<int>(shape.down);
   g.period = static_cast<int>(phases.period);
   g.stride = static_cast<int>(phases.stride);
-  g.most_terms = static_cast<int>((shape.taps + shape.up - 1) / shape.up);
+  g.halo_terms = static_cast<int>(plan.halo_terms);
+  g.halo_chunks = static_cast<int>(((shape.taps + shape.up - 1) / shape.up + plan.halo_terms - 1) /
+                                   plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);

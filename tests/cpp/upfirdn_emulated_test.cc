@@ -3,14 +3,16 @@
 // barriers are real, shared memory starts as NaN), bit for bit against the CPU kernel: the tiled
 // kernel for Q of 1, 2, 3 and larger (its run-time Q), one phase a warp and a phase a lane, taps
 // read where they are or staged in shared memory (from global memory or a by-value parameter),
-// tiles partial and a grid smaller than the tiles; the direct kernel; over the audio rate pairs and
-// the edge cases (a row shorter than the filter, one sample, up = down). What a GPU adds (timing,
+// tiles partial and a grid smaller than the tiles, the halo whole or walked in chunks of terms; the
+// direct kernel; over the audio rate pairs and the edge cases (a row shorter than the filter, one
+// sample, up = down). What a GPU adds (timing,
 // the real cp.async, the launcher's choices) is upfirdn_gpu_test's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <utility>
@@ -42,12 +44,17 @@ enum class Kernel { kPhasePerWarp, kPhasePerLane, kDirect };
 // parameter.
 enum class TapsSource { kInPlace, kStaged, kStagedFromParameter };
 
-// The tiled kernel with Q = kQ (0: Q from the geometry), `blocks` blocks at most.
+// Filters of any length stage their whole halo (ChooseTile's default).
+constexpr std::int64_t kWholeHalo = std::numeric_limits<std::int64_t>::max();
+
+// The tiled kernel with Q = kQ (0: Q from the geometry), `blocks` blocks at most, the halo walked
+// in chunks of `most_whole_terms` terms where the filter has more.
 template <class T, class Taps, int kQ, bool kPerWarp>
-void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks) {
+void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks,
+              std::int64_t most_whole_terms) {
   const std::size_t taps_bytes =
       (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
-  const TilePlan plan = ChooseTile<T>(shape, kPerWarp);
+  const TilePlan plan = ChooseTile<T>(shape, kPerWarp, kTileBudgetBytes * 8, most_whole_terms);
   const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
   const int threads = BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
   const auto grid =
@@ -57,27 +64,28 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
 }
 
 template <class T, class Taps, bool kPerWarp>
-void RunForStride(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks) {
+void RunForStride(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks,
+                  std::int64_t most_whole_terms) {
   switch (MakeUpfirdnPhases(shape.up, shape.down).stride) {
     case 1:
-      return RunTiled<T, Taps, 1, kPerWarp>(x, y, shape, taps, blocks);
+      return RunTiled<T, Taps, 1, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
     case 2:
-      return RunTiled<T, Taps, 2, kPerWarp>(x, y, shape, taps, blocks);
+      return RunTiled<T, Taps, 2, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
     case 3:
-      return RunTiled<T, Taps, 3, kPerWarp>(x, y, shape, taps, blocks);
+      return RunTiled<T, Taps, 3, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
     default:
-      return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks);
+      return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
   }
 }
 
 template <class T, class Taps>
 void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps& taps,
-         unsigned blocks) {
+         unsigned blocks, std::int64_t most_whole_terms) {
   switch (kernel) {
     case Kernel::kPhasePerWarp:
-      return RunForStride<T, Taps, true>(x, y, shape, taps, blocks);
+      return RunForStride<T, Taps, true>(x, y, shape, taps, blocks, most_whole_terms);
     case Kernel::kPhasePerLane:
-      return RunForStride<T, Taps, false>(x, y, shape, taps, blocks);
+      return RunForStride<T, Taps, false>(x, y, shape, taps, blocks, most_whole_terms);
     case Kernel::kDirect: {
       const DirectGeometry g{shape.rows, shape.length, shape.outputs,
                              shape.taps, shape.up,     shape.down};
@@ -95,7 +103,8 @@ void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps&
 // Every kernel, taps read in place and staged in shared memory, against the CPU kernel; y `offset`
 // elements into its buffer, whose other elements (and 16 after y) must stay as they were.
 template <class T>
-void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 3) {
+void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 3,
+           std::int64_t most_whole_terms = kWholeHalo) {
   UpfirdnShape shape;
   ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
   std::mt19937_64 rng(seed);
@@ -121,15 +130,17 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
         std::vector<T> y(static_cast<std::size_t>(total) + offset + kGuard);
         std::memset(y.data(), kPattern, y.size() * sizeof(T));
         if (source == TapsSource::kStaged) {
-          Run(kernel, in, y.data() + offset, shape, SharedTableSource<T>{taps.data()}, blocks);
+          Run(kernel, in, y.data() + offset, shape, SharedTableSource<T>{taps.data()}, blocks,
+              most_whole_terms);
         } else if (source == TapsSource::kStagedFromParameter) {
           using ByValue = DefaultByValueTable<T>;
           if (taps.size() > ByValue::kCapacity) continue;
           ByValueSharedSource<ByValue> staged;
           ASSERT_TRUE(FillByValueTable(taps.data(), taps.size(), &staged.table).ok());
-          Run(kernel, in, y.data() + offset, shape, staged, blocks);
+          Run(kernel, in, y.data() + offset, shape, staged, blocks, most_whole_terms);
         } else {
-          Run(kernel, in, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks);
+          Run(kernel, in, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks,
+              most_whole_terms);
         }
         const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
         const char* sources[] = {", taps in place", ", taps in shared memory",
@@ -137,7 +148,8 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
         ASSERT_EQ(std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)), 0)
             << Describe(c) << ", " << names[static_cast<int>(kernel)]
             << sources[static_cast<int>(source)] << ", y offset " << offset << ", x fenced "
-            << (fence == Fenced::Fence::kAfter ? "after" : "before");
+            << (fence == Fenced::Fence::kAfter ? "after" : "before") << ", halo chunks of "
+            << std::min(most_whole_terms, std::int64_t{kHaloChunkTerms}) << " terms";
         for (std::size_t i = 0; i < y.size(); ++i) {
           if (i == static_cast<std::size_t>(offset)) i += total;  // y itself
           if (i == y.size()) break;
@@ -151,15 +163,48 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
   }
 }
 
-// The longest filter the tiled kernel takes at up 1 and 2 (float32): bench/crossover_bench.py
-// crosses these boundaries by their tap counts, which must follow the tile's plan when it changes.
-TEST(UpfirdnEmulated, TheTiledKernelsLongestFiltersAreWhereTheBenchmarkCrosses) {
+// The longest filters whose whole halo the tiled kernel stages at up 1 and 2 (float32), past which
+// it walks the terms in chunks: bench/crossover_bench.py crosses this boundary by its tap counts,
+// which must follow the tile's plan when it changes. Only rates whose P + Q leave no room for a
+// tile run the direct kernel, whatever the filter's length.
+TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   for (auto [up, longest] : {std::pair<std::int64_t, std::int64_t>{1, 12265}, {2, 24530}}) {
-    UpfirdnShape inside, outside;
+    UpfirdnShape inside, outside, longest_table;
     ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest, up, 1, &inside).ok());
     ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest + 1, up, 1, &outside).ok());
-    EXPECT_TRUE(TiledFits<float>(inside, kTiledMostBytes)) << "up " << up;
-    EXPECT_FALSE(TiledFits<float>(outside, kTiledMostBytes)) << "up " << up;
+    ASSERT_TRUE(MakeUpfirdnShape(8, 480000, kUpfirdnMaxTaps, up, 1, &longest_table).ok());
+    EXPECT_EQ(HaloTerms<float>(inside, kTiledMostBytes), (longest + up - 1) / up) << "up " << up;
+    EXPECT_EQ(HaloTerms<float>(outside, kTiledMostBytes), kHaloChunkTerms) << "up " << up;
+    EXPECT_EQ(ChooseTile<float>(outside, true).halo_terms, kHaloChunkTerms) << "up " << up;
+    EXPECT_TRUE(TiledFits<float>(longest_table, kTiledMostBytes)) << "up " << up;
+  }
+  UpfirdnShape wide_rates;  // P = 30,011, Q = 30,013: one output of each phase takes 360 KiB
+  ASSERT_TRUE(MakeUpfirdnShape(1, 100000, 64, 30011, 30013, &wide_rates).ok());
+  EXPECT_FALSE(TiledFits<float>(wide_rates, kTiledMostBytes));
+}
+
+// The halo walked in chunks (3, 17 and 40 terms here; 2,048 on a GPU), the partial sums carried in
+// the tile's output buffer: still bit for bit the CPU kernel, for every specialised Q, both dtypes,
+// a last chunk partial, phases with fewer terms than a chunk's first, and blocks that take several
+// tiles (one block for all of them).
+TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
+  struct ChunkCase {
+    Case shape;
+    std::int64_t chunk_terms;
+  };
+  const ChunkCase cases[] = {
+      {{2, 700, 97, 1, 3}, 17},      // Q 3, 97 terms: five chunks and a partial one
+      {{3, 500, 63, 1, 2}, 40},      // Q 2
+      {{2, 300, 31, 3, 1}, 3},       // Q 1, P 3: phases of 11 and 10 terms
+      {{1, 1000, 600, 1, 1}, 40},    // one phase, 15 chunks
+      {{1, 900, 255, 160, 147}, 1},  // run-time Q, phases of 1 and 2 terms
+      {{2, 600, 130, 4, 5}, 17},     // Q 5 (run-time), phases of 32 and 33 terms
+  };
+  std::uint64_t seed = 500;
+  for (const ChunkCase& c : cases) {
+    Check<float>(c.shape, seed++, /*offset=*/0, /*blocks=*/1, c.chunk_terms);
+    Check<double>(c.shape, seed++, /*offset=*/1, /*blocks=*/2, c.chunk_terms);
+    if (HasFatalFailure()) return;
   }
 }
 

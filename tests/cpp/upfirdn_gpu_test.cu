@@ -249,11 +249,15 @@ TEST(UpfirdnGpu, ResamplePolyFiltersAndManyRowsBitwiseEqualToTheCpu) {
   }
 }
 
-// Past 4,096 taps and rates of 1,024: filters of up to 2^20 taps, rates up to 2^31 - 1 (indices
-// past int), tiles that do not fit shared memory (the direct kernel) and resample's longest audio
-// filters (147 <-> 2,560, tiled with the taps in global memory), from host and device tables.
+// Past 4,096 taps and rates of 1,024: filters of up to 2^20 taps, long filters whose terms the
+// tiled kernel walks in chunks (from just past its whole halo at up 1 and 2, in shared and global
+// memory), rates up to 2^31 - 1 (indices past int), tiles that do not fit shared memory (the direct
+// kernel) and resample's longest audio filters (147 <-> 2,560, tiled with the taps in global
+// memory), from host and device tables.
 const Case kLargeCases[] = {
     {2, 3000, 100000, 1, 1},
+    {2, 20000, 12266, 1, 1},
+    {1, 30000, 30000, 2, 3},
     {1, 200, kUpfirdnMaxTaps, 1000, 3},
     {2, 40, 9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1},
     {2, 40, 9, kUpfirdnMaxRate - 1, kUpfirdnMaxRate},
@@ -443,7 +447,7 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
     EXPECT_EQ(UpfirdnPlacement<float>(4097, source), Placement::kGlobalMemory);
     EXPECT_EQ(UpfirdnPlacement<double>(4097, source), Placement::kGlobalMemory);
     EXPECT_EQ(UpfirdnPlacement<float>(kUpfirdnMaxTaps, source), Placement::kGlobalMemory);
-    // A long filter at up 1: its halo fits no tile, the direct kernel's lanes share the phase.
+    // A long filter at up 1: tiled, its terms in chunks, the taps in global memory.
     EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(100000, 1, 1), source),
               Placement::kGlobalMemory);
     EXPECT_EQ(UpfirdnPlacementForShape<double>(shape(kUpfirdnMaxTaps, 3, 2), source),
@@ -464,7 +468,10 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
               Placement::kGlobalMemory);
   }
   EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(100000, 1, 1), Placement::kGlobalMemory),
-            UpfirdnArrangement::kDirect);
+            UpfirdnArrangement::kPhasePerWarp);
+  EXPECT_NE(
+      UpfirdnChosenArrangement<double>(shape(kUpfirdnMaxTaps, 3, 2), Placement::kGlobalMemory),
+      UpfirdnArrangement::kDirect);
   EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(9, kUpfirdnMaxRate, kUpfirdnMaxRate - 1),
                                             Placement::kGlobalMemory),
             UpfirdnArrangement::kDirect);
