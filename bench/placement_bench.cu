@@ -9,7 +9,12 @@
 // whether a given input happens to make them warp-uniform: one choice must serve both. Knots come
 // from pageable host memory, uploaded once (an attr table).
 //
-//   placement_bench [--json FILE]
+// With --prefix it times instead float32 tables past the 16,384 knots a block stages, device knots
+// read at divergent points: each size with its first 16,384 knots staged in shared memory and the
+// rest read from global memory (SharedPrefixSource), and read from global memory alone, every
+// time against 16,384 knots staged whole; the row Interpolate launches is marked.
+//
+//   placement_bench [--json FILE] [--prefix]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -122,23 +127,111 @@ void Run(cudaStream_t stream, Json* json, int* misses) {
   CHECK_CUDA(cudaFree(y));
 }
 
+// float32 knots past the shared-memory budget: a staged prefix against global memory alone, both
+// against the budget's knots staged whole. Device knots, so that only the kernel is timed.
+void RunPrefix(cudaStream_t stream, Json* json) {
+  using constmem::Placement;
+  using constmem::ops::InterpolatePrefix;
+  constexpr std::int64_t kStagedKnots = 16384;
+  constexpr std::int64_t kMostKnots = std::int64_t{1} << 20;
+  float* x = nullptr;
+  float* y = nullptr;
+  float* table = nullptr;
+  CHECK_CUDA(cudaMalloc(&x, kElements * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&y, kElements * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&table, kMostKnots * sizeof(float)));
+  std::vector<float> knots(kMostKnots);
+  for (std::int64_t i = 0; i < kMostKnots; ++i) knots[i] = static_cast<float>((i * 37) % 101) / 50;
+  CHECK_CUDA(cudaMemcpy(table, knots.data(), kMostKnots * sizeof(float), cudaMemcpyHostToDevice));
+  FillPoints<float><<<1024, 256, 0, stream>>>(x, kElements, 1);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  struct Row {
+    std::int64_t knots;
+    const char* reader;
+    Placement placement;
+    InterpolatePrefix prefix;
+    double ms;
+  };
+  std::vector<Row> rows = {
+      {kStagedKnots, "shared", Placement::kSharedMemory, InterpolatePrefix::kAuto, 1e30},
+      {kStagedKnots, "global", Placement::kGlobalMemory, InterpolatePrefix::kNever, 1e30}};
+  for (std::int64_t knots_count : {16385, 32768, 65536, 262144, 1048576}) {
+    rows.push_back(
+        {knots_count, "prefix", Placement::kGlobalMemory, InterpolatePrefix::kAlways, 1e30});
+    rows.push_back(
+        {knots_count, "global", Placement::kGlobalMemory, InterpolatePrefix::kNever, 1e30});
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    for (Row& row : rows) {
+      const constmem::TableView<float> view{table, row.knots, constmem::SourceKind::kDevice};
+      const double ms = MedianMs(stream,
+                                 [&] {
+                                   for (int b = 0; b < kBatch; ++b) {
+                                     CHECK_OK(constmem::ops::LaunchInterpolateWithPlacement<float>(
+                                         stream, x, y, kElements, view, -1.0, 1.0, row.placement,
+                                         nullptr, row.prefix));
+                                   }
+                                 }) /
+                        kBatch;
+      row.ms = std::min(row.ms, ms);
+    }
+  }
+  const double base = rows[0].ms;
+  std::printf(
+      "\nfloat32, %lld elements, device knots, divergent points: past the %lld knots a "
+      "block stages\n",
+      static_cast<long long>(kElements), static_cast<long long>(kStagedKnots));
+  std::printf("%8s %7s %9s %9s %s\n", "knots", "reader", "ms", "/16384", "");
+  for (const Row& row : rows) {
+    // What LaunchInterpolate does: shared memory up to the budget, then the prefix where it pays.
+    const bool prefix_chosen =
+        constmem::ops::InterpolateStagesPrefix<float>(row.knots, constmem::SourceKind::kDevice);
+    const bool chosen = row.knots == kStagedKnots
+                            ? row.placement == Placement::kSharedMemory
+                            : (row.prefix == InterpolatePrefix::kAlways) == prefix_chosen;
+    std::printf("%8lld %7s %9.4f %9.3f %s\n", static_cast<long long>(row.knots), row.reader, row.ms,
+                row.ms / base, chosen ? "<- chosen" : "");
+    json->Add("float32/prefix/" + std::to_string(row.knots) + "/" + row.reader,
+              "{\"ms\": " + Num(row.ms) + ", \"over_staged_16384\": " + Num(row.ms / base) +
+                  ", \"chosen\": " + (chosen ? "true" : "false") + "}");
+  }
+  CHECK_CUDA(cudaFree(x));
+  CHECK_CUDA(cudaFree(y));
+  CHECK_CUDA(cudaFree(table));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (!HasGpuOrSayNone("placement_bench")) return 0;
-  const char* json_path = argc == 3 && std::strcmp(argv[1], "--json") == 0 ? argv[2] : nullptr;
+  const char* json_path = nullptr;
+  bool prefix = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--prefix") == 0) {
+      prefix = true;
+    } else {
+      std::fprintf(stderr, "usage: placement_bench [--json FILE] [--prefix]\n");
+      return 2;
+    }
+  }
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   Json json;
   json.Add("device", "\"" + std::string(prop.name) + "\"");
-  int misses = 0;
-  Run<float>(stream, &json, &misses);
-  Run<double>(stream, &json, &misses);
-  json.Add("choices_missing_5_percent", std::to_string(misses));
-  std::printf("\nstrategy's choice within 5%% of the best placement: %s (%d misses)\n",
-              misses == 0 ? "every case" : "NOT every case", misses);
+  if (prefix) {
+    RunPrefix(stream, &json);
+  } else {
+    int misses = 0;
+    Run<float>(stream, &json, &misses);
+    Run<double>(stream, &json, &misses);
+    json.Add("choices_missing_5_percent", std::to_string(misses));
+    std::printf("\nstrategy's choice within 5%% of the best placement: %s (%d misses)\n",
+                misses == 0 ? "every case" : "NOT every case", misses);
+  }
   if (json_path != nullptr) {
     FILE* f = std::fopen(json_path, "w");
     if (f == nullptr) return 1;

@@ -2,7 +2,8 @@
 // Upfirdn on the GPU and the CPU, float32, against a memory ceiling measured in the same run:
 //   - resampling with scipy.signal.resample_poly's default filter (20 * max(up, down) + 1 taps):
 //     48 kHz -> 16 kHz (up/down 1/3), 16 -> 48 kHz (3/1), 44.1 -> 48 kHz (160/147) and
-//     48 -> 44.1 kHz (147/160);
+//     48 -> 44.1 kHz (147/160); integer downsampling with torchaudio's filters: 32, 48 and 96 kHz
+//     -> 8 kHz (1/4, 1/6, 1/12);
 //   - upfirdn with 31 and 255 taps at up/down 2/1, 1/2 and 3/2;
 // each on [64, 480000] and [1, 28800000]. GB/s count the input plus the output bytes once; the
 // ceiling is cudaMemcpyAsync device-to-device moving as many bytes (read + write) in the same run.
@@ -10,12 +11,13 @@
 // arrangement that can take the table; "terms" is G fused multiply-adds a second (outputs times
 // ceil(k / up)). A few outputs of every launch are checked against the scalar definition. The CPU
 // figure runs UpfirdnCpuRange on every hardware thread over the [64, 480000] shape.
-// --long-filters runs long filters instead (128 to 16,384 taps at 1/1, 4,096 at 2/1 and 1/2,
+// --long-filters runs long filters instead (128 to 65,536 taps at 1/1, 4,096 at 2/1 and 1/2,
 // torchaudio's 31,005-tap filters between 11,025 and 192,000 Hz (147/2560 and 2560/147), on
-// [64, 480000]): where a constant bank stops paying against global memory, and the direct kernel
-// (16,384 taps at 1/1, whose halo fits no tile). Variants that cannot take the table (a constant
-// bank past 4,096 taps, shared memory past 64 KiB, the tiled arrangements where no tile fits) are
-// left out; the direct kernel runs with the taps in global memory.
+// [64, 480000]): where a constant bank stops paying against global memory, and the tiled kernel's
+// whole halo against its chunks of terms (12,265 and 12,266 taps at 1/1) and the direct kernel.
+// Variants that cannot take the table (a constant bank past 4,096 taps, shared memory past 64 KiB,
+// the tiled arrangements where no tile fits) are left out; the direct kernel runs with the taps in
+// global memory.
 //   upfirdn_bench [--json FILE] [--no-cpu] [--quick] [--long-filters]
 #include <algorithm>
 #include <chrono>
@@ -114,7 +116,10 @@ int main(int argc, char** argv) {
       {"fir 1/1", 1, 1, 1024},
       {"fir 1/1", 1, 1, 2048},
       {"fir 1/1", 1, 1, 4096},
+      {"fir 1/1", 1, 1, 12265},
+      {"fir 1/1", 1, 1, 12266},
       {"fir 1/1", 1, 1, 16384},
+      {"fir 1/1", 1, 1, 65536},
       {"upfirdn 2/1", 2, 1, 4096},
       {"upfirdn 1/2", 1, 2, 4096},
       {"upfirdn 3/2", 3, 2, 4096},
@@ -126,6 +131,10 @@ int main(int argc, char** argv) {
       {"resample 16k->48k", 3, 1, 2 * 10 * 3 + 1},
       {"resample 44.1k->48k", 160, 147, 2 * 10 * 160 + 1},
       {"resample 48k->44.1k", 147, 160, 2 * 10 * 160 + 1},
+      // torchaudio's integer downsampling filters (width 6, rolloff 0.99): 2 ceil(6 Q / 0.99) + Q.
+      {"resample 32k->8k", 1, 4, 54},
+      {"resample 48k->8k", 1, 6, 80},
+      {"resample 96k->8k", 1, 12, 158},
       {"upfirdn 2/1", 2, 1, 31},
       {"upfirdn 1/2", 1, 2, 31},
       {"upfirdn 3/2", 3, 2, 31},

@@ -19,7 +19,9 @@
 // memory (CONSTMEM_DEFINE_GLOBAL_BANK), which takes host tables placed in global or shared memory;
 // its callable also gets a SharedTableSource<T> and a ByValueSharedSource<ByValue>
 // (shared_table.cuh), which the kernel stages with StageTable and launches with StagedTableBytes
-// of dynamic shared memory.
+// of dynamic shared memory. A callable given the GlobalTableReader of a table too large to stage
+// may stage its first entries all the same: it launches with SharedPrefixSource<T>{reader.values,
+// entries} instead (Interpolate's float32 knots past 16,384).
 #pragma once
 
 #include <cuda_runtime.h>

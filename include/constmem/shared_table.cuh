@@ -15,10 +15,18 @@
 //
 // launched with StagedTableBytes(table, size) bytes of dynamic shared memory (zero for the other
 // readers, for which StageTable returns the reader itself) and a grid from SharedResidentBlocks.
+//
+// A table larger than a block's shared memory may be staged in part: a SharedPrefixSource stages
+// its first `staged` entries and reads the rest from global memory, one load a read from either.
+// A lookup into a table that just misses the shared-memory budget then still reads nearly all of
+// it from shared memory. LaunchWithTable never hands one over: the launcher of a table placed in
+// global memory (Placement::kGlobalMemory, where the table stays) wraps the GlobalTableReader it
+// is given, `SharedPrefixSource<T>{reader.values, staged}`.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -49,11 +57,34 @@ struct CONSTMEM_VISIBLE_TYPE ByValueSharedSource {
   ByValue table;
 };
 
+// A table in global memory of which the kernel stages the first `staged` entries into shared
+// memory and reads the rest where they are: a lookup into a table larger than the shared memory a
+// block should take.
+template <class T>
+struct CONSTMEM_VISIBLE_TYPE SharedPrefixSource {
+  using Entry = T;
+  const T* values;
+  int staged;
+};
+
 // A table a block staged into its shared memory.
 template <class T>
 struct CONSTMEM_VISIBLE_TYPE SharedTableReader {
   const T* values;
   __device__ __forceinline__ T operator[](int i) const { return values[i]; }
+};
+
+// A table whose first `staged` entries a block staged into its shared memory. A compare picks
+// the one load a read takes, each within its own range: shared memory below `staged`, global
+// memory from there.
+template <class T>
+struct CONSTMEM_VISIBLE_TYPE SharedPrefixReader {
+  const T* shared;
+  const T* global;
+  int staged;
+  __device__ __forceinline__ T operator[](int i) const {
+    return i < staged ? shared[i] : __ldg(global + i);
+  }
 };
 
 template <class Table>
@@ -62,6 +93,8 @@ template <class T>
 struct IsSharedTableSource<SharedTableSource<T>> : std::true_type {};
 template <class ByValue>
 struct IsSharedTableSource<ByValueSharedSource<ByValue>> : std::true_type {};
+template <class T>
+struct IsSharedTableSource<SharedPrefixSource<T>> : std::true_type {};
 
 // The dynamic shared memory a launch with `table` needs for `size` entries.
 template <class Table>
@@ -72,34 +105,57 @@ constexpr std::size_t StagedTableBytes(const Table&, int size) {
     return 0;
   }
 }
+template <class T>
+constexpr std::size_t StagedTableBytes(const SharedPrefixSource<T>& table, int size) {
+  return static_cast<std::size_t>(std::min(table.staged, size)) * sizeof(T);
+}
 
-// Any reader but a SharedTableSource is read where it is.
+// Any reader but the sources above is read where it is.
 template <class Table>
 __device__ __forceinline__ const Table& StageTable(const Table& table, int, unsigned char*) {
   return table;
 }
 
-// Copies the table into `staging` (16-byte aligned dynamic shared memory) with the whole block,
-// in 16-byte pieces where the source is aligned, and waits for the copy. Every thread of the
-// block must call it.
+namespace detail {
+
+// Copies `count` entries from global memory into `staging` (16-byte aligned dynamic shared memory)
+// with the whole block, in 16-byte pieces where the source is aligned, and waits for the copy.
 template <class T>
-__device__ __forceinline__ SharedTableReader<T> StageTable(const SharedTableSource<T>& table,
-                                                           int size, unsigned char* staging) {
+__device__ __forceinline__ T* StageEntries(const T* values, int count, unsigned char* staging) {
   T* shared = reinterpret_cast<T*>(staging);
-  const std::size_t bytes = static_cast<std::size_t>(size) * sizeof(T);
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(T);
   int first_scalar = 0;
-  if (reinterpret_cast<std::uintptr_t>(table.values) % 16 == 0) {
+  if (reinterpret_cast<std::uintptr_t>(values) % 16 == 0) {
     const int pieces = static_cast<int>(bytes / 16);
-    const uint4* from = reinterpret_cast<const uint4*>(table.values);
+    const uint4* from = reinterpret_cast<const uint4*>(values);
     uint4* to = reinterpret_cast<uint4*>(shared);
     for (int i = threadIdx.x; i < pieces; i += blockDim.x) to[i] = __ldg(from + i);
     first_scalar = static_cast<int>(pieces * 16 / sizeof(T));
   }
-  for (int i = first_scalar + threadIdx.x; i < size; i += blockDim.x) {
-    shared[i] = __ldg(table.values + i);
+  for (int i = first_scalar + threadIdx.x; i < count; i += blockDim.x) {
+    shared[i] = __ldg(values + i);
   }
   __syncthreads();
-  return {shared};
+  return shared;
+}
+
+}  // namespace detail
+
+// Copies the table into `staging` (16-byte aligned dynamic shared memory) with the whole block
+// and waits for the copy. Every thread of the block must call it.
+template <class T>
+__device__ __forceinline__ SharedTableReader<T> StageTable(const SharedTableSource<T>& table,
+                                                           int size, unsigned char* staging) {
+  return {detail::StageEntries(table.values, size, staging)};
+}
+
+// Copies the table's first entries into `staging` the same way; the reader takes the rest from
+// global memory. Every thread of the block must call it.
+template <class T>
+__device__ __forceinline__ SharedPrefixReader<T> StageTable(const SharedPrefixSource<T>& table,
+                                                            int size, unsigned char* staging) {
+  const int staged = min(table.staged, size);
+  return {detail::StageEntries(table.values, staged, staging), table.values, staged};
 }
 
 // Copies a by-value table from the kernel's parameter into `staging` with the whole block and

@@ -14,8 +14,8 @@ DOC = """Interpolates linearly into `knots`, n values at n equally spaced points
 for NaN, computed as `t = (x - lo) * ((n - 1) / (hi - lo))`, `i = floor(t)`,
 `y = fma(t - i, knots[i + 1] - knots[i], knots[i])` in x's dtype, on the CPU as on the GPU (bit
 for bit). On a GPU every element reads the knots at its own index: they are staged into each
-block's shared memory (up to 64 KiB) or read from global memory, never from constant memory,
-which serialises such reads.
+block's shared memory (up to 64 KiB) or read from global memory (float32: with the first 64 KiB
+staged all the same), never from constant memory, which serialises such reads.
 
 Args:
   x: float32 or float64, any shape.

@@ -25,7 +25,7 @@ namespace ops {
 
 constexpr std::int64_t kInterpolateMinKnots = 2;
 // Every op's limit. Up to 64 KiB of knots a block stages them into shared memory; beyond, lanes
-// read them from global memory.
+// read them from global memory (float32 knots: past the first 64 KiB, which blocks still stage).
 constexpr std::int64_t kInterpolateMaxKnots = kMaxTableEntries;
 constexpr std::int64_t kInterpolateMaxElements = std::int64_t{1} << 62;
 

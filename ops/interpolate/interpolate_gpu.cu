@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// Interpolate's CUDA kernel and launcher. Every lane reads the knots at an index computed from its
-// own x, so the table goes where divergent reads are fast: each block's shared memory (32 banks,
-// 32 addresses a cycle) or, for tables too large to stage, global memory through L1. A host table
-// of up to 4 KiB travels by value and each block stages it from the parameter; larger host tables
-// reach global memory through a bank of it, with the same hazard tracking as a constant bank.
-// No framework header reaches nvcc.
+// Interpolate's CUDA launcher (the kernel is interpolate_kernel.cuh's). Every lane reads the knots
+// at an index computed from its own x, so the table goes where divergent reads are fast: each
+// block's shared memory (32 banks, 32 addresses a cycle) or, for tables too large to stage, global
+// memory through L1, with the first 64 KiB of a float32 table staged all the same. A host table of
+// up to 4 KiB travels by value and each block stages it from the parameter; larger host tables
+// reach global memory through a bank of it, with the same hazard tracking as a constant bank. No
+// framework header reaches nvcc.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "constmem/constmem.cuh"
 #include "constmem/shared_table.cuh"
 #include "interpolate/interpolate_functor.h"
+#include "interpolate/interpolate_kernel.cuh"
 #include "interpolate/interpolate_launcher.h"
 
 // Constant banks exist for the placement benchmark: divergent reads serialise there.
@@ -26,14 +29,23 @@ namespace constmem {
 namespace ops {
 namespace {
 
+using interpolate_kernels::InterpolateKernel;
+using interpolate_kernels::kVectorsPerThread;
+
 constexpr int kThreads = 256;
 // Blocks that stage the table first: one of 1,024 threads an SM, which copies it once per SM.
 // With warp-uniform inputs, 256-thread blocks (as many as fit) cost up to 1.13x global memory at
 // 64 KiB, one 1,024-thread block an SM 1.04x (placement_bench).
 constexpr int kStagingThreads = 1024;
-// 16-byte vectors each thread has in flight: enough loads to cover memory latency with the few
-// blocks a large staged table leaves room for.
-constexpr int kVectorsPerThread = 4;
+// float32 knots past the shared-memory budget stay in global memory, and each block stages the
+// budget's worth of its first knots besides (SharedPrefixSource), in tables of up to this many
+// knots: the reads that land in the prefix are served by shared memory's banks, so a table just
+// past the budget costs about what one just inside it costs. It pays at every size: with points
+// spread over the whole table, the prefix, in the staged tables' blocks (1,024 threads, one an
+// SM), ran faster than global memory alone in blocks of 256 from 16,385 knots to 2^20, 1.02-1.40x
+// on an H200 and 1.05-1.11x on an H100 (placement_bench --prefix), even at 2^20, where the prefix
+// serves 1.6% of the reads.
+constexpr std::int64_t kPrefixMostKnots = kInterpolateMaxKnots;
 
 template <class T>
 StrategyLimits InterpolateLimits() {
@@ -45,47 +57,15 @@ StrategyLimits InterpolateLimits() {
   return limits;
 }
 
-template <class T, class Table, bool kVectorized, int kBlockThreads>
-__global__ void __launch_bounds__(kBlockThreads)
-    InterpolateKernel(const T* x, T* y, std::int64_t count, InterpolateGrid<T> grid,
-                      const __grid_constant__ Table table) {
-  extern __shared__ __align__(16) unsigned char staging[];
-  const auto& knots = StageTable(table, grid.last + 1, staging);
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  std::int64_t done = 0;
-  if (kVectorized) {
-    using V = typename Vector16<T>::type;
-    constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(T));
-    const std::int64_t vectors = count / kLanes;
-    const V* in = reinterpret_cast<const V*>(x);
-    V* out = reinterpret_cast<V*>(y);
-    std::int64_t i = first;
-    // `y` may be `x` (a framework's forwarded buffer): each vector is read before it is written.
-    for (; i + (kVectorsPerThread - 1) * stride < vectors; i += kVectorsPerThread * stride) {
-      V v[kVectorsPerThread];
-#pragma unroll
-      for (int k = 0; k < kVectorsPerThread; ++k) v[k] = in[i + k * stride];
-#pragma unroll
-      for (int k = 0; k < kVectorsPerThread; ++k) {
-        T* lanes = reinterpret_cast<T*>(&v[k]);
-#pragma unroll
-        for (int l = 0; l < kLanes; ++l) lanes[l] = InterpolateElement(lanes[l], knots, grid);
-        out[i + k * stride] = v[k];
-      }
-    }
-    for (; i < vectors; i += stride) {
-      V v = in[i];
-      T* lanes = reinterpret_cast<T*>(&v);
-#pragma unroll
-      for (int l = 0; l < kLanes; ++l) lanes[l] = InterpolateElement(lanes[l], knots, grid);
-      out[i] = v;
-    }
-    done = vectors * kLanes;
-  }
-  for (std::int64_t i = done + first; i < count; i += stride) {
-    y[i] = InterpolateElement(x[i], knots, grid);
-  }
+// The knots each block of a launch in global memory stages (SharedPrefixSource), 0 for none: the
+// shared-memory budget's worth, of tables larger than the budget.
+template <class T>
+int PrefixKnots(std::int64_t knots, InterpolatePrefix prefix) {
+  const auto budget =
+      static_cast<std::int64_t>(InterpolateLimits<T>().shared_memory_bytes / sizeof(T));
+  if (prefix == InterpolatePrefix::kNever || knots <= budget) return 0;
+  const bool pays = sizeof(T) == 4 && knots <= kPrefixMostKnots;
+  return prefix == InterpolatePrefix::kAlways || pays ? static_cast<int>(budget) : 0;
 }
 
 template <class T, class Table, bool kVectorized>
@@ -120,9 +100,16 @@ Placement InterpolatePlacement(std::int64_t count, SourceKind source,
 }
 
 template <class T>
+bool InterpolateStagesPrefix(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
+  return InterpolatePlacement<T>(count, source, launch_elements) == Placement::kGlobalMemory &&
+         PrefixKnots<T>(count, InterpolatePrefix::kAuto) > 0;
+}
+
+template <class T>
 Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
                                       const TableView<T>& knots, double lo, double hi,
-                                      Placement placement, LaunchReport* report) {
+                                      Placement placement, LaunchReport* report,
+                                      InterpolatePrefix prefix) {
   if (report != nullptr) *report = LaunchReport(placement);
   InterpolateGrid<T> grid{};
   CONSTMEM_RETURN_IF_ERROR(MakeInterpolateGrid<T>(lo, hi, knots.size, &grid));
@@ -134,14 +121,24 @@ Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::i
   if (count == 0) return Status::Ok();
   const bool aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
+  const auto launch = [&](int device, const auto& table) {
+    using Table = std::decay_t<decltype(table)>;
+    return aligned ? LaunchKernel<T, Table, true>(device, stream, x, y, count, grid, table)
+                   : LaunchKernel<T, Table, false>(device, stream, x, y, count, grid, table);
+  };
+  const int prefix_knots = PrefixKnots<T>(knots.size, prefix);
   return LaunchWithTable<DefaultByValueTable<T>, interpolate_knots_banks::Of<T>,
                          interpolate_global_knots_banks::Of<T>>(
       stream, knots, placement,
       [&](int device, const auto& table) {
-        return aligned ? LaunchKernel<T, std::decay_t<decltype(table)>, true>(device, stream, x, y,
-                                                                              count, grid, table)
-                       : LaunchKernel<T, std::decay_t<decltype(table)>, false>(device, stream, x, y,
-                                                                               count, grid, table);
+        // A table too large to stage whole stays in global memory; each block stages its first
+        // knots besides.
+        if constexpr (std::is_same<std::decay_t<decltype(table)>, GlobalTableReader<T>>::value) {
+          if (prefix_knots > 0) {
+            return launch(device, SharedPrefixSource<T>{table.values, prefix_knots});
+          }
+        }
+        return launch(device, table);
       },
       report);
 }
@@ -156,11 +153,12 @@ Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
 
 #define CONSTMEM_INSTANTIATE_INTERPOLATE(T)                                                        \
   template Placement InterpolatePlacement<T>(std::int64_t, SourceKind, std::int64_t);              \
+  template bool InterpolateStagesPrefix<T>(std::int64_t, SourceKind, std::int64_t);                \
   template Status LaunchInterpolate<T>(GpuStream, const T*, T*, std::int64_t, const TableView<T>&, \
                                        double, double, LaunchReport*);                             \
   template Status LaunchInterpolateWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,         \
                                                     const TableView<T>&, double, double,           \
-                                                    Placement, LaunchReport*);
+                                                    Placement, LaunchReport*, InterpolatePrefix);
 CONSTMEM_INSTANTIATE_INTERPOLATE(float)
 CONSTMEM_INSTANTIATE_INTERPOLATE(double)
 #undef CONSTMEM_INSTANTIATE_INTERPOLATE

@@ -2,7 +2,8 @@
 // Polyval's, FirFilter's and Interpolate's GPU launchers, driven without a framework on a CUDA
 // stream, against their scalar definitions (std::fma on the host: the GPU's fma rounds the same
 // way): bit for bit, every table source and placement, aligned and misaligned data, partial
-// tiles, and for Interpolate's global bank concurrent streams and a captured graph.
+// tiles, and for Interpolate's global bank concurrent streams and a captured graph, and its
+// tables past what a block stages (a staged prefix).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -528,6 +529,82 @@ TEST(InterpolateGpu, CapturedHostTableStaysSharedAndReplaysBitwise) {
   }
   ASSERT_CUDA(cudaGraphExecDestroy(exec));
   ASSERT_CUDA(cudaGraphDestroy(graph));
+}
+
+// float32 knots past the 16,384 a block stages stay in global memory (the report says so), and each
+// block stages the first 16,384 besides: bitwise equal to the CPU kernel from every source, with
+// points on the segments around the prefix's end (one knot staged, the next not), as are the same
+// launches with the prefix forced off, and on at every size, and a captured launch's replays.
+TEST(InterpolateGpu, KnotsPastWhatABlockStagesReadAStagedPrefixBitwise) {
+  REQUIRE_GPU();
+  constexpr std::int64_t kStaged = 16384;
+  EXPECT_FALSE(InterpolateStagesPrefix<float>(kStaged, SourceKind::kDevice));
+  EXPECT_TRUE(InterpolateStagesPrefix<float>(kStaged + 1, SourceKind::kDevice));
+  EXPECT_TRUE(InterpolateStagesPrefix<float>(kInterpolateMaxKnots, SourceKind::kPageableHost));
+  EXPECT_FALSE(InterpolateStagesPrefix<double>(kStaged + 1, SourceKind::kDevice));
+  const std::int64_t count = UnderSanitizer() ? 4096 + 3 : (1 << 20) + 3;
+  const double lo = -1.5, hi = 2.25;
+  std::uint64_t seed = 41;
+  for (std::int64_t knot_count : {kStaged, kStaged + 1, std::int64_t{200000}}) {
+    std::mt19937_64 rng(seed++);
+    auto x = InterpolatePoints<float>(rng, count, lo, hi, false);
+    const double spacing = (hi - lo) / static_cast<double>(knot_count - 1);
+    std::size_t k = 100;
+    for (std::int64_t knot = kStaged - 3; knot <= std::min(knot_count - 1, kStaged + 2); ++knot) {
+      for (double f : {0.0, 0.25, 0.5, 0.999})
+        x[k++] = static_cast<float>(lo + (knot + f) * spacing);
+    }
+    const Tables<float> knots(Random<float>(rng, knot_count, 3.0));
+    const auto expected = InterpolateOnCpu(x, knots.host, lo, hi);
+    const Placement placement =
+        knot_count > kStaged ? Placement::kGlobalMemory : Placement::kSharedMemory;
+    Stream stream;
+    DeviceBuffer<float> in(count), out(count);
+    ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    for (SourceKind source :
+         {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+      const char* prefixes[] = {"chosen", "forced on", "forced off"};
+      for (InterpolatePrefix prefix :
+           {InterpolatePrefix::kAuto, InterpolatePrefix::kAlways, InterpolatePrefix::kNever}) {
+        ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, count * sizeof(float), stream));
+        LaunchReport report;
+        if (prefix == InterpolatePrefix::kAuto) {
+          ASSERT_OK(LaunchInterpolate<float>(stream, in.get(), out.get(), count, knots.View(source),
+                                             lo, hi, &report));
+        } else {
+          ASSERT_OK(LaunchInterpolateWithPlacement<float>(stream, in.get(), out.get(), count,
+                                                          knots.View(source), lo, hi, placement,
+                                                          &report, prefix));
+        }
+        EXPECT_EQ(report.placement, placement) << knot_count << " knots";
+        ASSERT_CUDA(cudaStreamSynchronize(stream));
+        ASSERT_TRUE(SameBitsOrBothNan(out.Read(), expected))
+            << knot_count << " knots, source " << static_cast<int>(source) << ", prefix "
+            << prefixes[static_cast<int>(prefix)];
+      }
+    }
+    // Captured: a host table keeps its placement, in the graph's own buffer.
+    auto captured_knots = knots.host;
+    const TableView<float> view{captured_knots.data(), knot_count, SourceKind::kPageableHost};
+    cudaGraph_t graph = nullptr;
+    LaunchReport report;
+    ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const Status launched =
+        LaunchInterpolate<float>(stream, in.get(), out.get(), count, view, lo, hi, &report);
+    ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+    ASSERT_OK(launched);
+    EXPECT_TRUE(report.captured);
+    EXPECT_EQ(report.placement, placement);
+    std::fill(captured_knots.begin(), captured_knots.end(), 0.0f);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, count * sizeof(float), stream));
+    ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    EXPECT_TRUE(SameBitsOrBothNan(out.Read(), expected)) << knot_count << " knots, replayed";
+    ASSERT_CUDA(cudaGraphExecDestroy(exec));
+    ASSERT_CUDA(cudaGraphDestroy(graph));
+  }
 }
 
 }  // namespace

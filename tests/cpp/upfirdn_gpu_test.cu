@@ -518,15 +518,16 @@ TEST(UpfirdnGpu, BadArgumentsAreErrorsAndTheNextCallWorks) {
                                           Placement::kByValue, UpfirdnArrangement::kPhasePerLane)
           .code(),
       StatusCode::kInvalidArgument);
-  // The tiled kernel asked for a shape whose tile fits no GPU (a halo of 99,999 samples).
-  UpfirdnShape long_filter;
-  ASSERT_TRUE(MakeUpfirdnShape(1, 64, 100000, 1, 1, &long_filter).ok());
-  DeviceBuffer<float> many(100000), long_y(long_filter.outputs);
+  // The tiled kernel asked for a shape whose tile fits no GPU (P = 30,011 outputs and Q = 30,013
+  // samples a tile: 360 KiB).
+  UpfirdnShape wide_rates;
+  ASSERT_TRUE(MakeUpfirdnShape(1, 64, 9, 30011, 30013, &wide_rates).ok());
+  DeviceBuffer<float> wide_taps(9), wide_y(wide_rates.outputs);
   for (UpfirdnArrangement arrangement :
        {UpfirdnArrangement::kPhasePerWarp, UpfirdnArrangement::kPhasePerLane}) {
     EXPECT_EQ(LaunchUpfirdnWithArrangement<float>(
-                  stream, x.get(), long_y.get(), long_filter,
-                  TableView<float>{many.get(), 100000, SourceKind::kDevice},
+                  stream, x.get(), wide_y.get(), wide_rates,
+                  TableView<float>{wide_taps.get(), 9, SourceKind::kDevice},
                   Placement::kGlobalMemory, arrangement)
                   .code(),
               StatusCode::kFailedPrecondition);
