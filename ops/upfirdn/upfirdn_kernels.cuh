@@ -70,33 +70,16 @@ constexpr int kHaloChunkTerms = 2048;
 // The staged samples of a tile and a chunk of terms m0 ... m0 + halo_terms - 1: local index e is
 // sample tile_first_base - m0 - (halo_terms - 1) - kChunk + e; the kChunk in front are never read
 // for a term (a last, partial chunk's window may reach into them). Kernels with a run-time Q and a
-// phase a warp (kRearranged) keep the samples in Q rows by their index mod Q, sample e at
-// (e mod Q) * row + e div Q (deinterleaved): the lanes of a warp, 7 Q samples apart, then read one
-// row 7 words apart (no two in a bank, whatever Q), and a thread's 7 outputs read 7 consecutive
-// words of it. Where the rows' rounding up to Q would not fit (a tile of few outputs at a large Q)
-// they pad one element after every 32 instead (lanes 7 Q apart meet at most 2-way). The others
-// keep the samples in order (lanes of a phase a lane read samples about Q / P apart; those of Q 1
-// to 3, 7 Q apart, meet at most 2-way at Q 2), address them with constant offsets, and stage them
-// 16 bytes a copy.
+// phase a warp (Padded) pad one element after every 32, so that lanes whose samples lie a multiple
+// of 32 apart (Q = 160: 7 Q = 35 * 32) do not meet in one bank; the others are unpadded (lanes of a
+// phase a lane read samples about Q / P apart; those of Q 1 to 3, 7 Q apart, meet at most 2-way at
+// Q 2), address with constant offsets, and are staged 16 bytes a copy.
 template <int kQ, bool kPerWarp>
-constexpr bool kRearranged = kQ == 0 && kPerWarp;
-enum class SampleLayout { kInOrder, kPadded, kDeinterleaved };
-
-// Where staged sample e lies in its buffer: e, or as above.
-template <bool kRearrangedSlots>
-struct SampleSlots {
-  __host__ __device__ int operator()(int e) const { return e; }
-};
-template <>
-struct SampleSlots<true> {
-  int q, row;  // Q, and the elements a row of one residue holds (0: padded instead)
-  FastDivisor by_q;
-  __host__ __device__ int operator()(int e) const {
-    if (row == 0) return e + (e >> 5);
-    const int t = static_cast<int>(by_q.Divide(static_cast<std::uint32_t>(e)));
-    return (e - t * q) * row + t;
-  }
-};
+constexpr bool kPadded = kQ == 0 && kPerWarp;
+template <bool kPaddedSlots>
+__host__ __device__ constexpr int Slot(int e) {
+  return kPaddedSlots ? e + (e >> 5) : e;
+}
 
 // A launch's geometry, the same for every tile.
 struct Geometry {
@@ -111,61 +94,28 @@ struct Geometry {
   int tile_s;          // S
   int staged;          // samples staged a step: kChunk + halo_terms - 1 + S * Q
   int in_elements;     // elements of a sample buffer
-  int residue_row;     // deinterleaved: a row of one residue mod Q, ceil(staged / Q); else 0
   int tiles_offset;    // bytes before the tile buffers (the staged taps)
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
-  // P (a phase a lane); then c * down by up; local sample indices by Q (deinterleaved).
-  FastDivisor by_groups, by_period, by_up, by_stride;
+  // P (a phase a lane); then c * down by up.
+  FastDivisor by_groups, by_period, by_up;
 };
 
 // Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
 // row and the phase, m ascending. Within a chunk of terms, b and p are those of its first term.
-template <class T, class Slots, class Taps>
-__device__ __forceinline__ T ExactOutput(const T* in, const Slots& slots, int e, std::int64_t b,
-                                         int p, int terms, std::int64_t length, int up,
-                                         const Taps& taps, T acc) {
+template <bool kPaddedSlots, class T, class Taps>
+__device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int p, int terms,
+                                         std::int64_t length, int up, const Taps& taps, T acc) {
   const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
   const int lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
   const int hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
-  for (int m = lo; m <= hi; ++m) acc = fma(in[slots(e - m)], taps[p + m * up], acc);
+  for (int m = lo; m <= hi; ++m) acc = fma(in[Slot<kPaddedSlots>(e - m)], taps[p + m * up], acc);
   return acc;
 }
 
-// InteriorOutputs from deinterleaved samples: term m of output r is sample e0 - m + r Q, in the row
-// of residue (e0 - m) mod Q, r words after output 0's. Each term steps one sample back: the
-// residue down by one, wrapping to the column before.
-template <class T, class Taps>
-__device__ __forceinline__ void DeinterleavedOutputs(const T* in, const SampleSlots<true>& slots,
-                                                     int e0, int q, int p, int up, int terms,
-                                                     const Taps& taps, T (&acc)[kOutputs]) {
-  constexpr int U = kChunk<T>;
-  int tap = p;
-  int m0 = 0;
-  const int t0 = static_cast<int>(slots.by_q.Divide(static_cast<std::uint32_t>(e0)));
-  int residue = e0 - t0 * q, column = t0;
-  auto apply = [&](auto guarded) {
-#pragma unroll
-    for (int j = 0; j < U; ++j) {
-      if (decltype(guarded)::value && m0 + j >= terms) break;
-      const T h = taps[tap + j * up];
-      const T* const row = in + residue * slots.row + column;
-#pragma unroll
-      for (int r = 0; r < kOutputs; ++r) acc[r] = fma(row[r], h, acc[r]);
-      if (--residue < 0) {
-        residue += q;
-        --column;
-      }
-    }
-  };
-  for (; m0 + U <= terms; m0 += U, tap += U * up) apply(std::false_type());
-  if (m0 < terms) apply(std::true_type());
-}
-
 // kOutputs outputs of one phase whose every term is inside the row: bases at local e0 + r * q.
-template <int kQ, class T, class Slots, class Taps>
-__device__ __forceinline__ void InteriorOutputs(const T* in, const Slots& slots, int e0, int q,
-                                                int p, int up, int terms, const Taps& taps,
-                                                T (&acc)[kOutputs]) {
+template <int kQ, bool kPaddedSlots, class T, class Taps>
+__device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int p, int up,
+                                                int terms, const Taps& taps, T (&acc)[kOutputs]) {
   constexpr int U = kChunk<T>;
   int tap = p;
   int m0 = 0;
@@ -189,16 +139,15 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, const Slots& slots,
     for (; m0 + U <= terms; m0 += U, tap += U * up) apply(std::false_type());
     if (m0 < terms) apply(std::true_type());
   } else {
-    if constexpr (std::is_same_v<Slots, SampleSlots<true>>) {
-      if (slots.row > 0) return DeinterleavedOutputs(in, slots, e0, q, p, up, terms, taps, acc);
-    }
     auto apply = [&](auto guarded) {
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         if (decltype(guarded)::value && m0 + j >= terms) break;
         const T h = taps[tap + j * up];
 #pragma unroll
-        for (int r = 0; r < kOutputs; ++r) acc[r] = fma(in[slots(e0 + r * q - m0 - j)], h, acc[r]);
+        for (int r = 0; r < kOutputs; ++r) {
+          acc[r] = fma(in[Slot<kPaddedSlots>(e0 + r * q - m0 - j)], h, acc[r]);
+        }
       }
     };
     for (; m0 + U <= terms; m0 += U, tap += U * up) apply(std::false_type());
@@ -216,9 +165,7 @@ __global__ void __launch_bounds__(kThreads)
   T* const in_buffers = reinterpret_cast<T*>(shared_bytes + g.tiles_offset);
   T* const out_buffer = in_buffers + 2 * g.in_elements;
   constexpr int U = kChunk<T>;
-  constexpr bool kRearrangedSlots = kRearranged<kQ, kPerWarp>;
-  SampleSlots<kRearrangedSlots> slots;
-  if constexpr (kRearrangedSlots) slots = {g.stride, g.residue_row, g.by_stride};
+  constexpr bool kPaddedSlots = kPadded<kQ, kPerWarp>;
   const int q = kQ > 0 ? kQ : g.stride;
   const int P = g.period, S = g.tile_s;
   const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
@@ -233,14 +180,14 @@ __global__ void __launch_bounds__(kThreads)
     const T* row_x;
     const std::int64_t first = first_sample(tile, chunk * g.halo_terms, &row_x);
     T* const to = in_buffers + buffer * g.in_elements;
-    if constexpr (!kRearrangedSlots) {
+    if constexpr (!kPaddedSlots) {
       // 16-byte copies: sample e at to[SpanShift(row_x, first) + e].
       StageSpan(to, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
     } else {
       for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
         const std::int64_t s = first + e;
         const bool inside = s >= 0 && s < g.length;
-        CopyAsync(to + slots(e), inside ? row_x + s : row_x, inside);
+        CopyAsync(to + Slot<true>(e), inside ? row_x + s : row_x, inside);
       }
     }
   };
@@ -267,7 +214,7 @@ __global__ void __launch_bounds__(kThreads)
     const T* row_x;
     const std::int64_t first = first_sample(tile, m0, &row_x);
     const T* const in =
-        in_buffers + current * g.in_elements + (kRearrangedSlots ? 0 : SpanShift(row_x, first));
+        in_buffers + current * g.in_elements + (kPaddedSlots ? 0 : SpanShift(row_x, first));
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     const std::int64_t tile_s0 = t * S;  // the tile's first s
     T* const row_y = y + row * g.outputs + tile_s0 * P;
@@ -307,13 +254,14 @@ __global__ void __launch_bounds__(kThreads)
         acc[r] = r < count && m0 > 0 ? out[c + (s0 + r) * P] : T(0);
       if (count == kOutputs && b0 >= terms - 1 &&
           b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
-        InteriorOutputs<kQ>(in, slots, e0, q, p0, g.up, terms, h, acc);
+        InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, g.up, terms, h, acc);
       } else {
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) {
           if (r < count) {
-            acc[r] = ExactOutput(in, slots, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p0,
-                                 terms, g.length, g.up, h, acc[r]);
+            acc[r] =
+                ExactOutput<kPaddedSlots>(in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p0,
+                                          terms, g.length, g.up, h, acc[r]);
           }
         }
       }
@@ -375,14 +323,13 @@ struct TilePlan {
   std::int64_t s = 0;
   bool per_warp = false;
   std::int64_t halo_terms = 0;
-  SampleLayout layout = SampleLayout::kInOrder;
   std::size_t bytes = 0;  // the tile buffers
   std::int64_t staged = 0, in_elements = 0;
 };
 
 template <class T>
 TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t halo_terms,
-                 SampleLayout layout, bool per_warp) {
+                 bool padded, bool per_warp) {
   constexpr std::int64_t kAlign = 16 / static_cast<std::int64_t>(sizeof(T));
   TilePlan plan;
   plan.s = s;
@@ -390,18 +337,9 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
   plan.halo_terms = halo_terms;
   plan.staged = kChunk<T> + halo_terms - 1 + s * q;
   const std::int64_t last = plan.staged - 1;
-  plan.layout = layout;
-  switch (layout) {
-    case SampleLayout::kDeinterleaved:  // Q rows of ceil(staged / Q)
-      plan.in_elements = ((last + q) / q * q + kAlign - 1) / kAlign * kAlign;
-      break;
-    case SampleLayout::kPadded:  // one element after every 32
-      plan.in_elements = (last + (last >> 5) + 1 + kAlign - 1) / kAlign * kAlign;
-      break;
-    case SampleLayout::kInOrder:  // shifted by up to kAlign - 1 (StageSpan)
-      plan.in_elements = SpanElements<T>(static_cast<int>(kAlign - 1 + plan.staged));
-      break;
-  }
+  // Padded: one element after every 32; else shifted by up to kAlign - 1 (StageSpan).
+  plan.in_elements = padded ? (last + (last >> 5) + 1 + kAlign - 1) / kAlign * kAlign
+                            : SpanElements<T>(static_cast<int>(kAlign - 1 + plan.staged));
   const std::int64_t out_elements = (kAlign - 1 + s * p_period + kAlign - 1) / kAlign * kAlign;
   plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
   return plan;
@@ -419,8 +357,7 @@ std::int64_t HaloTerms(const UpfirdnShape& shape, std::size_t most_bytes,
   const std::int64_t P = phases.period, Q = phases.stride;
   const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
   auto fits = [&](std::int64_t s, std::int64_t halo_terms) {
-    const auto layout = Q > 3 ? SampleLayout::kPadded : SampleLayout::kInOrder;
-    return PlanFor<T>(s, Q, P, halo_terms, layout, false).bytes <= most_bytes;
+    return PlanFor<T>(s, Q, P, halo_terms, Q > 3, false).bytes <= most_bytes;
   };
   if (most_terms <= most_whole_terms && fits(1, most_terms)) return most_terms;
   const std::int64_t chunk = std::min<std::int64_t>(kHaloChunkTerms, most_whole_terms);
@@ -454,12 +391,9 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   std::int64_t halo_terms =
       HaloTerms<T>(shape, std::min(most_bytes, kTiledMostBytes), most_whole_terms);
   if (halo_terms == 0) halo_terms = (shape.taps + shape.up - 1) / shape.up;  // no tile fits
-  const bool rearranged = Q > 3 && per_warp;                                 // as kRearranged
+  const bool padded = Q > 3 && per_warp;                                     // as kPadded
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
-  auto plan = [&](std::int64_t s) {
-    const auto layout = rearranged ? SampleLayout::kPadded : SampleLayout::kInOrder;
-    return PlanFor<T>(s, Q, P, halo_terms, layout, per_warp);
-  };
+  auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, halo_terms, padded, per_warp); };
   const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + halo_terms) * sizeof(T);
   const std::size_t budget = std::min(kTileBudgetBytes + halo_bytes, most_bytes);
   // The most S the budget holds (bytes grow with S).
@@ -476,12 +410,6 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
     s = std::max<std::int64_t>(1, std::min(most, needed));
   }
   TilePlan chosen = plan(s);
-  if (rearranged) {
-    // Deinterleaved where its rows fit; at a large S they take less than the padding.
-    const TilePlan deinterleaved =
-        PlanFor<T>(s, Q, P, halo_terms, SampleLayout::kDeinterleaved, per_warp);
-    if (deinterleaved.bytes <= std::max(budget, chosen.bytes)) chosen = deinterleaved;
-  }
   // Whole groups of 32 threads a phase; with one phase (up dividing down) any tile is uniform.
   chosen.per_warp = per_warp && (s % unit == 0 || P == 1);
   return chosen;
@@ -529,10 +457,6 @@ inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& pla
   g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + kOutputs - 1) / kOutputs));
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
   g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
-  g.residue_row = plan.layout == SampleLayout::kDeinterleaved
-                      ? static_cast<int>((plan.staged + phases.stride - 1) / phases.stride)
-                      : 0;
-  g.by_stride = FastDivisor(static_cast<std::uint32_t>(g.stride));
   return g;
 }
 

@@ -208,25 +208,11 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
   }
 }
 
-// A phase a warp at a run-time Q keeps its samples deinterleaved by their index mod Q, and padded
-// where the rows' rounding up to Q does not fit beside a tile of few outputs.
-TEST(UpfirdnEmulated, RunTimeQTilesAreDeinterleavedWhereTheyFit) {
-  UpfirdnShape downsample, wide;
-  ASSERT_TRUE(MakeUpfirdnShape(64, 480000, 158, 1, 12, &downsample).ok());
-  ASSERT_TRUE(MakeUpfirdnShape(1, 20000, 10, 1, 5000, &wide).ok());
-  EXPECT_EQ(ChooseTile<float>(downsample, true).layout, SampleLayout::kDeinterleaved);
-  EXPECT_EQ(ChooseTile<double>(downsample, true).layout, SampleLayout::kDeinterleaved);
-  EXPECT_EQ(ChooseTile<float>(wide, true).layout, SampleLayout::kPadded);
-  EXPECT_EQ(ChooseTile<float>(downsample, false).layout, SampleLayout::kInOrder);
-}
-
 TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
   const Case cases[] = {
-      {2, 700, 31, 1, 3},      {2, 300, 31, 3, 1},      {1, 900, 255, 160, 147},
-      {1, 900, 255, 147, 160}, {2, 500, 31, 2, 1},      {2, 500, 31, 1, 2},
-      {1, 600, 63, 3, 2},      {1, 800, 97, 160, 441},  {1, 500, 33, 441, 160},
-      {1, 400, 49, 5, 4},      {1, 333, 17, 4, 5},      {2, 3000, 158, 1, 12},
-      {1, 2000, 73, 1, 6},     {1, 20000, 10, 1, 5000},
+      {2, 700, 31, 1, 3},     {2, 300, 31, 3, 1}, {1, 900, 255, 160, 147}, {1, 900, 255, 147, 160},
+      {2, 500, 31, 2, 1},     {2, 500, 31, 1, 2}, {1, 600, 63, 3, 2},      {1, 800, 97, 160, 441},
+      {1, 500, 33, 441, 160}, {1, 400, 49, 5, 4}, {1, 333, 17, 4, 5},
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
