@@ -80,14 +80,13 @@ def _cases(device):
             torch.float32,
             lambda t: cm.fir_filter(rows, t),
         ),
-        # Upfirdn stages its taps in shared memory up to 64 KiB; at up = 1 the tiled kernel's tile
-        # buffers (96 KiB: the halo, double-buffered) then hold the whole halo of 12,265 taps,
-        # past which it walks the terms in chunks of 2,048 (HaloTerms in
-        # ops/upfirdn/upfirdn_kernels.cuh).
+        # Upfirdn stages its taps in shared memory up to 64 KiB; its tiled kernel stages a filter's
+        # whole halo up to 2,048 terms a phase, past which it walks the terms in chunks of 2,048
+        # (HaloTerms in ops/upfirdn/upfirdn_kernels.cuh).
         (
             "upfirdn",
             "tiled kernel's whole halo, up 1",
-            (12265, 12266),
+            (2048, 2049),
             torch.float32,
             lambda t: cm.upfirdn(short_audio, t, up=1, down=1),
         ),

@@ -62,9 +62,10 @@ constexpr std::size_t kTileBudgetBytes = 32 * 1024;
 // rates up to 1,024 and 4,096 taps is tiled on a GPU of compute capability 9.0 (227 KiB a block),
 // and those whose taps are not staged on 8.x too (99 KiB and more).
 constexpr std::size_t kTiledMostBytes = 96 * 1024;
-// Terms of a filter a step of the tiled kernel walks where the whole halo does not fit (past
-// 12,265 taps at up 1 for float32): 8 KiB of float32 halo a buffer, so that a tile's samples still
-// outweigh the halo it stages again for each chunk.
+// Terms of a filter a step of the tiled kernel walks: 8 KiB of float32 halo a buffer, so that a
+// tile's samples still outweigh the halo it stages again for each chunk. A longer halo staged whole
+// leaves room for fewer blocks: at 12,265 taps at up 1 (the longest that fits) it took 1.75x the
+// time of the same filter in chunks (upfirdn_bench --long-filters, H100).
 constexpr int kHaloChunkTerms = 2048;
 
 // The staged samples of a tile and a chunk of terms m0 ... m0 + halo_terms - 1: local index e is
@@ -346,23 +347,25 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
 }
 
 // The terms a step of the tiled kernel stages the halo of for `shape` with `most_bytes` of shared
-// memory a block for its tile buffers: all ceil(k / up) where the smallest tile (S = 1: one output
-// of each phase, Q samples and the halo) fits, else chunks of kHaloChunkTerms where a tile of 32
-// threads' outputs (7 outputs each) fits with them, else 0: no tile. `most_whole_terms` lowers
-// both, for tests of the chunks on short filters.
+// memory a block for its tile buffers: all ceil(k / up) up to kHaloChunkTerms where the smallest
+// tile (S = 1: one output of each phase, Q samples and the halo) fits; past it chunks of
+// kHaloChunkTerms where a tile of 32 threads' outputs (7 outputs each) fits with them, else the
+// whole halo where the smallest tile fits with it (a large Q); else 0: no tile. Tests of the chunks
+// on short filters pass a smaller `chunk_terms`.
 template <class T>
 std::int64_t HaloTerms(const UpfirdnShape& shape, std::size_t most_bytes,
-                       std::int64_t most_whole_terms = std::numeric_limits<std::int64_t>::max()) {
+                       std::int64_t chunk_terms = kHaloChunkTerms) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const std::int64_t P = phases.period, Q = phases.stride;
   const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
   auto fits = [&](std::int64_t s, std::int64_t halo_terms) {
     return PlanFor<T>(s, Q, P, halo_terms, Q > 3, false).bytes <= most_bytes;
   };
-  if (most_terms <= most_whole_terms && fits(1, most_terms)) return most_terms;
-  const std::int64_t chunk = std::min<std::int64_t>(kHaloChunkTerms, most_whole_terms);
+  const std::int64_t chunk = chunk_terms;
+  if (most_terms <= chunk) return fits(1, most_terms) ? most_terms : 0;
   const std::int64_t warp_outputs = 32 * kOutputs;
-  return fits((warp_outputs + P - 1) / P, chunk) ? chunk : 0;
+  if (fits((warp_outputs + P - 1) / P, chunk)) return chunk;
+  return fits(1, most_terms) ? most_terms : 0;
 }
 
 // Whether the tiled kernel takes `shape` with `most_bytes` of shared memory a block for its tile
@@ -385,11 +388,10 @@ bool TiledFits(const UpfirdnShape& shape, std::size_t most_bytes) {
 template <class T>
 TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
                     std::size_t most_bytes = kTileBudgetBytes * 8,
-                    std::int64_t most_whole_terms = std::numeric_limits<std::int64_t>::max()) {
+                    std::int64_t chunk_terms = kHaloChunkTerms) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const std::int64_t P = phases.period, Q = phases.stride;
-  std::int64_t halo_terms =
-      HaloTerms<T>(shape, std::min(most_bytes, kTiledMostBytes), most_whole_terms);
+  std::int64_t halo_terms = HaloTerms<T>(shape, std::min(most_bytes, kTiledMostBytes), chunk_terms);
   if (halo_terms == 0) halo_terms = (shape.taps + shape.up - 1) / shape.up;  // no tile fits
   const bool padded = Q > 3 && per_warp;                                     // as kPadded
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);

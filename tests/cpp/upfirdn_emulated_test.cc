@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <random>
 #include <string>
 #include <utility>
@@ -44,17 +43,14 @@ enum class Kernel { kPhasePerWarp, kPhasePerLane, kDirect };
 // parameter.
 enum class TapsSource { kInPlace, kStaged, kStagedFromParameter };
 
-// Filters of any length stage their whole halo (ChooseTile's default).
-constexpr std::int64_t kWholeHalo = std::numeric_limits<std::int64_t>::max();
-
 // The tiled kernel with Q = kQ (0: Q from the geometry), `blocks` blocks at most, the halo walked
-// in chunks of `most_whole_terms` terms where the filter has more.
+// in chunks of `chunk_terms` terms where a phase has more.
 template <class T, class Taps, int kQ, bool kPerWarp>
 void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks,
-              std::int64_t most_whole_terms) {
+              std::int64_t chunk_terms) {
   const std::size_t taps_bytes =
       (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
-  const TilePlan plan = ChooseTile<T>(shape, kPerWarp, kTileBudgetBytes * 8, most_whole_terms);
+  const TilePlan plan = ChooseTile<T>(shape, kPerWarp, kTileBudgetBytes * 8, chunk_terms);
   const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
   const int threads = BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
   const auto grid =
@@ -65,27 +61,27 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
 
 template <class T, class Taps, bool kPerWarp>
 void RunForStride(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks,
-                  std::int64_t most_whole_terms) {
+                  std::int64_t chunk_terms) {
   switch (MakeUpfirdnPhases(shape.up, shape.down).stride) {
     case 1:
-      return RunTiled<T, Taps, 1, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
+      return RunTiled<T, Taps, 1, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
     case 2:
-      return RunTiled<T, Taps, 2, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
+      return RunTiled<T, Taps, 2, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
     case 3:
-      return RunTiled<T, Taps, 3, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
+      return RunTiled<T, Taps, 3, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
     default:
-      return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks, most_whole_terms);
+      return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
   }
 }
 
 template <class T, class Taps>
 void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps& taps,
-         unsigned blocks, std::int64_t most_whole_terms) {
+         unsigned blocks, std::int64_t chunk_terms) {
   switch (kernel) {
     case Kernel::kPhasePerWarp:
-      return RunForStride<T, Taps, true>(x, y, shape, taps, blocks, most_whole_terms);
+      return RunForStride<T, Taps, true>(x, y, shape, taps, blocks, chunk_terms);
     case Kernel::kPhasePerLane:
-      return RunForStride<T, Taps, false>(x, y, shape, taps, blocks, most_whole_terms);
+      return RunForStride<T, Taps, false>(x, y, shape, taps, blocks, chunk_terms);
     case Kernel::kDirect: {
       const DirectGeometry g{shape.rows, shape.length, shape.outputs,
                              shape.taps, shape.up,     shape.down};
@@ -104,7 +100,7 @@ void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps&
 // elements into its buffer, whose other elements (and 16 after y) must stay as they were.
 template <class T>
 void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 3,
-           std::int64_t most_whole_terms = kWholeHalo) {
+           std::int64_t chunk_terms = kHaloChunkTerms) {
   UpfirdnShape shape;
   ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
   std::mt19937_64 rng(seed);
@@ -131,16 +127,15 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
         std::memset(y.data(), kPattern, y.size() * sizeof(T));
         if (source == TapsSource::kStaged) {
           Run(kernel, in, y.data() + offset, shape, SharedTableSource<T>{taps.data()}, blocks,
-              most_whole_terms);
+              chunk_terms);
         } else if (source == TapsSource::kStagedFromParameter) {
           using ByValue = DefaultByValueTable<T>;
           if (taps.size() > ByValue::kCapacity) continue;
           ByValueSharedSource<ByValue> staged;
           ASSERT_TRUE(FillByValueTable(taps.data(), taps.size(), &staged.table).ok());
-          Run(kernel, in, y.data() + offset, shape, staged, blocks, most_whole_terms);
+          Run(kernel, in, y.data() + offset, shape, staged, blocks, chunk_terms);
         } else {
-          Run(kernel, in, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks,
-              most_whole_terms);
+          Run(kernel, in, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks, chunk_terms);
         }
         const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
         const char* sources[] = {", taps in place", ", taps in shared memory",
@@ -149,7 +144,7 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
             << Describe(c) << ", " << names[static_cast<int>(kernel)]
             << sources[static_cast<int>(source)] << ", y offset " << offset << ", x fenced "
             << (fence == Fenced::Fence::kAfter ? "after" : "before") << ", halo chunks of "
-            << std::min(most_whole_terms, std::int64_t{kHaloChunkTerms}) << " terms";
+            << chunk_terms << " terms";
         for (std::size_t i = 0; i < y.size(); ++i) {
           if (i == static_cast<std::size_t>(offset)) i += total;  // y itself
           if (i == y.size()) break;
@@ -163,12 +158,13 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
   }
 }
 
-// The longest filters whose whole halo the tiled kernel stages at up 1 and 2 (float32), past which
-// it walks the terms in chunks: bench/crossover_bench.py crosses this boundary by its tap counts,
-// which must follow the tile's plan when it changes. Only rates whose P + Q leave no room for a
-// tile run the direct kernel, whatever the filter's length.
+// The longest filters whose whole halo the tiled kernel stages at up 1 and 2, past which it walks
+// the terms in chunks: bench/crossover_bench.py crosses this boundary by its tap counts, which
+// must follow the tile's plan when it changes. Only rates whose P + Q leave no room for a tile run
+// the direct kernel, whatever the filter's length; a large Q whose tile of 32 threads' outputs
+// does not fit beside a chunk stages a halo it fits whole.
 TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
-  for (auto [up, longest] : {std::pair<std::int64_t, std::int64_t>{1, 12265}, {2, 24530}}) {
+  for (auto [up, longest] : {std::pair<std::int64_t, std::int64_t>{1, 2048}, {2, 4096}}) {
     UpfirdnShape inside, outside, longest_table;
     ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest, up, 1, &inside).ok());
     ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest + 1, up, 1, &outside).ok());
@@ -181,6 +177,9 @@ TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   UpfirdnShape wide_rates;  // P = 30,011, Q = 30,013: one output of each phase takes 360 KiB
   ASSERT_TRUE(MakeUpfirdnShape(1, 100000, 64, 30011, 30013, &wide_rates).ok());
   EXPECT_FALSE(TiledFits<float>(wide_rates, kTiledMostBytes));
+  UpfirdnShape large_q;  // 224 outputs at Q = 400 take 700 KiB: the halo of 3,000 terms whole
+  ASSERT_TRUE(MakeUpfirdnShape(1, 480000, 3000, 1, 400, &large_q).ok());
+  EXPECT_EQ(HaloTerms<float>(large_q, kTiledMostBytes), 3000);
 }
 
 // The halo walked in chunks (3, 17 and 40 terms here; 2,048 on a GPU), the partial sums carried in
@@ -212,7 +211,8 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
   const Case cases[] = {
       {2, 700, 31, 1, 3},     {2, 300, 31, 3, 1}, {1, 900, 255, 160, 147}, {1, 900, 255, 147, 160},
       {2, 500, 31, 2, 1},     {2, 500, 31, 1, 2}, {1, 600, 63, 3, 2},      {1, 800, 97, 160, 441},
-      {1, 500, 33, 441, 160}, {1, 400, 49, 5, 4}, {1, 333, 17, 4, 5},
+      {1, 500, 33, 441, 160}, {1, 400, 49, 5, 4}, {1, 333, 17, 4, 5},      {2, 3000, 158, 1, 12},
+      {1, 2000, 80, 1, 6},
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
