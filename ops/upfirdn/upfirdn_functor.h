@@ -40,7 +40,8 @@ namespace ops {
 // (20 * max(up, down) + 1 taps) fits up to rates of about 50,000 after their gcd.
 constexpr std::int64_t kUpfirdnMaxTaps = kMaxTableEntries;
 // up and down: 1 to 2^31 - 1 each. The GPU's tiled kernel takes the shapes whose tile fits shared
-// memory and whose indices fit int, a direct kernel the others (upfirdn_gpu.cu); products such as
+// memory (a long filter's halo in chunks) and whose indices fit int, a direct kernel the others
+// (upfirdn_gpu.cu); products such as
 // i * down and p + m * up are int64 (below 2^63 within the limits).
 constexpr std::int64_t kUpfirdnMaxRate = (std::int64_t{1} << 31) - 1;
 constexpr std::int64_t kUpfirdnMaxElements = std::int64_t{1} << 62;

@@ -4,7 +4,8 @@
 // for every edge case, the audio rates 1/3, 3/1, 160/147, 147/160 and 2/1, 1/2, 3/2 at 31, 255 and
 // 4,096 taps, every table source, placement and lane arrangement (the direct kernel included),
 // aligned and misaligned data; past 4,096 taps and rates of 1,024 (up to 2^20 taps and 2^31 - 1),
-// the direct kernel and the tiled one with the taps in global memory, from host and device tables;
+// the direct kernel and the tiled one with the taps in global memory (long filters' terms in
+// chunks), from host and device tables;
 // special values (NaN as NaN); a launch captured into a CUDA graph and replayed with changed taps.
 #include <gtest/gtest.h>
 
@@ -615,7 +616,7 @@ TEST(UpfirdnGpu, CapturedGraphReplaysWithChangedTaps) {
     CheckCapturedReplays<float>(3201, 160, 147, source);    // shared memory, phase per lane
     CheckCapturedReplays<float>(2000, 3, 1, source);        // a device buffer, phase per warp
     CheckCapturedReplays<double>(1000, 1, 2, source);       // 8 KB: not by value
-    CheckCapturedReplays<float>(20000, 1, 1, source);       // the direct kernel, global memory
+    CheckCapturedReplays<float>(20000, 1, 1, source);       // chunks of terms, global memory
     CheckCapturedReplays<float>(31005, 2560, 147, source);  // tiled, phase per lane, global
   }
 }
