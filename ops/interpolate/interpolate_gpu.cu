@@ -42,9 +42,8 @@ constexpr int kStagingThreads = 1024;
 // knots: the reads that land in the prefix are served by shared memory's banks, so a table just
 // past the budget costs about what one just inside it costs. It pays at every size: with points
 // spread over the whole table, the prefix, in the staged tables' blocks (1,024 threads, one an
-// SM), ran faster than global memory alone in blocks of 256 from 16,385 knots to 2^20, 1.02-1.40x
-// on an H200 and 1.05-1.11x on an H100 (placement_bench --prefix), even at 2^20, where the prefix
-// serves 1.6% of the reads.
+// SM), ran faster than global memory alone in blocks of 256 from 16,385 knots to 2^20, 1.05-1.11x
+// on an H100 (placement_bench --prefix), even at 2^20, where the prefix serves 1.6% of the reads.
 constexpr std::int64_t kPrefixMostKnots = kInterpolateMaxKnots;
 
 template <class T>

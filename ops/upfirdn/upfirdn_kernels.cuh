@@ -5,11 +5,12 @@
 //
 // Polyphase (upfirdn_functor.h): output c + s * P has phase (c * down) mod up and base
 // (c * down) div up + s * Q, so a tile of S values of s holds S * P consecutive outputs, all of
-// whose samples lie in S * Q consecutive input samples plus ceil(k / up) - 1 of halo. A block
+// whose samples lie in S * Q consecutive input samples plus a halo of ceil(k / up) - 1. A block
 // stages a tile's samples in shared memory (asynchronous copies, issued while the block computes
 // the tile before from a second buffer; 16 bytes a copy where Q is 1 to 3, StageSpan), computes
 // its outputs into shared memory, and writes them out in coalesced 16-byte stores (StoreSpan):
-// each input sample is read from memory about once (the halo twice), each output written once.
+// each input sample is read from memory about once (the halo once more for each tile, and for each
+// chunk of terms where there are several), each output written once.
 //
 // A thread takes 7 outputs of one phase with consecutive s (their bases Q apart) and walks the
 // phase's taps in ascending order, each tap read once for the 7. Where Q is 1 to 3 the samples of
@@ -19,14 +20,15 @@
 // the same tap (constant memory's broadcast, by value or from a bank), or consecutive phases per
 // warp with the taps in shared memory.
 //
-// A long filter at a small `up` has a halo of ceil(k / up) samples too large for a tile beside it:
-// the block then walks each tile's terms in chunks of kHaloChunkTerms, staging for each chunk the
-// tile's samples with that chunk's halo, and carries every output's partial sum from chunk to chunk
-// in the tile's output buffer: the same fused multiply-adds in the same order, so the results are
-// unchanged. Rates whose P + Q samples and outputs a tile do not fit, and shapes whose indices pass
-// int, run a direct kernel instead: one output a thread over a grid-stride loop, samples and taps
-// read where they are (taps staged in shared memory only by that placement), the same fused
-// multiply-adds in the same order.
+// A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
+// chunks of kHaloChunkTerms terms: for each chunk the block stages the tile's samples with that
+// chunk's halo, and carries every output's partial sum from chunk to chunk in the tile's output
+// buffer: the same fused multiply-adds in the same order, so the results are unchanged. Shapes
+// whose smallest tile does not fit shared memory (HaloTerms: one output of each phase beside the
+// whole halo, or 32 threads' outputs beside a chunk) and shapes whose indices pass int run a direct
+// kernel instead: one output a thread over a grid-stride loop, samples and taps read where they
+// are (taps staged in shared memory only by that placement), the same fused multiply-adds in the
+// same order.
 #pragma once
 
 #include <algorithm>
@@ -52,10 +54,10 @@ constexpr int kOutputs = 7;
 // Taps a chunk: the window a chunk loads holds 6 Q + kChunk samples for 7 kChunk FMAs.
 template <class T>
 constexpr int kChunk = sizeof(T) == 4 ? 16 : 8;
-// Shared memory for a tile's buffers (two of samples, one of outputs), not counting the halo of
-// ceil(k / up) - 1 samples each sample buffer carries, nor the taps staged apart: with the halo
-// inside the budget, a long filter at a small `up` (4,096 taps at 1/3) would leave room for one
-// output a tile and read its samples a thousand times over.
+// Shared memory for a tile's buffers (two of samples, one of outputs), not counting the halo each
+// sample buffer carries (up to kHaloChunkTerms - 1 samples), nor the taps staged apart: with the
+// halo inside the budget, a long filter at a small `up` (4,096 taps at 1/3) would leave room for
+// one output a tile and read its samples a thousand times over.
 constexpr std::size_t kTileBudgetBytes = 32 * 1024;
 // The most shared memory the smallest tile of the tiled kernel may take beside the staged taps,
 // within what the GPU offers: shapes that need more run the direct kernel. 96 KiB: every shape of
@@ -64,8 +66,9 @@ constexpr std::size_t kTileBudgetBytes = 32 * 1024;
 constexpr std::size_t kTiledMostBytes = 96 * 1024;
 // Terms of a filter a step of the tiled kernel walks: 8 KiB of float32 halo a buffer, so that a
 // tile's samples still outweigh the halo it stages again for each chunk. A longer halo staged whole
-// leaves room for fewer blocks: at 12,265 taps at up 1 (the longest that fits) it took 1.75x the
-// time of the same filter in chunks (upfirdn_bench --long-filters, H100).
+// leaves room for fewer blocks: 12,265 taps at up 1 (the longest that fits) took 41.2 ms against
+// 27.8 ms for 12,266 taps in chunks in one run (upfirdn_bench --long-filters, H100,
+// results/h100/upfirdn_bench_long_filters.json).
 constexpr int kHaloChunkTerms = 2048;
 
 // The staged samples of a tile and a chunk of terms m0 ... m0 + halo_terms - 1: local index e is

@@ -24,11 +24,12 @@ namespace ops {
 //   kPhasePerLane: lanes take outputs of consecutive phases, each reading its own taps: the taps
 //     go to shared memory (or global memory); tiles need only 7 outputs of each phase. For rates
 //     such as 160/147, whose P + Q is too large for the other.
-//   kDirect: no tile: one output a thread, its samples and taps read where they are, for rates
-//     whose smallest tile (P outputs and Q samples beside the halo, which a filter of more than
-//     2,048 terms a phase stages in chunks) does not fit shared memory, or whose indices pass
-//     int. Any placement; consecutive lanes read the
-//     taps of consecutive phases, so shared or global memory serves it best.
+//   kDirect: no tile: one output a thread, its samples and taps read where they are, for shapes
+//     whose smallest tile does not fit shared memory (one output of each phase, Q samples and the
+//     whole halo; past 2,048 terms a phase, 32 threads' outputs beside a chunk of 2,048 terms: a
+//     long filter at a large down such as 20,000 taps at 1/100), or whose indices pass int. Any
+//     placement; consecutive lanes read the taps of consecutive phases, so shared or global memory
+//     serves it best.
 //   kAuto: kDirect where no tile fits, else kPhasePerWarp where its tiles fit, else
 //     kPhasePerLane (with a table in shared or global memory; a table by value or in a constant
 //     bank always takes kPhasePerWarp).

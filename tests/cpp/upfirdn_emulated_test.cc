@@ -160,9 +160,10 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
 
 // The longest filters whose whole halo the tiled kernel stages at up 1 and 2, past which it walks
 // the terms in chunks: bench/crossover_bench.py crosses this boundary by its tap counts, which
-// must follow the tile's plan when it changes. Only rates whose P + Q leave no room for a tile run
-// the direct kernel, whatever the filter's length; a large Q whose tile of 32 threads' outputs
-// does not fit beside a chunk stages a halo it fits whole.
+// must follow the tile's plan when it changes. Rates whose P + Q leave no room for a tile run the
+// direct kernel whatever the filter's length; a large Q whose tile of 32 threads' outputs does not
+// fit beside a chunk stages a halo it fits whole, and runs the direct kernel where that does not
+// fit either (20,000 taps at 1/100).
 TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   for (auto [up, longest] : {std::pair<std::int64_t, std::int64_t>{1, 2048}, {2, 4096}}) {
     UpfirdnShape inside, outside, longest_table;
@@ -180,12 +181,15 @@ TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   UpfirdnShape large_q;  // 224 outputs at Q = 400 take 700 KiB: the halo of 3,000 terms whole
   ASSERT_TRUE(MakeUpfirdnShape(1, 480000, 3000, 1, 400, &large_q).ok());
   EXPECT_EQ(HaloTerms<float>(large_q, kTiledMostBytes), 3000);
+  UpfirdnShape long_large_q;
+  ASSERT_TRUE(MakeUpfirdnShape(1, 480000, 20000, 1, 100, &long_large_q).ok());
+  EXPECT_FALSE(TiledFits<float>(long_large_q, kTiledMostBytes));
 }
 
 // The halo walked in chunks (3, 17 and 40 terms here; 2,048 on a GPU), the partial sums carried in
 // the tile's output buffer: still bit for bit the CPU kernel, for every specialised Q, both dtypes,
-// a last chunk partial, phases with fewer terms than a chunk's first, and blocks that take several
-// tiles (one block for all of them).
+// a last chunk partial, phases with fewer terms than a chunk's first, rows of several tiles, and
+// blocks that take several tiles (one block for all of them).
 TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
   struct ChunkCase {
     Case shape;
@@ -196,6 +200,7 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
       {{3, 500, 63, 1, 2}, 40},      // Q 2
       {{2, 300, 31, 3, 1}, 3},       // Q 1, P 3: phases of 11 and 10 terms
       {{1, 1000, 600, 1, 1}, 40},    // one phase, 15 chunks
+      {{1, 20000, 97, 1, 1}, 17},    // rows of several tiles, each walking its chunks
       {{1, 900, 255, 160, 147}, 1},  // run-time Q, phases of 1 and 2 terms
       {{2, 600, 130, 4, 5}, 17},     // Q 5 (run-time), phases of 32 and 33 terms
   };
