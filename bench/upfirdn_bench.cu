@@ -12,9 +12,10 @@
 // ceil(k / up)). A few outputs of every launch are checked against the scalar definition. The CPU
 // figure runs UpfirdnCpuRange on every hardware thread over the [64, 480000] shape.
 // --long-filters runs long filters instead (128 to 65,536 taps at 1/1, 4,096 at 2/1 and 1/2,
-// torchaudio's 31,005-tap filters between 11,025 and 192,000 Hz (147/2560 and 2560/147), on
-// [64, 480000]): where a constant bank stops paying against global memory, and the tiled kernel's
-// whole halo against its chunks of terms (2,048 and 2,049 taps at 1/1) and the direct kernel.
+// 20,000 at 1/100, torchaudio's 31,005-tap filters between 11,025 and 192,000 Hz (147/2560 and
+// 2560/147), on [64, 480000]): where a constant bank stops paying against global memory, and the
+// tiled kernel's whole halo against its chunks of terms (2,048 and 2,049 taps at 1/1) and the
+// direct kernel.
 // Variants that cannot take the table (a constant bank past 4,096 taps, shared memory past 64 KiB,
 // the tiled arrangements where no tile fits) are left out; the direct kernel runs with the taps in
 // global memory.
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
       {"upfirdn 2/1", 2, 1, 4096},
       {"upfirdn 1/2", 1, 2, 4096},
       {"upfirdn 3/2", 3, 2, 4096},
+      {"upfirdn 1/100", 1, 100, 20000},
       {"resample 192k->11.025k", 147, 2560, 31005},
       {"resample 11.025k->192k", 2560, 147, 31005},
   };

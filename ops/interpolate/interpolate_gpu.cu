@@ -37,15 +37,6 @@ constexpr int kThreads = 256;
 // With warp-uniform inputs, 256-thread blocks (as many as fit) cost up to 1.13x global memory at
 // 64 KiB, one 1,024-thread block an SM 1.04x (placement_bench).
 constexpr int kStagingThreads = 1024;
-// float32 knots past the shared-memory budget stay in global memory, and each block stages the
-// budget's worth of its first knots besides (SharedPrefixSource), in tables of up to this many
-// knots: the reads that land in the prefix are served by shared memory's banks, so a table just
-// past the budget costs about what one just inside it costs. It pays at every size: with points
-// spread over the whole table, the prefix, in the staged tables' blocks (1,024 threads, one an
-// SM), ran faster than global memory alone in blocks of 256 from 16,385 knots to 2^20, 1.05-1.11x
-// on an H100 (placement_bench --prefix), even at 2^20, where the prefix serves 1.6% of the reads.
-constexpr std::int64_t kPrefixMostKnots = kInterpolateMaxKnots;
-
 template <class T>
 StrategyLimits InterpolateLimits() {
   StrategyLimits limits;
@@ -57,14 +48,19 @@ StrategyLimits InterpolateLimits() {
 }
 
 // The knots each block of a launch in global memory stages (SharedPrefixSource), 0 for none: the
-// shared-memory budget's worth, of tables larger than the budget.
+// shared-memory budget's worth, of float32 tables larger than the budget. The reads that land in
+// the prefix are served by shared memory's banks, so a table just past the budget costs about what
+// one just inside it costs. It pays at every size: with points spread over the whole table, the
+// prefix, in the staged tables' blocks (1,024 threads, one an SM), ran faster than global memory
+// alone in blocks of 256 from 16,385 knots to 2^20, 1.05-1.11x on an H100 (placement_bench
+// --prefix), even at 2^20, where the prefix serves 1.6% of the reads. float64 reads knots from L1
+// within 1.5% of shared memory (InterpolateLimits).
 template <class T>
 int PrefixKnots(std::int64_t knots, InterpolatePrefix prefix) {
   const auto budget =
       static_cast<std::int64_t>(InterpolateLimits<T>().shared_memory_bytes / sizeof(T));
   if (prefix == InterpolatePrefix::kNever || knots <= budget) return 0;
-  const bool pays = sizeof(T) == 4 && knots <= kPrefixMostKnots;
-  return prefix == InterpolatePrefix::kAlways || pays ? static_cast<int>(budget) : 0;
+  return prefix == InterpolatePrefix::kAlways || sizeof(T) == 4 ? static_cast<int>(budget) : 0;
 }
 
 template <class T, class Table, bool kVectorized>

@@ -128,7 +128,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
                       std::to_string(shape.down) + "; this GPU offers " +
                       std::to_string(device_bytes));
   }
-  const int threads = BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
+  const int threads = TileThreads(g);
   int resident = 0;
   CONSTMEM_RETURN_IF_ERROR(ResidentBlocksOf<kernel>(device, threads, shared, &resident));
   kernel<<<PersistentGrid(g.tiles, resident), threads, shared, stream>>>(x, y, g, taps);

@@ -13,22 +13,24 @@
 // chunk of terms where there are several), each output written once.
 //
 // A thread takes 7 outputs of one phase with consecutive s (their bases Q apart) and walks the
-// phase's taps in ascending order, each tap read once for the 7. Where Q is 1 to 3 the samples of
-// a chunk of taps come into registers once for all 7 outputs (a window of 6 Q + U samples for
-// 7 U FMAs) instead of once per FMA. Which outputs the lanes of a warp take is the placement
-// question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so that every lane reads
-// the same tap (constant memory's broadcast, by value or from a bank), or consecutive phases per
-// warp with the taps in shared memory.
+// phase's taps in ascending order, each tap read once for the 7. Where Q is 4 or more and a tile
+// of 7 outputs a thread would leave fewer than kThreads threads (an integer downsampling: 96 kHz ->
+// 8 kHz is Q = 12 with one phase), a thread takes one output instead (TilePlan::group): the block
+// keeps its threads and an SM its warps, at the cost of a tap read a term. Where Q is 1 to 3 the
+// samples of a chunk of taps come into registers once for all 7 outputs (a window of 6 Q + U
+// samples for 7 U FMAs) instead of once per FMA. Which outputs the lanes of a warp take is the
+// placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so that every
+// lane reads the same tap (constant memory's broadcast, by value or from a bank), or consecutive
+// phases per warp with the taps in shared memory.
 //
 // A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
 // chunks of kHaloChunkTerms terms: for each chunk the block stages the tile's samples with that
 // chunk's halo, and carries every output's partial sum from chunk to chunk in the tile's output
 // buffer: the same fused multiply-adds in the same order, so the results are unchanged. Shapes
-// whose smallest tile does not fit shared memory (HaloTerms: one output of each phase beside the
-// whole halo, or 32 threads' outputs beside a chunk) and shapes whose indices pass int run a direct
-// kernel instead: one output a thread over a grid-stride loop, samples and taps read where they
-// are (taps staged in shared memory only by that placement), the same fused multiply-adds in the
-// same order.
+// whose smallest tile does not fit shared memory (HaloTerms: one output of each phase beside a
+// chunk of the halo) and shapes whose indices pass int run a direct kernel instead: one output a
+// thread over a grid-stride loop, samples and taps read where they are (taps staged in shared
+// memory only by that placement), the same fused multiply-adds in the same order.
 #pragma once
 
 #include <algorithm>
@@ -96,6 +98,7 @@ struct Geometry {
   int halo_terms;      // terms a step stages the samples of: ceil(k / up), or kHaloChunkTerms
   int halo_chunks;     // steps a tile: ceil(ceil(k / up) / halo_terms)
   int tile_s;          // S
+  int group;           // outputs a thread: kOutputs, or 1 (TilePlan::group)
   int staged;          // samples staged a step: kChunk + halo_terms - 1 + S * Q
   int in_elements;     // elements of a sample buffer
   int tiles_offset;    // bytes before the tile buffers (the staged taps)
@@ -112,6 +115,7 @@ __device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int
   const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
   const int lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
   const int hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
+#pragma unroll 4
   for (int m = lo; m <= hi; ++m) acc = fma(in[Slot<kPaddedSlots>(e - m)], taps[p + m * up], acc);
   return acc;
 }
@@ -172,6 +176,7 @@ __global__ void __launch_bounds__(kThreads)
   constexpr bool kPaddedSlots = kPadded<kQ, kPerWarp>;
   const int q = kQ > 0 ? kQ : g.stride;
   const int P = g.period, S = g.tile_s;
+  const int G = kQ > 0 ? kOutputs : g.group;  // outputs a thread
   const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
 
   // The row of `tile` and the row sample its staged sample 0 is for the chunk of terms from m0.
@@ -196,7 +201,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
-  const int groups = (S + kOutputs - 1) / kOutputs;  // a multiple of 32 for kPerWarp
+  const int groups = (S + G - 1) / G;  // a multiple of 32 for kPerWarp
   const int items = P * groups;
   // A step is a tile and a chunk of its terms; a block takes tiles blockIdx.x + i * gridDim.x.
   std::int64_t tile = blockIdx.x;
@@ -241,10 +246,10 @@ __global__ void __launch_bounds__(kThreads)
       const int left_terms = phase_terms - m0;
       const int terms = left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
       const int p0 = p + m0 * g.up;
-      const int s0 = group * kOutputs;
+      const int s0 = group * G;
       // Outputs r of this thread: s0 + r < S and inside the row.
       const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
-      const int in_tile = S - s0 < kOutputs ? S - s0 : kOutputs;
+      const int in_tile = S - s0 < G ? S - s0 : G;
       const int count = remaining >= static_cast<std::int64_t>(in_tile) * P ? in_tile
                         : remaining <= 0 ? 0
                                          : (static_cast<int>(remaining) + P - 1) / P;
@@ -321,10 +326,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// A tile plan: S, whether the lanes of each warp share a phase, and the terms a step stages the
-// halo of. Sizes in int64: a plan whose bytes fit shared memory has sizes that fit int.
+// A tile plan: S, the outputs a thread, whether the lanes of each warp share a phase, and the terms
+// a step stages the halo of. Sizes in int64: a plan whose bytes fit shared memory has sizes that
+// fit int.
 struct TilePlan {
   std::int64_t s = 0;
+  int group = kOutputs;
   bool per_warp = false;
   std::int64_t halo_terms = 0;
   std::size_t bytes = 0;  // the tile buffers
@@ -353,8 +360,9 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
 // memory a block for its tile buffers: all ceil(k / up) up to kHaloChunkTerms where the smallest
 // tile (S = 1: one output of each phase, Q samples and the halo) fits; past it chunks of
 // kHaloChunkTerms where a tile of 32 threads' outputs (7 outputs each) fits with them, else the
-// whole halo where the smallest tile fits with it (a large Q); else 0: no tile. Tests of the chunks
-// on short filters pass a smaller `chunk_terms`.
+// whole halo where the smallest tile fits with it (a large Q), else chunks beside the smallest
+// tile (20,000 taps at 1/100); else 0: no tile. Tests of the chunks on short filters pass a
+// smaller `chunk_terms`.
 template <class T>
 std::int64_t HaloTerms(const UpfirdnShape& shape, std::size_t most_bytes,
                        std::int64_t chunk_terms = kHaloChunkTerms) {
@@ -368,7 +376,8 @@ std::int64_t HaloTerms(const UpfirdnShape& shape, std::size_t most_bytes,
   if (most_terms <= chunk) return fits(1, most_terms) ? most_terms : 0;
   const std::int64_t warp_outputs = 32 * kOutputs;
   if (fits((warp_outputs + P - 1) / P, chunk)) return chunk;
-  return fits(1, most_terms) ? most_terms : 0;
+  if (fits(1, most_terms)) return most_terms;
+  return fits(1, chunk) ? chunk : 0;
 }
 
 // Whether the tiled kernel takes `shape` with `most_bytes` of shared memory a block for its tile
@@ -387,7 +396,9 @@ bool TiledFits(const UpfirdnShape& shape, std::size_t most_bytes) {
 // leaves, at most kTiledMostBytes), then the largest S within kTileBudgetBytes plus that halo (and
 // within `most_bytes`), in whole groups of 32 threads' outputs for kPhasePerWarp (so that every
 // warp takes one phase) and of one thread's for kPhasePerLane; no more than a row needs; at least
-// 1.
+// 1. Where Q is 4 or more and that tile holds fewer than kThreads threads' 7 outputs, a thread
+// takes one output, and S is no more than kThreads threads' outputs need: 96 kHz -> 8 kHz
+// (Q = 12) fits 320 outputs a tile, 46 threads' 7.
 template <class T>
 TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
                     std::size_t most_bytes = kTileBudgetBytes * 8,
@@ -406,21 +417,25 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   for (std::int64_t step = 1 << 20; step > 0; step >>= 1) {
     if (plan(most + step).bytes <= budget) most += step;
   }
-  const std::int64_t unit = per_warp ? 32 * kOutputs : kOutputs;
-  std::int64_t s;
-  if (most >= unit) {
-    const std::int64_t whole = (needed + unit - 1) / unit * unit;
-    s = std::min(most / unit * unit, whole);
-  } else {
-    s = std::max<std::int64_t>(1, std::min(most, needed));
+  auto largest = [&](std::int64_t unit) {
+    if (most < unit) return std::max<std::int64_t>(1, std::min(most, needed));
+    return std::min(most / unit * unit, (needed + unit - 1) / unit * unit);
+  };
+  int group = kOutputs;
+  std::int64_t s = largest(per_warp ? 32 * kOutputs : kOutputs);
+  if (Q > 3 && P * ((s + kOutputs - 1) / kOutputs) < kThreads) {
+    group = 1;
+    const std::int64_t unit = per_warp ? 32 : 1;
+    s = std::min(largest(unit), ((kThreads + P - 1) / P + unit - 1) / unit * unit);
   }
   TilePlan chosen = plan(s);
+  chosen.group = group;
   // Whole groups of 32 threads a phase; with one phase (up dividing down) any tile is uniform.
-  chosen.per_warp = per_warp && (s % unit == 0 || P == 1);
+  chosen.per_warp = per_warp && (s % (32 * group) == 0 || P == 1);
   return chosen;
 }
 
-// The threads a block for a tile of `items` (each kOutputs outputs of one phase): the multiple of
+// The threads a block for a tile of `items` (each a thread's outputs of one phase): the multiple of
 // 32 from 64 to 256 that leaves the smallest share of thread slots idle over the tile's rounds
 // (128 items: 128 threads, not 256 of which half idle; 320: 160, two full rounds).
 inline int BlockThreads(int items) {
@@ -456,13 +471,19 @@ inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& pla
   g.halo_chunks = static_cast<int>(((shape.taps + shape.up - 1) / shape.up + plan.halo_terms - 1) /
                                    plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
+  g.group = plan.group;
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
   g.tiles_offset = static_cast<int>(taps_bytes);
-  g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + kOutputs - 1) / kOutputs));
+  g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + g.group - 1) / g.group));
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
   g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
   return g;
+}
+
+// The threads a block for the tiled kernel with geometry `g`.
+inline int TileThreads(const Geometry& g) {
+  return BlockThreads(g.period * ((g.tile_s + g.group - 1) / g.group));
 }
 
 }  // namespace upfirdn_kernels

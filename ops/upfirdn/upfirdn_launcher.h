@@ -26,8 +26,8 @@ namespace ops {
 //     such as 160/147, whose P + Q is too large for the other.
 //   kDirect: no tile: one output a thread, its samples and taps read where they are, for shapes
 //     whose smallest tile does not fit shared memory (one output of each phase, Q samples and the
-//     whole halo; past 2,048 terms a phase, 32 threads' outputs beside a chunk of 2,048 terms: a
-//     long filter at a large down such as 20,000 taps at 1/100), or whose indices pass int. Any
+//     halo, or past 2,048 terms a phase a chunk of 2,048 terms of it: rates whose P + Q is
+//     tens of thousands), or whose indices pass int. Any
 //     placement; consecutive lanes read the taps of consecutive phases, so shared or global memory
 //     serves it best.
 //   kAuto: kDirect where no tile fits, else kPhasePerWarp where its tiles fit, else

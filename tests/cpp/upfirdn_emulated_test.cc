@@ -52,7 +52,7 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
       (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
   const TilePlan plan = ChooseTile<T>(shape, kPerWarp, kTileBudgetBytes * 8, chunk_terms);
   const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
-  const int threads = BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
+  const int threads = TileThreads(g);
   const auto grid =
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.tiles, blocks)));
   emulated_gpu::Launch(dim3(grid), dim3(threads), g.tiles_offset + plan.bytes,
@@ -162,8 +162,8 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
 // the terms in chunks: bench/crossover_bench.py crosses this boundary by its tap counts, which
 // must follow the tile's plan when it changes. Rates whose P + Q leave no room for a tile run the
 // direct kernel whatever the filter's length; a large Q whose tile of 32 threads' outputs does not
-// fit beside a chunk stages a halo it fits whole, and runs the direct kernel where that does not
-// fit either (20,000 taps at 1/100).
+// fit beside a chunk stages a halo it fits whole, and where that does not fit either walks chunks
+// beside a smaller tile (20,000 taps at 1/100).
 TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   for (auto [up, longest] : {std::pair<std::int64_t, std::int64_t>{1, 2048}, {2, 4096}}) {
     UpfirdnShape inside, outside, longest_table;
@@ -183,7 +183,43 @@ TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   EXPECT_EQ(HaloTerms<float>(large_q, kTiledMostBytes), 3000);
   UpfirdnShape long_large_q;
   ASSERT_TRUE(MakeUpfirdnShape(1, 480000, 20000, 1, 100, &long_large_q).ok());
-  EXPECT_FALSE(TiledFits<float>(long_large_q, kTiledMostBytes));
+  EXPECT_TRUE(TiledFits<float>(long_large_q, kTiledMostBytes));
+  EXPECT_EQ(HaloTerms<float>(long_large_q, kTiledMostBytes), kHaloChunkTerms);
+}
+
+// Integer downsampling by 4 and more: a thread takes one output, and a tile about kThreads
+// threads' outputs, where 7 outputs a thread would leave a tile fewer than kThreads threads' work;
+// Q of 1 to 3 and tiles of many phases keep 7 outputs a thread.
+TEST(UpfirdnEmulated, LargeQTakesAThreadAnOutputWhereSevenLeaveThreadsIdle) {
+  struct PlanCase {
+    Case shape;
+    int group;
+    std::int64_t s;  // one phase a warp; 0: not checked
+  };
+  const PlanCase cases[] = {
+      {{64, 480000, 147, 1, 12}, 1, 256},     // 96 kHz -> 8 kHz
+      {{64, 480000, 55, 1, 4}, 1, 256},       // 32 kHz -> 8 kHz
+      {{64, 480000, 1281, 147, 1280}, 1, 2},  // 96 kHz -> 11.025 kHz: 147 phases
+      {{64, 480000, 3201, 160, 147}, 7, 0},   // 44.1 kHz -> 48 kHz: 160 phases
+      {{64, 480000, 31, 1, 3}, 7, 0},         // 48 kHz -> 16 kHz: a specialised Q
+  };
+  for (const PlanCase& c : cases) {
+    UpfirdnShape shape;
+    ASSERT_TRUE(
+        MakeUpfirdnShape(c.shape.rows, c.shape.n, c.shape.k, c.shape.up, c.shape.down, &shape)
+            .ok());
+    for (bool per_warp : {true, false}) {
+      const TilePlan plan = ChooseTile<float>(shape, per_warp);
+      EXPECT_EQ(plan.group, c.group) << Describe(c.shape);
+      if (per_warp && c.s > 0) {
+        EXPECT_EQ(plan.s, c.s) << Describe(c.shape);
+      }
+      const Geometry g = MakeTiledGeometry(shape, plan, 0);
+      if (c.group == 1) {
+        EXPECT_GE(g.period * g.tile_s, kThreads) << Describe(c.shape);
+      }
+    }
+  }
 }
 
 // The halo walked in chunks (3, 17 and 40 terms here; 2,048 on a GPU), the partial sums carried in
@@ -214,10 +250,12 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
 
 TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
   const Case cases[] = {
-      {2, 700, 31, 1, 3},     {2, 300, 31, 3, 1}, {1, 900, 255, 160, 147}, {1, 900, 255, 147, 160},
-      {2, 500, 31, 2, 1},     {2, 500, 31, 1, 2}, {1, 600, 63, 3, 2},      {1, 800, 97, 160, 441},
-      {1, 500, 33, 441, 160}, {1, 400, 49, 5, 4}, {1, 333, 17, 4, 5},      {2, 3000, 158, 1, 12},
-      {1, 2000, 80, 1, 6},
+      {2, 700, 31, 1, 3},        {2, 300, 31, 3, 1},     {1, 900, 255, 160, 147},
+      {1, 900, 255, 147, 160},   {2, 500, 31, 2, 1},     {2, 500, 31, 1, 2},
+      {1, 600, 63, 3, 2},        {1, 800, 97, 160, 441}, {1, 500, 33, 441, 160},
+      {1, 400, 49, 5, 4},        {1, 333, 17, 4, 5},     {2, 3000, 158, 1, 12},
+      {1, 2000, 80, 1, 6},       {1, 8000, 54, 1, 4},    {2, 7000, 158, 1, 12},
+      {1, 30000, 97, 147, 1280},
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
