@@ -117,7 +117,8 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
       (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
   // Tiled<T> held for these bytes: the plan's sizes and the geometry's fit int.
   const TilePlan plan =
-      ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0);
+      ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0,
+                    kHaloChunkTerms, taps_bytes);
   const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
   const std::size_t shared = g.tiles_offset + plan.bytes;
   if (shared > device_bytes) {

@@ -72,6 +72,9 @@ constexpr std::size_t kTiledMostBytes = 96 * 1024;
 // 27.8 ms for 12,266 taps in chunks in one run (upfirdn_bench --long-filters, H100,
 // results/h100/upfirdn_bench_long_filters.json).
 constexpr int kHaloChunkTerms = 2048;
+// Shared memory an SM keeps aside for each resident block (1 KiB on GPUs of compute capability 8.0
+// and newer), beyond the most a block may take.
+constexpr std::size_t kReservedBytesPerBlock = 1024;
 
 // The staged samples of a tile and a chunk of terms m0 ... m0 + halo_terms - 1: local index e is
 // sample tile_first_base - m0 - (halo_terms - 1) - kChunk + e; the kChunk in front are never read
@@ -398,11 +401,14 @@ bool TiledFits(const UpfirdnShape& shape, std::size_t most_bytes) {
 // warp takes one phase) and of one thread's for kPhasePerLane; no more than a row needs; at least
 // 1. Where Q is 4 or more and that tile holds fewer than kThreads threads' 7 outputs, a thread
 // takes one output, and S is no more than kThreads threads' outputs need: 96 kHz -> 8 kHz
-// (Q = 12) fits 320 outputs a tile, 46 threads' 7.
+// (Q = 12) fits 320 outputs a tile, 46 threads' 7. Where many phases leave room for fewer than 7
+// outputs of each (11.025 kHz -> 96 kHz, P = 1,280, Q = 147: 5 in 32 KiB), S is 7 where an SM
+// still holds as many blocks beside `taps_bytes` of staged taps: a thread's 7 outputs read each
+// tap once and walk the terms without the row's bounds.
 template <class T>
 TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
                     std::size_t most_bytes = kTileBudgetBytes * 8,
-                    std::int64_t chunk_terms = kHaloChunkTerms) {
+                    std::int64_t chunk_terms = kHaloChunkTerms, std::size_t taps_bytes = 0) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const std::int64_t P = phases.period, Q = phases.stride;
   std::int64_t halo_terms = HaloTerms<T>(shape, std::min(most_bytes, kTiledMostBytes), chunk_terms);
@@ -427,6 +433,13 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
     group = 1;
     const std::int64_t unit = per_warp ? 32 : 1;
     s = std::min(largest(unit), ((kThreads + P - 1) / P + unit - 1) / unit * unit);
+  } else if (s < kOutputs && needed >= kOutputs) {
+    const std::size_t sm_bytes = most_bytes + taps_bytes + kReservedBytesPerBlock;
+    auto resident = [&](std::size_t bytes) {
+      return sm_bytes / (taps_bytes + bytes + kReservedBytesPerBlock);
+    };
+    const std::size_t seven = plan(kOutputs).bytes;
+    if (seven <= most_bytes && resident(seven) >= resident(plan(s).bytes)) s = kOutputs;
   }
   TilePlan chosen = plan(s);
   chosen.group = group;
