@@ -353,7 +353,7 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
   const std::int64_t last = plan.staged - 1;
   // Padded: one element after every 32; else shifted by up to kAlign - 1 (StageSpan).
   plan.in_elements = padded ? (last + (last >> 5) + 1 + kAlign - 1) / kAlign * kAlign
-                            : SpanElements<T>(static_cast<int>(kAlign - 1 + plan.staged));
+                            : (kAlign - 1 + plan.staged + kAlign - 1) / kAlign * kAlign;
   const std::int64_t out_elements = (kAlign - 1 + s * p_period + kAlign - 1) / kAlign * kAlign;
   plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
   return plan;
@@ -400,7 +400,7 @@ bool TiledFits(const UpfirdnShape& shape, std::size_t most_bytes) {
 // within `most_bytes`), in whole groups of 32 threads' outputs for kPhasePerWarp (so that every
 // warp takes one phase) and of one thread's for kPhasePerLane; no more than a row needs; at least
 // 1. Where Q is 4 or more and that tile holds fewer than kThreads threads' 7 outputs, a thread
-// takes one output, and S is no more than kThreads threads' outputs need: 96 kHz -> 8 kHz
+// takes one output, and S is what kThreads threads take in one round: 96 kHz -> 8 kHz
 // (Q = 12) fits 320 outputs a tile, 46 threads' 7. Where many phases leave room for fewer than 7
 // outputs of each (11.025 kHz -> 96 kHz, P = 1,280, Q = 147: 5 in 32 KiB), S is 7 where an SM
 // still holds as many blocks beside `taps_bytes` of staged taps: a thread's 7 outputs read each
@@ -432,7 +432,7 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   if (Q > 3 && P * ((s + kOutputs - 1) / kOutputs) < kThreads) {
     group = 1;
     const std::int64_t unit = per_warp ? 32 : 1;
-    s = std::min(largest(unit), ((kThreads + P - 1) / P + unit - 1) / unit * unit);
+    s = std::min(largest(unit), std::max(unit, kThreads / P / unit * unit));
   } else if (s < kOutputs && needed >= kOutputs) {
     const std::size_t sm_bytes = most_bytes + taps_bytes + kReservedBytesPerBlock;
     auto resident = [&](std::size_t bytes) {

@@ -192,22 +192,24 @@ TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   EXPECT_EQ(HaloTerms<float>(long_large_q, kTiledMostBytes), kHaloChunkTerms);
 }
 
-// Integer downsampling by 4 and more: a thread takes one output, and a tile about kThreads
-// threads' outputs, where 7 outputs a thread would leave a tile fewer than kThreads threads' work;
-// Q of 1 to 3 and tiles of many phases keep 7 outputs a thread.
+// Integer downsampling by 4 and more: a thread takes one output, and a tile what kThreads threads
+// take in one round, where 7 outputs a thread would leave a tile fewer than kThreads threads' work;
+// Q of 1 to 3 and tiles of many phases keep 7 outputs a thread. The threads a block follow.
 TEST(UpfirdnEmulated, LargeQTakesAThreadAnOutputWhereSevenLeaveThreadsIdle) {
   struct PlanCase {
     Case shape;
     int group;
     std::int64_t s;  // one phase a warp; 0: not checked
+    int threads;     // one phase a lane; 0: not checked
   };
   const PlanCase cases[] = {
-      {{64, 480000, 147, 1, 12}, 1, 256},      // 96 kHz -> 8 kHz
-      {{64, 480000, 55, 1, 4}, 1, 256},        // 32 kHz -> 8 kHz
-      {{64, 480000, 1281, 147, 1280}, 1, 2},   // 96 kHz -> 11.025 kHz: 147 phases
-      {{64, 480000, 3201, 160, 147}, 7, 0},    // 44.1 kHz -> 48 kHz: 160 phases
-      {{64, 480000, 15521, 1280, 147}, 7, 7},  // 11.025 kHz -> 96 kHz: 7 outputs of 1,280 phases
-      {{64, 480000, 31, 1, 3}, 7, 0},          // 48 kHz -> 16 kHz: a specialised Q
+      {{64, 480000, 147, 1, 12}, 1, 256, 256},      // 96 kHz -> 8 kHz
+      {{64, 480000, 55, 1, 4}, 1, 256, 256},        // 32 kHz -> 8 kHz
+      {{64, 480000, 81, 5, 12}, 1, 0, 256},         // 5 phases: 51 outputs of each
+      {{64, 480000, 1281, 147, 1280}, 1, 2, 160},   // 96 kHz -> 11.025 kHz: 147 phases
+      {{64, 480000, 3201, 160, 147}, 7, 0, 0},      // 44.1 kHz -> 48 kHz: 160 phases
+      {{64, 480000, 15521, 1280, 147}, 7, 7, 256},  // 11.025 kHz -> 96 kHz: 7 of 1,280 phases
+      {{64, 480000, 31, 1, 3}, 7, 0, 0},            // 48 kHz -> 16 kHz: a specialised Q
   };
   for (const PlanCase& c : cases) {
     UpfirdnShape shape;
@@ -224,8 +226,8 @@ TEST(UpfirdnEmulated, LargeQTakesAThreadAnOutputWhereSevenLeaveThreadsIdle) {
         EXPECT_EQ(plan.s, c.s) << Describe(c.shape);
       }
       const Geometry g = MakeTiledGeometry(shape, plan, 0);
-      if (c.group == 1) {
-        EXPECT_GE(g.period * g.tile_s, kThreads) << Describe(c.shape);
+      if (!per_warp && c.threads > 0) {
+        EXPECT_EQ(TileThreads(g), c.threads) << Describe(c.shape);
       }
     }
   }
@@ -248,6 +250,8 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
       {{1, 20000, 97, 1, 1}, 17},    // rows of several tiles, each walking its chunks
       {{1, 900, 255, 160, 147}, 1},  // run-time Q, phases of 1 and 2 terms
       {{2, 600, 130, 4, 5}, 17},     // Q 5 (run-time), phases of 32 and 33 terms
+      // 20,000 terms at Q 100: ten chunks of 2,048 beside the smallest tile, as on a GPU
+      {{1, 30000, 20000, 1, 100}, kHaloChunkTerms},
   };
   std::uint64_t seed = 500;
   for (const ChunkCase& c : cases) {
@@ -259,12 +263,24 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
 
 TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
   const Case cases[] = {
-      {2, 700, 31, 1, 3},        {2, 300, 31, 3, 1},          {1, 900, 255, 160, 147},
-      {1, 900, 255, 147, 160},   {2, 500, 31, 2, 1},          {2, 500, 31, 1, 2},
-      {1, 600, 63, 3, 2},        {1, 800, 97, 160, 441},      {1, 500, 33, 441, 160},
-      {1, 400, 49, 5, 4},        {1, 333, 17, 4, 5},          {2, 3000, 158, 1, 12},
-      {1, 2000, 80, 1, 6},       {1, 8000, 54, 1, 4},         {2, 7000, 158, 1, 12},
-      {1, 30000, 97, 147, 1280}, {1, 3000, 15521, 1280, 147},
+      {2, 700, 31, 1, 3},
+      {2, 300, 31, 3, 1},
+      {1, 900, 255, 160, 147},
+      {1, 900, 255, 147, 160},
+      {2, 500, 31, 2, 1},
+      {2, 500, 31, 1, 2},
+      {1, 600, 63, 3, 2},
+      {1, 800, 97, 160, 441},
+      {1, 500, 33, 441, 160},
+      {1, 400, 49, 5, 4},
+      {1, 333, 17, 4, 5},
+      {2, 3000, 158, 1, 12},
+      {1, 2000, 80, 1, 6},
+      {1, 8000, 54, 1, 4},
+      {2, 7000, 158, 1, 12},
+      {1, 30000, 97, 147, 1280},
+      {1, 3000, 15521, 1280, 147},
+      {1, 100000, 64, 2, 4095},  // a tile of the whole row would take 800 KiB
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {

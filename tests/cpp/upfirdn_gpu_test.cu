@@ -252,9 +252,9 @@ TEST(UpfirdnGpu, ResamplePolyFiltersAndManyRowsBitwiseEqualToTheCpu) {
 
 // Past 4,096 taps and rates of 1,024: filters of up to 2^20 taps, long filters whose terms the
 // tiled kernel walks in chunks of 2,048 (12,266 taps at up 1, 30,000 at up 2, in shared and global
-// memory), rates up to 2^31 - 1 (indices past int), tiles that do not fit shared memory (the direct
-// kernel) and resample's longest audio filters (147 <-> 2,560, tiled with the taps in global
-// memory), from host and device tables.
+// memory; 20,000 at 1/100 beside the smallest tile), rates up to 2^31 - 1 (indices past int), tiles
+// that do not fit shared memory (the direct kernel) and resample's longest audio filters (147 <->
+// 2,560, tiled with the taps in global memory), from host and device tables.
 const Case kLargeCases[] = {
     {2, 3000, 100000, 1, 1},
     {2, 20000, 12266, 1, 1},
@@ -270,6 +270,8 @@ const Case kLargeCases[] = {
     {2, 50, 20000, 65537, 3},
     {2, 4000, 16384, 7, 5},
     {3, 100000, 40, 5, 1031},
+    {1, 100000, 64, 2, 4095},   // a tile of the whole row would take 800 KiB
+    {1, 30000, 20000, 1, 100},  // chunks of 2,048 terms beside the smallest tile
 };
 
 TEST(UpfirdnGpu, LargeTapsAndRatesInGlobalMemoryBitwiseEqualToTheCpu) {
