@@ -51,10 +51,11 @@ StrategyLimits UpfirdnLimits() {
 }
 
 // Whether the lanes of a warp share a phase for `shape` (one the tiled kernel takes) with a table
-// read as `divergent_reader` says.
+// read as `divergent_reader` says, planned with `most_bytes` of shared memory a block beside
+// `taps_bytes` of staged taps (by default, room for any tile).
 template <class T>
-bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader,
-                  UpfirdnArrangement arrangement) {
+bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader, UpfirdnArrangement arrangement,
+                  std::size_t most_bytes = kTileBudgetBytes * 8, std::size_t taps_bytes = 0) {
   if (!divergent_reader) return true;
   switch (arrangement) {
     case UpfirdnArrangement::kPhasePerWarp:
@@ -65,7 +66,7 @@ bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader,
     case UpfirdnArrangement::kDirect:
       break;
   }
-  return ChooseTile<T>(shape, true).per_warp;
+  return ChooseTile<T>(shape, true, most_bytes, kHaloChunkTerms, taps_bytes).per_warp;
 }
 
 // The shared memory a table staged by `placement` takes, rounded to 16 bytes (the tile buffers
@@ -185,7 +186,7 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
                       " bytes of shared memory a block); the direct kernel runs them");
   }
   if constexpr (kDivergentReader<Taps>) {
-    if (!PhasePerWarp<T>(shape, true, arrangement)) {
+    if (!PhasePerWarp<T>(shape, true, arrangement, device_bytes - taps_bytes, taps_bytes)) {
       return LaunchForStride<T, Taps, false>(device, stream, x, y, shape, taps);
     }
   } else if (arrangement == UpfirdnArrangement::kPhasePerLane) {
