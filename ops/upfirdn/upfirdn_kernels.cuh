@@ -21,7 +21,10 @@
 // samples for 7 U FMAs) instead of once per FMA. Which outputs the lanes of a warp take is the
 // placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so that every
 // lane reads the same tap (constant memory's broadcast, by value or from a bank), or consecutive
-// phases per warp with the taps in shared memory.
+// phases per warp with the taps in shared memory. Where P is even, one phase a warp becomes
+// gcd(P, 32) phases a warp, 32 / gcd(P, 32) groups each (Geometry::warp_phases_log2): the lanes'
+// outputs, 7 P apart in the tile's output buffer, would otherwise meet gcd(P, 32) to a bank (4-way
+// at 8 kHz -> 96 kHz, P = 12); the taps then go to shared memory (UpfirdnPlacementForShape).
 //
 // A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
 // chunks of kHaloChunkTerms terms: for each chunk the block stages the tile's samples with that
@@ -97,17 +100,19 @@ struct Geometry {
   std::int64_t tiles_per_row;  // ceil(ceil(L / P) / S)
   std::int64_t tiles;          // rows * tiles_per_row
   int taps, up, down;
-  int period, stride;  // P, Q
-  int halo_terms;      // terms a step stages the samples of: ceil(k / up), or kHaloChunkTerms
-  int halo_chunks;     // steps a tile: ceil(ceil(k / up) / halo_terms)
-  int tile_s;          // S
-  int group;           // outputs a thread: kOutputs, or 1 (TilePlan::group)
-  int staged;          // samples staged a step: kChunk + halo_terms - 1 + S * Q
-  int in_elements;     // elements of a sample buffer
-  int tiles_offset;    // bytes before the tile buffers (the staged taps)
+  int period, stride;    // P, Q
+  int halo_terms;        // terms a step stages the samples of: ceil(k / up), or kHaloChunkTerms
+  int halo_chunks;       // steps a tile: ceil(ceil(k / up) / halo_terms)
+  int tile_s;            // S
+  int group;             // outputs a thread: kOutputs, or 1 (TilePlan::group)
+  int warp_phases_log2;  // one phase a warp: log2 of the phases a warp takes (0: one)
+  int staged;            // samples staged a step: kChunk + halo_terms - 1 + S * Q
+  int in_elements;       // elements of a sample buffer
+  int tiles_offset;      // bytes before the tile buffers (the staged taps)
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
   // P (a phase a lane); then c * down by up.
   FastDivisor by_groups, by_period, by_up;
+  FastDivisor by_phase_blocks;  // groups << warp_phases_log2: the items of a warp's phases
 };
 
 // Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
@@ -236,8 +241,19 @@ __global__ void __launch_bounds__(kThreads)
     for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
       if constexpr (kPerWarp) {
-        c = static_cast<int>(g.by_groups.Divide(w));
-        group = w - c * groups;
+        if (g.warp_phases_log2 == 0) {
+          c = static_cast<int>(g.by_groups.Divide(w));
+          group = w - c * groups;
+        } else {
+          // Lane l of a warp: phase l mod 2^k of the block of 2^k phases, group l / 2^k of the
+          // warp's 32 / 2^k.
+          const int k = g.warp_phases_log2;
+          const int block = static_cast<int>(g.by_phase_blocks.Divide(w));
+          const int within = w - block * (groups << k);
+          const int lane = within & 31;
+          c = (block << k) + (lane & ((1 << k) - 1));
+          group = ((within >> 5) << (5 - k)) + (lane >> k);
+        }
       } else {
         group = static_cast<int>(g.by_period.Divide(w));
         c = w - group * P;
@@ -448,6 +464,16 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   return chosen;
 }
 
+// log2 of the phases a warp takes in `plan` for P = `period`: gcd(P, 32) for one phase a warp's
+// plan (groups a multiple of 32), so that the lanes' stores to the tile's outputs meet in no bank.
+inline int WarpPhasesLog2(const TilePlan& plan, std::int64_t period) {
+  int log2 = 0;
+  if (plan.per_warp) {
+    while (log2 < 5 && period % (std::int64_t{2} << log2) == 0) ++log2;
+  }
+  return log2;
+}
+
 // The threads a block for a tile of `items` (each a thread's outputs of one phase): the multiple of
 // 32 from 64 to 256 that leaves the smallest share of thread slots idle over the tile's rounds
 // (128 items: 128 threads, not 256 of which half idle; 320: 160, two full rounds).
@@ -485,12 +511,15 @@ inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& pla
                                    plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
   g.group = plan.group;
+  g.warp_phases_log2 = WarpPhasesLog2(plan, phases.period);
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
   g.tiles_offset = static_cast<int>(taps_bytes);
   g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + g.group - 1) / g.group));
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
   g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
+  g.by_phase_blocks = FastDivisor(
+      static_cast<std::uint32_t>(((g.tile_s + g.group - 1) / g.group) << g.warp_phases_log2));
   return g;
 }
 

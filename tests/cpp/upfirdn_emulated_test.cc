@@ -281,6 +281,8 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
       {1, 30000, 97, 147, 1280},
       {1, 3000, 15521, 1280, 147},
       {1, 100000, 64, 2, 4095},  // a tile of the whole row would take 800 KiB
+      {1, 3000, 145, 12, 1},     // 8 kHz -> 96 kHz: 4 phases a warp
+      {1, 2000, 129, 16, 1},     // 16 phases a warp
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
