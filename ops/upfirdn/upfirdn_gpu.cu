@@ -120,7 +120,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0,
                     kHaloChunkTerms, taps_bytes);
-  const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
+  const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes, kDivergentReader<Taps>);
   const std::size_t shared = g.tiles_offset + plan.bytes;
   if (shared > device_bytes) {
     return Status(StatusCode::kFailedPrecondition,

@@ -492,9 +492,11 @@ inline int BlockThreads(int items) {
 }
 
 // The tiled kernel's geometry for `shape` with tile `plan` and `taps_bytes` of staged taps before
-// the tile buffers (a plan TiledFits took: its sizes fit int).
+// the tile buffers (a plan TiledFits took: its sizes fit int). A warp takes several phases
+// (WarpPhasesLog2) only where `divergent_taps`: its lanes read that many taps at a time, which a
+// by-value parameter or a constant bank serves one address after another.
 inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
-                                  std::size_t taps_bytes) {
+                                  std::size_t taps_bytes, bool divergent_taps = true) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   Geometry g;
   g.length = shape.length;
@@ -511,7 +513,7 @@ inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& pla
                                    plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
   g.group = plan.group;
-  g.warp_phases_log2 = WarpPhasesLog2(plan, phases.period);
+  g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2(plan, phases.period) : 0;
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
   g.tiles_offset = static_cast<int>(taps_bytes);

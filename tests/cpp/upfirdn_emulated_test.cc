@@ -56,6 +56,8 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
       (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, kHopperSharedBytes - taps_bytes, chunk_terms, taps_bytes);
+  // Several phases a warp with any reader (the launcher keeps one with a by-value or bank reader):
+  // the mapping of lanes to outputs is what is tested.
   const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
   const int threads = TileThreads(g);
   const auto grid =
