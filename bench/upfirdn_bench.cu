@@ -2,8 +2,8 @@
 // Upfirdn on the GPU and the CPU, float32, against a memory ceiling measured in the same run:
 //   - resampling with scipy.signal.resample_poly's default filter (20 * max(up, down) + 1 taps):
 //     48 kHz -> 16 kHz (up/down 1/3), 16 -> 48 kHz (3/1), 44.1 -> 48 kHz (160/147) and
-//     48 -> 44.1 kHz (147/160); integer downsampling with torchaudio's filters: 32, 48 and 96 kHz
-//     -> 8 kHz (1/4, 1/6, 1/12);
+//     48 -> 44.1 kHz (147/160); torchaudio's filters for 32, 48 and 96 kHz -> 8 kHz (1/4, 1/6,
+//     1/12), 8 -> 96 kHz (12/1) and 11.025 <-> 96 kHz (1280/147, 147/1280);
 //   - upfirdn with 31 and 255 taps at up/down 2/1, 1/2 and 3/2;
 // each on [64, 480000] and [1, 28800000]. GB/s count the input plus the output bytes once; the
 // ceiling is cudaMemcpyAsync device-to-device moving as many bytes (read + write) in the same run.
@@ -137,6 +137,10 @@ int main(int argc, char** argv) {
       {"resample 32k->8k", 1, 4, 54},
       {"resample 48k->8k", 1, 6, 80},
       {"resample 96k->8k", 1, 12, 158},
+      // Upsampling by 12 (4 phases a warp) and torchaudio's filters between 11.025 and 96 kHz.
+      {"resample 8k->96k", 12, 1, 145},
+      {"resample 11.025k->96k", 1280, 147, 15549},
+      {"resample 96k->11.025k", 147, 1280, 16718},
       {"upfirdn 2/1", 2, 1, 31},
       {"upfirdn 1/2", 1, 2, 31},
       {"upfirdn 3/2", 3, 2, 31},
