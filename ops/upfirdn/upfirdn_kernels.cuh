@@ -21,10 +21,10 @@
 // samples for 7 U FMAs) instead of once per FMA. Which outputs the lanes of a warp take is the
 // placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so that every
 // lane reads the same tap (constant memory's broadcast, by value or from a bank), or consecutive
-// phases per warp with the taps in shared memory. Where P is even, one phase a warp becomes
-// gcd(P, 32) phases a warp, 32 / gcd(P, 32) groups each (Geometry::warp_phases_log2): the lanes'
-// outputs, 7 P apart in the tile's output buffer, would otherwise meet gcd(P, 32) to a bank (4-way
-// at 8 kHz -> 96 kHz, P = 12); the taps then go to shared memory (UpfirdnPlacementForShape).
+// phases per warp with the taps in shared memory. Where P is even and Q is 1, one phase a warp
+// becomes gcd(P, 32) phases a warp, 32 / gcd(P, 32) groups each (Geometry::warp_phases_log2): the
+// lanes' outputs, 7 P apart in the tile's output buffer, would otherwise meet gcd(P, 32) to a bank
+// (4-way at 8 kHz -> 96 kHz, P = 12); the taps then go to shared memory (UpfirdnPlacementForShape).
 //
 // A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
 // chunks of kHaloChunkTerms terms: for each chunk the block stages the tile's samples with that
@@ -464,12 +464,24 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   return chosen;
 }
 
-// log2 of the phases a warp takes in `plan` for P = `period`: gcd(P, 32) for one phase a warp's
-// plan (groups a multiple of 32), so that the lanes' stores to the tile's outputs meet in no bank.
-inline int WarpPhasesLog2(const TilePlan& plan, std::int64_t period) {
+// log2 of the phases a warp takes in one phase a warp's `plan` (groups a multiple of 32) for
+// `shape`: gcd(P, 32), so that the lanes' stores to the tile's outputs meet in no bank, where Q is
+// 1 (an integer upsampling, whose phases share their samples: the lanes of a group read the same
+// window) and the phases' taps, up / P entries apart, stay in distinct banks; else one.
+template <class T>
+int WarpPhasesLog2(const TilePlan& plan, const UpfirdnShape& shape) {
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  if (!plan.per_warp || phases.stride != 1) return 0;
+  std::int64_t tap_words = shape.up / phases.period * static_cast<std::int64_t>(sizeof(T) / 4);
+  std::int64_t spread = 1;  // gcd(tap_words, 32): the banks' stride between phases' taps
+  while (spread < 32 && tap_words % 2 == 0) {
+    spread *= 2;
+    tap_words /= 2;
+  }
   int log2 = 0;
-  if (plan.per_warp) {
-    while (log2 < 5 && period % (std::int64_t{2} << log2) == 0) ++log2;
+  while (log2 < 5 && phases.period % (std::int64_t{2} << log2) == 0 &&
+         (spread << (log2 + 1)) <= 32) {
+    ++log2;
   }
   return log2;
 }
@@ -495,8 +507,9 @@ inline int BlockThreads(int items) {
 // the tile buffers (a plan TiledFits took: its sizes fit int). A warp takes several phases
 // (WarpPhasesLog2) only where `divergent_taps`: its lanes read that many taps at a time, which a
 // by-value parameter or a constant bank serves one address after another.
-inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
-                                  std::size_t taps_bytes, bool divergent_taps = true) {
+template <class T>
+Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std::size_t taps_bytes,
+                           bool divergent_taps = true) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   Geometry g;
   g.length = shape.length;
@@ -513,7 +526,7 @@ inline Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& pla
                                    plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
   g.group = plan.group;
-  g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2(plan, phases.period) : 0;
+  g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2<T>(plan, shape) : 0;
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
   g.tiles_offset = static_cast<int>(taps_bytes);

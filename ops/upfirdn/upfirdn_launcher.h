@@ -20,9 +20,9 @@ namespace ops {
 //     every lane reads the same tap at a time: a broadcast from any table placement (by value, a
 //     constant bank, global or shared memory). It needs tiles of at least 32 * 7 outputs of each
 //     phase, which fit the 32 KiB a block stages (plus the halo) when 2 Q + P is small: up to
-//     about 36 for float32, 18 for float64. Where P is even a warp takes gcd(P, 32) phases, 32 /
-//     gcd(P, 32) lanes each, so that the lanes' outputs meet in no bank of the tile's output
-//     buffer: its lanes read that many taps at a time (kAuto stages them in shared memory).
+//     about 36 for float32, 18 for float64. Where P is even and Q is 1 a warp takes gcd(P, 32)
+//     phases, 32 / gcd(P, 32) lanes each, so that the lanes' outputs meet in no bank of the tile's
+//     output buffer: its lanes read that many taps at a time (kAuto stages them in shared memory).
 //   kPhasePerLane: lanes take outputs of consecutive phases, each reading its own taps: the taps
 //     go to shared memory (or global memory); tiles need only 7 outputs of each phase. For rates
 //     such as 160/147, whose P + Q is too large for the other.

@@ -58,7 +58,7 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
       ChooseTile<T>(shape, kPerWarp, kHopperSharedBytes - taps_bytes, chunk_terms, taps_bytes);
   // Several phases a warp with any reader (the launcher keeps one with a by-value or bank reader):
   // the mapping of lanes to outputs is what is tested.
-  const Geometry g = MakeTiledGeometry(shape, plan, taps_bytes);
+  const Geometry g = MakeTiledGeometry<T>(shape, plan, taps_bytes);
   const int threads = TileThreads(g);
   const auto grid =
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.tiles, blocks)));
@@ -227,7 +227,7 @@ TEST(UpfirdnEmulated, LargeQTakesAThreadAnOutputWhereSevenLeaveThreadsIdle) {
       if (per_warp && c.s > 0) {
         EXPECT_EQ(plan.s, c.s) << Describe(c.shape);
       }
-      const Geometry g = MakeTiledGeometry(shape, plan, 0);
+      const Geometry g = MakeTiledGeometry<float>(shape, plan, 0);
       if (!per_warp && c.threads > 0) {
         EXPECT_EQ(TileThreads(g), c.threads) << Describe(c.shape);
       }
@@ -285,6 +285,7 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
       {1, 100000, 64, 2, 4095},  // a tile of the whole row would take 800 KiB
       {1, 3000, 145, 12, 1},     // 8 kHz -> 96 kHz: 4 phases a warp
       {1, 2000, 129, 16, 1},     // 16 phases a warp
+      {2, 3000, 81, 8, 2},       // rates not reduced: taps 2 apart, 4 phases a warp
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
