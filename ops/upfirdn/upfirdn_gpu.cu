@@ -38,6 +38,12 @@ namespace {
 
 using namespace upfirdn_kernels;  // NOLINT: the kernels are this file's
 
+// The most shared memory a table in global memory takes staged by phase for a tile of a phase a
+// lane: with a tile beside it, two blocks an SM of compute capability 9.0 (228 KiB). Its lanes
+// read consecutive words there; from global memory their taps, p + m * up for p = c * down mod up,
+// spread over several cache lines a read (96 kHz -> 11.025 kHz: 16,718 taps, 67 KiB).
+constexpr std::size_t kTapRowsMostBytes = 96 * 1024;
+
 template <class Taps>
 constexpr bool kDivergentReader =
     IsSharedTableSource<Taps>::value || std::is_same<Taps, GlobalTableReader<float>>::value ||
@@ -114,8 +120,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
   constexpr auto kernel = UpfirdnKernel<T, Taps, kQ, kPerWarp>;
   std::size_t device_bytes = 0;
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
-  const std::size_t taps_bytes =
-      (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  const std::size_t taps_bytes = TiledTapsBytes<kPerWarp, T>(taps, shape);
   // Tiled<T> held for these bytes: the plan's sizes and the geometry's fit int.
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0,
@@ -187,6 +192,28 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
   }
   if constexpr (kDivergentReader<Taps>) {
     if (!PhasePerWarp<T>(shape, true, arrangement, device_bytes - taps_bytes, taps_bytes)) {
+      // A phase a lane: the taps staged by phase (StageUpfirdnTaps), a table in global memory too
+      // where it leaves room for two blocks an SM; else read where they are.
+      const std::size_t rows_bytes = TapRowsBytes<T>(shape);
+      const bool rows_fit = Tiled<T>(shape, rows_bytes, device_bytes);
+      if constexpr (std::is_same<Taps, GlobalTableReader<T>>::value) {
+        if (rows_fit && rows_bytes <= kTapRowsMostBytes) {
+          return LaunchForStride<T, SharedTableSource<T>, false>(device, stream, x, y, shape,
+                                                                 SharedTableSource<T>{taps.values});
+        }
+      }
+      if constexpr (StagedByPhase<Taps>::value) {
+        if (!rows_fit) {
+          if (arrangement == UpfirdnArrangement::kAuto) {
+            return LaunchDirect<T>(device, stream, x, y, shape, taps);
+          }
+          return Status(StatusCode::kFailedPrecondition,
+                        "Upfirdn's tiled kernel cannot stage " + std::to_string(shape.taps) +
+                            " taps by phase at up " + std::to_string(shape.up) + ", down " +
+                            std::to_string(shape.down) + " on this GPU (" +
+                            std::to_string(device_bytes) + " bytes of shared memory a block)");
+        }
+      }
       return LaunchForStride<T, Taps, false>(device, stream, x, y, shape, taps);
     }
   } else if (arrangement == UpfirdnArrangement::kPhasePerLane) {

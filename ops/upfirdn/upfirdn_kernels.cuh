@@ -25,6 +25,8 @@
 // becomes gcd(P, 32) phases a warp, 32 / gcd(P, 32) groups each (Geometry::warp_phases_log2): the
 // lanes' outputs, 7 P apart in the tile's output buffer, would otherwise meet gcd(P, 32) to a bank
 // (4-way at 8 kHz -> 96 kHz, P = 12); the taps then go to shared memory (UpfirdnPlacementForShape).
+// A phase a lane stages its taps by phase (StageUpfirdnTaps), so that lanes on consecutive phases
+// read consecutive words.
 //
 // A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
 // chunks of kHaloChunkTerms terms: for each chunk the block stages the tile's samples with that
@@ -108,6 +110,7 @@ struct Geometry {
   int warp_phases_log2;  // one phase a warp: log2 of the phases a warp takes (0: one)
   int staged;            // samples staged a step: kChunk + halo_terms - 1 + S * Q
   int in_elements;       // elements of a sample buffer
+  int tap_rows;          // ceil(k / up): the terms of the longest phase (StageUpfirdnTaps)
   int tiles_offset;      // bytes before the tile buffers (the staged taps)
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
   // P (a phase a lane); then c * down by up.
@@ -116,24 +119,27 @@ struct Geometry {
 };
 
 // Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
-// row and the phase, m ascending. Within a chunk of terms, b and p are those of its first term.
+// row and the phase, m ascending, term m's tap at taps[tap0 + m * step] (step: up, or P for taps
+// staged by phase). Within a chunk of terms, b and tap0 are those of its first term.
 template <bool kPaddedSlots, class T, class Taps>
-__device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int p, int terms,
-                                         std::int64_t length, int up, const Taps& taps, T acc) {
+__device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int tap0, int terms,
+                                         std::int64_t length, int step, const Taps& taps, T acc) {
   const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
   const int lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
   const int hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
 #pragma unroll 4
-  for (int m = lo; m <= hi; ++m) acc = fma(in[Slot<kPaddedSlots>(e - m)], taps[p + m * up], acc);
+  for (int m = lo; m <= hi; ++m)
+    acc = fma(in[Slot<kPaddedSlots>(e - m)], taps[tap0 + m * step], acc);
   return acc;
 }
 
-// kOutputs outputs of one phase whose every term is inside the row: bases at local e0 + r * q.
+// kOutputs outputs of one phase whose every term is inside the row: bases at local e0 + r * q, term
+// m's tap at taps[tap0 + m * step].
 template <int kQ, bool kPaddedSlots, class T, class Taps>
-__device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int p, int up,
+__device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int tap0, int step,
                                                 int terms, const Taps& taps, T (&acc)[kOutputs]) {
   constexpr int U = kChunk<T>;
-  int tap = p;
+  int tap = tap0;
   int m0 = 0;
   if constexpr (kQ > 0) {
     // A window of samples e0 - m0 - (U - 1) ... e0 + (kOutputs - 1) Q - m0 in registers: term
@@ -147,27 +153,67 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int 
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         if (decltype(guarded)::value && m0 + j >= terms) break;
-        const T h = taps[tap + j * up];
+        const T h = taps[tap + j * step];
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) acc[r] = fma(window[U - 1 - j + r * kQ], h, acc[r]);
       }
     };
-    for (; m0 + U <= terms; m0 += U, tap += U * up) apply(std::false_type());
+    for (; m0 + U <= terms; m0 += U, tap += U * step) apply(std::false_type());
     if (m0 < terms) apply(std::true_type());
   } else {
     auto apply = [&](auto guarded) {
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         if (decltype(guarded)::value && m0 + j >= terms) break;
-        const T h = taps[tap + j * up];
+        const T h = taps[tap + j * step];
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) {
           acc[r] = fma(in[Slot<kPaddedSlots>(e0 + r * q - m0 - j)], h, acc[r]);
         }
       }
     };
-    for (; m0 + U <= terms; m0 += U, tap += U * up) apply(std::false_type());
+    for (; m0 + U <= terms; m0 += U, tap += U * step) apply(std::false_type());
     if (m0 < terms) apply(std::true_type());
+  }
+}
+
+// Taps a phase a lane reads staged by phase: row m holds term m of every phase, phase c's at
+// m * P + c, zero past a phase's last term. The lanes of a warp, on consecutive phases, then read
+// consecutive words, where in the filter's own order their taps p + m * up, p = c * down mod up,
+// meet up to 3 to a bank at the audio rates (96 kHz -> 11.025 kHz). P rows of ceil(k / up): about
+// k, at most up - 1 more (TapRowsBytes).
+// Every table a block stages (Upfirdn's launches never stage a prefix: SharedPrefixSource).
+template <class Taps>
+using StagedByPhase = IsSharedTableSource<Taps>;
+
+template <class T>
+__device__ __forceinline__ T TapOf(const SharedTableSource<T>& taps, int i) {
+  return __ldg(taps.values + i);
+}
+template <class ByValue>
+__device__ __forceinline__ typename ByValue::Entry TapOf(const ByValueSharedSource<ByValue>& taps,
+                                                         int i) {
+  return taps.table.values[i];
+}
+
+// The reader of a launch's taps: staged by phase (kByPhase), else as StageTable stages them (or
+// the reader itself). Every thread of the block must call it.
+template <bool kByPhase, class T, class Taps>
+__device__ __forceinline__ decltype(auto) StageUpfirdnTaps(const Taps& taps, const Geometry& g,
+                                                           unsigned char* staging) {
+  if constexpr (kByPhase) {
+    T* const shared = reinterpret_cast<T*>(staging);
+    const int entries = g.period * g.tap_rows;
+    for (int i = threadIdx.x; i < entries; i += blockDim.x) {
+      const int m = static_cast<int>(g.by_period.Divide(i)), c = i - m * g.period;
+      const int cd = c * g.down;
+      const int tap = cd - static_cast<int>(g.by_up.Divide(cd)) * g.up + m * g.up;
+      shared[i] = tap < g.taps ? TapOf(taps, tap) : T(0);
+    }
+    __syncthreads();
+    return SharedTableReader<T>{shared};
+  } else {
+    return StageTable(taps, g.taps, staging);
   }
 }
 
@@ -177,7 +223,8 @@ __global__ void __launch_bounds__(kThreads)
     UpfirdnKernel(const T* __restrict__ x, T* __restrict__ y, const Geometry g,
                   const __grid_constant__ Taps taps) {
   unsigned char* const shared_bytes = DynamicSharedMemory();
-  const auto& h = StageTable(taps, g.taps, shared_bytes);
+  constexpr bool kByPhase = !kPerWarp && StagedByPhase<Taps>::value;
+  const auto& h = StageUpfirdnTaps<kByPhase, T>(taps, g, shared_bytes);
   T* const in_buffers = reinterpret_cast<T*>(shared_bytes + g.tiles_offset);
   T* const out_buffer = in_buffers + 2 * g.in_elements;
   constexpr int U = kChunk<T>;
@@ -264,7 +311,9 @@ __global__ void __launch_bounds__(kThreads)
       // This chunk's terms of the phase: m0 ... m0 + terms - 1, its first tap p + m0 * up.
       const int left_terms = phase_terms - m0;
       const int terms = left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
-      const int p0 = p + m0 * g.up;
+      // Term m of the phase: h[p0 + m * step] (staged by phase: a row a term).
+      const int p0 = kByPhase ? m0 * P + c : p + m0 * g.up;
+      const int step = kByPhase ? P : g.up;
       const int s0 = group * G;
       // Outputs r of this thread: s0 + r < S and inside the row.
       const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
@@ -282,14 +331,14 @@ __global__ void __launch_bounds__(kThreads)
         acc[r] = r < count && m0 > 0 ? out[c + (s0 + r) * P] : T(0);
       if (count == kOutputs && b0 >= terms - 1 &&
           b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
-        InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, g.up, terms, h, acc);
+        InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, step, terms, h, acc);
       } else {
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) {
           if (r < count) {
             acc[r] =
                 ExactOutput<kPaddedSlots>(in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p0,
-                                          terms, g.length, g.up, h, acc[r]);
+                                          terms, g.length, step, h, acc[r]);
           }
         }
       }
@@ -464,6 +513,23 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   return chosen;
 }
 
+// The shared memory the taps of `shape` staged by phase take (StageUpfirdnTaps), in 16 bytes.
+template <class T>
+std::size_t TapRowsBytes(const UpfirdnShape& shape) {
+  const std::int64_t rows = (shape.taps + shape.up - 1) / shape.up;
+  const std::int64_t period = MakeUpfirdnPhases(shape.up, shape.down).period;
+  return (static_cast<std::size_t>(period * rows) * sizeof(T) + 15) / 16 * 16;
+}
+
+// The shared memory, in 16 bytes, a tiled launch (kPerWarp: the arrangement) stages `taps` in
+// before its tile buffers: by phase for a phase a lane (StageUpfirdnTaps), else as StageTable
+// stages them.
+template <bool kPerWarp, class T, class Taps>
+std::size_t TiledTapsBytes(const Taps& taps, const UpfirdnShape& shape) {
+  if constexpr (!kPerWarp && StagedByPhase<Taps>::value) return TapRowsBytes<T>(shape);
+  return (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+}
+
 // log2 of the phases a warp takes in one phase a warp's `plan` (groups a multiple of 32) for
 // `shape`: gcd(P, 32), so that the lanes' stores to the tile's outputs meet in no bank, where Q is
 // 1 (an integer upsampling, whose phases share their samples: the lanes of a group read the same
@@ -529,6 +595,7 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std:
   g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2<T>(plan, shape) : 0;
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
+  g.tap_rows = static_cast<int>((shape.taps + shape.up - 1) / shape.up);
   g.tiles_offset = static_cast<int>(taps_bytes);
   g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + g.group - 1) / g.group));
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));

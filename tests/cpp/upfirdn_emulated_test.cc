@@ -52,8 +52,7 @@ constexpr std::size_t kHopperSharedBytes = 227 * 1024;
 template <class T, class Taps, int kQ, bool kPerWarp>
 void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks,
               std::int64_t chunk_terms) {
-  const std::size_t taps_bytes =
-      (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  const std::size_t taps_bytes = TiledTapsBytes<kPerWarp, T>(taps, shape);
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, kHopperSharedBytes - taps_bytes, chunk_terms, taps_bytes);
   // Several phases a warp with any reader (the launcher keeps one with a by-value or bank reader):
