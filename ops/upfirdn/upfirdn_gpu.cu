@@ -39,9 +39,11 @@ namespace {
 using namespace upfirdn_kernels;  // NOLINT: the kernels are this file's
 
 // The most shared memory a table in global memory takes staged by phase for a tile of a phase a
-// lane: with a tile beside it, two blocks an SM of compute capability 9.0 (228 KiB). Its lanes
-// read consecutive words there; from global memory their taps, p + m * up for p = c * down mod up,
-// spread over several cache lines a read (96 kHz -> 11.025 kHz: 16,718 taps, 67 KiB).
+// lane: under half of what an SM of compute capability 9.0 holds (228 KiB). Its lanes read
+// consecutive words there, one wavefront a read; from global memory their taps, p + m * up for
+// p = c * down mod up, spread over several cache lines a read, a wavefront each (96 kHz ->
+// 11.025 kHz: 16,718 taps, 67 KiB, over 5 lines). The launch reports the table's placement,
+// global memory, all the same.
 constexpr std::size_t kTapRowsMostBytes = 96 * 1024;
 
 template <class Taps>
@@ -202,7 +204,13 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
                                                                  SharedTableSource<T>{taps.values});
         }
       }
-      if constexpr (StagedByPhase<Taps>::value) {
+      if constexpr (std::is_same<Taps, SharedTableSource<T>>::value) {
+        // Rows that leave no room for a tile: the taps read where they are.
+        if (!rows_fit) {
+          return LaunchForStride<T, GlobalTableReader<T>, false>(device, stream, x, y, shape,
+                                                                 GlobalTableReader<T>{taps.values});
+        }
+      } else if constexpr (StagedByPhase<Taps>::value) {
         if (!rows_fit) {
           if (arrangement == UpfirdnArrangement::kAuto) {
             return LaunchDirect<T>(device, stream, x, y, shape, taps);

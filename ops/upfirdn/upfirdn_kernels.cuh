@@ -182,7 +182,7 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int 
 // consecutive words, where in the filter's own order their taps p + m * up, p = c * down mod up,
 // meet up to 3 to a bank at the audio rates (96 kHz -> 11.025 kHz). P rows of ceil(k / up): about
 // k, at most up - 1 more (TapRowsBytes).
-// Every table a block stages (Upfirdn's launches never stage a prefix: SharedPrefixSource).
+// Every table a block stages (a SharedPrefixSource whole: its rows hold every tap).
 template <class Taps>
 using StagedByPhase = IsSharedTableSource<Taps>;
 
@@ -194,6 +194,10 @@ template <class ByValue>
 __device__ __forceinline__ typename ByValue::Entry TapOf(const ByValueSharedSource<ByValue>& taps,
                                                          int i) {
   return taps.table.values[i];
+}
+template <class T>
+__device__ __forceinline__ T TapOf(const SharedPrefixSource<T>& taps, int i) {
+  return __ldg(taps.values + i);
 }
 
 // The reader of a launch's taps: staged by phase (kByPhase), else as StageTable stages them (or
@@ -437,8 +441,12 @@ std::int64_t HaloTerms(const UpfirdnShape& shape, std::size_t most_bytes,
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const std::int64_t P = phases.period, Q = phases.stride;
   const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
+  // Either arrangement's tile: at a run-time Q one phase a warp pads its samples, a phase a lane
+  // aligns them (up to 16 bytes more for a short span).
   auto fits = [&](std::int64_t s, std::int64_t halo_terms) {
-    return PlanFor<T>(s, Q, P, halo_terms, Q > 3, false).bytes <= most_bytes;
+    const std::size_t aligned = PlanFor<T>(s, Q, P, halo_terms, false, false).bytes;
+    const std::size_t padded = Q > 3 ? PlanFor<T>(s, Q, P, halo_terms, true, true).bytes : 0;
+    return std::max(aligned, padded) <= most_bytes;
   };
   const std::int64_t chunk = chunk_terms;
   if (most_terms <= chunk) return fits(1, most_terms) ? most_terms : 0;

@@ -193,6 +193,28 @@ TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
   EXPECT_EQ(HaloTerms<float>(long_large_q, kTiledMostBytes), kHaloChunkTerms);
 }
 
+// Where TiledFits takes a shape for some bytes, either arrangement's smallest tile fits them: a
+// phase a lane aligns its samples for 16-byte copies, up to 16 bytes more than one phase a warp's
+// padded buffers over a short span (24,000 taps at 841/7 beside its taps staged by phase on a GPU
+// of 99 KiB a block: 16 bytes past it). Every budget around the smallest tile's size.
+TEST(UpfirdnEmulated, TheSmallestTileFitsInEitherArrangement) {
+  const Case cases[] = {{1, 480000, 24000, 841, 7}, {1, 480000, 24974, 362, 12}};
+  for (const Case& c : cases) {
+    UpfirdnShape shape;
+    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
+    int tiled = 0;
+    for (std::size_t most = 1024; most <= 16 * 1024; most += 4) {
+      if (!TiledFits<float>(shape, most)) continue;
+      ++tiled;
+      for (bool per_warp : {true, false}) {
+        ASSERT_LE(ChooseTile<float>(shape, per_warp, most).bytes, most)
+            << Describe(c) << ", " << most << " bytes, " << (per_warp ? "per warp" : "per lane");
+      }
+    }
+    EXPECT_GT(tiled, 0) << Describe(c);
+  }
+}
+
 // Integer downsampling by 4 and more: a thread takes one output, and a tile what kThreads threads
 // take in one round, where 7 outputs a thread would leave a tile fewer than kThreads threads' work;
 // Q of 1 to 3 and tiles of many phases keep 7 outputs a thread. The threads a block follow.
