@@ -195,11 +195,11 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
   if constexpr (kDivergentReader<Taps>) {
     if (!PhasePerWarp<T>(shape, true, arrangement, device_bytes - taps_bytes, taps_bytes)) {
       // A phase a lane: the taps staged by phase (StageUpfirdnTaps), a table in global memory too
-      // where it leaves room for two blocks an SM; else read where they are.
+      // up to kTapRowsMostBytes where a tile fits beside it; else read where they are.
       const std::size_t rows_bytes = TapRowsBytes<T>(shape);
       const bool rows_fit = Tiled<T>(shape, rows_bytes, device_bytes);
       if constexpr (std::is_same<Taps, GlobalTableReader<T>>::value) {
-        if (rows_fit && rows_bytes <= kTapRowsMostBytes) {
+        if (TapRows(shape) > 0 && rows_fit && rows_bytes <= kTapRowsMostBytes) {
           return LaunchForStride<T, SharedTableSource<T>, false>(device, stream, x, y, shape,
                                                                  SharedTableSource<T>{taps.values});
         }
@@ -210,7 +210,7 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
           return LaunchForStride<T, GlobalTableReader<T>, false>(device, stream, x, y, shape,
                                                                  GlobalTableReader<T>{taps.values});
         }
-      } else if constexpr (StagedByPhase<Taps>::value) {
+      } else if constexpr (kStagedByPhase<Taps>) {
         if (!rows_fit) {
           if (arrangement == UpfirdnArrangement::kAuto) {
             return LaunchDirect<T>(device, stream, x, y, shape, taps);

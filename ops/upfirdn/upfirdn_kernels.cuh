@@ -110,7 +110,7 @@ struct Geometry {
   int warp_phases_log2;  // one phase a warp: log2 of the phases a warp takes (0: one)
   int staged;            // samples staged a step: kChunk + halo_terms - 1 + S * Q
   int in_elements;       // elements of a sample buffer
-  int tap_rows;          // ceil(k / up): the terms of the longest phase (StageUpfirdnTaps)
+  int tap_rows;          // taps staged by phase: ceil(k / up) rows (TapRows); 0: in their order
   int tiles_offset;      // bytes before the tile buffers (the staged taps)
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
   // P (a phase a lane); then c * down by up.
@@ -181,10 +181,22 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int 
 // m * P + c, zero past a phase's last term. The lanes of a warp, on consecutive phases, then read
 // consecutive words, where in the filter's own order their taps p + m * up, p = c * down mod up,
 // meet up to 3 to a bank at the audio rates (96 kHz -> 11.025 kHz). P rows of ceil(k / up): about
-// k, at most up - 1 more (TapRowsBytes).
-// Every table a block stages (a SharedPrefixSource whole: its rows hold every tap).
+// k, at most up - 1 more (TapRows).
+// The tables a block stages whole (a SharedPrefixSource stages part of one).
 template <class Taps>
-using StagedByPhase = IsSharedTableSource<Taps>;
+constexpr bool StagesWhole(const Taps*) {
+  return false;
+}
+template <class T>
+constexpr bool StagesWhole(const SharedTableSource<T>*) {
+  return true;
+}
+template <class ByValue>
+constexpr bool StagesWhole(const ByValueSharedSource<ByValue>*) {
+  return true;
+}
+template <class Taps>
+constexpr bool kStagedByPhase = StagesWhole(static_cast<const Taps*>(nullptr));
 
 template <class T>
 __device__ __forceinline__ T TapOf(const SharedTableSource<T>& taps, int i) {
@@ -195,17 +207,14 @@ __device__ __forceinline__ typename ByValue::Entry TapOf(const ByValueSharedSour
                                                          int i) {
   return taps.table.values[i];
 }
-template <class T>
-__device__ __forceinline__ T TapOf(const SharedPrefixSource<T>& taps, int i) {
-  return __ldg(taps.values + i);
-}
 
-// The reader of a launch's taps: staged by phase (kByPhase), else as StageTable stages them (or
-// the reader itself). Every thread of the block must call it.
+// The reader of a launch's taps: for kByPhase, staged by phase where g.tap_rows says so, else as
+// StageTable stages them (or the reader itself). Every thread of the block must call it.
 template <bool kByPhase, class T, class Taps>
 __device__ __forceinline__ decltype(auto) StageUpfirdnTaps(const Taps& taps, const Geometry& g,
                                                            unsigned char* staging) {
   if constexpr (kByPhase) {
+    if (g.tap_rows == 0) return StageTable(taps, g.taps, staging);
     T* const shared = reinterpret_cast<T*>(staging);
     const int entries = g.period * g.tap_rows;
     for (int i = threadIdx.x; i < entries; i += blockDim.x) {
@@ -227,8 +236,9 @@ __global__ void __launch_bounds__(kThreads)
     UpfirdnKernel(const T* __restrict__ x, T* __restrict__ y, const Geometry g,
                   const __grid_constant__ Taps taps) {
   unsigned char* const shared_bytes = DynamicSharedMemory();
-  constexpr bool kByPhase = !kPerWarp && StagedByPhase<Taps>::value;
+  constexpr bool kByPhase = !kPerWarp && kStagedByPhase<Taps>;
   const auto& h = StageUpfirdnTaps<kByPhase, T>(taps, g, shared_bytes);
+  const bool by_phase = kByPhase && g.tap_rows > 0;
   T* const in_buffers = reinterpret_cast<T*>(shared_bytes + g.tiles_offset);
   T* const out_buffer = in_buffers + 2 * g.in_elements;
   constexpr int U = kChunk<T>;
@@ -316,8 +326,8 @@ __global__ void __launch_bounds__(kThreads)
       const int left_terms = phase_terms - m0;
       const int terms = left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
       // Term m of the phase: h[p0 + m * step] (staged by phase: a row a term).
-      const int p0 = kByPhase ? m0 * P + c : p + m0 * g.up;
-      const int step = kByPhase ? P : g.up;
+      const int p0 = by_phase ? m0 * P + c : p + m0 * g.up;
+      const int step = by_phase ? P : g.up;
       const int s0 = group * G;
       // Outputs r of this thread: s0 + r < S and inside the row.
       const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
@@ -521,12 +531,22 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   return chosen;
 }
 
-// The shared memory the taps of `shape` staged by phase take (StageUpfirdnTaps), in 16 bytes.
-template <class T>
-std::size_t TapRowsBytes(const UpfirdnShape& shape) {
+// The rows a phase a lane stages its taps in by phase (StageUpfirdnTaps): ceil(k / up), where the
+// P rows' entries are at most twice the taps; else 0, the taps in their order (fewer taps than
+// phases: most rows' entries would be zeros).
+inline std::int64_t TapRows(const UpfirdnShape& shape) {
   const std::int64_t rows = (shape.taps + shape.up - 1) / shape.up;
   const std::int64_t period = MakeUpfirdnPhases(shape.up, shape.down).period;
-  return (static_cast<std::size_t>(period * rows) * sizeof(T) + 15) / 16 * 16;
+  return period * rows <= 2 * shape.taps ? rows : 0;
+}
+
+// The shared memory the taps of `shape` staged by phase take (TapRows), in 16 bytes.
+template <class T>
+std::size_t TapRowsBytes(const UpfirdnShape& shape) {
+  const std::int64_t period = MakeUpfirdnPhases(shape.up, shape.down).period;
+  const std::int64_t rows = TapRows(shape);
+  const std::int64_t entries = rows > 0 ? period * rows : shape.taps;
+  return (static_cast<std::size_t>(entries) * sizeof(T) + 15) / 16 * 16;
 }
 
 // The shared memory, in 16 bytes, a tiled launch (kPerWarp: the arrangement) stages `taps` in
@@ -534,7 +554,7 @@ std::size_t TapRowsBytes(const UpfirdnShape& shape) {
 // stages them.
 template <bool kPerWarp, class T, class Taps>
 std::size_t TiledTapsBytes(const Taps& taps, const UpfirdnShape& shape) {
-  if constexpr (!kPerWarp && StagedByPhase<Taps>::value) return TapRowsBytes<T>(shape);
+  if constexpr (!kPerWarp && kStagedByPhase<Taps>) return TapRowsBytes<T>(shape);
   return (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
 }
 
@@ -603,7 +623,7 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std:
   g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2<T>(plan, shape) : 0;
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
-  g.tap_rows = static_cast<int>((shape.taps + shape.up - 1) / shape.up);
+  g.tap_rows = static_cast<int>(TapRows(shape));
   g.tiles_offset = static_cast<int>(taps_bytes);
   g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + g.group - 1) / g.group));
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));

@@ -307,6 +307,7 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
       {1, 3000, 145, 12, 1},     // 8 kHz -> 96 kHz: 4 phases a warp
       {1, 2000, 129, 16, 1},     // 16 phases a warp
       {2, 3000, 81, 8, 2},       // rates not reduced: taps 2 apart, 4 phases a warp
+      {1, 200, 61, 500, 3},      // fewer taps than phases: staged in their order, not by phase
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
