@@ -89,9 +89,9 @@ Placement UpfirdnPlacement(std::int64_t count, SourceKind source,
 // UpfirdnPlacement says where its lanes share one phase. A launch of at most kSmallLaunchElements
 // outputs takes a small host table by value and reads a device table in place (ChoosePlacement).
 // kPhasePerLane stages a table in global memory of up to 96 KiB in shared memory too (by phase,
-// where its rows take at most twice the taps: TapRows),
-// and reads a table placed in shared memory from global memory where its rows leave no room for a
-// tile: the report names the placement, not where the kernel reads it.
+// where its rows take at most twice the taps: TapRows), and reads a table placed in shared memory
+// from global memory where its rows leave no room for a tile: the report names the placement, not
+// where the kernel reads it.
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source);
 
