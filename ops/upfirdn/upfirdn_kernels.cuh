@@ -42,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 
 #include "constmem/async_copy.cuh"
@@ -566,17 +567,13 @@ template <class T>
 int WarpPhasesLog2(const TilePlan& plan, const UpfirdnShape& shape) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   if (!plan.per_warp || phases.stride != 1) return 0;
-  std::int64_t tap_words = shape.up / phases.period * static_cast<std::int64_t>(sizeof(T) / 4);
-  std::int64_t spread = 1;  // gcd(tap_words, 32): the banks' stride between phases' taps
-  while (spread < 32 && tap_words % 2 == 0) {
-    spread *= 2;
-    tap_words /= 2;
-  }
+  // gcd(P, 32) phases, as many as keep their taps (up / P entries apart) in distinct banks.
+  const std::int64_t tap_words =
+      shape.up / phases.period * static_cast<std::int64_t>(sizeof(T) / 4);
+  const std::int64_t warp_phases = std::min(std::gcd(phases.period, std::int64_t{32}),
+                                            32 / std::gcd(tap_words, std::int64_t{32}));
   int log2 = 0;
-  while (log2 < 5 && phases.period % (std::int64_t{2} << log2) == 0 &&
-         (spread << (log2 + 1)) <= 32) {
-    ++log2;
-  }
+  while ((std::int64_t{1} << (log2 + 1)) <= warp_phases) ++log2;
   return log2;
 }
 
