@@ -13,20 +13,21 @@
 // chunk of terms where there are several), each output written once.
 //
 // A thread takes 7 outputs of one phase with consecutive s (their bases Q apart) and walks the
-// phase's taps in ascending order, each tap read once for the 7. Where Q is 4 or more and a tile
-// of 7 outputs a thread would leave fewer than kThreads threads (an integer downsampling: 96 kHz ->
-// 8 kHz is Q = 12 with one phase), a thread takes one output instead (TilePlan::group): the block
-// keeps its threads and an SM its warps, at the cost of a tap read a term. Where Q is 1 to 3 the
+// phase's taps in ascending order, each tap read once for the 7. Where Q is 1 to 3 the
 // samples of a chunk of taps come into registers once for all 7 outputs (a window of 6 Q + U
-// samples for 7 U FMAs) instead of once per FMA. Which outputs the lanes of a warp take is the
-// placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so that every
-// lane reads the same tap (constant memory's broadcast, by value or from a bank), or consecutive
-// phases per warp with the taps in shared memory. Where P is even and Q is 1, one phase a warp
-// becomes gcd(P, 32) phases a warp, 32 / gcd(P, 32) groups each (Geometry::warp_phases_log2): the
-// lanes' outputs, 7 P apart in the tile's output buffer, would otherwise meet gcd(P, 32) to a bank
-// (4-way at 8 kHz -> 96 kHz, P = 12); the taps then go to shared memory (UpfirdnPlacementForShape).
-// A phase a lane stages its taps by phase (StageUpfirdnTaps), so that lanes on consecutive phases
-// read consecutive words.
+// samples for 7 U FMAs) instead of once per FMA. An integer downsampling at Q of 4 and more (one
+// phase: 96 kHz -> 8 kHz is Q = 12) stages its samples by residue, sample e at
+// (e mod Q) * rows + e div Q (Geometry::residue_rows): a thread's 7 outputs, Q samples apart, read
+// consecutive words of one residue's row at each term, and the lanes, 7 outputs apart, distinct
+// banks, where in order lanes 7 Q apart meet up to gcd(7 Q, 32) to a bank. Which outputs the lanes
+// of a warp take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per
+// warp, so that every lane reads the same tap (constant memory's broadcast, by value or from a
+// bank), or consecutive phases per warp with the taps in shared memory. Where P is even and Q is 1,
+// one phase a warp becomes gcd(P, 32) phases a warp, 32 / gcd(P, 32) groups each
+// (Geometry::warp_phases_log2): the lanes' outputs, 7 P apart in the tile's output buffer, would
+// otherwise meet gcd(P, 32) to a bank (4-way at 8 kHz -> 96 kHz, P = 12); the taps then go to
+// shared memory (UpfirdnPlacementForShape). A phase a lane stages its taps by phase
+// (StageUpfirdnTaps), so that lanes on consecutive phases read consecutive words.
 //
 // A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
 // chunks of kHaloChunkTerms terms: for each chunk the block stages the tile's samples with that
@@ -86,7 +87,8 @@ constexpr std::size_t kReservedBytesPerBlock = 1024;
 // sample tile_first_base - m0 - (halo_terms - 1) - kChunk + e; the kChunk in front are never read
 // for a term (a last, partial chunk's window may reach into them). Kernels with a run-time Q and a
 // phase a warp (Padded) pad one element after every 32, so that lanes whose samples lie a multiple
-// of 32 apart (Q = 160: 7 Q = 35 * 32) do not meet in one bank; the others are unpadded (lanes of a
+// of 32 apart (Q = 160: 7 Q = 35 * 32) do not meet in one bank, or, with one phase, stage them by
+// residue (ResidueRows; a copy a sample either way); the others are unpadded (lanes of a
 // phase a lane read samples about Q / P apart; those of Q 1 to 3, 7 Q apart, meet at most 2-way at
 // Q 2), address with constant offsets, and are staged 16 bytes a copy.
 template <int kQ, bool kPerWarp>
@@ -107,31 +109,102 @@ struct Geometry {
   int halo_terms;        // terms a step stages the samples of: ceil(k / up), or kHaloChunkTerms
   int halo_chunks;       // steps a tile: ceil(ceil(k / up) / halo_terms)
   int tile_s;            // S
-  int group;             // outputs a thread: kOutputs, or 1 (TilePlan::group)
   int warp_phases_log2;  // one phase a warp: log2 of the phases a warp takes (0: one)
   int staged;            // samples staged a step: kChunk + halo_terms - 1 + S * Q
   int in_elements;       // elements of a sample buffer
   int tap_rows;          // taps staged by phase: ceil(k / up) rows (TapRows); 0: in their order
+  int residue_rows;      // samples staged by residue: rows of this many (ResidueRows); 0: in order
   int tiles_offset;      // bytes before the tile buffers (the staged taps)
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
   // P (a phase a lane); then c * down by up.
-  FastDivisor by_groups, by_period, by_up;
+  FastDivisor by_groups, by_period, by_up, by_stride;
   FastDivisor by_phase_blocks;  // groups << warp_phases_log2: the items of a warp's phases
 };
 
 // Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
 // row and the phase, m ascending, term m's tap at taps[tap0 + m * step] (step: up, or P for taps
 // staged by phase). Within a chunk of terms, b and tap0 are those of its first term.
+// The terms m of an output of base `b` (less m0) that meet samples inside the row: lo ... hi.
+__device__ __forceinline__ void TermsInside(std::int64_t b, int terms, std::int64_t length, int* lo,
+                                            int* hi) {
+  const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
+  *lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
+  *hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
+}
+
 template <bool kPaddedSlots, class T, class Taps>
 __device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int tap0, int terms,
                                          std::int64_t length, int step, const Taps& taps, T acc) {
-  const std::int64_t past = b - length + 1;  // terms m < past meet samples past the row's end
-  const int lo = past <= 0 ? 0 : past >= terms ? terms : static_cast<int>(past);
-  const int hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
+  int lo, hi;
+  TermsInside(b, terms, length, &lo, &hi);
 #pragma unroll 4
   for (int m = lo; m <= hi; ++m)
     acc = fma(in[Slot<kPaddedSlots>(e - m)], taps[tap0 + m * step], acc);
   return acc;
+}
+
+// Samples staged by residue (`rows` entries a residue, q residues): local sample e is entry
+// e div q of residue e mod q's row. A walk from it, one sample back a step (a term m further).
+struct ResidueWalk {
+  int at, residue, rows, q;
+  __device__ __forceinline__ ResidueWalk(int e, int rows_, int q_, const FastDivisor& by_q)
+      : rows(rows_), q(q_) {
+    const int row = static_cast<int>(by_q.Divide(static_cast<std::uint32_t>(e)));
+    residue = e - row * q;
+    at = residue * rows + row;
+  }
+  __device__ __forceinline__ void Back() {
+    // The last entry of the row before, at residue 0.
+    at += residue == 0 ? (q - 1) * rows - 1 : -rows;
+    residue = residue == 0 ? q - 1 : residue - 1;
+  }
+};
+
+// ExactOutput over samples staged by residue (`rows` a residue).
+template <class T, class Taps>
+__device__ __forceinline__ T ExactResidueOutput(const T* in, int rows, int q,
+                                                const FastDivisor& by_q, int e, std::int64_t b,
+                                                int tap0, int terms, std::int64_t length, int step,
+                                                const Taps& taps, T acc) {
+  int lo, hi;
+  TermsInside(b, terms, length, &lo, &hi);
+  if (lo > hi) return acc;
+  ResidueWalk walk(e - lo, rows, q, by_q);
+  for (int m = lo; m <= hi; ++m) {
+    acc = fma(in[walk.at], taps[tap0 + m * step], acc);
+    walk.Back();
+  }
+  return acc;
+}
+
+// A thread's `count` outputs of the one phase from samples staged by residue, output r's base at
+// local e0 + r q (b0 + r q in the row, less m0): at each term the 7 read consecutive entries of
+// one residue's row. Terms m ascending, as ExactOutput.
+template <class T, class Taps>
+__device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
+                                               const FastDivisor& by_q, int e0, std::int64_t b0,
+                                               int tap0, int step, int terms, std::int64_t length,
+                                               int count, const Taps& taps, T (&acc)[kOutputs]) {
+  if (count == kOutputs && b0 >= terms - 1 &&
+      b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1) {
+    ResidueWalk walk(e0, rows, q, by_q);
+#pragma unroll 4
+    for (int m = 0; m < terms; ++m) {
+      const T h = taps[tap0 + m * step];
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) acc[r] = fma(in[walk.at + r], h, acc[r]);
+      walk.Back();
+    }
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < kOutputs; ++r) {
+    if (r < count) {
+      acc[r] =
+          ExactResidueOutput(in, rows, q, by_q, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q,
+                             tap0, terms, length, step, taps, acc[r]);
+    }
+  }
 }
 
 // kOutputs outputs of one phase whose every term is inside the row: bases at local e0 + r * q, term
@@ -246,8 +319,8 @@ __global__ void __launch_bounds__(kThreads)
   constexpr bool kPaddedSlots = kPadded<kQ, kPerWarp>;
   const int q = kQ > 0 ? kQ : g.stride;
   const int P = g.period, S = g.tile_s;
-  const int G = kQ > 0 ? kOutputs : g.group;  // outputs a thread
   const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
+  const bool by_residue = kPaddedSlots && g.residue_rows > 0;
 
   // The row of `tile` and the row sample its staged sample 0 is for the chunk of terms from m0.
   auto first_sample = [&](std::int64_t tile, int m0, const T** row_x) {
@@ -262,6 +335,23 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (!kPaddedSlots) {
       // 16-byte copies: sample e at to[SpanShift(row_x, first) + e].
       StageSpan(to, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
+    } else if (by_residue) {
+      // Sample e at (e mod q) * rows + e div q; e steps by blockDim.x.
+      const int step_rows = static_cast<int>(g.by_stride.Divide(blockDim.x));
+      const int step_residue = static_cast<int>(blockDim.x) - step_rows * q;
+      int row = static_cast<int>(g.by_stride.Divide(threadIdx.x));
+      int residue = static_cast<int>(threadIdx.x) - row * q;
+      for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
+        const std::int64_t s = first + e;
+        const bool inside = s >= 0 && s < g.length;
+        CopyAsync(to + residue * g.residue_rows + row, inside ? row_x + s : row_x, inside);
+        residue += step_residue;
+        row += step_rows;
+        if (residue >= q) {
+          residue -= q;
+          ++row;
+        }
+      }
     } else {
       for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
         const std::int64_t s = first + e;
@@ -271,7 +361,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
-  const int groups = (S + G - 1) / G;  // a multiple of 32 for kPerWarp
+  const int groups = (S + kOutputs - 1) / kOutputs;  // a multiple of 32 for kPerWarp
   const int items = P * groups;
   // A step is a tile and a chunk of its terms; a block takes tiles blockIdx.x + i * gridDim.x.
   std::int64_t tile = blockIdx.x;
@@ -329,10 +419,10 @@ __global__ void __launch_bounds__(kThreads)
       // Term m of the phase: h[p0 + m * step] (staged by phase: a row a term).
       const int p0 = by_phase ? m0 * P + c : p + m0 * g.up;
       const int step = by_phase ? P : g.up;
-      const int s0 = group * G;
+      const int s0 = group * kOutputs;
       // Outputs r of this thread: s0 + r < S and inside the row.
       const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
-      const int in_tile = S - s0 < G ? S - s0 : G;
+      const int in_tile = S - s0 < kOutputs ? S - s0 : kOutputs;
       const int count = remaining >= static_cast<std::int64_t>(in_tile) * P ? in_tile
                         : remaining <= 0 ? 0
                                          : (static_cast<int>(remaining) + P - 1) / P;
@@ -344,8 +434,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int r = 0; r < kOutputs; ++r)
         acc[r] = r < count && m0 > 0 ? out[c + (s0 + r) * P] : T(0);
-      if (count == kOutputs && b0 >= terms - 1 &&
-          b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
+      if (by_residue) {
+        ResidueOutputs(in, g.residue_rows, q, g.by_stride, e0, b0, p0, step, terms, g.length, count,
+                       h, acc);
+      } else if (count == kOutputs && b0 >= terms - 1 &&
+                 b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
         InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, step, terms, h, acc);
       } else {
 #pragma unroll
@@ -414,16 +507,37 @@ __global__ void __launch_bounds__(kThreads)
 // fit int.
 struct TilePlan {
   std::int64_t s = 0;
-  int group = kOutputs;
   bool per_warp = false;
   std::int64_t halo_terms = 0;
   std::size_t bytes = 0;  // the tile buffers
   std::int64_t staged = 0, in_elements = 0;
+  std::int64_t residue_rows = 0;  // samples staged by residue (ResidueRows); 0: in order
 };
+
+// How a tile's samples lie in a buffer: in order and shifted for 16-byte copies, in order with one
+// element of padding after every 32, or by residue (Slot, ResidueRows).
+enum class SampleLayout { kAligned, kPadded, kByResidue };
+
+// The layout of the kernel for Q, P and the arrangement (kPadded<kQ, kPerWarp> at run time).
+inline SampleLayout SampleLayoutFor(std::int64_t q, std::int64_t p_period, bool per_warp) {
+  if (q <= 3 || !per_warp) return SampleLayout::kAligned;
+  return p_period == 1 ? SampleLayout::kByResidue : SampleLayout::kPadded;
+}
+
+// The entries a residue's row of `staged` samples staged by residue at Q = q takes: at least
+// ceil(staged / q), so that 32 consecutive samples, copied by 32 lanes to entries
+// residue * rows + e div q, meet at most 2 to a bank: congruent to ceil(32 / q) modulo 32 below
+// Q = 32 (their residues repeat), odd from it (their residues are distinct).
+inline std::int64_t ResidueRows(std::int64_t staged, std::int64_t q) {
+  const std::int64_t least = (staged + q - 1) / q;
+  if (q >= 32) return least | 1;
+  const std::int64_t wanted = (32 + q - 1) / q;
+  return least + ((wanted - least) % 32 + 32) % 32;
+}
 
 template <class T>
 TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t halo_terms,
-                 bool padded, bool per_warp) {
+                 bool per_warp) {
   constexpr std::int64_t kAlign = 16 / static_cast<std::int64_t>(sizeof(T));
   TilePlan plan;
   plan.s = s;
@@ -431,9 +545,19 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
   plan.halo_terms = halo_terms;
   plan.staged = kChunk<T> + halo_terms - 1 + s * q;
   const std::int64_t last = plan.staged - 1;
-  // Padded: one element after every 32; else shifted by up to kAlign - 1 (StageSpan).
-  plan.in_elements = padded ? (last + (last >> 5) + 1 + kAlign - 1) / kAlign * kAlign
-                            : (kAlign - 1 + plan.staged + kAlign - 1) / kAlign * kAlign;
+  auto aligned = [&](std::int64_t elements) { return (elements + kAlign - 1) / kAlign * kAlign; };
+  switch (SampleLayoutFor(q, p_period, per_warp)) {
+    case SampleLayout::kPadded:  // one element after every 32
+      plan.in_elements = aligned(last + (last >> 5) + 1);
+      break;
+    case SampleLayout::kByResidue:
+      plan.residue_rows = ResidueRows(plan.staged, q);
+      plan.in_elements = aligned(q * plan.residue_rows);
+      break;
+    case SampleLayout::kAligned:  // shifted by up to kAlign - 1 (StageSpan)
+      plan.in_elements = aligned(kAlign - 1 + plan.staged);
+      break;
+  }
   const std::int64_t out_elements = (kAlign - 1 + s * p_period + kAlign - 1) / kAlign * kAlign;
   plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
   return plan;
@@ -452,12 +576,11 @@ std::int64_t HaloTerms(const UpfirdnShape& shape, std::size_t most_bytes,
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   const std::int64_t P = phases.period, Q = phases.stride;
   const std::int64_t most_terms = (shape.taps + shape.up - 1) / shape.up;
-  // Either arrangement's tile: at a run-time Q one phase a warp pads its samples, a phase a lane
-  // aligns them (up to 16 bytes more for a short span).
+  // Either arrangement's tile: at a run-time Q one phase a warp pads its samples or stages them by
+  // residue, a phase a lane aligns them (up to 16 bytes more for a short span).
   auto fits = [&](std::int64_t s, std::int64_t halo_terms) {
-    const std::size_t aligned = PlanFor<T>(s, Q, P, halo_terms, false, false).bytes;
-    const std::size_t padded = Q > 3 ? PlanFor<T>(s, Q, P, halo_terms, true, true).bytes : 0;
-    return std::max(aligned, padded) <= most_bytes;
+    return std::max(PlanFor<T>(s, Q, P, halo_terms, false).bytes,
+                    PlanFor<T>(s, Q, P, halo_terms, true).bytes) <= most_bytes;
   };
   const std::int64_t chunk = chunk_terms;
   if (most_terms <= chunk) return fits(1, most_terms) ? most_terms : 0;
@@ -497,9 +620,8 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   const std::int64_t P = phases.period, Q = phases.stride;
   std::int64_t halo_terms = HaloTerms<T>(shape, std::min(most_bytes, kTiledMostBytes), chunk_terms);
   if (halo_terms == 0) halo_terms = (shape.taps + shape.up - 1) / shape.up;  // no tile fits
-  const bool padded = Q > 3 && per_warp;                                     // as kPadded
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
-  auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, halo_terms, padded, per_warp); };
+  auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, halo_terms, per_warp); };
   const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + halo_terms) * sizeof(T);
   const std::size_t budget = std::min(kTileBudgetBytes + halo_bytes, most_bytes);
   // The most S the budget holds (bytes grow with S).
@@ -511,13 +633,8 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
     if (most < unit) return std::max<std::int64_t>(1, std::min(most, needed));
     return std::min(most / unit * unit, (needed + unit - 1) / unit * unit);
   };
-  int group = kOutputs;
   std::int64_t s = largest(per_warp ? 32 * kOutputs : kOutputs);
-  if (Q > 3 && P * ((s + kOutputs - 1) / kOutputs) < kThreads) {
-    group = 1;
-    const std::int64_t unit = per_warp ? 32 : 1;
-    s = std::min(largest(unit), std::max(unit, kThreads / P / unit * unit));
-  } else if (s < kOutputs && needed >= kOutputs) {
+  if (s < kOutputs && needed >= kOutputs) {
     const std::size_t sm_bytes = most_bytes + taps_bytes + kReservedBytesPerBlock;
     auto resident = [&](std::size_t bytes) {
       return sm_bytes / (taps_bytes + bytes + kReservedBytesPerBlock);
@@ -526,9 +643,8 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
     if (seven <= most_bytes && resident(seven) >= resident(plan(s).bytes)) s = kOutputs;
   }
   TilePlan chosen = plan(s);
-  chosen.group = group;
   // Whole groups of 32 threads a phase; with one phase (up dividing down) any tile is uniform.
-  chosen.per_warp = per_warp && (s % (32 * group) == 0 || P == 1);
+  chosen.per_warp = per_warp && (s % (32 * kOutputs) == 0 || P == 1);
   return chosen;
 }
 
@@ -616,23 +732,24 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std:
   g.halo_chunks = static_cast<int>(((shape.taps + shape.up - 1) / shape.up + plan.halo_terms - 1) /
                                    plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
-  g.group = plan.group;
   g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2<T>(plan, shape) : 0;
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
   g.tap_rows = static_cast<int>(TapRows(shape));
+  g.residue_rows = static_cast<int>(plan.residue_rows);
   g.tiles_offset = static_cast<int>(taps_bytes);
-  g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + g.group - 1) / g.group));
+  g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + kOutputs - 1) / kOutputs));
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
   g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
+  g.by_stride = FastDivisor(static_cast<std::uint32_t>(g.stride));
   g.by_phase_blocks = FastDivisor(
-      static_cast<std::uint32_t>(((g.tile_s + g.group - 1) / g.group) << g.warp_phases_log2));
+      static_cast<std::uint32_t>(((g.tile_s + kOutputs - 1) / kOutputs) << g.warp_phases_log2));
   return g;
 }
 
 // The threads a block for the tiled kernel with geometry `g`.
 inline int TileThreads(const Geometry& g) {
-  return BlockThreads(g.period * ((g.tile_s + g.group - 1) / g.group));
+  return BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
 }
 
 }  // namespace upfirdn_kernels

@@ -215,24 +215,22 @@ TEST(UpfirdnEmulated, TheSmallestTileFitsInEitherArrangement) {
   }
 }
 
-// Integer downsampling by 4 and more: a thread takes one output, and a tile what kThreads threads
-// take in one round, where 7 outputs a thread would leave a tile fewer than kThreads threads' work;
-// Q of 1 to 3 and tiles of many phases keep 7 outputs a thread. The threads a block follow.
-TEST(UpfirdnEmulated, LargeQTakesAThreadAnOutputWhereSevenLeaveThreadsIdle) {
+// Integer downsampling by 4 and more stages a tile's samples by residue (one phase a warp; a phase
+// a lane and other rates keep them in order): rows long enough for the tile, and 32 consecutive
+// samples copied to at most 2 entries a bank; 7 of many phases a tile where an SM holds as many
+// blocks.
+TEST(UpfirdnEmulated, IntegerDownsamplingStagesSamplesByResidue) {
   struct PlanCase {
     Case shape;
-    int group;
-    std::int64_t s;  // one phase a warp; 0: not checked
-    int threads;     // one phase a lane; 0: not checked
+    bool by_residue;  // one phase a warp
+    std::int64_t s;   // 0: not checked
   };
   const PlanCase cases[] = {
-      {{64, 480000, 147, 1, 12}, 1, 256, 256},      // 96 kHz -> 8 kHz
-      {{64, 480000, 55, 1, 4}, 1, 256, 256},        // 32 kHz -> 8 kHz
-      {{64, 480000, 81, 5, 12}, 1, 0, 256},         // 5 phases: 51 outputs of each
-      {{64, 480000, 1281, 147, 1280}, 1, 2, 160},   // 96 kHz -> 11.025 kHz: 147 phases
-      {{64, 480000, 3201, 160, 147}, 7, 0, 0},      // 44.1 kHz -> 48 kHz: 160 phases
-      {{64, 480000, 15521, 1280, 147}, 7, 7, 256},  // 11.025 kHz -> 96 kHz: 7 of 1,280 phases
-      {{64, 480000, 31, 1, 3}, 7, 0, 0},            // 48 kHz -> 16 kHz: a specialised Q
+      {{64, 480000, 147, 1, 12}, true, 224},       // 96 kHz -> 8 kHz
+      {{64, 480000, 55, 1, 4}, true, 672},         // 32 kHz -> 8 kHz
+      {{64, 480000, 81, 5, 12}, false, 0},         // 5 phases: padded
+      {{64, 480000, 15521, 1280, 147}, false, 7},  // 11.025 kHz -> 96 kHz: 7 of 1,280 phases
+      {{64, 480000, 31, 1, 3}, false, 0},          // 48 kHz -> 16 kHz: a specialised Q
   };
   for (const PlanCase& c : cases) {
     UpfirdnShape shape;
@@ -244,13 +242,26 @@ TEST(UpfirdnEmulated, LargeQTakesAThreadAnOutputWhereSevenLeaveThreadsIdle) {
       const std::size_t taps_bytes = (shape.taps * sizeof(float) + 15) / 16 * 16;
       const TilePlan plan = ChooseTile<float>(shape, per_warp, kHopperSharedBytes - taps_bytes,
                                               kHaloChunkTerms, taps_bytes);
-      EXPECT_EQ(plan.group, c.group) << Describe(c.shape);
+      const std::int64_t q = MakeUpfirdnPhases(shape.up, shape.down).stride;
+      EXPECT_EQ(plan.residue_rows > 0, per_warp && c.by_residue) << Describe(c.shape);
+      if (plan.residue_rows > 0) {
+        EXPECT_GE(plan.residue_rows * q, plan.staged) << Describe(c.shape);
+        EXPECT_GE(plan.in_elements, plan.residue_rows * q) << Describe(c.shape);
+      }
       if (per_warp && c.s > 0) {
         EXPECT_EQ(plan.s, c.s) << Describe(c.shape);
       }
-      const Geometry g = MakeTiledGeometry<float>(shape, plan, 0);
-      if (!per_warp && c.threads > 0) {
-        EXPECT_EQ(TileThreads(g), c.threads) << Describe(c.shape);
+    }
+  }
+  // The staging copies: 32 consecutive samples meet at most 2 to a bank, at every Q and start.
+  for (std::int64_t q = 4; q <= 70; ++q) {
+    for (std::int64_t staged : {100, 1000, 2863}) {
+      const std::int64_t rows = ResidueRows(staged, q);
+      ASSERT_GE(rows * q, staged);
+      for (std::int64_t first = 0; first + 32 <= staged; first += 7) {
+        int per_bank[32] = {};
+        for (std::int64_t e = first; e < first + 32; ++e) ++per_bank[(e % q * rows + e / q) % 32];
+        ASSERT_LE(*std::max_element(per_bank, per_bank + 32), 2) << "Q " << q << ", from " << first;
       }
     }
   }
@@ -308,6 +319,7 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
       {1, 2000, 129, 16, 1},     // 16 phases a warp
       {2, 3000, 81, 8, 2},       // rates not reduced: taps 2 apart, 4 phases a warp
       {1, 200, 61, 500, 3},      // fewer taps than phases: staged in their order, not by phase
+      {3, 2500, 201, 2, 10},     // rates not reduced: one phase at Q 5, every other tap
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
@@ -325,6 +337,8 @@ TEST(UpfirdnEmulated, EdgeCasesBitwiseEqualToTheCpuKernel) {
       {3, 37, 1, 1, 1},      // one tap: a copy
       {1, 200, 4, 7, 1},     // fewer taps than phases: some phases have none
       {1, 1000, 600, 1, 1},  // many terms a phase: a halo of 599 samples
+      {1, 5, 31, 1, 4},      // a row shorter than the filter at a run-time Q, by residue
+      {2, 40, 61, 1, 7},     // rows of one tile: every output meets a row's end
   };
   std::uint64_t seed = 100;
   for (const Case& c : cases) {
