@@ -110,7 +110,8 @@ struct Geometry {
   int halo_chunks;       // steps a tile: ceil(ceil(k / up) / halo_terms)
   int tile_s;            // S
   int warp_phases_log2;  // one phase a warp: log2 of the phases a warp takes (0: one)
-  int staged;            // samples staged a step: kChunk + halo_terms - 1 + S * Q
+  int lead;              // samples staged before a chunk's halo (LeadSamples)
+  int staged;            // samples staged a step: lead + halo_terms - 1 + S * Q
   int in_elements;       // elements of a sample buffer
   int tap_rows;          // taps staged by phase: ceil(k / up) rows (TapRows); 0: in their order
   int residue_rows;      // samples staged by residue: rows of this many (ResidueRows); 0: in order
@@ -177,23 +178,55 @@ __device__ __forceinline__ T ExactResidueOutput(const T* in, int rows, int q,
   return acc;
 }
 
+// The terms a window of the residue kernel (a compiled Q of 4 and more) walks: a multiple of Q, so
+// that every window starts at residue 0 (LeadSamples).
+template <class T>
+__host__ __device__ constexpr int ResidueChunk(int q) {
+  return q * (kChunk<T> / q > 1 ? kChunk<T> / q : 1);
+}
+
 // A thread's `count` outputs of the one phase from samples staged by residue, output r's base at
-// local e0 + r q (b0 + r q in the row, less m0): at each term the 7 read consecutive entries of
-// one residue's row. Terms m ascending, as ExactOutput.
-template <class T, class Taps>
+// local e0 + r q (b0 + r q in the row, less m0), terms m ascending as ExactOutput. Inside the row,
+// with Q compiled (kQ >= 4), a window of samples e0 - m0 - (U - 1) ... e0 + 6 Q - m0 comes into
+// registers for U terms (as InteriorOutputs'), its first sample residue 0's (Geometry::lead), so
+// that its loads are at constant offsets; with a run-time Q the 7 read consecutive entries of one
+// residue's row a term. Either way the lanes, 7 entries apart, read distinct banks.
+template <int kQ, class T, class Taps>
 __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
                                                const FastDivisor& by_q, int e0, std::int64_t b0,
                                                int tap0, int step, int terms, std::int64_t length,
                                                int count, const Taps& taps, T (&acc)[kOutputs]) {
   if (count == kOutputs && b0 >= terms - 1 &&
       b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1) {
-    ResidueWalk walk(e0, rows, q, by_q);
-#pragma unroll 4
-    for (int m = 0; m < terms; ++m) {
-      const T h = taps[tap0 + m * step];
+    if constexpr (kQ >= 4) {
+      constexpr int U = ResidueChunk<T>(kQ);
+      constexpr int W = (kOutputs - 1) * kQ + U;
+      const T* const first_row = in + (e0 - (U - 1)) / kQ;  // residue 0's entry, m0 = 0
+      int m0 = 0, tap = tap0;
+      auto apply = [&](auto guarded) {
+        T window[W];
+        const T* const from = first_row - m0 / kQ;
 #pragma unroll
-      for (int r = 0; r < kOutputs; ++r) acc[r] = fma(in[walk.at + r], h, acc[r]);
-      walk.Back();
+        for (int w = 0; w < W; ++w) window[w] = from[(w % kQ) * rows + w / kQ];
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+          if (decltype(guarded)::value && m0 + j >= terms) break;
+          const T h = taps[tap + j * step];
+#pragma unroll
+          for (int r = 0; r < kOutputs; ++r) acc[r] = fma(window[U - 1 - j + r * kQ], h, acc[r]);
+        }
+      };
+      for (; m0 + U <= terms; m0 += U, tap += U * step) apply(std::false_type());
+      if (m0 < terms) apply(std::true_type());
+    } else {
+      ResidueWalk walk(e0, rows, q, by_q);
+#pragma unroll 4
+      for (int m = 0; m < terms; ++m) {
+        const T h = taps[tap0 + m * step];
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) acc[r] = fma(in[walk.at + r], h, acc[r]);
+        walk.Back();
+      }
     }
     return;
   }
@@ -315,27 +348,24 @@ __global__ void __launch_bounds__(kThreads)
   const bool by_phase = kByPhase && g.tap_rows > 0;
   T* const in_buffers = reinterpret_cast<T*>(shared_bytes + g.tiles_offset);
   T* const out_buffer = in_buffers + 2 * g.in_elements;
-  constexpr int U = kChunk<T>;
   constexpr bool kPaddedSlots = kPadded<kQ, kPerWarp>;
   const int q = kQ > 0 ? kQ : g.stride;
   const int P = g.period, S = g.tile_s;
   const std::int64_t tile_samples = static_cast<std::int64_t>(S) * q;
-  const bool by_residue = kPaddedSlots && g.residue_rows > 0;
+  // A compiled Q of 4 and more is one phase's, staged by residue (CompiledStride).
+  const bool by_residue = kQ >= 4 || (kPaddedSlots && g.residue_rows > 0);
 
   // The row of `tile` and the row sample its staged sample 0 is for the chunk of terms from m0.
   auto first_sample = [&](std::int64_t tile, int m0, const T** row_x) {
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     *row_x = x + row * g.length;
-    return t * tile_samples - m0 - (g.halo_terms - 1) - U;
+    return t * tile_samples - m0 - (g.halo_terms - 1) - g.lead;
   };
   auto stage = [&](int buffer, std::int64_t tile, int chunk) {
     const T* row_x;
     const std::int64_t first = first_sample(tile, chunk * g.halo_terms, &row_x);
     T* const to = in_buffers + buffer * g.in_elements;
-    if constexpr (!kPaddedSlots) {
-      // 16-byte copies: sample e at to[SpanShift(row_x, first) + e].
-      StageSpan(to, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
-    } else if (by_residue) {
+    if (by_residue) {
       // Sample e at (e mod q) * rows + e div q; e steps by blockDim.x.
       const int step_rows = static_cast<int>(g.by_stride.Divide(blockDim.x));
       const int step_residue = static_cast<int>(blockDim.x) - step_rows * q;
@@ -352,6 +382,9 @@ __global__ void __launch_bounds__(kThreads)
           ++row;
         }
       }
+    } else if constexpr (!kPaddedSlots) {
+      // 16-byte copies: sample e at to[SpanShift(row_x, first) + e].
+      StageSpan(to, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
     } else {
       for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
         const std::int64_t s = first + e;
@@ -382,8 +415,8 @@ __global__ void __launch_bounds__(kThreads)
     const int m0 = chunk * g.halo_terms;
     const T* row_x;
     const std::int64_t first = first_sample(tile, m0, &row_x);
-    const T* const in =
-        in_buffers + current * g.in_elements + (kPaddedSlots ? 0 : SpanShift(row_x, first));
+    const T* const in = in_buffers + current * g.in_elements +
+                        (kPaddedSlots || by_residue ? 0 : SpanShift(row_x, first));
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     const std::int64_t tile_s0 = t * S;  // the tile's first s
     T* const row_y = y + row * g.outputs + tile_s0 * P;
@@ -427,7 +460,7 @@ __global__ void __launch_bounds__(kThreads)
                         : remaining <= 0 ? 0
                                          : (static_cast<int>(remaining) + P - 1) / P;
       if (count <= 0) continue;
-      const int e0 = U + g.halo_terms - 1 + base + s0 * q;
+      const int e0 = g.lead + g.halo_terms - 1 + base + s0 * q;
       // The base of the thread's first output, less m0: the sample its chunk's first term meets.
       const std::int64_t b0 = base + (tile_s0 + s0) * q - m0;
       T acc[kOutputs];
@@ -435,8 +468,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int r = 0; r < kOutputs; ++r)
         acc[r] = r < count && m0 > 0 ? out[c + (s0 + r) * P] : T(0);
       if (by_residue) {
-        ResidueOutputs(in, g.residue_rows, q, g.by_stride, e0, b0, p0, step, terms, g.length, count,
-                       h, acc);
+        ResidueOutputs<kQ>(in, g.residue_rows, q, g.by_stride, e0, b0, p0, step, terms, g.length,
+                           count, h, acc);
       } else if (count == kOutputs && b0 >= terms - 1 &&
                  b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
         InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, step, terms, h, acc);
@@ -510,7 +543,7 @@ struct TilePlan {
   bool per_warp = false;
   std::int64_t halo_terms = 0;
   std::size_t bytes = 0;  // the tile buffers
-  std::int64_t staged = 0, in_elements = 0;
+  std::int64_t lead = 0, staged = 0, in_elements = 0;
   std::int64_t residue_rows = 0;  // samples staged by residue (ResidueRows); 0: in order
 };
 
@@ -535,6 +568,34 @@ inline std::int64_t ResidueRows(std::int64_t staged, std::int64_t q) {
   return least + ((wanted - least) % 32 + 32) % 32;
 }
 
+// Whether samples of `layout` at Q = q are read in windows by a kernel compiled for that Q: 4, 6
+// and 12 (the audio rates' integer downsampling; windows of 40 to 84 registers), float32, by
+// residue.
+template <class T>
+bool ResidueWindows(std::int64_t q, SampleLayout layout) {
+  return sizeof(T) == 4 && (q == 4 || q == 6 || q == 12) && layout == SampleLayout::kByResidue;
+}
+
+// The samples staged before a chunk's halo: kChunk (a window's reach past its first term), or for
+// residue windows ResidueChunk's and up to Q - 1 more, so that lead + halo_terms is a multiple of
+// Q: every window then starts at residue 0.
+template <class T>
+std::int64_t LeadSamples(std::int64_t q, std::int64_t halo_terms, SampleLayout layout) {
+  if (!ResidueWindows<T>(q, layout)) return kChunk<T>;
+  return ResidueChunk<T>(static_cast<int>(q)) + (q - halo_terms % q) % q;
+}
+
+// The Q a tiled kernel is compiled for (its kQ): 1 to 3, and Q where ResidueWindows; else 0, Q
+// read from the geometry.
+template <class T>
+int CompiledStride(const UpfirdnShape& shape, bool per_warp) {
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  const std::int64_t q = phases.stride;
+  if (q <= 3) return static_cast<int>(q);
+  return ResidueWindows<T>(q, SampleLayoutFor(q, phases.period, per_warp)) ? static_cast<int>(q)
+                                                                           : 0;
+}
+
 template <class T>
 TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t halo_terms,
                  bool per_warp) {
@@ -543,10 +604,12 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
   plan.s = s;
   plan.per_warp = per_warp;
   plan.halo_terms = halo_terms;
-  plan.staged = kChunk<T> + halo_terms - 1 + s * q;
+  const SampleLayout layout = SampleLayoutFor(q, p_period, per_warp);
+  plan.lead = LeadSamples<T>(q, halo_terms, layout);
+  plan.staged = plan.lead + halo_terms - 1 + s * q;
   const std::int64_t last = plan.staged - 1;
   auto aligned = [&](std::int64_t elements) { return (elements + kAlign - 1) / kAlign * kAlign; };
-  switch (SampleLayoutFor(q, p_period, per_warp)) {
+  switch (layout) {
     case SampleLayout::kPadded:  // one element after every 32
       plan.in_elements = aligned(last + (last >> 5) + 1);
       break;
@@ -733,6 +796,7 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std:
                                    plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
   g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2<T>(plan, shape) : 0;
+  g.lead = static_cast<int>(plan.lead);
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
   g.tap_rows = static_cast<int>(TapRows(shape));

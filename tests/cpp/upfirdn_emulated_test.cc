@@ -68,16 +68,31 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
 template <class T, class Taps, bool kPerWarp>
 void RunForStride(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks,
                   std::int64_t chunk_terms) {
-  switch (MakeUpfirdnPhases(shape.up, shape.down).stride) {
+  constexpr bool kWindows = kPerWarp && sizeof(T) == 4;  // as the launcher
+  switch (CompiledStride<T>(shape, kPerWarp)) {
     case 1:
       return RunTiled<T, Taps, 1, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
     case 2:
       return RunTiled<T, Taps, 2, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
     case 3:
       return RunTiled<T, Taps, 3, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
+    case 4:
+      if constexpr (kWindows)
+        return RunTiled<T, Taps, 4, true>(x, y, shape, taps, blocks, chunk_terms);
+      break;
+    case 6:
+      if constexpr (kWindows)
+        return RunTiled<T, Taps, 6, true>(x, y, shape, taps, blocks, chunk_terms);
+      break;
+    case 12:
+      if constexpr (kWindows) {
+        return RunTiled<T, Taps, 12, true>(x, y, shape, taps, blocks, chunk_terms);
+      }
+      break;
     default:
-      return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
+      break;
   }
+  return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
 }
 
 template <class T, class Taps>
@@ -284,6 +299,10 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
       {{1, 20000, 97, 1, 1}, 17},    // rows of several tiles, each walking its chunks
       {{1, 900, 255, 160, 147}, 1},  // run-time Q, phases of 1 and 2 terms
       {{2, 600, 130, 4, 5}, 17},     // Q 5 (run-time), phases of 32 and 33 terms
+      {{2, 3000, 97, 1, 4}, 17},     // residue windows at Q 4, 6 and 12: chunks not a multiple of Q
+      {{1, 2000, 130, 1, 6}, 40},
+      {{1, 4000, 300, 1, 12}, 40},
+      {{1, 3000, 200, 1, 7}, 17},  // by residue at a run-time Q
       // 20,000 terms at Q 100: ten chunks of 2,048 beside the smallest tile, as on a GPU
       {{1, 30000, 20000, 1, 100}, kHaloChunkTerms},
   };
