@@ -19,7 +19,9 @@
 // phase: 96 kHz -> 8 kHz is Q = 12) stages its samples by residue, sample e at
 // (e mod Q) * rows + e div Q (Geometry::residue_rows): a thread's 7 outputs, Q samples apart, read
 // consecutive words of one residue's row at each term, and the lanes, 7 outputs apart, distinct
-// banks, where in order lanes 7 Q apart meet up to gcd(7 Q, 32) to a bank. Which outputs the lanes
+// banks, where in order lanes 7 Q apart meet up to gcd(7 Q, 32) to a bank. At Q of 4, 6 and 12
+// (float32) a kernel compiled for that Q loads a window of samples into registers, as at Q of 1
+// to 3, at constant offsets from residue 0 (ResidueOutputs). Which outputs the lanes
 // of a warp take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per
 // warp, so that every lane reads the same tap (constant memory's broadcast, by value or from a
 // bank), or consecutive phases per warp with the taps in shared memory. Where P is even and Q is 1,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Upfirdn's CUDA kernels, run on the CPU by constmem/testing/emulated_gpu.hpp (copies land late,
 // barriers are real, shared memory starts as NaN), bit for bit against the CPU kernel: the tiled
-// kernel for Q of 1, 2, 3 and larger (its run-time Q), one phase a warp and a phase a lane, taps
+// kernel for Q of 1, 2, 3 and larger (its run-time Q, and residue windows compiled for Q of 4, 6
+// and 12), one phase a warp and a phase a lane, taps
 // read where they are or staged in shared memory (from global memory or a by-value parameter),
 // tiles partial and a grid smaller than the tiles, the halo whole or walked in chunks of terms; the
 // direct kernel; over the audio rate pairs and the edge cases (a row shorter than the filter, one
