@@ -180,6 +180,31 @@ __device__ __forceinline__ T ExactResidueOutput(const T* in, int rows, int q,
   return acc;
 }
 
+// kOutputs outputs of one phase inside the row, Q = kQ, in chunks of U terms: for the chunk from
+// term m0 a window of samples comes into registers, window[w] = sample(m0, w) (samples
+// e0 - m0 - (U - 1) + w for bases at e0 + r Q), and term m0 + j of output r is
+// window[U - 1 - j + r Q]: 6 Q + U loads for 7 U FMAs.
+template <int kQ, int U, class T, class Taps, class Sample>
+__device__ __forceinline__ void WindowedOutputs(const Sample& sample, int tap0, int step, int terms,
+                                                const Taps& taps, T (&acc)[kOutputs]) {
+  constexpr int W = (kOutputs - 1) * kQ + U;
+  int m0 = 0, tap = tap0;
+  auto apply = [&](auto guarded) {
+    T window[W];
+#pragma unroll
+    for (int w = 0; w < W; ++w) window[w] = sample(m0, w);
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      if (decltype(guarded)::value && m0 + j >= terms) break;
+      const T h = taps[tap + j * step];
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) acc[r] = fma(window[U - 1 - j + r * kQ], h, acc[r]);
+    }
+  };
+  for (; m0 + U <= terms; m0 += U, tap += U * step) apply(std::false_type());
+  if (m0 < terms) apply(std::true_type());
+}
+
 // The terms a window of the residue kernel (a compiled Q of 4 and more) walks: a multiple of Q, so
 // that every window starts at residue 0 (LeadSamples).
 template <class T>
@@ -202,24 +227,10 @@ __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
       b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1) {
     if constexpr (kQ >= 4) {
       constexpr int U = ResidueChunk<T>(kQ);
-      constexpr int W = (kOutputs - 1) * kQ + U;
       const T* const first_row = in + (e0 - (U - 1)) / kQ;  // residue 0's entry, m0 = 0
-      int m0 = 0, tap = tap0;
-      auto apply = [&](auto guarded) {
-        T window[W];
-        const T* const from = first_row - m0 / kQ;
-#pragma unroll
-        for (int w = 0; w < W; ++w) window[w] = from[(w % kQ) * rows + w / kQ];
-#pragma unroll
-        for (int j = 0; j < U; ++j) {
-          if (decltype(guarded)::value && m0 + j >= terms) break;
-          const T h = taps[tap + j * step];
-#pragma unroll
-          for (int r = 0; r < kOutputs; ++r) acc[r] = fma(window[U - 1 - j + r * kQ], h, acc[r]);
-        }
-      };
-      for (; m0 + U <= terms; m0 += U, tap += U * step) apply(std::false_type());
-      if (m0 < terms) apply(std::true_type());
+      WindowedOutputs<kQ, U>(
+          [&](int from, int w) { return first_row[(w % kQ) * rows + w / kQ - from / kQ]; }, tap0,
+          step, terms, taps, acc);
     } else {
       ResidueWalk walk(e0, rows, q, by_q);
 #pragma unroll 4
@@ -248,28 +259,12 @@ template <int kQ, bool kPaddedSlots, class T, class Taps>
 __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int tap0, int step,
                                                 int terms, const Taps& taps, T (&acc)[kOutputs]) {
   constexpr int U = kChunk<T>;
-  int tap = tap0;
-  int m0 = 0;
   if constexpr (kQ > 0) {
-    // A window of samples e0 - m0 - (U - 1) ... e0 + (kOutputs - 1) Q - m0 in registers: term
-    // m0 + j of output r is window[U - 1 - j + r Q].
-    constexpr int W = (kOutputs - 1) * kQ + U;
-    auto apply = [&](auto guarded) {
-      T window[W];
-      const int first = e0 - m0 - (U - 1);
-#pragma unroll
-      for (int w = 0; w < W; ++w) window[w] = in[first + w];
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        if (decltype(guarded)::value && m0 + j >= terms) break;
-        const T h = taps[tap + j * step];
-#pragma unroll
-        for (int r = 0; r < kOutputs; ++r) acc[r] = fma(window[U - 1 - j + r * kQ], h, acc[r]);
-      }
-    };
-    for (; m0 + U <= terms; m0 += U, tap += U * step) apply(std::false_type());
-    if (m0 < terms) apply(std::true_type());
+    WindowedOutputs<kQ, U>([&](int from, int w) { return in[e0 - from - (U - 1) + w]; }, tap0, step,
+                           terms, taps, acc);
   } else {
+    int tap = tap0;
+    int m0 = 0;
     auto apply = [&](auto guarded) {
 #pragma unroll
       for (int j = 0; j < U; ++j) {
