@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
       {"resample 32k->8k", 1, 4, 54},
       {"resample 48k->8k", 1, 6, 80},
       {"resample 96k->8k", 1, 12, 158},
-      // Upsampling by 12 (4 phases a warp) and torchaudio's filters between 11.025 and 96 kHz.
+      // Upsampling by 12 and torchaudio's filters between 11.025 and 96 kHz.
       {"resample 8k->96k", 12, 1, 145},
       {"resample 11.025k->96k", 1280, 147, 15549},
       {"resample 96k->11.025k", 147, 1280, 16718},

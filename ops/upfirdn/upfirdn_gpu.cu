@@ -127,7 +127,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0,
                     kHaloChunkTerms, taps_bytes);
-  const Geometry g = MakeTiledGeometry<T>(shape, plan, taps_bytes, kDivergentReader<Taps>);
+  const Geometry g = MakeTiledGeometry<T>(shape, plan, taps_bytes);
   const std::size_t shared = g.tiles_offset + plan.bytes;
   if (shared > device_bytes) {
     return Status(StatusCode::kFailedPrecondition,
@@ -271,14 +271,12 @@ Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source)
   }
   // A small launch takes a small host table by value in any arrangement (ChoosePlacement).
   if (divergent == Placement::kByValue) return divergent;
-  const TilePlan per_warp = ChooseTile<T>(shape, true);
-  if (per_warp.per_warp && WarpPhasesLog2<T>(per_warp, shape) == 0) {
+  if (ChooseTile<T>(shape, true).per_warp) {
     // One phase a warp, every lane reading the same tap. A small host table travels by value (no
     // upload); any other is staged in shared memory where it fits, which beat the constant bank
     // at every size upfirdn_bench measured on the H200 (3-22% from 31 to 255 taps, 3.4x at 4,096:
     // each tap read feeds a thread's 7 outputs, too few to keep a long table in the constant
-    // cache). Several phases a warp (an even P at Q = 1) read as many taps at a time: shared
-    // memory.
+    // cache).
     const Placement uniform = UpfirdnPlacement<T>(shape.taps, source);
     if (uniform == Placement::kByValue) return uniform;
   }

@@ -24,11 +24,8 @@
 // to 3, at constant offsets from residue 0 (ResidueOutputs). Which outputs the lanes
 // of a warp take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per
 // warp, so that every lane reads the same tap (constant memory's broadcast, by value or from a
-// bank), or consecutive phases per warp with the taps in shared memory. Where P is even and Q is 1,
-// one phase a warp becomes gcd(P, 32) phases a warp, 32 / gcd(P, 32) groups each
-// (Geometry::warp_phases_log2): the lanes' outputs, 7 P apart in the tile's output buffer, would
-// otherwise meet gcd(P, 32) to a bank (4-way at 8 kHz -> 96 kHz, P = 12); the taps then go to
-// shared memory (UpfirdnPlacementForShape). A phase a lane stages its taps by phase
+// bank), or consecutive phases per warp with the taps in shared memory. A phase a lane stages its
+// taps by phase
 // (StageUpfirdnTaps), so that lanes on consecutive phases read consecutive words.
 //
 // A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
@@ -45,7 +42,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <numeric>
 #include <type_traits>
 
 #include "constmem/async_copy.cuh"
@@ -107,21 +103,19 @@ struct Geometry {
   std::int64_t tiles_per_row;  // ceil(ceil(L / P) / S)
   std::int64_t tiles;          // rows * tiles_per_row
   int taps, up, down;
-  int period, stride;    // P, Q
-  int halo_terms;        // terms a step stages the samples of: ceil(k / up), or kHaloChunkTerms
-  int halo_chunks;       // steps a tile: ceil(ceil(k / up) / halo_terms)
-  int tile_s;            // S
-  int warp_phases_log2;  // one phase a warp: log2 of the phases a warp takes (0: one)
-  int lead;              // samples staged before a chunk's halo (LeadSamples)
-  int staged;            // samples staged a step: lead + halo_terms - 1 + S * Q
-  int in_elements;       // elements of a sample buffer
-  int tap_rows;          // taps staged by phase: ceil(k / up) rows (TapRows); 0: in their order
-  int residue_rows;      // samples staged by residue: rows of this many (ResidueRows); 0: in order
-  int tiles_offset;      // bytes before the tile buffers (the staged taps)
+  int period, stride;  // P, Q
+  int halo_terms;      // terms a step stages the samples of: ceil(k / up), or kHaloChunkTerms
+  int halo_chunks;     // steps a tile: ceil(ceil(k / up) / halo_terms)
+  int tile_s;          // S
+  int lead;            // samples staged before a chunk's halo (LeadSamples)
+  int staged;          // samples staged a step: lead + halo_terms - 1 + S * Q
+  int in_elements;     // elements of a sample buffer
+  int tap_rows;        // taps staged by phase: ceil(k / up) rows (TapRows); 0: in their order
+  int residue_rows;    // samples staged by residue: rows of this many (ResidueRows); 0: in order
+  int tiles_offset;    // bytes before the tile buffers (the staged taps)
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
   // P (a phase a lane); then c * down by up.
   FastDivisor by_groups, by_period, by_up, by_stride;
-  FastDivisor by_phase_blocks;  // groups << warp_phases_log2: the items of a warp's phases
 };
 
 // Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
@@ -423,19 +417,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
       if constexpr (kPerWarp) {
-        if (g.warp_phases_log2 == 0) {
-          c = static_cast<int>(g.by_groups.Divide(w));
-          group = w - c * groups;
-        } else {
-          // Lane l of a warp: phase l mod 2^k of the block of 2^k phases, group l / 2^k of the
-          // warp's 32 / 2^k.
-          const int k = g.warp_phases_log2;
-          const int block = static_cast<int>(g.by_phase_blocks.Divide(w));
-          const int within = w - block * (groups << k);
-          const int lane = within & 31;
-          c = (block << k) + (lane & ((1 << k) - 1));
-          group = ((within >> 5) << (5 - k)) + (lane >> k);
-        }
+        c = static_cast<int>(g.by_groups.Divide(w));
+        group = w - c * groups;
       } else {
         group = static_cast<int>(g.by_period.Divide(w));
         c = w - group * P;
@@ -735,24 +718,6 @@ std::size_t TiledTapsBytes(const Taps& taps, const UpfirdnShape& shape) {
   return (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
 }
 
-// log2 of the phases a warp takes in one phase a warp's `plan` (groups a multiple of 32) for
-// `shape`: gcd(P, 32), so that the lanes' stores to the tile's outputs meet in no bank, where Q is
-// 1 (an integer upsampling, whose phases share their samples: the lanes of a group read the same
-// window) and the phases' taps, up / P entries apart, stay in distinct banks; else one.
-template <class T>
-int WarpPhasesLog2(const TilePlan& plan, const UpfirdnShape& shape) {
-  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
-  if (!plan.per_warp || phases.stride != 1) return 0;
-  // gcd(P, 32) phases, as many as keep their taps (up / P entries apart) in distinct banks.
-  const std::int64_t tap_words =
-      shape.up / phases.period * static_cast<std::int64_t>(sizeof(T) / 4);
-  const std::int64_t warp_phases = std::min(std::gcd(phases.period, std::int64_t{32}),
-                                            32 / std::gcd(tap_words, std::int64_t{32}));
-  int log2 = 0;
-  while ((std::int64_t{1} << (log2 + 1)) <= warp_phases) ++log2;
-  return log2;
-}
-
 // The threads a block for a tile of `items` (each a thread's outputs of one phase): the multiple of
 // 32 from 64 to 256 that leaves the smallest share of thread slots idle over the tile's rounds
 // (128 items: 128 threads, not 256 of which half idle; 320: 160, two full rounds).
@@ -771,12 +736,10 @@ inline int BlockThreads(int items) {
 }
 
 // The tiled kernel's geometry for `shape` with tile `plan` and `taps_bytes` of staged taps before
-// the tile buffers (a plan TiledFits took: its sizes fit int). A warp takes several phases
-// (WarpPhasesLog2) only where `divergent_taps`: its lanes read that many taps at a time, which a
-// by-value parameter or a constant bank serves one address after another.
+// the tile buffers (a plan TiledFits took: its sizes fit int).
 template <class T>
-Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std::size_t taps_bytes,
-                           bool divergent_taps = true) {
+Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
+                           std::size_t taps_bytes) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
   Geometry g;
   g.length = shape.length;
@@ -792,7 +755,6 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std:
   g.halo_chunks = static_cast<int>(((shape.taps + shape.up - 1) / shape.up + plan.halo_terms - 1) /
                                    plan.halo_terms);
   g.tile_s = static_cast<int>(plan.s);
-  g.warp_phases_log2 = divergent_taps ? WarpPhasesLog2<T>(plan, shape) : 0;
   g.lead = static_cast<int>(plan.lead);
   g.staged = static_cast<int>(plan.staged);
   g.in_elements = static_cast<int>(plan.in_elements);
@@ -803,8 +765,6 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan, std:
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
   g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
   g.by_stride = FastDivisor(static_cast<std::uint32_t>(g.stride));
-  g.by_phase_blocks = FastDivisor(
-      static_cast<std::uint32_t>(((g.tile_s + kOutputs - 1) / kOutputs) << g.warp_phases_log2));
   return g;
 }
 

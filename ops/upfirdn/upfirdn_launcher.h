@@ -20,9 +20,7 @@ namespace ops {
 //     every lane reads the same tap at a time: a broadcast from any table placement (by value, a
 //     constant bank, global or shared memory). It needs tiles of at least 32 * 7 outputs of each
 //     phase, which fit the 32 KiB a block stages (plus the halo) when 2 Q + P is small: up to
-//     about 36 for float32, 18 for float64. Where P is even and Q is 1 a warp takes gcd(P, 32)
-//     phases, 32 / gcd(P, 32) lanes each, so that the lanes' outputs meet in no bank of the tile's
-//     output buffer: its lanes read that many taps at a time (kAuto stages them in shared memory).
+//     about 36 for float32, 18 for float64.
 //   kPhasePerLane: lanes take outputs of consecutive phases, each reading its own taps: the taps
 //     go to shared memory (or global memory); tiles need only 7 outputs of each phase. For rates
 //     such as 160/147, whose P + Q is too large for the other.
@@ -84,7 +82,7 @@ Placement UpfirdnPlacement(std::int64_t count, SourceKind source,
                            std::int64_t launch_elements = kUnknownLaunchElements);
 
 // Where LaunchUpfirdn puts the taps for `shape`: by value where UpfirdnPlacement says so and
-// kPhasePerWarp's tiles fit with one phase a warp (not several: an even P at Q = 1), else shared
+// kPhasePerWarp's tiles fit, else shared
 // memory where the taps fit it (64 KiB, beside the tile), else global memory; the direct kernel as
 // UpfirdnPlacement says where its lanes share one phase. A launch of at most kSmallLaunchElements
 // outputs takes a small host table by value and reads a device table in place (ChoosePlacement).

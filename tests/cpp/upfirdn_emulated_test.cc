@@ -56,8 +56,6 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
   const std::size_t taps_bytes = TiledTapsBytes<kPerWarp, T>(taps, shape);
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, kHopperSharedBytes - taps_bytes, chunk_terms, taps_bytes);
-  // Several phases a warp with any reader (the launcher keeps one with a by-value or bank reader):
-  // the mapping of lanes to outputs is what is tested.
   const Geometry g = MakeTiledGeometry<T>(shape, plan, taps_bytes);
   const int threads = TileThreads(g);
   const auto grid =
@@ -335,9 +333,9 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
       {1, 30000, 97, 147, 1280},
       {1, 3000, 15521, 1280, 147},
       {1, 100000, 64, 2, 4095},  // a tile of the whole row would take 800 KiB
-      {1, 3000, 145, 12, 1},     // 8 kHz -> 96 kHz: 4 phases a warp
-      {1, 2000, 129, 16, 1},     // 16 phases a warp
-      {2, 3000, 81, 8, 2},       // rates not reduced: taps 2 apart, 4 phases a warp
+      {1, 3000, 145, 12, 1},     // 8 kHz -> 96 kHz
+      {1, 2000, 129, 16, 1},     // upsampling by 16
+      {2, 3000, 81, 8, 2},       // rates not reduced: taps 2 apart
       {1, 200, 61, 500, 3},      // fewer taps than phases: staged in their order, not by phase
       {3, 2500, 201, 2, 10},     // rates not reduced: one phase at Q 5, every other tap
   };

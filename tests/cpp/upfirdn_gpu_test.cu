@@ -404,10 +404,10 @@ TEST(UpfirdnLaunch, LaunchUpfirdnPicksThePlacementForTheRates) {
             UpfirdnArrangement::kPhasePerWarp);
   EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(61, 3, 1), Placement::kSharedMemory),
             UpfirdnArrangement::kPhasePerWarp);
-  // 8 -> 96 kHz: 4 phases a warp (P = 12), which read 4 taps at a time: shared memory.
+  // 8 -> 96 kHz: one phase a warp, a host table by value.
   EXPECT_EQ(UpfirdnPlacementForShape<float>(shape(145, 12, 1), SourceKind::kPageableHost),
-            Placement::kSharedMemory);
-  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(145, 12, 1), Placement::kSharedMemory),
+            Placement::kByValue);
+  EXPECT_EQ(UpfirdnChosenArrangement<float>(shape(145, 12, 1), Placement::kByValue),
             UpfirdnArrangement::kPhasePerWarp);
   // 44.1 <-> 48 kHz: phases change from lane to lane, the taps in shared memory.
   for (auto s : {shape(3201, 160, 147), shape(3201, 147, 160)}) {
