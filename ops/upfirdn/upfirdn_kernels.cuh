@@ -66,6 +66,12 @@ constexpr int kChunk = sizeof(T) == 4 ? 16 : 8;
 // halo inside the budget, a long filter at a small `up` (4,096 taps at 1/3) would leave room for
 // one output a tile and read its samples a thousand times over.
 constexpr std::size_t kTileBudgetBytes = 32 * 1024;
+// The same for samples staged by residue (an integer downsampling at Q of 4 and more), whose tiles
+// hold Q samples an output twice over: within 32 KiB 96 kHz -> 8 kHz (Q = 12) takes 224 outputs a
+// tile, 32 threads' work, and its blocks waited at the barrier more than they issued; within
+// 96 KiB up to kThreads threads' (upfirdn_bench on the H100: 0.192 -> 0.136 ms, 32 and 48 kHz ->
+// 8 kHz 4% faster).
+constexpr std::size_t kResidueTileBudgetBytes = 96 * 1024;
 // The most shared memory the smallest tile of the tiled kernel may take beside the staged taps,
 // within what the GPU offers: shapes that need more run the direct kernel. 96 KiB: every shape of
 // rates up to 1,024 and 4,096 taps is tiled on a GPU of compute capability 9.0 (227 KiB a block),
@@ -666,12 +672,15 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
   auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, halo_terms, per_warp); };
   const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + halo_terms) * sizeof(T);
-  const std::size_t budget = std::min(kTileBudgetBytes + halo_bytes, most_bytes);
+  const bool by_residue = SampleLayoutFor(Q, P, per_warp) == SampleLayout::kByResidue;
+  const std::size_t budget =
+      std::min((by_residue ? kResidueTileBudgetBytes : kTileBudgetBytes) + halo_bytes, most_bytes);
   // The most S the budget holds (bytes grow with S).
   std::int64_t most = 0;
   for (std::int64_t step = 1 << 20; step > 0; step >>= 1) {
     if (plan(most + step).bytes <= budget) most += step;
   }
+  if (by_residue) most = std::min<std::int64_t>(most, kOutputs * kThreads);
   auto largest = [&](std::int64_t unit) {
     if (most < unit) return std::max<std::int64_t>(1, std::min(most, needed));
     return std::min(most / unit * unit, (needed + unit - 1) / unit * unit);

@@ -230,9 +230,9 @@ TEST(UpfirdnEmulated, TheSmallestTileFitsInEitherArrangement) {
 }
 
 // Integer downsampling by 4 and more stages a tile's samples by residue (one phase a warp; a phase
-// a lane and other rates keep them in order): rows long enough for the tile, and 32 consecutive
-// samples copied to at most 2 entries a bank; 7 of many phases a tile where an SM holds as many
-// blocks.
+// a lane and other rates keep them in order) in tiles of up to kThreads threads' outputs within
+// kResidueTileBudgetBytes: rows long enough for the tile, and 32 consecutive samples copied to at
+// most 2 entries a bank; 7 of many phases a tile where an SM holds as many blocks.
 TEST(UpfirdnEmulated, IntegerDownsamplingStagesSamplesByResidue) {
   struct PlanCase {
     Case shape;
@@ -240,8 +240,8 @@ TEST(UpfirdnEmulated, IntegerDownsamplingStagesSamplesByResidue) {
     std::int64_t s;   // 0: not checked
   };
   const PlanCase cases[] = {
-      {{64, 480000, 147, 1, 12}, true, 224},       // 96 kHz -> 8 kHz
-      {{64, 480000, 55, 1, 4}, true, 672},         // 32 kHz -> 8 kHz
+      {{64, 480000, 147, 1, 12}, true, 896},       // 96 kHz -> 8 kHz: 128 threads' outputs
+      {{64, 480000, 55, 1, 4}, true, 1792},        // 32 kHz -> 8 kHz: kThreads threads'
       {{64, 480000, 81, 5, 12}, false, 0},         // 5 phases: padded
       {{64, 480000, 15521, 1280, 147}, false, 7},  // 11.025 kHz -> 96 kHz: 7 of 1,280 phases
       {{64, 480000, 31, 1, 3}, false, 0},          // 48 kHz -> 16 kHz: a specialised Q
