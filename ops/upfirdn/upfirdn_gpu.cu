@@ -147,32 +147,9 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
 template <class T, class Taps, bool kPerWarp>
 Status LaunchForStride(int device, cudaStream_t stream, const T* x, T* y, const UpfirdnShape& shape,
                        const Taps& taps) {
-  // Residue windows (CompiledStride) only where they can be asked for: one phase a warp, float32.
-  constexpr bool kWindows = kPerWarp && sizeof(T) == 4;
-  switch (CompiledStride<T>(shape, kPerWarp)) {
-    case 1:
-      return LaunchPlanned<T, Taps, 1, kPerWarp>(device, stream, x, y, shape, taps);
-    case 2:
-      return LaunchPlanned<T, Taps, 2, kPerWarp>(device, stream, x, y, shape, taps);
-    case 3:
-      return LaunchPlanned<T, Taps, 3, kPerWarp>(device, stream, x, y, shape, taps);
-    case 4:
-      if constexpr (kWindows)
-        return LaunchPlanned<T, Taps, 4, true>(device, stream, x, y, shape, taps);
-      break;
-    case 6:
-      if constexpr (kWindows)
-        return LaunchPlanned<T, Taps, 6, true>(device, stream, x, y, shape, taps);
-      break;
-    case 12:
-      if constexpr (kWindows) {
-        return LaunchPlanned<T, Taps, 12, true>(device, stream, x, y, shape, taps);
-      }
-      break;
-    default:
-      break;
-  }
-  return LaunchPlanned<T, Taps, 0, kPerWarp>(device, stream, x, y, shape, taps);
+  return WithCompiledStride<T, kPerWarp>(shape, [&](auto q) {
+    return LaunchPlanned<T, Taps, decltype(q)::value, kPerWarp>(device, stream, x, y, shape, taps);
+  });
 }
 
 template <class T, class Taps>

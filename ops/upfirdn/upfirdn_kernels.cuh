@@ -582,6 +582,34 @@ int CompiledStride(const UpfirdnShape& shape, bool per_warp) {
                                                                            : 0;
 }
 
+// Calls f(std::integral_constant<int, kQ>()) with the kQ CompiledStride gives for `shape`
+// (kPerWarp: the arrangement), instantiating residue windows only where they can be asked for: one
+// phase a warp, float32.
+template <class T, bool kPerWarp, class F>
+decltype(auto) WithCompiledStride(const UpfirdnShape& shape, F&& f) {
+  constexpr bool kWindows = kPerWarp && sizeof(T) == 4;
+  switch (CompiledStride<T>(shape, kPerWarp)) {
+    case 1:
+      return f(std::integral_constant<int, 1>());
+    case 2:
+      return f(std::integral_constant<int, 2>());
+    case 3:
+      return f(std::integral_constant<int, 3>());
+    case 4:
+      if constexpr (kWindows) return f(std::integral_constant<int, 4>());
+      break;
+    case 6:
+      if constexpr (kWindows) return f(std::integral_constant<int, 6>());
+      break;
+    case 12:
+      if constexpr (kWindows) return f(std::integral_constant<int, 12>());
+      break;
+    default:
+      break;
+  }
+  return f(std::integral_constant<int, 0>());
+}
+
 template <class T>
 TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t halo_terms,
                  bool per_warp) {

@@ -67,31 +67,9 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
 template <class T, class Taps, bool kPerWarp>
 void RunForStride(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, unsigned blocks,
                   std::int64_t chunk_terms) {
-  constexpr bool kWindows = kPerWarp && sizeof(T) == 4;  // as the launcher
-  switch (CompiledStride<T>(shape, kPerWarp)) {
-    case 1:
-      return RunTiled<T, Taps, 1, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
-    case 2:
-      return RunTiled<T, Taps, 2, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
-    case 3:
-      return RunTiled<T, Taps, 3, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
-    case 4:
-      if constexpr (kWindows)
-        return RunTiled<T, Taps, 4, true>(x, y, shape, taps, blocks, chunk_terms);
-      break;
-    case 6:
-      if constexpr (kWindows)
-        return RunTiled<T, Taps, 6, true>(x, y, shape, taps, blocks, chunk_terms);
-      break;
-    case 12:
-      if constexpr (kWindows) {
-        return RunTiled<T, Taps, 12, true>(x, y, shape, taps, blocks, chunk_terms);
-      }
-      break;
-    default:
-      break;
-  }
-  return RunTiled<T, Taps, 0, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
+  WithCompiledStride<T, kPerWarp>(shape, [&](auto q) {
+    RunTiled<T, Taps, decltype(q)::value, kPerWarp>(x, y, shape, taps, blocks, chunk_terms);
+  });
 }
 
 template <class T, class Taps>
