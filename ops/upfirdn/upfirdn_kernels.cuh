@@ -21,12 +21,11 @@
 // consecutive words of one residue's row at each term, and the lanes, 7 outputs apart, distinct
 // banks, where in order lanes 7 Q apart meet up to gcd(7 Q, 32) to a bank. At Q of 4, 6 and 12
 // (float32) a kernel compiled for that Q loads a window of samples into registers, as at Q of 1
-// to 3, at constant offsets from residue 0 (ResidueOutputs). Which outputs the lanes
-// of a warp take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per
-// warp, so that every lane reads the same tap (constant memory's broadcast, by value or from a
-// bank), or consecutive phases per warp with the taps in shared memory. A phase a lane stages its
-// taps by phase
-// (StageUpfirdnTaps), so that lanes on consecutive phases read consecutive words.
+// to 3, at constant offsets from residue 0 (ResidueOutputs). Which outputs the lanes of a warp
+// take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so
+// that every lane reads the same tap (constant memory's broadcast, by value or from a bank), or
+// consecutive phases per warp with the taps in shared memory. A phase a lane stages its taps by
+// phase (StageUpfirdnTaps), so that lanes on consecutive phases read consecutive words.
 //
 // A filter of more than kHaloChunkTerms terms a phase (a long filter at a small `up`) is walked in
 // chunks of kHaloChunkTerms terms: for each chunk the block stages the tile's samples with that

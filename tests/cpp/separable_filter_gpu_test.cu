@@ -67,9 +67,15 @@ void Check(const SeparableShape& s, std::uint64_t seed, int offset = 0,
           shared_bytes, &report)));
       ASSERT_CUDA(cudaStreamSynchronize(stream));
       const auto all = out.Read();
-      ASSERT_TRUE(n == 0 || std::memcmp(all.data() + offset, expected.data(), n * sizeof(In)) == 0)
-          << Describe(s) << ", " << sizeof(In) << "-byte data, " << PlacementName(placement)
-          << ", offset " << offset << ", " << shared_bytes << " bytes of shared memory";
+      // The first element that differs, to tell a border, a tile edge or an image's taps apart.
+      std::int64_t first = 0;
+      while (first < n && std::memcmp(&all[offset + first], &expected[first], sizeof(In)) == 0) {
+        ++first;
+      }
+      ASSERT_EQ(first, n) << Describe(s) << ", " << sizeof(In) << "-byte data, "
+                          << PlacementName(placement) << ", offset " << offset << ", "
+                          << shared_bytes << " bytes of shared memory: element " << first << " is "
+                          << +all[offset + first] << ", the CPU's " << +expected[first];
       const In poison = [] {
         In v;
         std::memset(&v, 0x5A, sizeof(In));
