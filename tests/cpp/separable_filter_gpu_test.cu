@@ -135,6 +135,24 @@ TEST(SeparableFilterGpu, EveryCaseAndPlacementBitwiseEqualToTheCpuKernel) {
   }
 }
 
+// Several tile columns and steps in float64 with a table per image, every border and layout, 20
+// times over (a race shows as a run that differs), and under the sanitizers too, which the full
+// list leaves this size out of.
+TEST(SeparableFilterGpu, TileColumnsAndStepsInFloat64Repeatedly) {
+  REQUIRE_GPU();
+  const int repeats = UnderSanitizer() ? 1 : 20;
+  std::uint64_t seed = 2000;
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    for (auto layout : {SeparableLayout::kPlanes, SeparableLayout::kChannelsLast}) {
+      for (auto border :
+           {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+        Check<double>(MakeShape(2, 3, 70, 300, 31, 17, layout, border, true), seed++);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 TEST(SeparableFilterGpu, LargeImagesAndLongFilters) {
   REQUIRE_GPU();
   if (UnderSanitizer()) GTEST_SKIP() << "sizes too large for the sanitizer";
