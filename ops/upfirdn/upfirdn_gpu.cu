@@ -82,7 +82,7 @@ bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader, UpfirdnArran
 template <class T>
 std::size_t StagedTapsBytes(std::int64_t taps, Placement placement) {
   if (placement != Placement::kSharedMemory) return 0;
-  return (static_cast<std::size_t>(taps) * sizeof(T) + 15) / 16 * 16;
+  return RoundUpTo16(static_cast<std::size_t>(taps) * sizeof(T));
 }
 
 // Whether the tiled kernel takes `shape` beside `taps_bytes` of staged taps on a GPU that offers
@@ -173,8 +173,7 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
   }
   std::size_t device_bytes = 0;
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
-  const std::size_t taps_bytes =
-      (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  const std::size_t taps_bytes = TiledTapsBytes<true, T>(taps, shape);  // as StageTable stages
   if (!Tiled<T>(shape, taps_bytes, device_bytes)) {
     if (arrangement == UpfirdnArrangement::kAuto) {
       return LaunchDirect<T>(device, stream, x, y, shape, taps);

@@ -736,13 +736,16 @@ inline std::int64_t TapRows(const UpfirdnShape& shape) {
   return period * rows <= 2 * shape.taps ? rows : 0;
 }
 
+// `bytes` rounded up to 16: staged taps end where the 16-byte aligned tile buffers start.
+constexpr std::size_t RoundUpTo16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
 // The shared memory the taps of `shape` staged by phase take (TapRows), in 16 bytes.
 template <class T>
 std::size_t TapRowsBytes(const UpfirdnShape& shape) {
   const std::int64_t period = MakeUpfirdnPhases(shape.up, shape.down).period;
   const std::int64_t rows = TapRows(shape);
   const std::int64_t entries = rows > 0 ? period * rows : shape.taps;
-  return (static_cast<std::size_t>(entries) * sizeof(T) + 15) / 16 * 16;
+  return RoundUpTo16(static_cast<std::size_t>(entries) * sizeof(T));
 }
 
 // The shared memory, in 16 bytes, a tiled launch (kPerWarp: the arrangement) stages `taps` in
@@ -751,7 +754,7 @@ std::size_t TapRowsBytes(const UpfirdnShape& shape) {
 template <bool kPerWarp, class T, class Taps>
 std::size_t TiledTapsBytes(const Taps& taps, const UpfirdnShape& shape) {
   if constexpr (!kPerWarp && kStagedByPhase<Taps>) return TapRowsBytes<T>(shape);
-  return (StagedTableBytes(taps, static_cast<int>(shape.taps)) + 15) / 16 * 16;
+  return RoundUpTo16(StagedTableBytes(taps, static_cast<int>(shape.taps)));
 }
 
 // The threads a block for a tile of `items` (each a thread's outputs of one phase): the multiple of
