@@ -120,9 +120,8 @@ TEST_P(CapturedForms, ReplaysFollowChangingInputsAndTables) {
   DeviceBuffer<Entry> in(kCount), out(kCount), device_table(n);
   auto table = Random(n, &rng);
   auto input = Random(kCount, &rng);
-  ASSERT_CUDA(
-      cudaMemcpy(device_table.get(), table.data(), n * sizeof(Entry), cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(in.get(), input.data(), kCount * sizeof(Entry), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(device_table.get(), table.data(), n * sizeof(Entry)));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), input.data(), kCount * sizeof(Entry)));
   const TableView<Entry> view = form == Form::kDevice
                                     ? TableView<Entry>{device_table.get(), n, SourceKind::kDevice}
                                     : TableView<Entry>{table.data(), n, SourceKind::kPageableHost};
@@ -204,9 +203,8 @@ TEST(CapturedConcurrency, GraphsOnTwoStreamsAndEagerCallsOnAThirdKeepTheirTables
   const auto input = Random(kCount, &rng);
   DeviceBuffer<Entry> in(kCount), out_a(kCount), out_b(kCount), out_c(kCount);
   DeviceBuffer<Entry> device_b(kLarge);
-  ASSERT_CUDA(cudaMemcpy(in.get(), input.data(), kCount * sizeof(Entry), cudaMemcpyHostToDevice));
-  ASSERT_CUDA(
-      cudaMemcpy(device_b.get(), table_b.data(), kLarge * sizeof(Entry), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), input.data(), kCount * sizeof(Entry)));
+  ASSERT_CUDA(testing::CopyToDevice(device_b.get(), table_b.data(), kLarge * sizeof(Entry)));
   const long long spin = UnderSanitizer() ? 0 : 2000;
   Graph a, b;  // a host table (the graph's buffer) and a device table (read in place)
   Capture(sa, cudaStreamCaptureModeGlobal, &a, [&] {
@@ -239,7 +237,7 @@ TEST(CapturedExecutables, OneGraphInstantiatedThreeTimesAndReplayedAtOnce) {
   const auto small = Random(kSmall, &rng), large = Random(kLarge, &rng);
   const auto input = Random(kCount, &rng);
   DeviceBuffer<Entry> in(kCount), out_small(kCount), out_large(kCount);
-  ASSERT_CUDA(cudaMemcpy(in.get(), input.data(), kCount * sizeof(Entry), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), input.data(), kCount * sizeof(Entry)));
   cudaGraph_t graph = nullptr;
   LaunchReport small_report, large_report;
   ASSERT_CUDA(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
@@ -280,7 +278,7 @@ TEST(CapturedLifetime, AGraphDestroyedWhileItRunsKeepsItsTableUntilItIsDone) {
   const auto first = Random(kLarge, &rng), second = Random(kLarge, &rng);
   const auto input = Random(kCount, &rng);
   DeviceBuffer<Entry> in(kCount), out_first(kCount), out_second(kCount);
-  ASSERT_CUDA(cudaMemcpy(in.get(), input.data(), kCount * sizeof(Entry), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), input.data(), kCount * sizeof(Entry)));
   int owned_before = 0, idle_before = 0;
   ASSERT_OK(CapturedTableBuffers(0, &owned_before, &idle_before));
   {
@@ -368,9 +366,8 @@ TEST_P(CaptureModes, EveryTableFormCapturesAndReplays) {
   const auto device = Random(kLarge, &rng), input = Random(kCount, &rng);
   DeviceBuffer<Entry> in(kCount), out_small(kCount), out_large(kCount), out_device(kCount);
   DeviceBuffer<Entry> device_table(kLarge);
-  ASSERT_CUDA(cudaMemcpy(in.get(), input.data(), kCount * sizeof(Entry), cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(device_table.get(), device.data(), kLarge * sizeof(Entry),
-                         cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), input.data(), kCount * sizeof(Entry)));
+  ASSERT_CUDA(testing::CopyToDevice(device_table.get(), device.data(), kLarge * sizeof(Entry)));
   Graph g;
   Capture(s, GetParam(), &g, [&] {
     EXPECT_OK(
@@ -410,9 +407,8 @@ TEST(CapturedUpdates, WrongUpdatesAreErrorsAndChangeNothing) {
   Stream s;
   const auto large = Random(kLarge, &rng), input = Random(kCount, &rng);
   DeviceBuffer<Entry> in(kCount), out(kCount), device_table(kLarge);
-  ASSERT_CUDA(cudaMemcpy(in.get(), input.data(), kCount * sizeof(Entry), cudaMemcpyHostToDevice));
-  ASSERT_CUDA(
-      cudaMemcpy(device_table.get(), large.data(), kLarge * sizeof(Entry), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), input.data(), kCount * sizeof(Entry)));
+  ASSERT_CUDA(testing::CopyToDevice(device_table.get(), large.data(), kLarge * sizeof(Entry)));
   LaunchReport host_report, device_report;
   Graph g;
   Capture(s, cudaStreamCaptureModeGlobal, &g, [&] {

@@ -85,8 +85,7 @@ std::vector<std::int32_t> RoundTrip(Bank<std::int32_t>& bank, cudaStream_t strea
   const int n = static_cast<int>(table.size());
   DeviceBuffer<std::int32_t> out(n), device_table(n);
   PinnedBuffer<std::int32_t> pinned(table);
-  cudaMemcpy(device_table.get(), table.data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice);
-  cudaDeviceSynchronize();  // `stream` does not wait for the default stream's copy
+  testing::CopyToDevice(device_table.get(), table.data(), n * sizeof(std::int32_t));
   const std::int32_t* source = kind == SourceKind::kDevice       ? device_table.get()
                                : kind == SourceKind::kPinnedHost ? pinned.get()
                                                                  : table.data();
@@ -263,8 +262,7 @@ void ReadAfterDelayedUpload(bool tracking) {
   const auto z = RandomTable(rng, 256), x = RandomTable(rng, 256);
   PinnedBuffer<std::int32_t> x_pinned(x);
   DeviceBuffer<std::int32_t> out_b(256), device_z(256);
-  cudaMemcpy(device_z.get(), z.data(), sizeof(std::int32_t) * 256, cudaMemcpyHostToDevice);
-  ASSERT_CUDA(cudaDeviceSynchronize());  // non-blocking streams do not wait for this copy
+  testing::CopyToDevice(device_z.get(), z.data(), sizeof(std::int32_t) * 256);
   {
     Lease<std::int32_t> lease;  // the slot starts out holding Z
     ASSERT_OK(single_slot_bank().Acquire(a, 256, nullptr, &lease));

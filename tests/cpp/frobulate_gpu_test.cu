@@ -54,8 +54,8 @@ std::int64_t MismatchesForCase(std::int64_t count, std::int64_t table_size, Sour
   cudaMalloc(&device_table, table_size * sizeof(std::int32_t));
   cudaHostAlloc(&pinned_table, table_size * sizeof(std::int32_t), cudaHostAllocDefault);
   std::memcpy(pinned_table, table.data(), table_size * sizeof(std::int32_t));
-  cudaMemcpy(device_table, table.data(), table_size * sizeof(std::int32_t), cudaMemcpyHostToDevice);
-  cudaMemcpy(device_data + misalign, data.data(), count * sizeof(T), cudaMemcpyHostToDevice);
+  testing::CopyToDevice(device_table, table.data(), table_size * sizeof(std::int32_t));
+  testing::CopyToDevice(device_data + misalign, data.data(), count * sizeof(T));
   cudaMemset(device_out, 0xFF, (count + 1) * sizeof(T));  // NaN poison: unwritten shows
   // The setup ran on the default stream, which the non-blocking stream does not wait for.
   cudaDeviceSynchronize();

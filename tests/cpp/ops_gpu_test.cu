@@ -467,7 +467,7 @@ TEST(InterpolateGpu, ConcurrentStreamsReadTheirOwnHostTables) {
   std::mt19937_64 rng(5);
   const auto x = InterpolatePoints<float>(rng, count, 0.0, 1.0, false);
   DeviceBuffer<float> in(count);
-  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), x.data(), count * sizeof(float)));
   std::vector<Stream> streams(kStreams);
   std::vector<std::unique_ptr<DeviceBuffer<float>>> outs;
   for (int s = 0; s < kStreams; ++s) {
@@ -507,7 +507,7 @@ TEST(InterpolateGpu, CapturedHostTableStaysSharedAndReplaysBitwise) {
   const auto expected = InterpolateOnCpu(x, knots, 0.0, 1.0);
   Stream stream;
   DeviceBuffer<float> in(count), out(count);
-  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), x.data(), count * sizeof(float)));
   cudaGraph_t graph = nullptr;
   LaunchReport report;
   ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -560,7 +560,7 @@ TEST(InterpolateGpu, KnotsPastWhatABlockStagesReadAStagedPrefixBitwise) {
         knot_count > kStaged ? Placement::kGlobalMemory : Placement::kSharedMemory;
     Stream stream;
     DeviceBuffer<float> in(count), out(count);
-    ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    ASSERT_CUDA(testing::CopyToDevice(in.get(), x.data(), count * sizeof(float)));
     for (SourceKind source :
          {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
       const char* prefixes[] = {"chosen", "forced on", "forced off"};

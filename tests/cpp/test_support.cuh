@@ -47,6 +47,14 @@ inline cudaError_t InstantiateAsChildGraph(cudaGraph_t child, cudaGraph_t* paren
   return error;
 }
 
+// Copies `bytes` from host memory to the device and waits for them to land: a copy from pageable
+// memory may still be in flight when cudaMemcpy returns, and the tests' launches run on
+// non-blocking streams, which do not wait for the default stream.
+inline cudaError_t CopyToDevice(void* device, const void* host, std::size_t bytes) {
+  const cudaError_t error = cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
+  return error != cudaSuccess ? error : cudaDeviceSynchronize();
+}
+
 class Stream {
  public:
   Stream() { cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
@@ -89,10 +97,7 @@ struct Tables {
   explicit Tables(const std::vector<T>& values) : host(values), device(values.size()) {
     cudaHostAlloc(&pinned, values.size() * sizeof(T), cudaHostAllocDefault);
     std::memcpy(pinned, values.data(), values.size() * sizeof(T));
-    cudaMemcpy(device.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice);
-    // Copies from pageable memory may still be in flight when cudaMemcpy returns, and the
-    // launchers run on non-blocking streams, which do not wait for the default stream.
-    cudaDeviceSynchronize();
+    CopyToDevice(device.get(), values.data(), values.size() * sizeof(T));
   }
   ~Tables() { cudaFreeHost(pinned); }
   TableView<T> View(SourceKind source) const {

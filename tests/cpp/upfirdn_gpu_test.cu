@@ -310,9 +310,8 @@ void CheckChosenPlacement(const Case& c, std::mt19937_64& rng, cudaStream_t stre
   std::vector<float> expected(shape.rows * shape.outputs);
   UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, shape.rows * shape.outputs);
   DeviceBuffer<float> in(x.size()), out(expected.size()), device_taps(c.k);
-  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  ASSERT_CUDA(
-      cudaMemcpy(device_taps.get(), taps.data(), c.k * sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), x.data(), x.size() * sizeof(float)));
+  ASSERT_CUDA(testing::CopyToDevice(device_taps.get(), taps.data(), c.k * sizeof(float)));
   for (const TableView<float>& view :
        {TableView<float>{taps.data(), c.k, SourceKind::kPageableHost},
         TableView<float>{device_taps.get(), c.k, SourceKind::kDevice}}) {
@@ -575,10 +574,9 @@ void CheckCapturedReplays(std::int64_t taps_count, std::int64_t up, std::int64_t
   const std::int64_t total = shape.rows * shape.outputs;
   Stream stream;
   DeviceBuffer<T> in(x.size()), out(total), device_taps(taps_count);
-  ASSERT_CUDA(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(in.get(), x.data(), x.size() * sizeof(T)));
   auto taps = Random<T>(rng, taps_count);
-  ASSERT_CUDA(
-      cudaMemcpy(device_taps.get(), taps.data(), taps_count * sizeof(T), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(testing::CopyToDevice(device_taps.get(), taps.data(), taps_count * sizeof(T)));
   const TableView<T> view = source == SourceKind::kDevice
                                 ? TableView<T>{device_taps.get(), taps_count, source}
                                 : TableView<T>{taps.data(), taps_count, source};
