@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "constmem/async_copy.cuh"
 #include "constmem/host_device.hpp"
@@ -234,6 +235,60 @@ __host__ __device__ constexpr int ResidueChunk(int q) {
   return q * (kChunk<T> / q > 1 ? kChunk<T> / q : 1);
 }
 
+// f(std::integral_constant<int, t>()) for each t of the sequence, in order.
+template <class F, int... t>
+__device__ __forceinline__ void ForEachSlot(F&& f, std::integer_sequence<int, t...>) {
+  (f(std::integral_constant<int, t>()), ...);
+}
+
+// kOutputs outputs of one phase, kQ samples apart, in chunks of kQ terms, from rows of kQ samples:
+// row R (R <= 6) is samples e0 - (kQ - 1) + R kQ + i, i < kQ, as row(i, R) reads them, so that the
+// chunk from term c kQ of output r reads row r - c, term c kQ + j its sample kQ - 1 - j. A ring of
+// kOutputs rows in registers: row R in slot R mod kOutputs, each chunk loads the one row the next
+// takes (kQ loads for 7 kQ FMAs, where a window of every output's samples a chunk loads 7 kQ), and
+// a whole turn of the ring an iteration keeps every register index a constant. Terms m ascending,
+// as ExactOutput.
+template <int kQ, class T, class Taps, class Row>
+__device__ __forceinline__ void SlidingRows(const Row& row, int tap0, int step, int terms,
+                                            const Taps& taps, T (&acc)[kOutputs]) {
+  constexpr int S = kOutputs;
+  T ring[S][kQ];
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+#pragma unroll
+    for (int i = 0; i < kQ; ++i) ring[k][i] = row(i, k);
+  }
+  const int full = terms / kQ, chunks = (terms + kQ - 1) / kQ;
+  // Chunk c's terms, the last guarded: slot (r - t) mod S holds output r's row at c = t mod S.
+  auto apply = [&](auto t, auto guarded, int c) {
+    const int m0 = c * kQ;
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) {
+      if (decltype(guarded)::value && m0 + j >= terms) break;
+      const T h = taps[tap0 + (m0 + j) * step];
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) {
+        acc[r] = fma(ring[(r - decltype(t)::value + S) % S][kQ - 1 - j], h, acc[r]);
+      }
+    }
+    // Row -(c + 1), for chunk c + 1, into the slot of row S - 1 - c, which no later chunk reads.
+    if (c + 1 < chunks) {
+#pragma unroll
+      for (int i = 0; i < kQ; ++i) ring[S - 1 - decltype(t)::value][i] = row(i, -(c + 1));
+    }
+  };
+  for (int c = 0; c < chunks;) {
+    auto turn = [&](auto t) {
+      if (c < full) {
+        apply(t, std::false_type(), c++);
+      } else if (c < chunks) {
+        apply(t, std::true_type(), c++);
+      }
+    };
+    ForEachSlot(turn, std::make_integer_sequence<int, S>());
+  }
+}
+
 // A thread's `count` outputs of the one phase from samples staged by residue, output r's base at
 // local e0 + r q (b0 + r q in the row, less m0), terms m ascending as ExactOutput. Inside the row,
 // with Q compiled (kQ >= 4), a window of samples e0 - m0 - (U - 1) ... e0 + 6 Q - m0 comes into
@@ -248,12 +303,11 @@ __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
   if (count == kOutputs && b0 >= terms - 1 &&
       b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1) {
     if constexpr (kQ >= 4) {
-      constexpr int U = ResidueChunk<T>(kQ);
-      const T* const first_row = in + (e0 - (U - 1)) / kQ;  // residue 0's entry, m0 = 0
-      const PhaseTaps phase[1] = {{tap0, terms}};
-      WindowedOutputs<kQ, U>(
-          [&](int from, int w) { return first_row[(w % kQ) * rows + w / kQ - from / kQ]; }, phase,
-          step, taps, OnePhase(acc));
+      // Residue 0's entry of the samples e0 - (kQ - 1) ... e0: its row holds the first sample of
+      // each output's first chunk (Geometry::lead puts it at residue 0).
+      const T* const first_row = in + (e0 - (kQ - 1)) / kQ;
+      SlidingRows<kQ>([&](int residue, int row) { return first_row[residue * rows + row]; }, tap0,
+                      step, terms, taps, acc);
     } else {
       ResidueWalk walk(e0, rows, q, by_q);
 #pragma unroll 4
