@@ -20,8 +20,8 @@
 // (e mod Q) * rows + e div Q (Geometry::residue_rows): a thread's 7 outputs, Q samples apart, read
 // consecutive words of one residue's row at each term, and the lanes, 7 outputs apart, distinct
 // banks, where in order lanes 7 Q apart meet up to gcd(7 Q, 32) to a bank. At Q of 4, 6 and 12
-// (float32) a kernel compiled for that Q loads a window of samples into registers, as at Q of 1
-// to 3, at constant offsets from residue 0 (ResidueOutputs). Which outputs the lanes of a warp
+// (float32) a kernel compiled for that Q slides a ring of 7 rows of Q samples through registers,
+// a row a chunk of Q terms for 7 Q FMAs (SlidingRows). Which outputs the lanes of a warp
 // take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so
 // that every lane reads the same tap (constant memory's broadcast, by value or from a bank), or
 // consecutive phases per warp with the taps in shared memory. A phase a lane stages its taps by
@@ -228,13 +228,6 @@ __device__ __forceinline__ T (&OnePhase(T (&acc)[kOutputs]))[1][kOutputs] {
   return reinterpret_cast<T(&)[1][kOutputs]>(acc);
 }
 
-// The terms a window of the residue kernel (a compiled Q of 4 and more) walks: a multiple of Q, so
-// that every window starts at residue 0 (LeadSamples).
-template <class T>
-__host__ __device__ constexpr int ResidueChunk(int q) {
-  return q * (kChunk<T> / q > 1 ? kChunk<T> / q : 1);
-}
-
 // f(std::integral_constant<int, t>()) for each t of the sequence, in order.
 template <class F, int... t>
 __device__ __forceinline__ void ForEachSlot(F&& f, std::integer_sequence<int, t...>) {
@@ -291,10 +284,9 @@ __device__ __forceinline__ void SlidingRows(const Row& row, int tap0, int step, 
 
 // A thread's `count` outputs of the one phase from samples staged by residue, output r's base at
 // local e0 + r q (b0 + r q in the row, less m0), terms m ascending as ExactOutput. Inside the row,
-// with Q compiled (kQ >= 4), a window of samples e0 - m0 - (U - 1) ... e0 + 6 Q - m0 comes into
-// registers for U terms (as InteriorOutputs'), its first sample residue 0's (Geometry::lead), so
-// that its loads are at constant offsets; with a run-time Q the 7 read consecutive entries of one
-// residue's row a term. Either way the lanes, 7 entries apart, read distinct banks.
+// with Q compiled (kQ >= 4), rows of Q samples from residue 0 (Geometry::lead) slide through
+// registers (SlidingRows); with a run-time Q the 7 read consecutive entries of one residue's row a
+// term. Either way the lanes, 7 entries apart, read distinct banks.
 template <int kQ, class T, class Taps>
 __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
                                                const FastDivisor& by_q, int e0, std::int64_t b0,
@@ -688,8 +680,8 @@ inline std::int64_t ResidueRows(std::int64_t staged, std::int64_t q) {
   return least + ((wanted - least) % 32 + 32) % 32;
 }
 
-// Whether samples of `layout` at Q = q are read in windows by a kernel compiled for that Q: 4, 6
-// and 12 (the audio rates' integer downsampling; windows of 40 to 84 registers), float32, by
+// Whether samples of `layout` at Q = q are read in rows of Q by a kernel compiled for that Q: 4, 6
+// and 12 (the audio rates' integer downsampling; rings of 28 to 84 registers), float32, by
 // residue.
 template <class T>
 bool ResidueWindows(std::int64_t q, SampleLayout layout) {
@@ -697,12 +689,12 @@ bool ResidueWindows(std::int64_t q, SampleLayout layout) {
 }
 
 // The samples staged before a chunk's halo: kChunk (a window's reach past its first term), or for
-// residue windows ResidueChunk's and up to Q - 1 more, so that lead + halo_terms is a multiple of
-// Q: every window then starts at residue 0.
+// residue windows Q and up to Q - 1 more, so that lead + halo_terms is a multiple of Q: every row
+// of SlidingRows then starts at residue 0, the lowest it reads at least 1.
 template <class T>
 std::int64_t LeadSamples(std::int64_t q, std::int64_t halo_terms, SampleLayout layout) {
   if (!ResidueWindows<T>(q, layout)) return kChunk<T>;
-  return ResidueChunk<T>(static_cast<int>(q)) + (q - halo_terms % q) % q;
+  return q + (q - halo_terms % q) % q;
 }
 
 // The Q a tiled kernel is compiled for (its kQ): 1 to 3, and Q where ResidueWindows; else 0, Q
