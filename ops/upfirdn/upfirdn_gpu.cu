@@ -137,7 +137,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
                       std::to_string(shape.down) + "; this GPU offers " +
                       std::to_string(device_bytes));
   }
-  const int threads = TileThreads(g, kPerWarp);
+  const int threads = TileThreads(g);
   int resident = 0;
   CONSTMEM_RETURN_IF_ERROR(ResidentBlocksOf<kernel>(device, threads, shared, &resident));
   kernel<<<PersistentGrid(g.tiles, resident), threads, shared, stream>>>(x, y, g, taps);

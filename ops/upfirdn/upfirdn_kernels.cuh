@@ -20,8 +20,8 @@
 // (e mod Q) * rows + e div Q (Geometry::residue_rows): a thread's 7 outputs, Q samples apart, read
 // consecutive words of one residue's row at each term, and the lanes, 7 outputs apart, distinct
 // banks, where in order lanes 7 Q apart meet up to gcd(7 Q, 32) to a bank. At Q of 4, 6 and 12
-// (float32) a kernel compiled for that Q slides a ring of 7 rows of Q samples through registers,
-// a row a chunk of Q terms for 7 Q FMAs (SlidingRows). Which outputs the lanes of a warp
+// (float32) a kernel compiled for that Q loads a window of samples into registers, as at Q of 1
+// to 3, at constant offsets from residue 0 (ResidueOutputs). Which outputs the lanes of a warp
 // take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so
 // that every lane reads the same tap (constant memory's broadcast, by value or from a bank), or
 // consecutive phases per warp with the taps in shared memory. A phase a lane stages its taps by
@@ -42,7 +42,6 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
-#include <utility>
 
 #include "constmem/async_copy.cuh"
 #include "constmem/host_device.hpp"
@@ -180,113 +179,44 @@ __device__ __forceinline__ T ExactResidueOutput(const T* in, int rows, int q,
   return acc;
 }
 
-// The taps of one phase a chunk of terms walks: term m's at taps[first + m * step], m < terms.
-struct PhaseTaps {
-  int first, terms;
-};
-
-// kOutputs outputs of each of N phases inside the row, Q = kQ, in chunks of U terms: for the chunk
-// from term m0 a window of samples comes into registers, window[w] = sample(m0, w) (samples
+// kOutputs outputs of one phase inside the row, Q = kQ, in chunks of U terms: for the chunk from
+// term m0 a window of samples comes into registers, window[w] = sample(m0, w) (samples
 // e0 - m0 - (U - 1) + w for bases at e0 + r Q), and term m0 + j of output r is
-// window[U - 1 - j + r Q]: 6 Q + U loads for 7 U FMAs a phase. The N phases share their bases (at
-// Q = 1 every phase's are the same), so one window feeds them all.
-template <int kQ, int U, int N, class T, class Taps, class Sample>
-__device__ __forceinline__ void WindowedOutputs(const Sample& sample, const PhaseTaps (&phases)[N],
-                                                int step, const Taps& taps, T (&acc)[N][kOutputs]) {
+// window[U - 1 - j + r Q]: 6 Q + U loads for 7 U FMAs.
+template <int kQ, int U, class T, class Taps, class Sample>
+__device__ __forceinline__ void WindowedOutputs(const Sample& sample, int tap0, int step, int terms,
+                                                const Taps& taps, T (&acc)[kOutputs]) {
   constexpr int W = (kOutputs - 1) * kQ + U;
-  int fewest = phases[0].terms, most = phases[0].terms;
-#pragma unroll
-  for (int i = 1; i < N; ++i) {
-    fewest = min(fewest, phases[i].terms);
-    most = max(most, phases[i].terms);
-  }
-  int m0 = 0;
+  int m0 = 0, tap = tap0;
   auto apply = [&](auto guarded) {
     T window[W];
 #pragma unroll
     for (int w = 0; w < W; ++w) window[w] = sample(m0, w);
 #pragma unroll
     for (int j = 0; j < U; ++j) {
-      if (decltype(guarded)::value && m0 + j >= most) break;
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-        if (decltype(guarded)::value && N > 1 && m0 + j >= phases[i].terms) continue;
-        const T h = taps[phases[i].first + (m0 + j) * step];
-#pragma unroll
-        for (int r = 0; r < kOutputs; ++r)
-          acc[i][r] = fma(window[U - 1 - j + r * kQ], h, acc[i][r]);
-      }
-    }
-  };
-  for (; m0 + U <= fewest; m0 += U) apply(std::false_type());
-  for (; m0 < most; m0 += U) apply(std::true_type());
-}
-
-// One phase's outputs as an array of one phase's.
-template <class T>
-__device__ __forceinline__ T (&OnePhase(T (&acc)[kOutputs]))[1][kOutputs] {
-  return reinterpret_cast<T(&)[1][kOutputs]>(acc);
-}
-
-// f(std::integral_constant<int, t>()) for each t of the sequence, in order.
-template <class F, int... t>
-__device__ __forceinline__ void ForEachSlot(F&& f, std::integer_sequence<int, t...>) {
-  (f(std::integral_constant<int, t>()), ...);
-}
-
-// kOutputs outputs of one phase, kQ samples apart, in chunks of kQ terms, from rows of kQ samples:
-// row R (R <= 6) is samples e0 - (kQ - 1) + R kQ + i, i < kQ, as row(i, R) reads them, so that the
-// chunk from term c kQ of output r reads row r - c, term c kQ + j its sample kQ - 1 - j. A ring of
-// kOutputs rows in registers: row R in slot R mod kOutputs, each chunk loads the one row the next
-// takes (kQ loads for 7 kQ FMAs, where a window of every output's samples a chunk loads 7 kQ), and
-// a whole turn of the ring an iteration keeps every register index a constant. Terms m ascending,
-// as ExactOutput.
-template <int kQ, class T, class Taps, class Row>
-__device__ __forceinline__ void SlidingRows(const Row& row, int tap0, int step, int terms,
-                                            const Taps& taps, T (&acc)[kOutputs]) {
-  constexpr int S = kOutputs;
-  T ring[S][kQ];
-#pragma unroll
-  for (int k = 0; k < S; ++k) {
-#pragma unroll
-    for (int i = 0; i < kQ; ++i) ring[k][i] = row(i, k);
-  }
-  const int full = terms / kQ, chunks = (terms + kQ - 1) / kQ;
-  // Chunk c's terms, the last guarded: slot (r - t) mod S holds output r's row at c = t mod S.
-  auto apply = [&](auto t, auto guarded, int c) {
-    const int m0 = c * kQ;
-#pragma unroll
-    for (int j = 0; j < kQ; ++j) {
       if (decltype(guarded)::value && m0 + j >= terms) break;
-      const T h = taps[tap0 + (m0 + j) * step];
+      const T h = taps[tap + j * step];
 #pragma unroll
-      for (int r = 0; r < kOutputs; ++r) {
-        acc[r] = fma(ring[(r - decltype(t)::value + S) % S][kQ - 1 - j], h, acc[r]);
-      }
-    }
-    // Row -(c + 1), for chunk c + 1, into the slot of row S - 1 - c, which no later chunk reads.
-    if (c + 1 < chunks) {
-#pragma unroll
-      for (int i = 0; i < kQ; ++i) ring[S - 1 - decltype(t)::value][i] = row(i, -(c + 1));
+      for (int r = 0; r < kOutputs; ++r) acc[r] = fma(window[U - 1 - j + r * kQ], h, acc[r]);
     }
   };
-  for (int c = 0; c < chunks;) {
-    auto turn = [&](auto t) {
-      if (c < full) {
-        apply(t, std::false_type(), c++);
-      } else if (c < chunks) {
-        apply(t, std::true_type(), c++);
-      }
-    };
-    ForEachSlot(turn, std::make_integer_sequence<int, S>());
-  }
+  for (; m0 + U <= terms; m0 += U, tap += U * step) apply(std::false_type());
+  if (m0 < terms) apply(std::true_type());
+}
+
+// The terms a window of the residue kernel (a compiled Q of 4 and more) walks: a multiple of Q, so
+// that every window starts at residue 0 (LeadSamples).
+template <class T>
+__host__ __device__ constexpr int ResidueChunk(int q) {
+  return q * (kChunk<T> / q > 1 ? kChunk<T> / q : 1);
 }
 
 // A thread's `count` outputs of the one phase from samples staged by residue, output r's base at
 // local e0 + r q (b0 + r q in the row, less m0), terms m ascending as ExactOutput. Inside the row,
-// with Q compiled (kQ >= 4), rows of Q samples from residue 0 (Geometry::lead) slide through
-// registers (SlidingRows); with a run-time Q the 7 read consecutive entries of one residue's row a
-// term. Either way the lanes, 7 entries apart, read distinct banks.
+// with Q compiled (kQ >= 4), a window of samples e0 - m0 - (U - 1) ... e0 + 6 Q - m0 comes into
+// registers for U terms (as InteriorOutputs'), its first sample residue 0's (Geometry::lead), so
+// that its loads are at constant offsets; with a run-time Q the 7 read consecutive entries of one
+// residue's row a term. Either way the lanes, 7 entries apart, read distinct banks.
 template <int kQ, class T, class Taps>
 __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
                                                const FastDivisor& by_q, int e0, std::int64_t b0,
@@ -295,11 +225,11 @@ __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
   if (count == kOutputs && b0 >= terms - 1 &&
       b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1) {
     if constexpr (kQ >= 4) {
-      // Residue 0's entry of the samples e0 - (kQ - 1) ... e0: its row holds the first sample of
-      // each output's first chunk (Geometry::lead puts it at residue 0).
-      const T* const first_row = in + (e0 - (kQ - 1)) / kQ;
-      SlidingRows<kQ>([&](int residue, int row) { return first_row[residue * rows + row]; }, tap0,
-                      step, terms, taps, acc);
+      constexpr int U = ResidueChunk<T>(kQ);
+      const T* const first_row = in + (e0 - (U - 1)) / kQ;  // residue 0's entry, m0 = 0
+      WindowedOutputs<kQ, U>(
+          [&](int from, int w) { return first_row[(w % kQ) * rows + w / kQ - from / kQ]; }, tap0,
+          step, terms, taps, acc);
     } else {
       ResidueWalk walk(e0, rows, q, by_q);
 #pragma unroll 4
@@ -329,9 +259,8 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int 
                                                 int terms, const Taps& taps, T (&acc)[kOutputs]) {
   constexpr int U = kChunk<T>;
   if constexpr (kQ > 0) {
-    const PhaseTaps phase[1] = {{tap0, terms}};
-    WindowedOutputs<kQ, U>([&](int from, int w) { return in[e0 - from - (U - 1) + w]; }, phase,
-                           step, taps, OnePhase(acc));
+    WindowedOutputs<kQ, U>([&](int from, int w) { return in[e0 - from - (U - 1) + w]; }, tap0, step,
+                           terms, taps, acc);
   } else {
     int tap = tap0;
     int m0 = 0;
@@ -404,18 +333,6 @@ __device__ __forceinline__ decltype(auto) StageUpfirdnTaps(const Taps& taps, con
   }
 }
 
-// The phases a thread's item takes: two at Q = 1 with one phase a warp, where every phase's outputs
-// of a group have the same bases (c * down < up: base 0), so that one window of samples feeds
-// both (8 kHz -> 96 kHz: 12 terms a phase, as many instructions a thread's item spends on its
-// phase, bounds and outputs as on one phase's FMAs); else one.
-__host__ __device__ constexpr int PhasesPerItem(int q, bool per_warp) {
-  return q == 1 && per_warp ? 2 : 1;
-}
-// The items of a group of outputs: one for each PhasesPerItem phases.
-__host__ __device__ constexpr int ItemPhases(int period, int q, bool per_warp) {
-  return (period + PhasesPerItem(q, per_warp) - 1) / PhasesPerItem(q, per_warp);
-}
-
 // kQ: Q where it is 1 to 3, else 0 (Q from the geometry). kPerWarp: the arrangement.
 template <class T, class Taps, int kQ, bool kPerWarp>
 __global__ void __launch_bounds__(kThreads)
@@ -474,10 +391,7 @@ __global__ void __launch_bounds__(kThreads)
   };
 
   const int groups = (S + kOutputs - 1) / kOutputs;  // a multiple of 32 for kPerWarp
-  // Two phases an item (PhasesPerItem): phases c and c + item_phases of a group.
-  constexpr bool kPairs = PhasesPerItem(kQ, kPerWarp) == 2;
-  const int item_phases = ItemPhases(P, kQ, kPerWarp);
-  const int items = item_phases * groups;
+  const int items = P * groups;
   // A step is a tile and a chunk of its terms; a block takes tiles blockIdx.x + i * gridDim.x.
   std::int64_t tile = blockIdx.x;
   int chunk = 0;
@@ -505,70 +419,6 @@ __global__ void __launch_bounds__(kThreads)
     // Output j of the tile at out[j]: shifted as StoreSpan writes it out. Between chunks it holds
     // the outputs' partial sums, each read and written by the thread that owns it.
     T* const out = out_buffer + SpanShift(row_y, 0);
-    // What the thread of phase c and group `group` computes this step (count 0: nothing).
-    struct Item {
-      int c, s0, p0, terms, count, e0;
-      std::int64_t b0;  // the base of its first output, less m0: the sample its first term meets
-    };
-    auto item_of = [&](int c, int group) {
-      Item it;
-      it.c = c;
-      const int cd = c * g.down;
-      const int base = static_cast<int>(g.by_up.Divide(cd)), p = cd - base * g.up;
-      const int phase_terms = p < g.taps ? static_cast<int>(g.by_up.Divide(g.taps - 1 - p)) + 1 : 0;
-      // This chunk's terms of the phase: m0 ... m0 + terms - 1, its first tap p + m0 * up.
-      const int left_terms = phase_terms - m0;
-      it.terms = left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
-      // Term m of the phase: h[p0 + m * step] (staged by phase: a row a term).
-      it.p0 = by_phase ? m0 * P + c : p + m0 * g.up;
-      it.s0 = group * kOutputs;
-      // Outputs r of this thread: s0 + r < S and inside the row.
-      const std::int64_t remaining = g.outputs - c - (tile_s0 + it.s0) * P;
-      const int in_tile = S - it.s0 < kOutputs ? S - it.s0 : kOutputs;
-      it.count = remaining >= static_cast<std::int64_t>(in_tile) * P ? in_tile
-                 : remaining <= 0 ? 0
-                                  : (static_cast<int>(remaining) + P - 1) / P;
-      it.e0 = g.lead + g.halo_terms - 1 + base + it.s0 * q;
-      it.b0 = base + (tile_s0 + it.s0) * q - m0;
-      return it;
-    };
-    auto interior = [&](const Item& it) {
-      return it.count == kOutputs && it.b0 >= it.terms - 1 &&
-             it.b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1;
-    };
-    auto load = [&](const Item& it, T(&acc)[kOutputs]) {
-#pragma unroll
-      for (int r = 0; r < kOutputs; ++r)
-        acc[r] = r < it.count && m0 > 0 ? out[it.c + (it.s0 + r) * P] : T(0);
-    };
-    auto store = [&](const Item& it, const T(&acc)[kOutputs]) {
-#pragma unroll
-      for (int r = 0; r < kOutputs; ++r) {
-        if (r < it.count) out[it.c + (it.s0 + r) * P] = acc[r];
-      }
-    };
-    const int step = by_phase ? P : g.up;
-    auto compute = [&](const Item& it) {
-      if (it.count <= 0) return;
-      T acc[kOutputs];
-      load(it, acc);
-      if (by_residue) {
-        ResidueOutputs<kQ>(in, g.residue_rows, q, g.by_stride, it.e0, it.b0, it.p0, step, it.terms,
-                           g.length, it.count, h, acc);
-      } else if (interior(it)) {
-        InteriorOutputs<kQ, kPaddedSlots>(in, it.e0, q, it.p0, step, it.terms, h, acc);
-      } else {
-#pragma unroll
-        for (int r = 0; r < kOutputs; ++r) {
-          if (r < it.count) {
-            acc[r] = ExactOutput<kPaddedSlots>(in, it.e0 + r * q,
-                                               it.b0 + static_cast<std::int64_t>(r) * q, it.p0,
-                                               it.terms, g.length, step, h, acc[r]);
-          }
-        }
-      }
-      store(it, acc);
-    };
     for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
       if constexpr (kPerWarp) {
@@ -578,27 +428,50 @@ __global__ void __launch_bounds__(kThreads)
         group = static_cast<int>(g.by_period.Divide(w));
         c = w - group * P;
       }
-      const Item first = item_of(c, group);
-      if constexpr (kPairs) {
-        if (c + item_phases < P) {
-          const Item second = item_of(c + item_phases, group);
-          if (interior(first) && interior(second)) {
-            T acc[2][kOutputs];
-            load(first, acc[0]);
-            load(second, acc[1]);
-            constexpr int U = kChunk<T>;
-            const PhaseTaps phases[2] = {{first.p0, first.terms}, {second.p0, second.terms}};
-            const int e0 = first.e0;
-            WindowedOutputs<kQ, U>([&](int from, int k) { return in[e0 - from - (U - 1) + k]; },
-                                   phases, step, h, acc);
-            store(first, acc[0]);
-            store(second, acc[1]);
-            continue;
+      const int cd = c * g.down;
+      const int base = static_cast<int>(g.by_up.Divide(cd)), p = cd - base * g.up;
+      const int phase_terms = p < g.taps ? static_cast<int>(g.by_up.Divide(g.taps - 1 - p)) + 1 : 0;
+      // This chunk's terms of the phase: m0 ... m0 + terms - 1, its first tap p + m0 * up.
+      const int left_terms = phase_terms - m0;
+      const int terms = left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
+      // Term m of the phase: h[p0 + m * step] (staged by phase: a row a term).
+      const int p0 = by_phase ? m0 * P + c : p + m0 * g.up;
+      const int step = by_phase ? P : g.up;
+      const int s0 = group * kOutputs;
+      // Outputs r of this thread: s0 + r < S and inside the row.
+      const std::int64_t remaining = g.outputs - c - (tile_s0 + s0) * P;
+      const int in_tile = S - s0 < kOutputs ? S - s0 : kOutputs;
+      const int count = remaining >= static_cast<std::int64_t>(in_tile) * P ? in_tile
+                        : remaining <= 0 ? 0
+                                         : (static_cast<int>(remaining) + P - 1) / P;
+      if (count <= 0) continue;
+      const int e0 = g.lead + g.halo_terms - 1 + base + s0 * q;
+      // The base of the thread's first output, less m0: the sample its chunk's first term meets.
+      const std::int64_t b0 = base + (tile_s0 + s0) * q - m0;
+      T acc[kOutputs];
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r)
+        acc[r] = r < count && m0 > 0 ? out[c + (s0 + r) * P] : T(0);
+      if (by_residue) {
+        ResidueOutputs<kQ>(in, g.residue_rows, q, g.by_stride, e0, b0, p0, step, terms, g.length,
+                           count, h, acc);
+      } else if (count == kOutputs && b0 >= terms - 1 &&
+                 b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
+        InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, step, terms, h, acc);
+      } else {
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) {
+          if (r < count) {
+            acc[r] =
+                ExactOutput<kPaddedSlots>(in, e0 + r * q, b0 + static_cast<std::int64_t>(r) * q, p0,
+                                          terms, g.length, step, h, acc[r]);
           }
-          compute(second);
         }
       }
-      compute(first);
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) {
+        if (r < count) out[c + (s0 + r) * P] = acc[r];
+      }
     }
     if (last_chunk) {
       __syncthreads();  // the tile's outputs are in shared memory
@@ -680,8 +553,8 @@ inline std::int64_t ResidueRows(std::int64_t staged, std::int64_t q) {
   return least + ((wanted - least) % 32 + 32) % 32;
 }
 
-// Whether samples of `layout` at Q = q are read in rows of Q by a kernel compiled for that Q: 4, 6
-// and 12 (the audio rates' integer downsampling; rings of 28 to 84 registers), float32, by
+// Whether samples of `layout` at Q = q are read in windows by a kernel compiled for that Q: 4, 6
+// and 12 (the audio rates' integer downsampling; windows of 40 to 84 registers), float32, by
 // residue.
 template <class T>
 bool ResidueWindows(std::int64_t q, SampleLayout layout) {
@@ -689,12 +562,12 @@ bool ResidueWindows(std::int64_t q, SampleLayout layout) {
 }
 
 // The samples staged before a chunk's halo: kChunk (a window's reach past its first term), or for
-// residue windows Q and up to Q - 1 more, so that lead + halo_terms is a multiple of Q: every row
-// of SlidingRows then starts at residue 0, the lowest it reads at least 1.
+// residue windows ResidueChunk's and up to Q - 1 more, so that lead + halo_terms is a multiple of
+// Q: every window then starts at residue 0.
 template <class T>
 std::int64_t LeadSamples(std::int64_t q, std::int64_t halo_terms, SampleLayout layout) {
   if (!ResidueWindows<T>(q, layout)) return kChunk<T>;
-  return q + (q - halo_terms % q) % q;
+  return ResidueChunk<T>(static_cast<int>(q)) + (q - halo_terms % q) % q;
 }
 
 // The Q a tiled kernel is compiled for (its kQ): 1 to 3, and Q where ResidueWindows; else 0, Q
@@ -884,9 +757,9 @@ std::size_t TiledTapsBytes(const Taps& taps, const UpfirdnShape& shape) {
   return RoundUpTo16(StagedTableBytes(taps, static_cast<int>(shape.taps)));
 }
 
-// The threads a block for a tile of `items` (each a thread's outputs of PhasesPerItem phases): the
-// multiple of 32 from 64 to 256 that leaves the smallest share of thread slots idle over the tile's
-// rounds (128 items: 128 threads, not 256 of which half idle; 320: 160, two full rounds).
+// The threads a block for a tile of `items` (each a thread's outputs of one phase): the multiple of
+// 32 from 64 to 256 that leaves the smallest share of thread slots idle over the tile's rounds
+// (128 items: 128 threads, not 256 of which half idle; 320: 160, two full rounds).
 inline int BlockThreads(int items) {
   int best = kThreads;
   double best_busy = 0;
@@ -934,10 +807,9 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
   return g;
 }
 
-// The threads a block for the tiled kernel with geometry `g` and the arrangement `per_warp`.
-inline int TileThreads(const Geometry& g, bool per_warp) {
-  return BlockThreads(ItemPhases(g.period, g.stride, per_warp) *
-                      ((g.tile_s + kOutputs - 1) / kOutputs));
+// The threads a block for the tiled kernel with geometry `g`.
+inline int TileThreads(const Geometry& g) {
+  return BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
 }
 
 }  // namespace upfirdn_kernels

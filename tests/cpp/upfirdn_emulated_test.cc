@@ -57,7 +57,7 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
   const TilePlan plan =
       ChooseTile<T>(shape, kPerWarp, kHopperSharedBytes - taps_bytes, chunk_terms, taps_bytes);
   const Geometry g = MakeTiledGeometry<T>(shape, plan, taps_bytes);
-  const int threads = TileThreads(g, kPerWarp);
+  const int threads = TileThreads(g);
   const auto grid =
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.tiles, blocks)));
   emulated_gpu::Launch(dim3(grid), dim3(threads), g.tiles_offset + plan.bytes,
