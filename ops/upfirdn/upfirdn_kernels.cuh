@@ -123,9 +123,6 @@ struct Geometry {
   FastDivisor by_groups, by_period, by_up, by_stride;
 };
 
-// Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
-// row and the phase, m ascending, term m's tap at taps[tap0 + m * step] (step: up, or P for taps
-// staged by phase). Within a chunk of terms, b and tap0 are those of its first term.
 // The terms m of an output of base `b` (less m0) that meet samples inside the row: lo ... hi.
 __device__ __forceinline__ void TermsInside(std::int64_t b, int terms, std::int64_t length, int* lo,
                                             int* hi) {
@@ -134,6 +131,17 @@ __device__ __forceinline__ void TermsInside(std::int64_t b, int terms, std::int6
   *hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
 }
 
+// Whether a thread's `count` outputs, bases b0 + r q (less m0), are all kOutputs and meet samples
+// inside the row at every one of their `terms` terms: the paths without bounds take them.
+__device__ __forceinline__ bool AllTermsInside(int count, std::int64_t b0, int q, int terms,
+                                               std::int64_t length) {
+  return count == kOutputs && b0 >= terms - 1 &&
+         b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1;
+}
+
+// Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
+// row and the phase, m ascending, term m's tap at taps[tap0 + m * step] (step: up, or P for taps
+// staged by phase). Within a chunk of terms, b and tap0 are those of its first term.
 template <bool kPaddedSlots, class T, class Taps>
 __device__ __forceinline__ T ExactOutput(const T* in, int e, std::int64_t b, int tap0, int terms,
                                          std::int64_t length, int step, const Taps& taps, T acc) {
@@ -222,8 +230,7 @@ __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
                                                const FastDivisor& by_q, int e0, std::int64_t b0,
                                                int tap0, int step, int terms, std::int64_t length,
                                                int count, const Taps& taps, T (&acc)[kOutputs]) {
-  if (count == kOutputs && b0 >= terms - 1 &&
-      b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1) {
+  if (AllTermsInside(count, b0, q, terms, length)) {
     if constexpr (kQ >= 4) {
       constexpr int U = ResidueChunk<T>(kQ);
       const T* const first_row = in + (e0 - (U - 1)) / kQ;  // residue 0's entry, m0 = 0
@@ -455,8 +462,7 @@ __global__ void __launch_bounds__(kThreads)
       if (by_residue) {
         ResidueOutputs<kQ>(in, g.residue_rows, q, g.by_stride, e0, b0, p0, step, terms, g.length,
                            count, h, acc);
-      } else if (count == kOutputs && b0 >= terms - 1 &&
-                 b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= g.length - 1) {
+      } else if (AllTermsInside(count, b0, q, terms, g.length)) {
         InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, step, terms, h, acc);
       } else {
 #pragma unroll

@@ -82,10 +82,10 @@ Placement UpfirdnPlacement(std::int64_t count, SourceKind source,
                            std::int64_t launch_elements = kUnknownLaunchElements);
 
 // Where LaunchUpfirdn puts the taps for `shape`: by value where UpfirdnPlacement says so and
-// kPhasePerWarp's tiles fit, else shared
-// memory where the taps fit it (64 KiB, beside the tile), else global memory; the direct kernel as
-// UpfirdnPlacement says where its lanes share one phase. A launch of at most kSmallLaunchElements
-// outputs takes a small host table by value and reads a device table in place (ChoosePlacement).
+// kPhasePerWarp's tiles fit, else shared memory where the taps fit it (64 KiB, beside the tile),
+// else global memory; the direct kernel as UpfirdnPlacement says where its lanes share one phase.
+// A launch of at most kSmallLaunchElements outputs takes a small host table by value and reads a
+// device table in place (ChoosePlacement).
 // kPhasePerLane stages a table in global memory of up to 96 KiB in shared memory too (by phase,
 // where its rows take at most twice the taps: TapRows), and reads a table placed in shared memory
 // from global memory where its rows leave no room for a tile: the report names the placement, not
