@@ -27,7 +27,8 @@ CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem
   processes' load does not inflate), constmem and OpenCV alternating, the minimum and the median
   of 15.
 
-    python3 bench/image_filter_bench.py [--json FILE] [--quick] [--cpu-only [--cpu-time]]
+    python3 bench/image_filter_bench.py [--json FILE] [--quick]
+                                        [--gpu-only | --cpu-only [--cpu-time]]
 
 A few minutes on an H200 (each anchor where importable).
 """
@@ -329,6 +330,7 @@ def main():
     parser.add_argument("--json", help="write the measurements to this file")
     parser.add_argument("--quick", action="store_true", help="small shapes only (a smoke test)")
     parser.add_argument("--cpu-only", action="store_true")
+    parser.add_argument("--gpu-only", action="store_true")
     parser.add_argument("--cpu-time", action="store_true", help="one thread's CPU time (CPU only)")
     args = parser.parse_args()
     results = []
@@ -338,7 +340,8 @@ def main():
             raise SystemExit("no CUDA device: use --cpu-only")
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
         gpu_cases(args, results)
-    cpu_cases(args, results)
+    if not args.gpu_only:
+        cpu_cases(args, results)
     print(f"\n{time.perf_counter() - start:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
