@@ -129,7 +129,7 @@ class PinnedStagingPool {
   void FreeElsewhere(Owned buffers) {
     if (buffers.empty()) return;
     frees_pending_.fetch_add(1, std::memory_order_acq_rel);
-    std::thread([this, owned = std::move(buffers)] {
+    auto free_all = [this, owned = std::move(buffers)] {
       for (const auto& buffer : owned) {
         cudaEventDestroy(buffer->copied);
         cudaFreeHost(buffer->host);
@@ -137,7 +137,12 @@ class PinnedStagingPool {
       }
       frees_pending_.fetch_sub(1,
                                std::memory_order_acq_rel);  // the pool lives as long as the process
-    }).detach();
+    };
+#ifdef CONSTMEM_TEST_FREE_IN_CALLER  // the protection off, to show the tests of it fail
+    free_all();
+#else
+    std::thread(std::move(free_all)).detach();
+#endif
   }
 
   // Under the lock: takes out of the pool the free buffers past kKeptIdleBuffers (the least

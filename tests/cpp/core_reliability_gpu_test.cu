@@ -35,6 +35,39 @@ __global__ void CopyOut(Reader table, int n, std::int32_t* out) {
 __global__ void Spin(long long ns) { SpinFor(ns); }
 __global__ void AddOne(int* value) { *value += 1; }
 
+// Holds a stream until the host opens it (or `most_ns` pass, so that a failure cannot hang).
+__global__ void SpinUntilOpen(const volatile int* open, long long most_ns) {
+  const unsigned long long start = testing::GlobalTimerNs();
+  while (*open == 0 &&
+         testing::GlobalTimerNs() - start < static_cast<unsigned long long>(most_ns)) {
+  }
+}
+
+// A flag in mapped host memory that SpinUntilOpen reads: a kernel runs exactly until the host has
+// checked what it needs to, with no bound on the host's own time.
+class HostGate {
+ public:
+  HostGate() {
+    if (cudaHostAlloc(&flag_, sizeof(int), cudaHostAllocMapped) != cudaSuccess ||
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flag_), flag_, 0) !=
+            cudaSuccess) {
+      ADD_FAILURE() << "no mapped host memory for the gate";
+      return;
+    }
+    *flag_ = 0;
+  }
+  ~HostGate() { cudaFreeHost(flag_); }
+  HostGate(const HostGate&) = delete;
+  HostGate& operator=(const HostGate&) = delete;
+  bool ok() const { return device_flag_ != nullptr; }
+  const int* device_flag() const { return device_flag_; }
+  void Open() { __atomic_store_n(flag_, 1, __ATOMIC_RELEASE); }
+
+ private:
+  int* flag_ = nullptr;
+  int* device_flag_ = nullptr;
+};
+
 // Fails the test and ends the process if `body` has not returned within `seconds`: a hang must be
 // a failure, not a stuck CI job.
 template <class Body>
@@ -354,10 +387,13 @@ TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   EXPECT_EQ(CounterValue(Counter::kStagingBufferFreed) - freed,
             static_cast<std::int64_t>(kBurst - PinnedStagingPool::kKeptIdleBuffers - 1));
 
-  // cudaFreeHost waits for the device, here for a kernel still running on another stream: neither
-  // the caller of ReleaseIdleBuffers nor an upload that needs a buffer meanwhile waits with it.
-  Spin<<<1, 1, 0, t>>>(300'000'000);
-  const auto start = std::chrono::steady_clock::now();
+  // cudaFreeHost waits for the device, here for a kernel on another stream that runs until this
+  // thread opens the gate: neither the caller of ReleaseIdleBuffers nor an upload that needs a
+  // buffer meanwhile waits with it (either would hold the gate shut until the kernel's 10 s ran).
+  HostGate gate;
+  ASSERT_TRUE(gate.ok());
+  SpinUntilOpen<<<1, 1, 0, t>>>(gate.device_flag(), 10'000'000'000);
+  if (testing::UnderSanitizer()) gate.Open();  // there the copy on s would wait for t's kernel
   pool->ReleaseIdleBuffers();
   EXPECT_EQ(pool->buffer_count(), retired);
   const std::int64_t fallbacks = CounterValue(Counter::kStagingPageableFallback);
@@ -366,11 +402,13 @@ TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   ASSERT_OK(reliability_bank().Acquire(s, 256, nullptr, &lease));
   ASSERT_OK(lease.UploadFromPageableHost(meanwhile.data(), 256));
   ASSERT_OK(lease.Release());
-  if (!testing::UnderSanitizer()) {  // there the copy on s waits for t's kernel
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+  if (!testing::UnderSanitizer()) {
+    EXPECT_EQ(cudaStreamQuery(t), cudaErrorNotReady)
+        << "ReleaseIdleBuffers or the upload beside a pending free waited for the device";
   }
   EXPECT_EQ(CounterValue(Counter::kStagingPageableFallback) - fallbacks, 1)
       << "no buffer is pinned while a free is pending";
+  gate.Open();
   ASSERT_CUDA(cudaStreamSynchronize(t));
   WaitForFrees(pool);
   const auto again = Table(256, 34);
