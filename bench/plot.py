@@ -86,12 +86,21 @@ def workloads(image_json, resample_json, png):
     big = [r for r in image if r["shape"][0] == 32 and r["dtype"] == "float32"]
     for name, marker in (("torchvision", "o"), ("kornia", "s"), ("cupy", "^")):
         rows = [r for r in big if r.get(f"{name}_ms")]
+        if not rows:  # not importable in that run
+            continue
         left.plot(
             [r["k"] for r in rows],
             [r[f"{name}_ms"] / r["constmem_ms"] for r in rows],
             marker + "-",
             label=name,
         )
+    nhwc = [r for r in big if r.get("cvcuda_ms")]
+    left.plot(
+        [r["k"] for r in nhwc],
+        [r["cvcuda_ms"] / r["constmem_nhwc_ms"] for r in nhwc],
+        "D-",
+        label="CV-CUDA (NHWC, against constmem on NHWC)",
+    )
     left.plot(
         [r["k"] for r in big],
         [r["copy_ms"] / r["constmem_ms"] for r in big],
