@@ -21,7 +21,8 @@
 // consecutive words of one residue's row at each term, and the lanes, 7 outputs apart, distinct
 // banks, where in order lanes 7 Q apart meet up to gcd(7 Q, 32) to a bank. At Q of 4, 6 and 12
 // (float32) a kernel compiled for that Q loads a window of samples into registers, as at Q of 1
-// to 3, at constant offsets from residue 0 (ResidueOutputs). Which outputs the lanes of a warp
+// to 3, at constant offsets from residue 0, or at 12 slides rows of Q samples through them
+// (ResidueOutputs). Which outputs the lanes of a warp
 // take is the placement question (upfirdn_launcher.h, UpfirdnArrangement): one phase per warp, so
 // that every lane reads the same tap (constant memory's broadcast, by value or from a bank), or
 // consecutive phases per warp with the taps in shared memory. A phase a lane stages its taps by
@@ -42,6 +43,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "constmem/async_copy.cuh"
 #include "constmem/host_device.hpp"
@@ -131,12 +133,18 @@ __device__ __forceinline__ void TermsInside(std::int64_t b, int terms, std::int6
   *hi = b < terms - 1 ? static_cast<int>(b) : terms - 1;
 }
 
-// Whether a thread's `count` outputs, bases b0 + r q (less m0), are all kOutputs and meet samples
-// inside the row at every one of their `terms` terms: the paths without bounds take them.
+// Whether a thread's `count` outputs, bases b0 + r q (less m0), meet samples inside the row at
+// every one of their `terms` terms.
+__device__ __forceinline__ bool OutputsInside(int count, std::int64_t b0, int q, int terms,
+                                              std::int64_t length) {
+  return count > 0 && b0 >= terms - 1 &&
+         b0 + static_cast<std::int64_t>(count - 1) * q <= length - 1;
+}
+
+// Whether they are also all kOutputs: the paths without bounds take them.
 __device__ __forceinline__ bool AllTermsInside(int count, std::int64_t b0, int q, int terms,
                                                std::int64_t length) {
-  return count == kOutputs && b0 >= terms - 1 &&
-         b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1;
+  return count == kOutputs && OutputsInside(count, b0, q, terms, length);
 }
 
 // Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
@@ -219,12 +227,79 @@ __host__ __device__ constexpr int ResidueChunk(int q) {
   return q * (kChunk<T> / q > 1 ? kChunk<T> / q : 1);
 }
 
+// f(std::integral_constant<int, t>()) for each t of the sequence, in order.
+template <class F, int... t>
+__device__ __forceinline__ void ForEachSlot(F&& f, std::integer_sequence<int, t...>) {
+  (f(std::integral_constant<int, t>()), ...);
+}
+
+// kOutputs outputs of one phase, kQ samples apart, in chunks of kQ terms, from rows of kQ samples:
+// row R (R <= 6) is samples e0 - (kQ - 1) + R kQ + i, i < kQ, as row(i, R) reads them, so that the
+// chunk from term c kQ of output r reads row r - c, term c kQ + j its sample kQ - 1 - j. A ring of
+// kOutputs rows in registers: row R in slot R mod kOutputs, each chunk loads the one row the next
+// takes (kQ loads for 7 kQ FMAs, where a window of every output's samples a chunk loads 7 kQ), and
+// a whole turn of the ring an iteration keeps every register index a constant. Terms m ascending,
+// as ExactOutput.
+template <int kQ, class T, class Taps, class Row>
+__device__ __forceinline__ void SlidingRows(const Row& row, int tap0, int step, int terms,
+                                            const Taps& taps, T (&acc)[kOutputs]) {
+  constexpr int S = kOutputs;
+  T ring[S][kQ];
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+#pragma unroll
+    for (int i = 0; i < kQ; ++i) ring[k][i] = row(i, k);
+  }
+  const int full = terms / kQ, chunks = (terms + kQ - 1) / kQ;
+  // Chunk c's terms, the last guarded: slot (r - t) mod S holds output r's row at c = t mod S.
+  auto apply = [&](auto t, auto guarded, int c) {
+    const int m0 = c * kQ;
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) {
+      if (decltype(guarded)::value && m0 + j >= terms) break;
+      const T h = taps[tap0 + (m0 + j) * step];
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) {
+        acc[r] = fma(ring[(r - decltype(t)::value + S) % S][kQ - 1 - j], h, acc[r]);
+      }
+    }
+    // Row -(c + 1), for chunk c + 1, into the slot of row S - 1 - c, which no later chunk reads.
+    if (c + 1 < chunks) {
+#pragma unroll
+      for (int i = 0; i < kQ; ++i) ring[S - 1 - decltype(t)::value][i] = row(i, -(c + 1));
+    }
+  };
+  for (int c = 0; c < chunks;) {
+    auto turn = [&](auto t) {
+      if (c < full) {
+        apply(t, std::false_type(), c++);
+      } else if (c < chunks) {
+        apply(t, std::true_type(), c++);
+      }
+    };
+    ForEachSlot(turn, std::make_integer_sequence<int, S>());
+  }
+}
+
+// f(std::integral_constant<int, count>()) for a count of 2 to kOutputs - 1.
+template <class F>
+__device__ __forceinline__ void WithOutputCount(int count, F&& f) {
+  ForEachSlot(
+      [&](auto n) {
+        if (count == decltype(n)::value + 2)
+          f(std::integral_constant<int, decltype(n)::value + 2>());
+      },
+      std::make_integer_sequence<int, kOutputs - 2>());
+}
+
 // A thread's `count` outputs of the one phase from samples staged by residue, output r's base at
 // local e0 + r q (b0 + r q in the row, less m0), terms m ascending as ExactOutput. Inside the row,
 // with Q compiled (kQ >= 4), a window of samples e0 - m0 - (U - 1) ... e0 + 6 Q - m0 comes into
 // registers for U terms (as InteriorOutputs'), its first sample residue 0's (Geometry::lead), so
-// that its loads are at constant offsets; with a run-time Q the 7 read consecutive entries of one
-// residue's row a term. Either way the lanes, 7 entries apart, read distinct banks.
+// that its loads are at constant offsets; where a window holds one chunk of Q terms (Q > kChunk /
+// 2: 96 kHz -> 8 kHz), so that its 7 Q loads feed 7 Q FMAs, rows of Q samples slide through
+// registers instead (SlidingRows: Q loads a chunk). With a run-time Q the 7 read consecutive
+// entries of one residue's row a term. Either way the lanes, 7 entries apart, read distinct banks.
 template <int kQ, class T, class Taps>
 __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
                                                const FastDivisor& by_q, int e0, std::int64_t b0,
@@ -234,9 +309,14 @@ __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
     if constexpr (kQ >= 4) {
       constexpr int U = ResidueChunk<T>(kQ);
       const T* const first_row = in + (e0 - (U - 1)) / kQ;  // residue 0's entry, m0 = 0
-      WindowedOutputs<kQ, U>(
-          [&](int from, int w) { return first_row[(w % kQ) * rows + w / kQ - from / kQ]; }, tap0,
-          step, terms, taps, acc);
+      if constexpr (U == kQ) {
+        SlidingRows<kQ>([&](int residue, int row) { return first_row[residue * rows + row]; }, tap0,
+                        step, terms, taps, acc);
+      } else {
+        WindowedOutputs<kQ, U>(
+            [&](int from, int w) { return first_row[(w % kQ) * rows + w / kQ - from / kQ]; }, tap0,
+            step, terms, taps, acc);
+      }
     } else {
       ResidueWalk walk(e0, rows, q, by_q);
 #pragma unroll 4
@@ -259,11 +339,13 @@ __device__ __forceinline__ void ResidueOutputs(const T* in, int rows, int q,
   }
 }
 
-// kOutputs outputs of one phase whose every term is inside the row: bases at local e0 + r * q, term
-// m's tap at taps[tap0 + m * step].
-template <int kQ, bool kPaddedSlots, class T, class Taps>
+// kCount outputs of one phase whose every term is inside the row: bases at local e0 + r * q, term
+// m's tap at taps[tap0 + m * step]. Fewer than kOutputs at a run-time Q only (tiles of S < 7 at a
+// large Q: each tap still read once for them all).
+template <int kQ, bool kPaddedSlots, int kCount = kOutputs, class T, class Taps>
 __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int tap0, int step,
                                                 int terms, const Taps& taps, T (&acc)[kOutputs]) {
+  static_assert(kCount == kOutputs || kQ == 0, "fewer outputs at a run-time Q only");
   constexpr int U = kChunk<T>;
   if constexpr (kQ > 0) {
     WindowedOutputs<kQ, U>([&](int from, int w) { return in[e0 - from - (U - 1) + w]; }, tap0, step,
@@ -277,7 +359,7 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int 
         if (decltype(guarded)::value && m0 + j >= terms) break;
         const T h = taps[tap + j * step];
 #pragma unroll
-        for (int r = 0; r < kOutputs; ++r) {
+        for (int r = 0; r < kCount; ++r) {
           acc[r] = fma(in[Slot<kPaddedSlots>(e0 + r * q - m0 - j)], h, acc[r]);
         }
       }
@@ -426,6 +508,21 @@ __global__ void __launch_bounds__(kThreads)
     // Output j of the tile at out[j]: shifted as StoreSpan writes it out. Between chunks it holds
     // the outputs' partial sums, each read and written by the thread that owns it.
     T* const out = out_buffer + SpanShift(row_y, 0);
+    // 2 to 6 outputs inside the row at a run-time Q, a phase a lane (tiles of S < 7 at a large Q;
+    // a phase a warp has whole groups), each tap read once for them all; whether it took them.
+    auto fewer_inside = [&](int count, int e0, std::int64_t b0, int p0, int step, int terms,
+                            T(&acc)[kOutputs]) {
+      if constexpr (kQ == 0 && !kPerWarp) {
+        if (count > 1 && count < kOutputs && OutputsInside(count, b0, q, terms, g.length)) {
+          WithOutputCount(count, [&](auto n) {
+            InteriorOutputs<kQ, kPaddedSlots, decltype(n)::value>(in, e0, q, p0, step, terms, h,
+                                                                  acc);
+          });
+          return true;
+        }
+      }
+      return false;
+    };
     for (int w = threadIdx.x; w < items; w += blockDim.x) {
       int c, group;
       if constexpr (kPerWarp) {
@@ -464,7 +561,7 @@ __global__ void __launch_bounds__(kThreads)
                            count, h, acc);
       } else if (AllTermsInside(count, b0, q, terms, g.length)) {
         InteriorOutputs<kQ, kPaddedSlots>(in, e0, q, p0, step, terms, h, acc);
-      } else {
+      } else if (!fewer_inside(count, e0, b0, p0, step, terms, acc)) {
 #pragma unroll
         for (int r = 0; r < kOutputs; ++r) {
           if (r < count) {

@@ -310,12 +310,13 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
       {2, 7000, 158, 1, 12},
       {1, 30000, 97, 147, 1280},
       {1, 3000, 15521, 1280, 147},
-      {1, 100000, 64, 2, 4095},  // a tile of the whole row would take 800 KiB
-      {1, 3000, 145, 12, 1},     // 8 kHz -> 96 kHz
-      {1, 2000, 129, 16, 1},     // upsampling by 16
-      {2, 3000, 81, 8, 2},       // rates not reduced: taps 2 apart
-      {1, 200, 61, 500, 3},      // fewer taps than phases: staged in their order, not by phase
-      {3, 2500, 201, 2, 10},     // rates not reduced: one phase at Q 5, every other tap
+      {1, 100000, 64, 2, 4095},      // a tile of the whole row would take 800 KiB
+      {1, 3000, 145, 12, 1},         // 8 kHz -> 96 kHz
+      {1, 2000, 129, 16, 1},         // upsampling by 16
+      {2, 3000, 81, 8, 2},           // rates not reduced: taps 2 apart
+      {1, 200, 61, 500, 3},          // fewer taps than phases: staged in their order, not by phase
+      {3, 2500, 201, 2, 10},         // rates not reduced: one phase at Q 5, every other tap
+      {1, 30000, 15583, 147, 1280},  // 96 kHz -> 11.025 kHz: 3 outputs a phase a tile
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
