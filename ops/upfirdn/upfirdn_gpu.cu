@@ -119,7 +119,6 @@ Status ResidentBlocksOf(int device, int threads, std::size_t shared, int* blocks
 template <class T, class Taps, int kQ, bool kPerWarp>
 Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const UpfirdnShape& shape,
                      const Taps& taps) {
-  constexpr auto kernel = UpfirdnKernel<T, Taps, kQ, kPerWarp>;
   std::size_t device_bytes = 0;
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   const std::size_t taps_bytes = TiledTapsBytes<kPerWarp, T>(taps, shape);
@@ -138,10 +137,13 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
                       std::to_string(device_bytes));
   }
   const int threads = TileThreads(g);
-  int resident = 0;
-  CONSTMEM_RETURN_IF_ERROR(ResidentBlocksOf<kernel>(device, threads, shared, &resident));
-  kernel<<<PersistentGrid(g.tiles, resident), threads, shared, stream>>>(x, y, g, taps);
-  return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "Upfirdn launch");
+  return WithTiledKernel<T, Taps, kQ, kPerWarp>(plan.s, [&](auto chosen) {
+    constexpr auto kernel = decltype(chosen)::value;
+    int resident = 0;
+    CONSTMEM_RETURN_IF_ERROR(ResidentBlocksOf<kernel>(device, threads, shared, &resident));
+    kernel<<<PersistentGrid(g.tiles, resident), threads, shared, stream>>>(x, y, g, taps);
+    return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "Upfirdn launch");
+  });
 }
 
 template <class T, class Taps, bool kPerWarp>

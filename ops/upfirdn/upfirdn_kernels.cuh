@@ -144,7 +144,8 @@ __device__ __forceinline__ bool OutputsInside(int count, std::int64_t b0, int q,
 // Whether they are also all kOutputs: the paths without bounds take them.
 __device__ __forceinline__ bool AllTermsInside(int count, std::int64_t b0, int q, int terms,
                                                std::int64_t length) {
-  return count == kOutputs && OutputsInside(count, b0, q, terms, length);
+  return count == kOutputs && b0 >= terms - 1 &&
+         b0 + static_cast<std::int64_t>(kOutputs - 1) * q <= length - 1;
 }
 
 // Output `e` (local index of its base) of one phase, exactly, added to `acc`: the terms inside the
@@ -422,8 +423,9 @@ __device__ __forceinline__ decltype(auto) StageUpfirdnTaps(const Taps& taps, con
   }
 }
 
-// kQ: Q where it is 1 to 3, else 0 (Q from the geometry). kPerWarp: the arrangement.
-template <class T, class Taps, int kQ, bool kPerWarp>
+// kQ: Q where it is 1 to 3, else 0 (Q from the geometry). kPerWarp: the arrangement. kShortTiles:
+// tiles of fewer than kOutputs outputs a phase, at a run-time Q a phase a lane (WithTiledKernel).
+template <class T, class Taps, int kQ, bool kPerWarp, bool kShortTiles = false>
 __global__ void __launch_bounds__(kThreads)
     UpfirdnKernel(const T* __restrict__ x, T* __restrict__ y, const Geometry g,
                   const __grid_constant__ Taps taps) {
@@ -508,11 +510,13 @@ __global__ void __launch_bounds__(kThreads)
     // Output j of the tile at out[j]: shifted as StoreSpan writes it out. Between chunks it holds
     // the outputs' partial sums, each read and written by the thread that owns it.
     T* const out = out_buffer + SpanShift(row_y, 0);
-    // 2 to 6 outputs inside the row at a run-time Q, a phase a lane (tiles of S < 7 at a large Q;
-    // a phase a warp has whole groups), each tap read once for them all; whether it took them.
+    // 2 to 6 outputs inside the row (a short tile's), each tap read once for them all; whether it
+    // took them.
+    static_assert(!kShortTiles || (kQ == 0 && !kPerWarp),
+                  "short tiles: a run-time Q, a phase a lane");
     auto fewer_inside = [&](int count, int e0, std::int64_t b0, int p0, int step, int terms,
                             T(&acc)[kOutputs]) {
-      if constexpr (kQ == 0 && !kPerWarp) {
+      if constexpr (kShortTiles) {
         if (count > 1 && count < kOutputs && OutputsInside(count, b0, q, terms, g.length)) {
           WithOutputCount(count, [&](auto n) {
             InteriorOutputs<kQ, kPaddedSlots, decltype(n)::value>(in, e0, q, p0, step, terms, h,
@@ -585,6 +589,19 @@ __global__ void __launch_bounds__(kThreads)
     tile = next_tile;
     chunk = next_chunk;
   }
+}
+
+// f(std::integral_constant<Kernel, k>()) with the tiled kernel k for `plan`: tiles of fewer than
+// kOutputs outputs a phase (a phase a lane at a large Q: 96 kHz -> 11.025 kHz, S = 3) take one of
+// their own, so that every other keeps the item code of whole groups.
+template <class T, class Taps, int kQ, bool kPerWarp, class F>
+decltype(auto) WithTiledKernel(std::int64_t tile_s, F&& f) {
+  constexpr auto kernel = UpfirdnKernel<T, Taps, kQ, kPerWarp>;
+  if constexpr (kQ == 0 && !kPerWarp) {
+    constexpr auto short_tiles = UpfirdnKernel<T, Taps, kQ, kPerWarp, true>;
+    if (tile_s < kOutputs) return f(std::integral_constant<decltype(short_tiles), short_tiles>());
+  }
+  return f(std::integral_constant<decltype(kernel), kernel>());
 }
 
 // The direct kernel's shape, all in int64.

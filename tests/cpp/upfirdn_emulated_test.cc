@@ -60,8 +60,10 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
   const int threads = TileThreads(g);
   const auto grid =
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.tiles, blocks)));
-  emulated_gpu::Launch(dim3(grid), dim3(threads), g.tiles_offset + plan.bytes,
-                       UpfirdnKernel<T, Taps, kQ, kPerWarp>, x, y, g, taps);
+  WithTiledKernel<T, Taps, kQ, kPerWarp>(plan.s, [&](auto kernel) {
+    emulated_gpu::Launch(dim3(grid), dim3(threads), g.tiles_offset + plan.bytes,
+                         decltype(kernel)::value, x, y, g, taps);
+  });
 }
 
 template <class T, class Taps, bool kPerWarp>
