@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < taps.size(); ++i) taps[i] = 1.0f / static_cast<float>(i + 1);
   std::vector<std::int32_t> table(100, 3);
   CHECK_CUDA(cudaMalloc(&device_coeffs, coeffs.size() * sizeof(float)));
-  CHECK_CUDA(cudaMemcpy(device_coeffs, coeffs.data(), coeffs.size() * sizeof(float),
-                        cudaMemcpyHostToDevice));
+  CHECK_CUDA(
+      constmem::testing::CopyToDevice(device_coeffs, coeffs.data(), coeffs.size() * sizeof(float)));
 
   std::vector<Row> rows;
   for (const std::int64_t n : {std::int64_t{1024}, kLarge}) {

@@ -19,6 +19,7 @@
 #include "bench_util.cuh"
 #include "checks.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 #include "frobulate/frobulate_functor.h"
 #include "frobulate/frobulate_launcher.h"
 
@@ -68,7 +69,7 @@ std::int32_t* DeviceCopy(const std::vector<std::int32_t>& table) {
   std::int32_t* copy = nullptr;
   const std::size_t bytes = table.size() * sizeof(std::int32_t);
   CHECK_CUDA(cudaMalloc(&copy, bytes));
-  CHECK_CUDA(cudaMemcpy(copy, table.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK_CUDA(constmem::testing::CopyToDevice(copy, table.data(), bytes));
   return copy;
 }
 

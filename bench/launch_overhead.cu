@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&device_table, kTable * sizeof(std::int32_t)));
   std::vector<std::int32_t> table(kTable);
   for (int j = 0; j < kTable; ++j) table[j] = j - 50;
-  CHECK_CUDA(cudaMemcpy(device_table, table.data(), sizeof(std::int32_t) * kTable,
-                        cudaMemcpyHostToDevice));
+  CHECK_CUDA(
+      constmem::testing::CopyToDevice(device_table, table.data(), sizeof(std::int32_t) * kTable));
   cudaEvent_t event;
   CHECK_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   ByValueTable<float, 1000> small_param;

@@ -17,6 +17,7 @@
 #include "bench_util.cuh"
 #include "checks.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 #include "fir_filter/fir_filter_launcher.h"
 #include "polyval/polyval_launcher.h"
 
@@ -185,8 +186,8 @@ int main(int argc, char** argv) {
   auto placements = [&](const std::vector<float>& table, auto&& run) {
     float* device_table = nullptr;
     CHECK_CUDA(cudaMalloc(&device_table, table.size() * sizeof(float)));
-    CHECK_CUDA(cudaMemcpy(device_table, table.data(), table.size() * sizeof(float),
-                          cudaMemcpyHostToDevice));
+    CHECK_CUDA(
+        constmem::testing::CopyToDevice(device_table, table.data(), table.size() * sizeof(float)));
     const auto n = static_cast<std::int64_t>(table.size());
     const TableView<float> host{table.data(), n, SourceKind::kPageableHost};
     const TableView<float> device{device_table, n, SourceKind::kDevice};

@@ -27,6 +27,7 @@
 #include "bench_util.cuh"
 #include "checks.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 #include "interpolate/interpolate_launcher.h"
 
 namespace {
@@ -142,7 +143,7 @@ void RunPrefix(cudaStream_t stream, Json* json) {
   CHECK_CUDA(cudaMalloc(&table, kMostKnots * sizeof(float)));
   std::vector<float> knots(kMostKnots);
   for (std::int64_t i = 0; i < kMostKnots; ++i) knots[i] = static_cast<float>((i * 37) % 101) / 50;
-  CHECK_CUDA(cudaMemcpy(table, knots.data(), kMostKnots * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(constmem::testing::CopyToDevice(table, knots.data(), kMostKnots * sizeof(float)));
   FillPoints<float><<<1024, 256, 0, stream>>>(x, kElements, 1);
   CHECK_CUDA(cudaStreamSynchronize(stream));
   struct Row {

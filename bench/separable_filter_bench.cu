@@ -23,6 +23,7 @@
 #include "bench_util.cuh"
 #include "checks.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 #include "separable_filter/separable_filter_cpu.h"
 #include "separable_filter/separable_filter_launcher.h"
 
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
         void* copy_in = element_bytes == 4 ? static_cast<void*>(in) : static_cast<void*>(in8);
         void* copy_out = element_bytes == 4 ? static_cast<void*>(out) : static_cast<void*>(out8);
         if (element_bytes == 1) {
-          CHECK_CUDA(cudaMemcpy(in8, bytes.data(), data_bytes, cudaMemcpyHostToDevice));
+          CHECK_CUDA(constmem::testing::CopyToDevice(in8, bytes.data(), data_bytes));
         }
         const double copy_ms = MedianMs(stream, [&] {
           CHECK_CUDA(
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
           SeparableShape s = base;
           s.kh = s.kw = k;
           const std::vector<float> taps = SmoothTaps(k);
-          CHECK_CUDA(cudaMemcpy(device_taps, taps.data(), taps.size() * sizeof(float),
-                                cudaMemcpyHostToDevice));
+          CHECK_CUDA(constmem::testing::CopyToDevice(device_taps, taps.data(),
+                                                     taps.size() * sizeof(float)));
           const TableView<float> host{taps.data(), 2 * k, SourceKind::kPageableHost};
           const TableView<float> device{device_taps, 2 * k, SourceKind::kDevice};
           // Host taps by value; device taps copied into the bank, or read in place (global

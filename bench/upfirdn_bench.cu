@@ -33,6 +33,7 @@
 #include "bench_util.cuh"
 #include "checks.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/testing/gpu_testing.cuh"
 #include "upfirdn/upfirdn_cpu.h"
 #include "upfirdn/upfirdn_functor.h"
 #include "upfirdn/upfirdn_launcher.h"
@@ -176,7 +177,7 @@ int main(int argc, char** argv) {
     if (!gpu) break;
     float *in = nullptr, *out = nullptr, *device_taps = nullptr;
     CHECK_CUDA(cudaMalloc(&in, x.size() * sizeof(float)));
-    CHECK_CUDA(cudaMemcpy(in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(constmem::testing::CopyToDevice(in, x.data(), x.size() * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&device_taps, kUpfirdnMaxTaps * sizeof(float)));
     for (const Case& c : cases) {
       UpfirdnShape shape;
@@ -184,8 +185,8 @@ int main(int argc, char** argv) {
       const std::int64_t total = shape.rows * shape.outputs;
       CHECK_CUDA(cudaMalloc(&out, total * sizeof(float)));
       const auto taps = Filter(c.taps, c.up, c.down);
-      CHECK_CUDA(cudaMemcpy(device_taps, taps.data(), taps.size() * sizeof(float),
-                            cudaMemcpyHostToDevice));
+      CHECK_CUDA(
+          constmem::testing::CopyToDevice(device_taps, taps.data(), taps.size() * sizeof(float)));
       const double bytes = static_cast<double>(x.size() + total) * sizeof(float);
       // The ceiling: a device-to-device copy of half the bytes (it reads and writes each).
       const std::size_t copy_bytes = static_cast<std::size_t>(bytes / 2) / 16 * 16;

@@ -47,14 +47,6 @@ inline cudaError_t InstantiateAsChildGraph(cudaGraph_t child, cudaGraph_t* paren
   return error;
 }
 
-// Copies `bytes` from host memory to the device and waits for them to land: a copy from pageable
-// memory may still be in flight when cudaMemcpy returns, and the tests' launches run on
-// non-blocking streams, which do not wait for the default stream.
-inline cudaError_t CopyToDevice(void* device, const void* host, std::size_t bytes) {
-  const cudaError_t error = cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
-  return error != cudaSuccess ? error : cudaDeviceSynchronize();
-}
-
 class Stream {
  public:
   Stream() { cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
