@@ -329,8 +329,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the measurements to this file")
     parser.add_argument("--quick", action="store_true", help="small shapes only (a smoke test)")
-    parser.add_argument("--cpu-only", action="store_true")
-    parser.add_argument("--gpu-only", action="store_true")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--cpu-only", action="store_true")
+    only.add_argument("--gpu-only", action="store_true")
     parser.add_argument("--cpu-time", action="store_true", help="one thread's CPU time (CPU only)")
     args = parser.parse_args()
     results = []
