@@ -272,5 +272,17 @@ __device__ __forceinline__ void LoadShared(unsigned address, double2* vector) {
 #endif
 }
 
+// One 16-byte vector to a 32-bit shared-memory address: a float4 store through a pointer may be
+// split into words where the compiler also sees a word-by-word store of the same values.
+__device__ __forceinline__ void StoreShared(unsigned address, const float4& vector) {
+#if defined(CONSTMEM_EMULATED_GPU)
+  std::memcpy(__cvta_shared_to_generic(address), &vector, sizeof(vector));
+#else
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "f"(vector.x),
+               "f"(vector.y), "f"(vector.z), "f"(vector.w)
+               : "memory");
+#endif
+}
+
 }  // namespace constmem
 #pragma GCC visibility pop

@@ -137,7 +137,7 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
                       std::to_string(device_bytes));
   }
   const int threads = TileThreads(g);
-  return WithTiledKernel<T, Taps, kQ, kPerWarp>(plan.s, [&](auto chosen) {
+  return WithTiledKernel<T, Taps, kQ, kPerWarp>(g, [&](auto chosen) {
     constexpr auto kernel = decltype(chosen)::value;
     int resident = 0;
     CONSTMEM_RETURN_IF_ERROR(ResidentBlocksOf<kernel>(device, threads, shared, &resident));

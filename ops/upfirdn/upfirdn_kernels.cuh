@@ -13,7 +13,9 @@
 // chunk of terms where there are several), each output written once.
 //
 // A thread takes 7 outputs of one phase with consecutive s (their bases Q apart) and walks the
-// phase's taps in ascending order, each tap read once for the 7. Where Q is 1 to 3 the
+// phase's taps in ascending order, each tap read once for the 7; an integer upsampling whose P is a
+// multiple of 4 (8 kHz -> 96 kHz: P = 12) takes 7 outputs of 4 phases, whose bases are the same
+// (PhaseBlockOutputs). Where Q is 1 to 3 the
 // samples of a chunk of taps come into registers once for all 7 outputs (a window of 6 Q + U
 // samples for 7 U FMAs) instead of once per FMA. An integer downsampling at Q of 4 and more (one
 // phase: 96 kHz -> 8 kHz is Q = 12) stages its samples by residue, sample e at
@@ -120,6 +122,7 @@ struct Geometry {
   int tap_rows;        // taps staged by phase: ceil(k / up) rows (TapRows); 0: in their order
   int residue_rows;    // samples staged by residue: rows of this many (ResidueRows); 0: in order
   int tiles_offset;    // bytes before the tile buffers (the staged taps)
+  int phase_block;     // phases an item: kPhaseBlock for an integer upsampling (PhaseBlocks), or 1
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
   // P (a phase a lane); then c * down by up.
   FastDivisor by_groups, by_period, by_up, by_stride;
@@ -370,6 +373,63 @@ __device__ __forceinline__ void InteriorOutputs(const T* in, int e0, int q, int 
   }
 }
 
+// Phases an item of an integer upsampling (Q = 1, P a multiple of kPhaseBlock; float32): every
+// phase's outputs share their bases, so one thread's 7 outputs of 4 consecutive phases read the
+// same samples, and its 28 outputs lie in 7 runs of 4 consecutive words of the tile's output buffer
+// (one 16-byte store each where the buffer is aligned). A phase an item at 8 kHz -> 96 kHz (12
+// terms a phase) spent as many instructions on each item's phase, bounds and stores as on its
+// FMAs.
+constexpr int kPhaseBlock = 4;
+
+// kOutputs outputs of each of kPhaseBlock phases that share their bases, every term inside the row:
+// term m of output r of phase i is in[e0 + r - m] times taps[tap0[i] + m * step], m < terms[i]
+// ascending (ExactOutput's order). A window of samples comes into registers once for the phases'
+// 28 outputs, as InteriorOutputs' for one phase's 7, over the terms every phase has; the phases'
+// terms differ by at most one (their first taps lie within `up` of each other), and those with more
+// take theirs after.
+template <class T, class Taps>
+__device__ __forceinline__ void PhaseBlockOutputs(const T* in, int e0,
+                                                  const int (&tap0)[kPhaseBlock], int step,
+                                                  const int (&terms)[kPhaseBlock], const Taps& taps,
+                                                  T (&acc)[kPhaseBlock][kOutputs]) {
+  constexpr int U = kChunk<T>;
+  constexpr int W = kOutputs - 1 + U;
+  int fewest = terms[0], most = terms[0];
+#pragma unroll
+  for (int i = 1; i < kPhaseBlock; ++i) {
+    fewest = min(fewest, terms[i]);
+    most = max(most, terms[i]);
+  }
+  int m0 = 0;
+  auto apply = [&](auto guarded) {
+    T window[W];  // window[U - 1 - j + r]: term m0 + j of output r
+#pragma unroll
+    for (int w = 0; w < W; ++w) window[w] = in[e0 - m0 - (U - 1) + w];
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      if (decltype(guarded)::value && m0 + j >= fewest) break;
+#pragma unroll
+      for (int i = 0; i < kPhaseBlock; ++i) {
+        const T h = taps[tap0[i] + (m0 + j) * step];
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) acc[i][r] = fma(window[U - 1 - j + r], h, acc[i][r]);
+      }
+    }
+  };
+  for (; m0 + U <= fewest; m0 += U) apply(std::false_type());
+  if (m0 < fewest) apply(std::true_type());
+  for (int m = fewest; m < most; ++m) {
+#pragma unroll
+    for (int i = 0; i < kPhaseBlock; ++i) {
+      if (m < terms[i]) {
+        const T h = taps[tap0[i] + m * step];
+#pragma unroll
+        for (int r = 0; r < kOutputs; ++r) acc[i][r] = fma(in[e0 + r - m], h, acc[i][r]);
+      }
+    }
+  }
+}
+
 // Taps a phase a lane reads staged by phase: row m holds term m of every phase, phase c's at
 // m * P + c, zero past a phase's last term. The lanes of a warp, on consecutive phases, then read
 // consecutive words, where in the filter's own order their taps p + m * up, p = c * down mod up,
@@ -424,8 +484,10 @@ __device__ __forceinline__ decltype(auto) StageUpfirdnTaps(const Taps& taps, con
 }
 
 // kQ: Q where it is 1 to 3, else 0 (Q from the geometry). kPerWarp: the arrangement. kShortTiles:
-// tiles of fewer than kOutputs outputs a phase, at a run-time Q a phase a lane (WithTiledKernel).
-template <class T, class Taps, int kQ, bool kPerWarp, bool kShortTiles = false>
+// tiles of fewer than kOutputs outputs a phase, at a run-time Q a phase a lane. kPhaseBlocks:
+// kPhaseBlock phases an item, an integer upsampling's (WithTiledKernel).
+template <class T, class Taps, int kQ, bool kPerWarp, bool kShortTiles = false,
+          bool kPhaseBlocks = false>
 __global__ void __launch_bounds__(kThreads)
     UpfirdnKernel(const T* __restrict__ x, T* __restrict__ y, const Geometry g,
                   const __grid_constant__ Taps taps) {
@@ -481,8 +543,9 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
+  static_assert(!kPhaseBlocks || (kQ == 1 && kPerWarp), "phase blocks: Q = 1, a phase a warp");
   const int groups = (S + kOutputs - 1) / kOutputs;  // a multiple of 32 for kPerWarp
-  const int items = P * groups;
+  const int items = (kPhaseBlocks ? P / kPhaseBlock : P) * groups;
   // A step is a tile and a chunk of its terms; a block takes tiles blockIdx.x + i * gridDim.x.
   std::int64_t tile = blockIdx.x;
   int chunk = 0;
@@ -527,21 +590,18 @@ __global__ void __launch_bounds__(kThreads)
       }
       return false;
     };
-    for (int w = threadIdx.x; w < items; w += blockDim.x) {
-      int c, group;
-      if constexpr (kPerWarp) {
-        c = static_cast<int>(g.by_groups.Divide(w));
-        group = w - c * groups;
-      } else {
-        group = static_cast<int>(g.by_period.Divide(w));
-        c = w - group * P;
-      }
+    // The terms of phase c in this chunk (m0 ... m0 + terms - 1, its first tap p + m0 * up).
+    auto chunk_terms = [&](int p) {
+      const int phase_terms = p < g.taps ? static_cast<int>(g.by_up.Divide(g.taps - 1 - p)) + 1 : 0;
+      const int left_terms = phase_terms - m0;
+      return left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
+    };
+    // The outputs of phase c of `group` (one thread's), as ExactOutput and the paths above compute
+    // them.
+    auto phase_item = [&](int c, int group) {
       const int cd = c * g.down;
       const int base = static_cast<int>(g.by_up.Divide(cd)), p = cd - base * g.up;
-      const int phase_terms = p < g.taps ? static_cast<int>(g.by_up.Divide(g.taps - 1 - p)) + 1 : 0;
-      // This chunk's terms of the phase: m0 ... m0 + terms - 1, its first tap p + m0 * up.
-      const int left_terms = phase_terms - m0;
-      const int terms = left_terms <= 0 ? 0 : left_terms < g.halo_terms ? left_terms : g.halo_terms;
+      const int terms = chunk_terms(p);
       // Term m of the phase: h[p0 + m * step] (staged by phase: a row a term).
       const int p0 = by_phase ? m0 * P + c : p + m0 * g.up;
       const int step = by_phase ? P : g.up;
@@ -552,7 +612,7 @@ __global__ void __launch_bounds__(kThreads)
       const int count = remaining >= static_cast<std::int64_t>(in_tile) * P ? in_tile
                         : remaining <= 0 ? 0
                                          : (static_cast<int>(remaining) + P - 1) / P;
-      if (count <= 0) continue;
+      if (count <= 0) return;
       const int e0 = g.lead + g.halo_terms - 1 + base + s0 * q;
       // The base of the thread's first output, less m0: the sample its chunk's first term meets.
       const std::int64_t b0 = base + (tile_s0 + s0) * q - m0;
@@ -579,6 +639,66 @@ __global__ void __launch_bounds__(kThreads)
       for (int r = 0; r < kOutputs; ++r) {
         if (r < count) out[c + (s0 + r) * P] = acc[r];
       }
+    };
+    // Phases c0 ... c0 + kPhaseBlock - 1 of `group` where all their outputs are in the tile and
+    // every term inside the row (Q = 1: the phases' bases are 0, their first taps c * down);
+    // whether it took them.
+    auto phase_block = [&](int c0, int group) {
+      const int s0 = group * kOutputs;
+      const std::int64_t s_first = tile_s0 + s0;
+      // The last phase's 7th output is in the row, and so every other.
+      if (S - s0 < kOutputs ||
+          g.outputs - (c0 + kPhaseBlock - 1) - s_first * P <= (kOutputs - 1) * P) {
+        return false;
+      }
+      int tap0[kPhaseBlock], terms[kPhaseBlock];
+#pragma unroll
+      for (int i = 0; i < kPhaseBlock; ++i) {
+        const int p = (c0 + i) * g.down;
+        terms[i] = chunk_terms(p);
+        tap0[i] = p + m0 * g.up;
+      }
+      // Phase c0 has the most terms (its first tap is the lowest).
+      if (!AllTermsInside(kOutputs, s_first - m0, 1, terms[0], g.length)) return false;
+      T* const first_out = out + c0 + s0 * P;
+      // 16-byte runs where the buffer's shift leaves c0 + s * P (multiples of 4) aligned.
+      const bool vectors = SpanShift(row_y, 0) == 0;
+      T acc[kPhaseBlock][kOutputs];
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) {
+#pragma unroll
+        for (int i = 0; i < kPhaseBlock; ++i) acc[i][r] = m0 > 0 ? first_out[r * P + i] : T(0);
+      }
+      PhaseBlockOutputs(in, g.lead + g.halo_terms - 1 + s0, tap0, g.up, terms, h, acc);
+#pragma unroll
+      for (int r = 0; r < kOutputs; ++r) {
+        if constexpr (sizeof(T) * kPhaseBlock == 16) {
+          if (vectors) {
+            StoreShared(static_cast<unsigned>(__cvta_generic_to_shared(first_out + r * P)),
+                        make_float4(acc[0][r], acc[1][r], acc[2][r], acc[3][r]));
+            continue;
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kPhaseBlock; ++i) first_out[r * P + i] = acc[i][r];
+      }
+      return true;
+    };
+    for (int w = threadIdx.x; w < items; w += blockDim.x) {
+      if constexpr (kPhaseBlocks) {
+        const int block = static_cast<int>(g.by_groups.Divide(w)), group = w - block * groups;
+        const int c0 = block * kPhaseBlock;
+        if (!phase_block(c0, group)) {
+#pragma unroll
+          for (int i = 0; i < kPhaseBlock; ++i) phase_item(c0 + i, group);
+        }
+      } else if constexpr (kPerWarp) {
+        const int c = static_cast<int>(g.by_groups.Divide(w));
+        phase_item(c, w - c * groups);
+      } else {
+        const int group = static_cast<int>(g.by_period.Divide(w));
+        phase_item(w - group * P, group);
+      }
     }
     if (last_chunk) {
       __syncthreads();  // the tile's outputs are in shared memory
@@ -591,15 +711,20 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// f(std::integral_constant<Kernel, k>()) with the tiled kernel k for `plan`: tiles of fewer than
-// kOutputs outputs a phase (a phase a lane at a large Q: 96 kHz -> 11.025 kHz, S = 3) take one of
-// their own, so that every other keeps the item code of whole groups.
+// f(std::integral_constant<Kernel, k>()) with the tiled kernel k for geometry `g`: tiles of fewer
+// than kOutputs outputs a phase (a phase a lane at a large Q: 96 kHz -> 11.025 kHz, S = 3) and
+// phase blocks (g.phase_block) take one of their own, so that every other keeps the item code of
+// whole groups of one phase.
 template <class T, class Taps, int kQ, bool kPerWarp, class F>
-decltype(auto) WithTiledKernel(std::int64_t tile_s, F&& f) {
+decltype(auto) WithTiledKernel(const Geometry& g, F&& f) {
   constexpr auto kernel = UpfirdnKernel<T, Taps, kQ, kPerWarp>;
   if constexpr (kQ == 0 && !kPerWarp) {
     constexpr auto short_tiles = UpfirdnKernel<T, Taps, kQ, kPerWarp, true>;
-    if (tile_s < kOutputs) return f(std::integral_constant<decltype(short_tiles), short_tiles>());
+    if (g.tile_s < kOutputs) return f(std::integral_constant<decltype(short_tiles), short_tiles>());
+  }
+  if constexpr (kQ == 1 && kPerWarp && sizeof(T) == 4) {
+    constexpr auto blocks = UpfirdnKernel<T, Taps, kQ, kPerWarp, false, true>;
+    if (g.phase_block > 1) return f(std::integral_constant<decltype(blocks), blocks>());
   }
   return f(std::integral_constant<decltype(kernel), kernel>());
 }
@@ -894,6 +1019,15 @@ inline int BlockThreads(int items) {
   return best;
 }
 
+// Whether a tiled launch of `shape` takes kPhaseBlock phases an item: an integer upsampling (Q = 1)
+// of float32 whose P is a multiple of kPhaseBlock, one phase a warp (the lanes of a warp on one
+// block of phases).
+template <class T>
+bool PhaseBlocks(const UpfirdnShape& shape, bool per_warp) {
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  return sizeof(T) == 4 && per_warp && phases.stride == 1 && phases.period % kPhaseBlock == 0;
+}
+
 // The tiled kernel's geometry for `shape` with tile `plan` and `taps_bytes` of staged taps before
 // the tile buffers (a plan TiledFits took: its sizes fit int).
 template <class T>
@@ -920,6 +1054,7 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
   g.tap_rows = static_cast<int>(TapRows(shape));
   g.residue_rows = static_cast<int>(plan.residue_rows);
   g.tiles_offset = static_cast<int>(taps_bytes);
+  g.phase_block = PhaseBlocks<T>(shape, plan.per_warp) ? kPhaseBlock : 1;
   g.by_groups = FastDivisor(static_cast<std::uint32_t>((g.tile_s + kOutputs - 1) / kOutputs));
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
   g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
@@ -929,7 +1064,7 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
 
 // The threads a block for the tiled kernel with geometry `g`.
 inline int TileThreads(const Geometry& g) {
-  return BlockThreads(g.period * ((g.tile_s + kOutputs - 1) / kOutputs));
+  return BlockThreads(g.period / g.phase_block * ((g.tile_s + kOutputs - 1) / kOutputs));
 }
 
 }  // namespace upfirdn_kernels

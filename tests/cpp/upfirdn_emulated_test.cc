@@ -60,7 +60,7 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
   const int threads = TileThreads(g);
   const auto grid =
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.tiles, blocks)));
-  WithTiledKernel<T, Taps, kQ, kPerWarp>(plan.s, [&](auto kernel) {
+  WithTiledKernel<T, Taps, kQ, kPerWarp>(g, [&](auto kernel) {
     emulated_gpu::Launch(dim3(grid), dim3(threads), g.tiles_offset + plan.bytes,
                          decltype(kernel)::value, x, y, g, taps);
   });
@@ -274,6 +274,7 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
       {{2, 700, 97, 1, 3}, 17},      // Q 3, 97 terms: five chunks and a partial one
       {{3, 500, 63, 1, 2}, 40},      // Q 2
       {{2, 300, 31, 3, 1}, 3},       // Q 1, P 3: phases of 11 and 10 terms
+      {{2, 3000, 145, 12, 1}, 5},    // phase blocks at P 12: 13 and 12 terms in chunks of 5
       {{1, 1000, 600, 1, 1}, 40},    // one phase, 15 chunks
       {{1, 20000, 97, 1, 1}, 17},    // rows of several tiles, each walking its chunks
       {{1, 900, 255, 160, 147}, 1},  // run-time Q, phases of 1 and 2 terms
@@ -338,6 +339,8 @@ TEST(UpfirdnEmulated, EdgeCasesBitwiseEqualToTheCpuKernel) {
       {1, 1000, 600, 1, 1},  // many terms a phase: a halo of 599 samples
       {1, 5, 31, 1, 4},      // a row shorter than the filter at a run-time Q, by residue
       {2, 40, 61, 1, 7},     // rows of one tile: every output meets a row's end
+      {3, 700, 23, 4, 1},    // phase blocks at P 4, y unaligned: a word a store
+      {1, 900, 3, 8, 1},     // phase blocks with fewer taps than phases: phases of no terms
   };
   std::uint64_t seed = 100;
   for (const Case& c : cases) {
