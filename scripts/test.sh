@@ -4,7 +4,8 @@
 # C++ tests (GPU tests skip without a GPU) and the host code under AddressSanitizer and
 # UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips it) beside the installed wheel (built
 # in the same build directory), then the Python tests (on every device each framework sees, in
-# parallel). Each step says how long it took. Arguments go to pytest.
+# parallel), but those marked slow (scripts/test-slow.sh runs them). Each step says how long it
+# took. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() {  # name, command...
@@ -57,5 +58,5 @@ done
 # that runs out of tests takes half of the queue of another.
 workers=$(($(nproc) < 4 ? $(nproc) : 4))
 step pytest env PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest \
-  tests/python -q -n "$workers" --dist worksteal "$@"
+  tests/python -q -n "$workers" --dist worksteal -m "not slow" "$@"
 echo "test: all passed in $SECONDS s" >&2

@@ -58,6 +58,7 @@ def test_an_unsupported_backend_gets_a_clear_error(monkeypatch):
         constmem.keras.Frobulate(table=[1])
 
 
+@pytest.mark.slow
 def test_models_saved_on_each_backend_reload_on_every_one(tmp_path):
     # A deployment loads the file in a fresh process, perhaps on another backend: the layers call
     # that backend's own op, and every backend computes the same bits. The TensorFlow model reads

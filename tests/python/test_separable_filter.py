@@ -287,6 +287,7 @@ def test_gradients_match_finite_differences_torch(border):
         )
 
 
+@pytest.mark.slow
 def test_opcheck_and_compile():
     torch = pytest.importorskip("torch")
     import constmem.torch as cm

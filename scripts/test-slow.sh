@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The Python tests marked slow, which the test command leaves out to stay within its time: models
+# saved on each Keras backend reloaded on every one, and SeparableFilter through PyTorch's opcheck
+# and torch.compile. Needs the setup and build the test command makes. Arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+workers=$(($(nproc) < 4 ? $(nproc) : 4))
+env PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest tests/python \
+  -q -n "$workers" -m slow "$@"
+echo "test-slow: all passed in $((SECONDS - start)) s" >&2
