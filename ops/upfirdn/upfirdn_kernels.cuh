@@ -515,20 +515,48 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t first = first_sample(tile, chunk * g.halo_terms, &row_x);
     T* const to = in_buffers + buffer * g.in_elements;
     if (by_residue) {
-      // Sample e at (e mod q) * rows + e div q; e steps by blockDim.x.
-      const int step_rows = static_cast<int>(g.by_stride.Divide(blockDim.x));
-      const int step_residue = static_cast<int>(blockDim.x) - step_rows * q;
-      int row = static_cast<int>(g.by_stride.Divide(threadIdx.x));
-      int residue = static_cast<int>(threadIdx.x) - row * q;
-      for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
-        const std::int64_t s = first + e;
-        const bool inside = s >= 0 && s < g.length;
-        CopyAsync(to + residue * g.residue_rows + row, inside ? row_x + s : row_x, inside);
-        residue += step_residue;
-        row += step_rows;
-        if (residue >= q) {
-          residue -= q;
-          ++row;
+      // Sample e at (e mod q) * rows + e div q. The first `copiers` threads, a multiple of q, take
+      // samples e = t, t + copiers, ...: each thread stays on residue t mod q and its entries step
+      // by copiers / q, so that a step adds constants to both addresses (a warp's lanes still read
+      // consecutive samples); where the whole span lies inside the row, without bounds. A q above
+      // the block's threads walks residues and rows thread by thread.
+      const int row_step = static_cast<int>(g.by_stride.Divide(blockDim.x));
+      const int copiers = row_step * q;
+      if (row_step == 0) {
+        int row = 0, residue = threadIdx.x;
+        for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
+          const std::int64_t s = first + e;
+          const bool inside = s >= 0 && s < g.length;
+          CopyAsync(to + residue * g.residue_rows + row, inside ? row_x + s : row_x, inside);
+          residue += blockDim.x;
+          if (residue >= q) {
+            residue -= q;
+            ++row;
+          }
+        }
+      } else if (static_cast<int>(threadIdx.x) < copiers) {
+        const int row = static_cast<int>(g.by_stride.Divide(threadIdx.x));
+        const int residue = static_cast<int>(threadIdx.x) - row * q;
+        unsigned at =
+            static_cast<unsigned>(__cvta_generic_to_shared(to + residue * g.residue_rows + row));
+        const unsigned at_step = static_cast<unsigned>(row_step * sizeof(T));
+        int e = threadIdx.x;
+        if (first >= 0 && first + g.staged <= g.length) {
+          // Four copies a step, one bound for them.
+          const T* from = row_x + first + e;
+          for (; e + 3 * copiers < g.staged; e += 4 * copiers) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k, from += copiers, at += at_step) CopyAsync(at, from, true);
+          }
+          for (; e < g.staged; e += copiers, from += copiers, at += at_step) {
+            CopyAsync(at, from, true);
+          }
+        } else {
+          for (; e < g.staged; e += copiers, at += at_step) {
+            const std::int64_t s = first + e;
+            const bool inside = s >= 0 && s < g.length;
+            CopyAsync(at, inside ? row_x + s : row_x, inside);
+          }
         }
       }
     } else if constexpr (!kPaddedSlots) {

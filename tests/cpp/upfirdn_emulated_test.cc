@@ -320,6 +320,9 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
       {1, 200, 61, 500, 3},          // fewer taps than phases: staged in their order, not by phase
       {3, 2500, 201, 2, 10},         // rates not reduced: one phase at Q 5, every other tap
       {1, 30000, 15583, 147, 1280},  // 96 kHz -> 11.025 kHz: 3 outputs a phase a tile
+      {1, 60000, 80, 1, 6},          // rows of several tiles by residue: interior tiles unbounded
+      {1, 100000, 158, 1, 12},
+      {1, 40000, 61, 1, 7},  // the same at a run-time Q
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) {
