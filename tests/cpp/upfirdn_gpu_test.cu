@@ -206,11 +206,12 @@ TEST(UpfirdnGpu, EdgeCasesEveryConfigurationBitwiseEqualToTheCpu) {
 }
 
 // The audio rates and the 2/1, 1/2, 3/2 family at 31, 255 and 4,096 taps, rows long enough for many
-// tiles a row, aligned and misaligned.
+// tiles a row, aligned and misaligned; integer upsampling by 4 and 12 (4 phases an item) and
+// downsampling by 6 and 12 (samples staged by residue).
 TEST(UpfirdnGpu, RatesAndTapCountsEveryConfigurationBitwiseEqualToTheCpu) {
   REQUIRE_GPU();
-  const std::int64_t rates[][2] = {{1, 3}, {3, 1}, {160, 147}, {147, 160},
-                                   {2, 1}, {1, 2}, {3, 2},     {2, 3}};
+  const std::int64_t rates[][2] = {{1, 3}, {3, 1}, {160, 147}, {147, 160}, {2, 1}, {1, 2},
+                                   {3, 2}, {2, 3}, {4, 1},     {12, 1},    {1, 6}, {1, 12}};
   std::uint64_t seed = 100;
   for (const auto& rate : rates) {
     for (std::int64_t taps : {31, 255, 4096}) {
