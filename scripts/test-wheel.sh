@@ -12,14 +12,13 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 clean_envs=""
 trap '[ -z "$clean_envs" ] || kill -- -"$clean_envs" 2>/dev/null || true; rm -rf "$work"' EXIT
-# Built in the development build's directory (scripts/build.sh), which build-wheels.sh reconfigures
-# for a release (no test hooks: every file compiles again) and build.sh configures back; for the
-# first of its CUDA architectures alone, as the example op below: the development build compiled
-# every kernel for each of them, and what this step tests is the package.
+# Built in the development build's directory (scripts/build.sh) for its CUDA architectures:
+# build-wheels.sh's release configuration compiles with the same flags (a development build has no
+# test hooks either), so only the portable link runs again; build.sh configures it back. The example
+# op below compiles for the first of them.
 build=${CONSTMEM_BUILD_DIR:-build}
 archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 archs=${archs:-75-real}
-archs=${archs%%;*}
 scripts/build-wheels.sh --build-dir "$build" --archs "$archs" --out "$work/wheels" --no-sdist \
   >/dev/null
 # The op libraries' wheels: manylinux_2_28 where the symbols allow it (not TensorFlow's, which
@@ -53,7 +52,7 @@ PY
 )
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work/custom_op" \
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
-  -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCONSTMEM_PORTABLE_LINK=ON >/dev/null
+  -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" -DCONSTMEM_PORTABLE_LINK=ON >/dev/null
 cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
 # The installed helpers' portable link: the example's libraries need no glibc newer than 2.28, and
 # the PyTorch and JAX ones no libstdc++ at all (TensorFlow's the one TensorFlow's wheel needs).
