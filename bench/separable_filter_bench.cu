@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SeparableFilter's figures, each against a ceiling measured in the same run:
 //   - GPU: the fused kernel on float32 and uint8 planes [32, 3, 1080, 1920] and [256, 3, 224, 224]
-//     (NCHW), k x k taps for k = 3, 9, 17, 31, 63, reflect borders, shared taps by value from the
-//     host (and, for float32, a device table in a constant bank or read in place), as GB/s of one
-//     read and one write of the images, against a device-to-device cudaMemcpyAsync of as many bytes
-//     (read + write);
+//     (NCHW), k x k taps for k = 3, 5, 7, 9, 17, 31, 63, reflect borders, shared taps by value from
+//     the host (and, for float32, a device table in a constant bank or read in place), as GB/s of
+//     one read and one write of the images, against a device-to-device cudaMemcpyAsync of as many
+//     bytes (read + write);
 //   - GPU: the fused kernel's longest filter on this GPU (its large tile's: k = 297 on an H200)
 //     against the two passes just past it, float32 [32, 3, 1080, 1920]: the cost of a call one
 //     step past the limit (--long-filters: every path over longer filters);
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--long-filters")) long_filters = true;
   }
   std::vector<Row> rows;
-  const std::vector<int> ks = {3, 9, 17, 31, 63};
+  const std::vector<int> ks = {3, 5, 7, 9, 17, 31, 63};
   std::string device_name = "none";
   if (HasGpuOrSayNone("separable_filter_bench")) {
     cudaDeviceProp prop;

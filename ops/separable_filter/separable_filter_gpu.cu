@@ -77,6 +77,91 @@ Status LaunchTwoPass(int device, cudaStream_t stream, const In* x, In* y,
   return scratch.Release();  // the free is enqueued after the kernels
 }
 
+// The register kernel reads its 2 k taps once a strip, so where they are hardly matters to its
+// speed: one type of taps for every placement (the joined table by value, the bank, global
+// memory), one kernel for each k and channel count.
+template <class T>
+struct AnyPlacementTaps {
+  using BankReader = typename separable_taps_banks::Of<T>::Reader;
+  Placement placement;
+  DefaultByValueTable<T> values;  // kByValue: the joined table
+  BankReader row_bank, column_bank;
+  const T* row_global;
+  const T* column_global;
+};
+template <class T>
+AnyPlacementTaps<T> AnyPlacement(const DefaultByValueTable<T>& joined) {
+  AnyPlacementTaps<T> taps{};
+  taps.placement = Placement::kByValue;
+  taps.values = joined;
+  return taps;
+}
+template <class T>
+AnyPlacementTaps<T> AnyPlacement(
+    const RowAndColumnTaps<typename AnyPlacementTaps<T>::BankReader>& bank) {
+  AnyPlacementTaps<T> taps{};
+  taps.placement = Placement::kConstantBank;
+  taps.row_bank = bank.row;
+  taps.column_bank = bank.column;
+  return taps;
+}
+template <class T>
+AnyPlacementTaps<T> AnyPlacement(const RowAndColumnTaps<GlobalTableReader<T>>& global) {
+  AnyPlacementTaps<T> taps{};
+  taps.placement = Placement::kGlobalMemory;
+  taps.row_global = global.row.values;
+  taps.column_global = global.column.values;
+  return taps;
+}
+// taps[i] of the row taps (row) or the column taps.
+template <class T>
+struct AnyPlacementReader {
+  const AnyPlacementTaps<T>& taps;
+  bool row;
+  __device__ __forceinline__ T operator[](int i) const {
+    switch (taps.placement) {
+      case Placement::kByValue:
+        return taps.values[i];
+      case Placement::kConstantBank:
+        return row ? taps.row_bank[i] : taps.column_bank[i];
+      default:
+        return __ldg((row ? taps.row_global : taps.column_global) + i);
+    }
+  }
+};
+template <class T>
+__device__ __forceinline__ AnyPlacementReader<T> RowTaps(const AnyPlacementTaps<T>& taps) {
+  return {taps, true};
+}
+template <class T>
+__device__ __forceinline__ AnyPlacementReader<T> ColumnTaps(const AnyPlacementTaps<T>& taps) {
+  return {taps, false};
+}
+
+// The register kernel for `channels` (RegisterChannels), one launch of as many blocks as are
+// resident.
+template <class In, class T>
+Status LaunchRegisterKernel(int device, cudaStream_t stream, const In* x, In* y,
+                            const SeparableShape& shape, int channels,
+                            const AnyPlacementTaps<T>& taps, TapLayout layout) {
+  Status status;
+  WithRegisterKernel(static_cast<int>(shape.kw), channels, [&](auto k, auto c) {
+    constexpr auto kernel =
+        SeparableRegisterKernel<In, T, AnyPlacementTaps<T>, decltype(k)::value, decltype(c)::value>;
+    int resident = 0;
+    status = ResidentBlocks<kernel>(kRegisterThreads, device, &resident);
+    if (!status.ok()) return;
+    constexpr int kWarps = kRegisterThreads / 32;
+    Geometry g = MakeGeometry(shape, /*interleave=*/true, layout);
+    PlanRegisterStrips<In>(&g, static_cast<std::int64_t>(resident) * kWarps);
+    kernel<<<PersistentGrid((g.work + kWarps - 1) / kWarps, resident), kRegisterThreads, 0,
+             stream>>>(x, y, g, taps);
+    status =
+        CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "SeparableFilter launch");
+  });
+  return status;
+}
+
 template <class In, class T, class Taps, class Tile>
 Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry g,
                   const Taps& taps) {
@@ -156,11 +241,24 @@ bool Fused(const SeparableShape& s) {
   return s.kw <= CONSTMEM_SEPARABLE_FUSED_MAX_TAPS && s.kh <= CONSTMEM_SEPARABLE_FUSED_MAX_TAPS;
 }
 
+// Filters the register kernel may take: up to kRegisterMaxTaps, unless the compile definition
+// CONSTMEM_SEPARABLE_REGISTER_MAX_TAPS bounds them (0: none, to compare with the fused kernel on a
+// GPU).
+#ifndef CONSTMEM_SEPARABLE_REGISTER_MAX_TAPS
+#define CONSTMEM_SEPARABLE_REGISTER_MAX_TAPS kRegisterMaxTaps
+#endif
 // The kernels for `shape` with its taps read through `taps`, laid out as `layout` says.
 template <class In, class T, class Taps>
 Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
                      const SeparableShape& shape, const Taps& taps, TapLayout layout,
                      std::size_t shared_bytes_per_block) {
+  if constexpr (sizeof(In) <= 4) {
+    const int channels = RegisterChannels(shape, x, y);
+    if (shape.kw <= CONSTMEM_SEPARABLE_REGISTER_MAX_TAPS && channels > 0) {
+      return LaunchRegisterKernel<In, T>(device, stream, x, y, shape, channels,
+                                         AnyPlacement<T>(taps), layout);
+    }
+  }
   std::size_t device_bytes = 0;
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   const std::size_t available = std::min(device_bytes, shared_bytes_per_block);

@@ -26,6 +26,10 @@
 // runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
 // are strided).
 //
+// Square filters of 3 to 9 taps on aligned rows of whole vectors, of one channel or of three
+// interleaved ones, take a kernel with no shared memory instead (SeparableRegisterKernel below):
+// rows in registers, the halo from the lanes beside.
+//
 // Filters whose tiles do not fit shared memory (from about 300 taps float32 on an H200; past
 // kSeparableSmallTileMaxTaps only the large tile is tried) run in two passes through an
 // intermediate in global memory (LaunchTwoPass below), with the same FMAs in the same order.
@@ -37,6 +41,7 @@
 #include <type_traits>
 
 #include "constmem/async_copy.cuh"
+#include "constmem/host_device.hpp"
 #include "separable_filter/separable_filter_functor.h"
 
 namespace constmem {
@@ -686,6 +691,210 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
   g->staged_pitch = layout.staged_pitch;
   g->staged_width = layout.staged_width;
   g->map_entries = layout.map_entries;
+}
+
+// ---- Short square filters: rows in registers ----
+//
+// A filter of kK x kK taps (kK odd, 3 to kRegisterMaxTaps) on rows of whole vectors, aligned, of
+// one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared memory: a warp owns
+// a strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
+// lanes loading consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8),
+// one load a row. Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at
+// either end only load the halo. Each lane takes the kK / 2 pixels on either side of its vector
+// from the lanes beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK
+// rows of tmp stay in registers (a ring whose slots are constants over a turn of kK rows), and each
+// row from the kK-th on gives an output row, stored as one vector. The loads of the next
+// kRegisterPrefetch rows are in flight while a row computes, and no barrier stops a warp. The same
+// FMAs in the same order as the fused kernel and the CPU: bit for bit.
+constexpr int kRegisterThreads = 128;
+constexpr int kRegisterMaxTaps = 9;
+template <class In>
+constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
+// Rows loaded ahead of the one computing: enough bytes in flight for the copy bandwidth with about
+// 20 warps a multiprocessor.
+template <class In>
+constexpr int kRegisterPrefetch = sizeof(In) == 1 ? 4 : 2;
+// Lanes at either end of a warp that load only the halo: (kK / 2) * channels elements.
+template <class In>
+__host__ __device__ constexpr int RegisterHaloLanes(int k, int channels) {
+  return ((k / 2) * channels + kRegisterVector<In> - 1) / kRegisterVector<In>;
+}
+template <class In>
+__host__ __device__ constexpr int RegisterSpan(int k, int channels) {
+  return (32 - 2 * RegisterHaloLanes<In>(k, channels)) * kRegisterVector<In>;
+}
+
+// Elements e .. e + V - 1 of a row of pixels of kC interleaved channels, those outside it folded by
+// the border: the register kernel's vectors at the rows' ends, out of line (a few lanes take it).
+template <int V, int kC, class In>
+__device__ CONSTMEM_OUT_OF_LINE Lanes<In, V> FoldedVector(const In* row, int e, const Geometry& g) {
+  Lanes<In, V> v;
+  for (int i = 0; i < V; ++i) {
+    const int element = e + i;
+    const int pixel = element >= 0 ? element / kC : -((kC - 1 - element) / kC);
+    const int column = SeparableFold(pixel, g.width, g.border);
+    v.v[i] = column < 0 ? In(0) : row[column * kC + (element - pixel * kC)];
+  }
+  return v;
+}
+
+template <class In, class T, class Taps, int kK, int kC>
+__global__ void __launch_bounds__(kRegisterThreads)
+    SeparableRegisterKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
+                            const __grid_constant__ Taps taps) {
+  constexpr int V = kRegisterVector<In>, D = kRegisterPrefetch<In>;
+  constexpr int kReach = kK / 2, kHalo = kReach * kC, H = RegisterHaloLanes<In>(kK, kC);
+  constexpr int kSpan = RegisterSpan<In>(kK, kC);
+  static_assert(kK % 2 == 1 && H < 16, "a warp's lanes hold the halo");
+  using Vector = Lanes<In, V>;
+  const int lane = threadIdx.x % 32;
+  constexpr int kWarps = kRegisterThreads / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
+  for (std::int64_t work = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+       work < g.work; work += warps) {
+    const int tile_column = static_cast<int>(work % g.tile_columns);
+    const std::int64_t rest = work / g.tile_columns;
+    const int segment = static_cast<int>(rest % g.segments);
+    const std::int64_t plane = rest / g.segments;
+    const std::int64_t image = plane / g.planes_per_image;
+    const std::int64_t plane_offset =
+        image * g.image_stride + (plane - image * g.planes_per_image) * g.sub_stride;
+    const In* const x_plane = x + plane_offset;
+    In* const y_plane = y + plane_offset;
+    T row_taps[kK], column_taps[kK];
+    {
+      const int row_first = static_cast<int>(image) * g.taps.row_stride;
+      const int column_first = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
+#pragma unroll
+      for (int j = 0; j < kK; ++j) {
+        row_taps[j] = RowTaps(taps)[row_first + j];
+        column_taps[j] = ColumnTaps(taps)[column_first + j];
+      }
+    }
+    const int e = tile_column * kSpan + (lane - H) * V;  // the lane's first element
+    const bool whole = e >= 0 && e + V <= g.row_elements;
+    const bool emits = lane >= H && lane < 32 - H && e < g.row_elements;
+    const int y_first = segment * g.segment_rows;
+    const int outputs = min(g.segment_rows, g.height - y_first);
+    const int rows = outputs + kK - 1;  // rows of tmp the segment walks
+    const int v0 = y_first - kReach;    // the virtual row of tmp row 0
+    // Row t's vector; a row the border makes zeros is not read (its tmp is zeros).
+    auto load = [&](int t) {
+      Vector v{};
+      const int source = SeparableFold(v0 + t, g.height, g.border);
+      if (t >= rows || source < 0) return v;
+      const In* const row = x_plane + static_cast<std::int64_t>(source) * g.row_stride;
+      return whole ? *reinterpret_cast<const Vector*>(row + e) : FoldedVector<V, kC>(row, e, g);
+    };
+    Vector ahead[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d) ahead[d] = load(d);
+    T ring[kK][V];
+    for (int turn = 0; turn < rows; turn += kK) {
+#pragma unroll
+      for (int slot = 0; slot < kK; ++slot) {
+        const int t = turn + slot;
+        if (t >= rows) break;
+        const Vector current = ahead[0];
+#pragma unroll
+        for (int d = 0; d + 1 < D; ++d) ahead[d] = ahead[d + 1];
+        ahead[D - 1] = load(t + D);
+        // Elements -kHalo .. V + kHalo - 1 of the lane's vector, the outer ones other lanes'.
+        T sample[V + 2 * kHalo];
+#pragma unroll
+        for (int i = 0; i < V; ++i) sample[kHalo + i] = static_cast<T>(current.v[i]);
+#pragma unroll
+        for (int q = -kHalo; q < V + kHalo; ++q) {
+          if (q >= 0 && q < V) continue;
+          const int from = q >= 0 ? q / V : -((V - 1 - q) / V);  // lanes away, rounded down
+          sample[kHalo + q] =
+              __shfl_sync(0xffffffffu, sample[kHalo + q - from * V], (lane + from + 32) % 32);
+        }
+        const bool zero_row = SeparableFold(v0 + t, g.height, g.border) < 0;
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          T acc = T(0);
+          if (!zero_row) {
+#pragma unroll
+            for (int j = 0; j < kK; ++j)
+              acc = fma(sample[kHalo + i + (j - kReach) * kC], row_taps[j], acc);
+          }
+          ring[slot][i] = acc;
+        }
+        if (t < kK - 1 || !emits) continue;
+        // Output row t - (kK - 1): rows of tmp t - kK + 1 .. t, in slots slot + 1 .. slot (mod kK).
+        Vector out;
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          T acc = T(0);
+#pragma unroll
+          for (int k = 0; k < kK; ++k) acc = fma(ring[(slot + 1 + k) % kK][i], column_taps[k], acc);
+          out.v[i] = SeparableToOutput<In>(acc);
+        }
+        In* const to = y_plane + static_cast<std::int64_t>(y_first + t - (kK - 1)) * g.row_stride;
+        if (whole) {
+          *reinterpret_cast<Vector*>(to + e) = out;
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            if (e + i >= 0 && e + i < g.row_elements) to[e + i] = out.v[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+// The channels the register kernel interleaves for `s`: 1 (planes, or channels-last with one
+// channel), 3 (channels-last RGB), or 0 where it does not take `s`: a square filter of 3 to
+// kRegisterMaxTaps taps on rows of whole vectors, x and y aligned to them.
+template <class In>
+int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
+  constexpr std::uintptr_t kBytes = kRegisterVector<In> * sizeof(In);
+  const bool fits = sizeof(In) <= 4 && s.kw == s.kh && s.kw >= 3 && s.kw <= kRegisterMaxTaps &&
+                    s.kw % 2 == 1 && s.width % kRegisterVector<In> == 0 &&
+                    reinterpret_cast<std::uintptr_t>(x) % kBytes == 0 &&
+                    reinterpret_cast<std::uintptr_t>(y) % kBytes == 0;
+  if (!fits) return 0;
+  if (s.layout == SeparableLayout::kPlanes || s.channels == 1) return 1;
+  return s.channels == 3 ? 3 : 0;
+}
+
+// The register kernel's work for a launch of `resident` warps at once: strips of RegisterSpan
+// elements, and segments of rows, whole heights where the strips fill the GPU twice over, else
+// shorter ones but each at least four halos long.
+template <class In>
+void PlanRegisterStrips(Geometry* g, std::int64_t resident) {
+  const int span = RegisterSpan<In>(g->kw, g->interleaved);
+  g->tile_columns = (g->row_elements + span - 1) / span;
+  const std::int64_t strips = g->planes * g->tile_columns;
+  const std::int64_t shortest = std::max<std::int64_t>(16, 4 * (g->kh - 1));
+  const std::int64_t most_segments = std::max<std::int64_t>(1, g->height / shortest);
+  const std::int64_t segments =
+      std::min<std::int64_t>(most_segments, (2 * resident + strips - 1) / strips);
+  g->segment_rows = static_cast<int>((g->height + segments - 1) / segments);
+  g->segments = (g->height + g->segment_rows - 1) / g->segment_rows;
+  g->work = strips * g->segments;
+}
+
+// f(std::integral_constant<int, k>(), std::integral_constant<int, c>()) for the register kernel's
+// k (3, 5, 7 or 9) and interleaved channels c (1 or 3).
+template <class F>
+void WithRegisterKernel(int k, int channels, F&& f) {
+  auto with_k = [&](auto c) {
+    switch (k) {
+      case 3:
+        return f(std::integral_constant<int, 3>(), c);
+      case 5:
+        return f(std::integral_constant<int, 5>(), c);
+      case 7:
+        return f(std::integral_constant<int, 7>(), c);
+      default:
+        return f(std::integral_constant<int, 9>(), c);
+    }
+  };
+  if (channels == 3) return with_k(std::integral_constant<int, 3>());
+  return with_k(std::integral_constant<int, 1>());
 }
 
 }  // namespace separable_kernels

@@ -48,8 +48,25 @@ struct Guarded {
   }
 };
 
-// The fused kernel in `Tile` over a grid of at most `resident` blocks, taps in one joined table or
-// as two tables.
+// launch(taps) with the taps as one joined table, or as a table of row taps and one of column taps.
+template <class T, class Launch>
+void WithHostTaps(const SeparableShape& s, const std::vector<T>& joined, bool two_tables,
+                  Launch&& launch) {
+  if (!two_tables) {
+    launch(HostTable<T>{joined.data()});
+    return;
+  }
+  std::vector<T> row, column;
+  const std::int64_t images = s.per_image_taps ? s.images : 1;
+  for (std::int64_t b = 0; b < images; ++b) {
+    const T* pair = joined.data() + b * (s.kw + s.kh);
+    row.insert(row.end(), pair, pair + s.kw);
+    column.insert(column.end(), pair + s.kw, pair + s.kw + s.kh);
+  }
+  launch(RowAndColumnTaps<HostTable<T>>{{row.data()}, {column.data()}});
+}
+
+// The fused kernel in `Tile` over a grid of at most `resident` blocks.
 template <class Tile, class In, class T>
 void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>& joined,
               bool two_tables, std::int64_t resident) {
@@ -59,23 +76,33 @@ void RunFused(const In* x, In* y, const SeparableShape& s, const std::vector<T>&
   PlanTiles<Tile>(&g, resident, x, y);
   const SharedLayout<Tile, In, T> layout(g.interleaved, g.kw, g.kh);
   const dim3 grid(static_cast<unsigned>(std::max<std::int64_t>(1, std::min(g.work, resident))));
-  if (two_tables) {
-    std::vector<T> row, column;
-    const std::int64_t images = s.per_image_taps ? s.images : 1;
-    for (std::int64_t b = 0; b < images; ++b) {
-      const T* pair = joined.data() + b * (s.kw + s.kh);
-      row.insert(row.end(), pair, pair + s.kw);
-      column.insert(column.end(), pair + s.kw, pair + s.kw + s.kh);
-    }
-    using Taps = RowAndColumnTaps<HostTable<T>>;
+  WithHostTaps(s, joined, two_tables, [&](const auto& taps) {
+    using Taps = std::decay_t<decltype(taps)>;
     emulated_gpu::Launch(grid, dim3(Tile::kThreads), layout.Bytes(),
-                         SeparableKernel<In, T, Taps, Tile>, x, y, g,
-                         Taps{{row.data()}, {column.data()}});
-  } else {
-    emulated_gpu::Launch(grid, dim3(Tile::kThreads), layout.Bytes(),
-                         SeparableKernel<In, T, HostTable<T>, Tile>, x, y, g,
-                         HostTable<T>{joined.data()});
-  }
+                         SeparableKernel<In, T, Taps, Tile>, x, y, g, taps);
+  });
+}
+
+// The register kernel over a grid of at most `resident` blocks.
+template <class In, class T>
+void RunRegisters(const In* x, In* y, const SeparableShape& s, const std::vector<T>& joined,
+                  bool two_tables, std::int64_t resident) {
+  const int channels = RegisterChannels(s, x, y);
+  ASSERT_GT(channels, 0) << Describe(s);
+  Geometry g = MakeGeometry(s, /*interleave=*/true, two_tables ? SeparateTaps(s) : JoinedTaps(s));
+  constexpr int kWarps = kRegisterThreads / 32;
+  PlanRegisterStrips<In>(&g, resident * kWarps);
+  const dim3 grid(static_cast<unsigned>(
+      std::max<std::int64_t>(1, std::min((g.work + kWarps - 1) / kWarps, resident))));
+  WithHostTaps(s, joined, two_tables, [&](const auto& taps) {
+    using Taps = std::decay_t<decltype(taps)>;
+    WithRegisterKernel(g.kw, channels, [&](auto k, auto c) {
+      emulated_gpu::Launch(
+          grid, dim3(kRegisterThreads), 0,
+          SeparableRegisterKernel<In, T, Taps, decltype(k)::value, decltype(c)::value>, x, y, g,
+          taps);
+    });
+  });
 }
 
 // The two passes, `blocks` blocks each, tmp for every plane at once.
@@ -93,7 +120,7 @@ void RunTwoPass(const In* x, In* y, const SeparableShape& s, const std::vector<T
                        std::int64_t{0}, g.planes, taps);
 }
 
-enum class Kernel { kLargeTile, kSmallTile, kTwoPass };
+enum class Kernel { kLargeTile, kSmallTile, kTwoPass, kRegisters };
 
 template <class In>
 void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offset = 0,
@@ -120,8 +147,13 @@ void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offse
       case Kernel::kTwoPass:
         RunTwoPass(in.data(), out.data(), s, taps, static_cast<unsigned>(resident));
         break;
+      case Kernel::kRegisters:
+        if constexpr (sizeof(In) <= 4) {
+          RunRegisters(in.data(), out.data(), s, taps, two_tables, resident);
+        }
+        break;
     }
-    const char* names[] = {"large tile", "small tile", "two passes"};
+    const char* names[] = {"large tile", "small tile", "two passes", "registers"};
     ASSERT_EQ(std::memcmp(out.data(), expected.data(), static_cast<std::size_t>(n) * sizeof(In)), 0)
         << Describe(s) << ", " << sizeof(In) << "-byte data, " << names[static_cast<int>(kernel)]
         << ", y offset " << offset << (two_tables ? ", two tables" : ", one table") << ", "
@@ -211,6 +243,35 @@ TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
                Kernel::kLargeTile, 400);
   Check<std::uint8_t>(MakeShape(2, 1, 50, 90, 129, 255, GetParam(), SeparableBorder::kZeros, false),
                       Kernel::kLargeTile, 401, /*offset=*/1);
+}
+
+// Square filters of 3 to 9 taps on rows of whole vectors (4 float32, 8 uint8): the register kernel,
+// over every border, several strips a row and partial ones, rows shorter than the filter, planes
+// and RGB channels-last, and rows cut into segments.
+TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
+  struct Size {
+    std::int64_t b, c, h, w, k, resident;
+  };
+  const Size sizes[] = {
+      {2, 1, 13, 16, 3, 3},     // one strip
+      {1, 3, 37, 256, 5, 3},    // several strips, the last partial; RGB channels-last
+      {1, 1, 45, 8, 9, 1},      // a filter wider than the row
+      {2, 3, 3, 24, 7, 2},      // fewer rows than taps
+      {1, 3, 1, 32, 3, 1},      // H = 1
+      {1, 1, 150, 488, 9, 64},  // segments of rows
+      {3, 3, 20, 240, 5, 8},   {1, 3, 9, 16, 9, 2},  // RGB: a halo of 12 elements either side
+  };
+  std::uint64_t seed = 500;
+  int i = 0;
+  for (const Size& z : sizes) {
+    const auto border = static_cast<SeparableBorder>(i % 3);
+    const SeparableShape s =
+        MakeShape(z.b, z.c, z.h, z.w, z.k, z.k, GetParam(), border, i % 2 == 1);
+    Check<float>(s, Kernel::kRegisters, seed++, 0, /*two_tables=*/i % 2 == 0, z.resident);
+    Check<std::uint8_t>(s, Kernel::kRegisters, seed++, 0, /*two_tables=*/i % 2 == 1, z.resident);
+    if (HasFatalFailure()) return;
+    ++i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, SeparableEmulated,

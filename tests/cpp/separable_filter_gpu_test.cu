@@ -193,6 +193,29 @@ TEST(SeparableFilterGpu, MisalignedDataTakesTheScalarPaths) {
   }
 }
 
+// Square filters of 3 to 9 taps on aligned rows of whole vectors (the register kernel): every
+// size, border and placement, one strip a row and several, rows in segments, one channel
+// channels-last.
+TEST(SeparableFilterGpu, ShortSquareFiltersBitwiseEqualToTheCpuKernel) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 2500;
+  for (std::int64_t k : {3, 5, 7, 9}) {
+    for (auto border :
+         {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+      const bool per_image = border == SeparableBorder::kReflect;
+      Check<float>(MakeShape(2, 3, 37, 248, k, k, SeparableLayout::kPlanes, border, per_image),
+                   seed++);
+      Check<std::uint8_t>(
+          MakeShape(2, 3, 37, 248, k, k, SeparableLayout::kPlanes, border, !per_image), seed++);
+      Check<float>(MakeShape(3, 1, 21, 16, k, k, SeparableLayout::kChannelsLast, border, false),
+                   seed++);
+      Check<std::uint8_t>(
+          MakeShape(1, 2, 700, 40, k, k, SeparableLayout::kPlanes, border, per_image), seed++);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(SeparableFilterGpu, SmallTilesBitwiseEqualToTheCpuKernel) {
   REQUIRE_GPU();
   std::uint64_t seed = 3000;
