@@ -22,13 +22,6 @@
 #else
 #define CONSTMEM_HOST_DEVICE inline
 #endif
-// A device function kept out of line: a cold path (the few lanes at a row's ends, say) that would
-// otherwise be copied into every unrolled iteration of a kernel's loop.
-#if defined(__CUDACC__)
-#define CONSTMEM_OUT_OF_LINE __noinline__
-#else
-#define CONSTMEM_OUT_OF_LINE __attribute__((noinline))
-#endif
 
 // Private to each library that compiles it (visibility.hpp).
 #pragma GCC visibility push(hidden)

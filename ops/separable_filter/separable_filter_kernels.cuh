@@ -26,7 +26,7 @@
 // runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
 // are strided).
 //
-// Square filters of 3 to 9 taps on aligned rows of whole vectors, of one channel or of three
+// Square filters of 3 or 5 taps on aligned rows of whole vectors, of one channel or of three
 // interleaved ones, take a kernel with no shared memory instead (SeparableRegisterKernel below):
 // rows in registers, the halo from the lanes beside.
 //
@@ -41,7 +41,6 @@
 #include <type_traits>
 
 #include "constmem/async_copy.cuh"
-#include "constmem/host_device.hpp"
 #include "separable_filter/separable_filter_functor.h"
 
 namespace constmem {
@@ -695,7 +694,7 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
 
 // ---- Short square filters: rows in registers ----
 //
-// A filter of kK x kK taps (kK odd, 3 to kRegisterMaxTaps) on rows of whole vectors, aligned, of
+// A filter of kK x kK taps (3 or kRegisterMaxTaps = 5) on rows of whole vectors, aligned, of
 // one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared memory: a warp owns
 // a strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
 // lanes loading consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8),
@@ -703,17 +702,13 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
 // either end only load the halo. Each lane takes the kK / 2 pixels on either side of its vector
 // from the lanes beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK
 // rows of tmp stay in registers (a ring whose slots are constants over a turn of kK rows), and each
-// row from the kK-th on gives an output row, stored as one vector. The loads of the next
-// kRegisterPrefetch rows are in flight while a row computes, and no barrier stops a warp. The same
+// row from the kK-th on gives an output row, stored as one vector. The loads of the next kK rows
+// are in flight while a row computes, and no barrier stops a warp. The same
 // FMAs in the same order as the fused kernel and the CPU: bit for bit.
 constexpr int kRegisterThreads = 128;
-constexpr int kRegisterMaxTaps = 9;
+constexpr int kRegisterMaxTaps = 5;
 template <class In>
 constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
-// Rows loaded ahead of the one computing: enough bytes in flight for the copy bandwidth with about
-// 20 warps a multiprocessor.
-template <class In>
-constexpr int kRegisterPrefetch = sizeof(In) == 1 ? 4 : 2;
 // Lanes at either end of a warp that load only the halo: (kK / 2) * channels elements.
 template <class In>
 __host__ __device__ constexpr int RegisterHaloLanes(int k, int channels) {
@@ -724,31 +719,28 @@ __host__ __device__ constexpr int RegisterSpan(int k, int channels) {
   return (32 - 2 * RegisterHaloLanes<In>(k, channels)) * kRegisterVector<In>;
 }
 
-// Elements e .. e + V - 1 of a row of pixels of kC interleaved channels, those outside it folded by
-// the border: the register kernel's vectors at the rows' ends, out of line (a few lanes take it).
-template <int V, int kC, class In>
-__device__ CONSTMEM_OUT_OF_LINE Lanes<In, V> FoldedVector(const In* row, int e, const Geometry& g) {
-  Lanes<In, V> v;
-  for (int i = 0; i < V; ++i) {
-    const int element = e + i;
-    const int pixel = element >= 0 ? element / kC : -((kC - 1 - element) / kC);
-    const int column = SeparableFold(pixel, g.width, g.border);
-    v.v[i] = column < 0 ? In(0) : row[column * kC + (element - pixel * kC)];
-  }
-  return v;
+// Blocks a multiprocessor that the registers must allow: enough warps in flight to hide the loads'
+// latency (the 5-tap ring takes more registers).
+template <class In>
+constexpr int RegisterMinBlocks(int k) {
+  return sizeof(In) == 1 ? (k <= 3 ? 5 : 4) : (k <= 3 ? 8 : 5);
 }
 
 template <class In, class T, class Taps, int kK, int kC>
-__global__ void __launch_bounds__(kRegisterThreads)
+__global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
     SeparableRegisterKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
                             const __grid_constant__ Taps taps) {
-  constexpr int V = kRegisterVector<In>, D = kRegisterPrefetch<In>;
+  constexpr int V = kRegisterVector<In>;
   constexpr int kReach = kK / 2, kHalo = kReach * kC, H = RegisterHaloLanes<In>(kK, kC);
   constexpr int kSpan = RegisterSpan<In>(kK, kC);
   static_assert(kK % 2 == 1 && H < 16, "a warp's lanes hold the halo");
   using Vector = Lanes<In, V>;
   const int lane = threadIdx.x % 32;
   constexpr int kWarps = kRegisterThreads / 32;
+  // A vector outside the row (the halo lanes at its ends) reads its V elements where the border
+  // folds them: their offsets in the row (-1: a zero), worked out once a strip.
+  __shared__ int folded[kWarps][32][V];
+  int (&fold)[V] = folded[threadIdx.x / 32][lane];
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
   for (std::int64_t work = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
        work < g.work; work += warps) {
@@ -774,6 +766,15 @@ __global__ void __launch_bounds__(kRegisterThreads)
     const int e = tile_column * kSpan + (lane - H) * V;  // the lane's first element
     const bool whole = e >= 0 && e + V <= g.row_elements;
     const bool emits = lane >= H && lane < 32 - H && e < g.row_elements;
+    if (!whole) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const int element = e + i;
+        const int pixel = element >= 0 ? element / kC : -((kC - 1 - element) / kC);
+        const int column = SeparableFold(pixel, g.width, g.border);
+        fold[i] = column < 0 ? -1 : column * kC + (element - pixel * kC);
+      }
+    }
     const int y_first = segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int rows = outputs + kK - 1;  // rows of tmp the segment walks
@@ -784,21 +785,24 @@ __global__ void __launch_bounds__(kRegisterThreads)
       const int source = SeparableFold(v0 + t, g.height, g.border);
       if (t >= rows || source < 0) return v;
       const In* const row = x_plane + static_cast<std::int64_t>(source) * g.row_stride;
-      return whole ? *reinterpret_cast<const Vector*>(row + e) : FoldedVector<V, kC>(row, e, g);
-    };
-    Vector ahead[D];
+      if (whole) return *reinterpret_cast<const Vector*>(row + e);
 #pragma unroll
-    for (int d = 0; d < D; ++d) ahead[d] = load(d);
+      for (int i = 0; i < V; ++i) v.v[i] = fold[i] < 0 ? In(0) : row[fold[i]];
+      return v;
+    };
+    // Row t's vector in slot t mod kK, loaded a turn before it computes: no register moves (a move
+    // from a load's register waits for the load).
+    Vector ahead[kK];
+#pragma unroll
+    for (int slot = 0; slot < kK; ++slot) ahead[slot] = load(slot);
     T ring[kK][V];
     for (int turn = 0; turn < rows; turn += kK) {
 #pragma unroll
       for (int slot = 0; slot < kK; ++slot) {
         const int t = turn + slot;
         if (t >= rows) break;
-        const Vector current = ahead[0];
-#pragma unroll
-        for (int d = 0; d + 1 < D; ++d) ahead[d] = ahead[d + 1];
-        ahead[D - 1] = load(t + D);
+        const Vector current = ahead[slot];
+        ahead[slot] = load(t + kK);
         // Elements -kHalo .. V + kHalo - 1 of the lane's vector, the outer ones other lanes'.
         T sample[V + 2 * kHalo];
 #pragma unroll
@@ -861,8 +865,8 @@ int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
 }
 
 // The register kernel's work for a launch of `resident` warps at once: strips of RegisterSpan
-// elements, and segments of rows, whole heights where the strips fill the GPU twice over, else
-// shorter ones but each at least four halos long.
+// elements, and segments of rows, whole heights where the strips give every warp eight tasks,
+// else shorter ones (so that warps finish together) but each at least four halos long.
 template <class In>
 void PlanRegisterStrips(Geometry* g, std::int64_t resident) {
   const int span = RegisterSpan<In>(g->kw, g->interleaved);
@@ -871,27 +875,19 @@ void PlanRegisterStrips(Geometry* g, std::int64_t resident) {
   const std::int64_t shortest = std::max<std::int64_t>(16, 4 * (g->kh - 1));
   const std::int64_t most_segments = std::max<std::int64_t>(1, g->height / shortest);
   const std::int64_t segments =
-      std::min<std::int64_t>(most_segments, (2 * resident + strips - 1) / strips);
+      std::min<std::int64_t>(most_segments, (8 * resident + strips - 1) / strips);
   g->segment_rows = static_cast<int>((g->height + segments - 1) / segments);
   g->segments = (g->height + g->segment_rows - 1) / g->segment_rows;
   g->work = strips * g->segments;
 }
 
 // f(std::integral_constant<int, k>(), std::integral_constant<int, c>()) for the register kernel's
-// k (3, 5, 7 or 9) and interleaved channels c (1 or 3).
+// k (3 or 5) and interleaved channels c (1 or 3).
 template <class F>
 void WithRegisterKernel(int k, int channels, F&& f) {
   auto with_k = [&](auto c) {
-    switch (k) {
-      case 3:
-        return f(std::integral_constant<int, 3>(), c);
-      case 5:
-        return f(std::integral_constant<int, 5>(), c);
-      case 7:
-        return f(std::integral_constant<int, 7>(), c);
-      default:
-        return f(std::integral_constant<int, 9>(), c);
-    }
+    if (k == 3) return f(std::integral_constant<int, 3>(), c);
+    return f(std::integral_constant<int, 5>(), c);
   };
   if (channels == 3) return with_k(std::integral_constant<int, 3>());
   return with_k(std::integral_constant<int, 1>());

@@ -245,9 +245,9 @@ TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
                       Kernel::kLargeTile, 401, /*offset=*/1);
 }
 
-// Square filters of 3 to 9 taps on rows of whole vectors (4 float32, 8 uint8): the register kernel,
-// over every border, several strips a row and partial ones, rows shorter than the filter, planes
-// and RGB channels-last, and rows cut into segments.
+// Square filters of 3 and 5 taps on rows of whole vectors (4 float32, 8 uint8): the register
+// kernel, over every border, several strips a row and partial ones, rows shorter than the filter,
+// planes and RGB channels-last, and rows cut into segments.
 TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
   struct Size {
     std::int64_t b, c, h, w, k, resident;
@@ -255,11 +255,11 @@ TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
   const Size sizes[] = {
       {2, 1, 13, 16, 3, 3},     // one strip
       {1, 3, 37, 256, 5, 3},    // several strips, the last partial; RGB channels-last
-      {1, 1, 45, 8, 9, 1},      // a filter wider than the row
-      {2, 3, 3, 24, 7, 2},      // fewer rows than taps
+      {1, 1, 45, 8, 5, 1},      // a row of one vector (uint8)
+      {2, 3, 3, 24, 5, 2},      // fewer rows than taps
       {1, 3, 1, 32, 3, 1},      // H = 1
-      {1, 1, 150, 488, 9, 64},  // segments of rows
-      {3, 3, 20, 240, 5, 8},   {1, 3, 9, 16, 9, 2},  // RGB: a halo of 12 elements either side
+      {1, 1, 150, 488, 5, 64},  // segments of rows
+      {3, 3, 20, 240, 5, 8},   {1, 3, 9, 16, 5, 2},  // RGB: a halo of 6 elements either side
   };
   std::uint64_t seed = 500;
   int i = 0;
