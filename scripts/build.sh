@@ -3,8 +3,9 @@
 # Configures and builds the op library, C++ tests and benchmarks into build/ (incrementally: only
 # what changed is rebuilt).
 # CUDA code is compiled whenever nvcc exists (no GPU needed). The development build compiles the
-# architectures its code differs for: sm_75 (no asynchronous copies) and sm_90 (bulk copies), or
-# on a machine with a GPU that GPU's own (the C++ tests and benchmarks, which only a GPU runs, sm_90
+# architectures its code differs for: sm_75 (no asynchronous copies) to PTX, which checks its code
+# path at a third of the cost of machine code, and sm_90 (bulk copies) to machine code, or on a
+# machine with a GPU that GPU's own (the C++ tests and benchmarks, which only a GPU runs, sm_90
 # alone on a machine without one); a release (pip install .) builds sm_75, 80, 86, 89, 90 and
 # PTX. CONSTMEM_CUDA_ARCHS overrides the list (CMake's CMAKE_CUDA_ARCHITECTURES syntax).
 set -euo pipefail
@@ -26,7 +27,7 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   archs=${CONSTMEM_CUDA_ARCHS:-}
   tools_archs=""
   if [ -z "$archs" ]; then
-    archs="75-real;90-real"
+    archs="75-virtual;90-real"
     # Without a GPU the C++ tests and benchmarks cannot run: they are compiled for one of them.
     tools_archs=90-real
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then

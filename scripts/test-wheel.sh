@@ -18,7 +18,7 @@ trap '[ -z "$clean_envs" ] || kill -- -"$clean_envs" 2>/dev/null || true; rm -rf
 # op below compiles for the first of them.
 build=${CONSTMEM_BUILD_DIR:-build}
 archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
-archs=${archs:-75-real}
+archs=${archs:-75-virtual}
 scripts/build-wheels.sh --build-dir "$build" --archs "$archs" --out "$work/wheels" --no-sdist \
   >/dev/null
 # The op libraries' wheels: manylinux_2_28 where the symbols allow it (not TensorFlow's, which
