@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The Python tests marked slow, which the test command leaves out to stay within its time: models
-# saved on each Keras backend reloaded on every one, and SeparableFilter through PyTorch's opcheck
-# and torch.compile. Needs the setup and build the test command makes. Arguments go to pytest.
+# saved on each Keras backend reloaded on every one, SeparableFilter through PyTorch's opcheck and
+# torch.compile, the documentation's Python snippets, the demo and the TensorFlow benchmarks' smoke
+# runs, and saved models loaded in fresh processes. Needs the setup and build the test command
+# makes. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS

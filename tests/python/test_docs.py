@@ -74,6 +74,7 @@ for name, code in json.load(open(sys.argv[1])):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group", python_snippets_by_framework())
 def test_python_snippets_run(group, tmp_path):
     if any(framework(code) == "keras" for _, code in group):

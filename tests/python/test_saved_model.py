@@ -59,6 +59,7 @@ def saved_model(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_loads_in_a_fresh_process_after_import(saved_model, tmp_path):
     attr_out, host_out = str(tmp_path / "attr.npy"), str(tmp_path / "host.npy")
     run_python("-c", LOAD, saved_model, attr_out, host_out)
@@ -66,6 +67,7 @@ def test_loads_in_a_fresh_process_after_import(saved_model, tmp_path):
     np.testing.assert_array_equal(np.load(host_out), frobulate_reference(DATA, TABLE[:7]))
 
 
+@pytest.mark.slow
 def test_without_constmem_the_error_names_the_op(saved_model):
     result = run_python(
         "-c",
@@ -77,6 +79,7 @@ def test_without_constmem_the_error_names_the_op(saved_model):
     assert "Constmem>Frobulate" in result.stderr
 
 
+@pytest.mark.slow
 def test_saved_model_cli_run_with_constmem(saved_model, tmp_path):
     inputs = tmp_path / "x.npy"
     np.save(inputs, DATA)
@@ -99,6 +102,7 @@ def test_saved_model_cli_run_with_constmem(saved_model, tmp_path):
     np.testing.assert_array_equal(np.load(outdir / "y.npy"), frobulate_reference(DATA, TABLE))
 
 
+@pytest.mark.slow
 def test_version_mismatch_is_a_clear_import_error(tmp_path):
     # A library whose build info names another TensorFlow is refused before it is loaded.
     import shutil

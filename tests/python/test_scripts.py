@@ -5,6 +5,7 @@ promise. No timing is asserted."""
 
 import json
 
+import pytest
 from subprocesses import run_python
 
 
@@ -12,6 +13,7 @@ def run_script(*args):
     return run_python(*args).stdout
 
 
+@pytest.mark.slow
 def test_demo_checks_every_form_against_numpy():
     out = run_script(
         "examples/demo.py", "--elements", "5000", "--table-size", "37", "--iterations", "2"
@@ -20,6 +22,7 @@ def test_demo_checks_every_form_against_numpy():
         assert f"{source:<6} check vs NumPy: OK (0 mismatching)" in out
 
 
+@pytest.mark.slow
 def test_tf_bench_smoke_reports_every_form(tmp_path):
     path = tmp_path / "tf_bench.json"
     run_script("bench/tf_bench.py", "--smoke", "--json", str(path))
@@ -38,6 +41,7 @@ def test_tf_bench_smoke_reports_every_form(tmp_path):
     assert report["input_while_over_tf_add_bitcast"] > 0
 
 
+@pytest.mark.slow
 def test_table_argument_benchmark_times_every_case():
     out = run_script("bench/tf_table_argument.py")
     assert out.count("us per call") == 4
