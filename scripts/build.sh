@@ -17,10 +17,11 @@ if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && [ ! -e "$buil
   export CMAKE_GENERATOR=Ninja
 fi
 # The development configuration, also where scripts/test-wheel.sh left the release one.
-# CONSTMEM_BUILD_BENCH=OFF leaves the benchmarks out (the test command's build: no test runs them).
+# CONSTMEM_BUILD_BENCH=OFF leaves the benchmarks out (the test command's build: no test runs them);
+# CONSTMEM_CMAKE_ARGS=-DCONSTMEM_BUILD_GPU_TESTS=OFF the C++ GPU tests (its build without a GPU).
 args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -USKBUILD -DCONSTMEM_BUILD_TESTS=ON
-  -DCONSTMEM_BUILD_BENCH="${CONSTMEM_BUILD_BENCH:-ON}" -DCONSTMEM_COPY_TO_PACKAGE=ON -DCONSTMEM_INSTALL_PACKAGE=OFF
-  -DCONSTMEM_PORTABLE_LINK=OFF)
+  -DCONSTMEM_BUILD_GPU_TESTS=ON -DCONSTMEM_BUILD_BENCH="${CONSTMEM_BUILD_BENCH:-ON}"
+  -DCONSTMEM_COPY_TO_PACKAGE=ON -DCONSTMEM_INSTALL_PACKAGE=OFF -DCONSTMEM_PORTABLE_LINK=OFF)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   args+=(-DCONSTMEM_WITH_GPU=ON)

@@ -68,7 +68,7 @@ for library in "$work"/custom_op/_apply_gain_*.so "$work"/custom_op/_causal_conv
   esac || { echo "test-wheel: $library needs $glibcxx" >&2; exit 1; }
 done
 APPLY_GAIN_BUILD="$work/custom_op" PYTHONPATH="$work/site" \
-  "$OLDPWD/.venv/bin/python" -m pytest -q -n 2 \
+  "$OLDPWD/.venv/bin/python" -m pytest -q \
   -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"
 status=0
 wait "$clean_envs" || status=$?

@@ -39,8 +39,12 @@ if command -v ccache >/dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
     CMAKE_CUDA_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 fi
-# The benchmarks, which no test runs, are compiled by .ci/run and by scripts/build.sh alone.
-step build env CONSTMEM_BUILD_BENCH=OFF scripts/build.sh
+# The benchmarks, which no test runs, are compiled by .ci/run and by scripts/build.sh alone; so are
+# the C++ GPU tests where no GPU is seen (they would only skip themselves).
+gpu_tests=OFF
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu_tests=ON; fi
+step build env CONSTMEM_BUILD_BENCH=OFF \
+  CONSTMEM_CMAKE_ARGS="-DCONSTMEM_BUILD_GPU_TESTS=$gpu_tests ${CONSTMEM_CMAKE_ARGS:-}" scripts/build.sh
 run_ctest() { (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure "$@"); }
 # The C API's test loads build/'s op library, which the wheel step relinks: it runs first.
 step c-api run_ctest -R '^c_api_'
