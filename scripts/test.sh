@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The test command: sets up, builds (including the GPU kernels when nvcc exists), then runs the
-# C++ tests (GPU tests skip without a GPU) and the host code under AddressSanitizer and
+# C++ tests (the GPU tests only where a GPU is seen) and the host code under AddressSanitizer and
 # UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips it) beside the installed wheel (built
 # in the same build directory), then the Python tests (on every device each framework sees, in
 # parallel), but those marked slow (scripts/test-slow.sh runs them). Each step says how long it
