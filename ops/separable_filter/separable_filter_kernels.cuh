@@ -233,6 +233,26 @@ struct Geometry {
   bool vector_output;  // rows start on 4-element boundaries and element_stride is 1
 };
 
+// Work item `work` of a launch over g.work items (tile columns fastest, then segments of rows,
+// then planes): where its plane starts and where its image's row and column taps start.
+struct WorkItem {
+  int tile_column, segment;
+  std::int64_t plane_offset;
+  int row_taps, column_taps;
+};
+__host__ __device__ inline WorkItem DecodeWork(std::int64_t work, const Geometry& g) {
+  WorkItem item;
+  item.tile_column = static_cast<int>(work % g.tile_columns);
+  const std::int64_t rest = work / g.tile_columns;
+  item.segment = static_cast<int>(rest % g.segments);
+  const std::int64_t plane = rest / g.segments;
+  const std::int64_t image = plane / g.planes_per_image;
+  item.plane_offset = image * g.image_stride + (plane - image * g.planes_per_image) * g.sub_stride;
+  item.row_taps = static_cast<int>(image) * g.taps.row_stride;
+  item.column_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
+  return item;
+}
+
 // Elements a tile's row pass covers: kWidth, or whole groups of interleaved * kRowOutputs.
 template <class Tile>
 __host__ __device__ constexpr int CoveredElements(int interleaved) {
@@ -284,19 +304,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
   const int tasks_per_row = covered / RH;  // row pass segments of a row
 
   for (std::int64_t work = blockIdx.x; work < g.work; work += gridDim.x) {
-    const int tile_column = static_cast<int>(work % g.tile_columns);
-    const std::int64_t rest = work / g.tile_columns;
-    const int segment = static_cast<int>(rest % g.segments);
-    const std::int64_t plane = rest / g.segments;
-    const std::int64_t image = plane / g.planes_per_image;
-    const std::int64_t plane_offset =
-        image * g.image_stride + (plane - image * g.planes_per_image) * g.sub_stride;
-    const In* const x_plane = x + plane_offset;
-    In* const y_plane = y + plane_offset;
-    const int row_taps = static_cast<int>(image) * g.taps.row_stride;
-    const int col_taps = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
-    const int e0 = tile_column * Tile::kWidth;  // the tile's first element
-    const int y_first = segment * g.segment_rows;
+    const WorkItem item = DecodeWork(work, g);
+    const In* const x_plane = x + item.plane_offset;
+    In* const y_plane = y + item.plane_offset;
+    const int row_taps = item.row_taps, col_taps = item.column_taps;
+    const int e0 = item.tile_column * Tile::kWidth;  // the tile's first element
+    const int y_first = item.segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int tmp_total = outputs + g.kh - 1;
     const int v0 = y_first - g.ch;  // the virtual row of tmp row 0
@@ -666,21 +679,27 @@ __global__ void __launch_bounds__(kTwoPassThreads)
   }
 }
 
-// Splits the fused kernel's work for a launch of `resident` blocks at once: tiles along a row, and
-// segments of rows, whole heights where the strips fill the GPU twice over, else shorter ones but
-// each at least four halos long (a segment computes kh - 1 rows of tmp beyond its outputs); and
-// whether x and y take vector loads and stores.
-template <class Tile, class In>
-void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
-  g->tile_columns = (g->row_elements + Tile::kWidth - 1) / Tile::kWidth;
+// Work items of strips of `span` elements a row: segments of rows, whole heights where the strips
+// give each of `resident` workers `per_worker` items, else shorter ones but each at least
+// `shortest` rows (a segment computes kh - 1 rows of tmp beyond its outputs).
+inline void PlanSegments(Geometry* g, int span, std::int64_t resident, int per_worker,
+                         std::int64_t shortest) {
+  g->tile_columns = (g->row_elements + span - 1) / span;
   const std::int64_t strips = g->planes * g->tile_columns;
-  const std::int64_t shortest = std::max<std::int64_t>(Tile::kRows, 4 * (g->kh - 1));
   const std::int64_t most_segments = std::max<std::int64_t>(1, g->height / shortest);
   const std::int64_t segments =
-      std::min<std::int64_t>(most_segments, (2 * resident + strips - 1) / strips);
+      std::min<std::int64_t>(most_segments, (per_worker * resident + strips - 1) / strips);
   g->segment_rows = static_cast<int>((g->height + segments - 1) / segments);
   g->segments = (g->height + g->segment_rows - 1) / g->segment_rows;
   g->work = strips * g->segments;
+}
+
+// Splits the fused kernel's work for a launch of `resident` blocks at once: tiles along a row, and
+// segments of rows, whole heights where the strips fill the GPU twice over, else shorter ones but
+// each at least four halos long; and whether x and y take vector loads and stores.
+template <class Tile, class In>
+void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
+  PlanSegments(g, Tile::kWidth, resident, 2, std::max<std::int64_t>(Tile::kRows, 4 * (g->kh - 1)));
   g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0 &&
                     g->element_stride == 1;
   g->vector_output = g->element_stride == 1 && g->row_stride % 4 == 0 &&
@@ -744,26 +763,16 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
   for (std::int64_t work = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
        work < g.work; work += warps) {
-    const int tile_column = static_cast<int>(work % g.tile_columns);
-    const std::int64_t rest = work / g.tile_columns;
-    const int segment = static_cast<int>(rest % g.segments);
-    const std::int64_t plane = rest / g.segments;
-    const std::int64_t image = plane / g.planes_per_image;
-    const std::int64_t plane_offset =
-        image * g.image_stride + (plane - image * g.planes_per_image) * g.sub_stride;
-    const In* const x_plane = x + plane_offset;
-    In* const y_plane = y + plane_offset;
+    const WorkItem item = DecodeWork(work, g);
+    const In* const x_plane = x + item.plane_offset;
+    In* const y_plane = y + item.plane_offset;
     T row_taps[kK], column_taps[kK];
-    {
-      const int row_first = static_cast<int>(image) * g.taps.row_stride;
-      const int column_first = static_cast<int>(image) * g.taps.column_stride + g.taps.column_first;
 #pragma unroll
-      for (int j = 0; j < kK; ++j) {
-        row_taps[j] = RowTaps(taps)[row_first + j];
-        column_taps[j] = ColumnTaps(taps)[column_first + j];
-      }
+    for (int j = 0; j < kK; ++j) {
+      row_taps[j] = RowTaps(taps)[item.row_taps + j];
+      column_taps[j] = ColumnTaps(taps)[item.column_taps + j];
     }
-    const int e = tile_column * kSpan + (lane - H) * V;  // the lane's first element
+    const int e = item.tile_column * kSpan + (lane - H) * V;  // the lane's first element
     const bool whole = e >= 0 && e + V <= g.row_elements;
     const bool emits = lane >= H && lane < 32 - H && e < g.row_elements;
     if (!whole) {
@@ -775,7 +784,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
         fold[i] = column < 0 ? -1 : column * kC + (element - pixel * kC);
       }
     }
-    const int y_first = segment * g.segment_rows;
+    const int y_first = item.segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int rows = outputs + kK - 1;  // rows of tmp the segment walks
     const int v0 = y_first - kReach;    // the virtual row of tmp row 0
@@ -869,16 +878,8 @@ int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
 // else shorter ones (so that warps finish together) but each at least four halos long.
 template <class In>
 void PlanRegisterStrips(Geometry* g, std::int64_t resident) {
-  const int span = RegisterSpan<In>(g->kw, g->interleaved);
-  g->tile_columns = (g->row_elements + span - 1) / span;
-  const std::int64_t strips = g->planes * g->tile_columns;
-  const std::int64_t shortest = std::max<std::int64_t>(16, 4 * (g->kh - 1));
-  const std::int64_t most_segments = std::max<std::int64_t>(1, g->height / shortest);
-  const std::int64_t segments =
-      std::min<std::int64_t>(most_segments, (8 * resident + strips - 1) / strips);
-  g->segment_rows = static_cast<int>((g->height + segments - 1) / segments);
-  g->segments = (g->height + g->segment_rows - 1) / g->segment_rows;
-  g->work = strips * g->segments;
+  PlanSegments(g, RegisterSpan<In>(g->kw, g->interleaved), resident, 8,
+               std::max<std::int64_t>(16, 4 * (g->kh - 1)));
 }
 
 // f(std::integral_constant<int, k>(), std::integral_constant<int, c>()) for the register kernel's
