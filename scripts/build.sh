@@ -17,10 +17,14 @@ if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && [ ! -e "$buil
   export CMAKE_GENERATOR=Ninja
 fi
 # The development configuration, also where scripts/test-wheel.sh left the release one.
-# CONSTMEM_BUILD_BENCH=OFF leaves the benchmarks out (the test command's build: no test runs them);
-# CONSTMEM_CMAKE_ARGS=-DCONSTMEM_BUILD_GPU_TESTS=OFF the C++ GPU tests (its build without a GPU).
+# CONSTMEM_BUILD_BENCH=OFF leaves the benchmarks out, CONSTMEM_GPU_TESTS=if-gpu the C++ GPU tests
+# where no GPU is seen (the test command's build: nothing there would run them).
+gpu_seen=""
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu_seen=1; fi
+gpu_tests=ON
+if [ "${CONSTMEM_GPU_TESTS:-}" = if-gpu ] && [ -z "$gpu_seen" ]; then gpu_tests=OFF; fi
 args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -USKBUILD -DCONSTMEM_BUILD_TESTS=ON
-  -DCONSTMEM_BUILD_GPU_TESTS=ON -DCONSTMEM_BUILD_BENCH="${CONSTMEM_BUILD_BENCH:-ON}"
+  -DCONSTMEM_BUILD_GPU_TESTS="$gpu_tests" -DCONSTMEM_BUILD_BENCH="${CONSTMEM_BUILD_BENCH:-ON}"
   -DCONSTMEM_COPY_TO_PACKAGE=ON -DCONSTMEM_INSTALL_PACKAGE=OFF -DCONSTMEM_PORTABLE_LINK=OFF)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
@@ -31,7 +35,7 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     archs="75-virtual;90-real"
     # Without a GPU the C++ tests and benchmarks cannot run: they are compiled for one of them.
     tools_archs=90-real
-    if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    if [ -n "$gpu_seen" ]; then
       archs=native
       tools_archs=""
     fi

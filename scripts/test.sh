@@ -41,10 +41,7 @@ if command -v ccache >/dev/null; then
 fi
 # The benchmarks, which no test runs, are compiled by .ci/run and by scripts/build.sh alone; so are
 # the C++ GPU tests where no GPU is seen (they would only skip themselves).
-gpu_tests=OFF
-if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu_tests=ON; fi
-step build env CONSTMEM_BUILD_BENCH=OFF \
-  CONSTMEM_CMAKE_ARGS="-DCONSTMEM_BUILD_GPU_TESTS=$gpu_tests ${CONSTMEM_CMAKE_ARGS:-}" scripts/build.sh
+step build env CONSTMEM_BUILD_BENCH=OFF CONSTMEM_GPU_TESTS=if-gpu scripts/build.sh
 run_ctest() { (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure "$@"); }
 # The C API's test loads build/'s op library, which the wheel step relinks: it runs first.
 step c-api run_ctest -R '^c_api_'
