@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "constmem/async_copy.cuh"
@@ -714,21 +715,26 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
 // ---- Short square filters: rows in registers ----
 //
 // A filter of kK x kK taps (3 or kRegisterMaxTaps = 5) on rows of whole vectors, aligned, of
-// one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared memory: a warp owns
+// one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared tile: a warp owns
 // a strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
-// lanes loading consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8),
-// one load a row. Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at
-// either end only load the halo. Each lane takes the kK / 2 pixels on either side of its vector
-// from the lanes beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK
-// rows of tmp stay in registers (a ring whose slots are constants over a turn of kK rows), and each
-// row from the kK-th on gives an output row, stored as one vector. The loads of the next kK rows
-// are in flight while a row computes, and no barrier stops a warp. The same
-// FMAs in the same order as the fused kernel and the CPU: bit for bit.
+// lanes taking consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8).
+// Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at either end only
+// hold the halo. Each lane takes the kK / 2 pixels on either side of its vector from the lanes
+// beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK rows of tmp stay
+// in registers (a ring whose slots are constants over a turn of kK rows), and each row from the
+// kK-th on gives an output row, stored as one vector. The input rows come through a ring of
+// kRegisterStages rows in shared memory, each lane copying its own vector asynchronously
+// (cp.async) that many rows ahead of the row it computes: the loads stay in flight without
+// registers, and a lane waits only for its own copies (no barrier). The same FMAs in the same
+// order as the fused kernel and the CPU: bit for bit.
 constexpr int kRegisterThreads = 128;
 constexpr int kRegisterMaxTaps = 5;
 template <class In>
 constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
-// Lanes at either end of a warp that load only the halo: (kK / 2) * channels elements.
+// Rows a lane's copies run ahead: enough bytes in flight to cover the memory's latency.
+template <class In>
+constexpr int kRegisterStages = sizeof(In) == 1 ? 8 : 4;
+// Lanes at either end of a warp that only hold the halo: (kK / 2) * channels elements.
 template <class In>
 __host__ __device__ constexpr int RegisterHaloLanes(int k, int channels) {
   return ((k / 2) * channels + kRegisterVector<In> - 1) / kRegisterVector<In>;
@@ -738,26 +744,40 @@ __host__ __device__ constexpr int RegisterSpan(int k, int channels) {
   return (32 - 2 * RegisterHaloLanes<In>(k, channels)) * kRegisterVector<In>;
 }
 
-// Blocks a multiprocessor that the registers must allow: enough warps in flight to hide the loads'
-// latency (the 5-tap ring takes more registers).
+// Blocks a multiprocessor that the registers must allow: enough warps to keep the FMAs and the
+// copies going (the 5-tap ring takes more registers).
 template <class In>
 constexpr int RegisterMinBlocks(int k) {
-  return sizeof(In) == 1 ? (k <= 3 ? 5 : 4) : (k <= 3 ? 8 : 5);
+  return sizeof(In) == 1 ? (k <= 3 ? 6 : 5) : (k <= 3 ? 8 : 5);
 }
+
+// A row of a warp's strip in shared memory: each lane's vector, and for bytes the second half of
+// the 16 bytes at a row's end that a lane outside the row picks its elements from.
+template <class In>
+struct RegisterStage {
+  Lanes<In, kRegisterVector<In>> vector[32];
+  Lanes<In, kRegisterVector<In>> window[sizeof(In) == 1 ? 32 : 1];
+};
 
 template <class In, class T, class Taps, int kK, int kC>
 __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
     SeparableRegisterKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
                             const __grid_constant__ Taps taps) {
-  constexpr int V = kRegisterVector<In>;
+  constexpr int V = kRegisterVector<In>, kStages = kRegisterStages<In>;
   constexpr int kReach = kK / 2, kHalo = kReach * kC, H = RegisterHaloLanes<In>(kK, kC);
   constexpr int kSpan = RegisterSpan<In>(kK, kC);
+  constexpr bool kBytes = sizeof(In) == 1;
   static_assert(kK % 2 == 1 && H < 16, "a warp's lanes hold the halo");
+  static_assert(!kBytes || kHalo <= V, "a byte lane outside the row picks from 16 bytes");
   using Vector = Lanes<In, V>;
   const int lane = threadIdx.x % 32;
   constexpr int kWarps = kRegisterThreads / 32;
-  // A vector outside the row (the halo lanes at its ends) reads its V elements where the border
-  // folds them: their offsets in the row (-1: a zero), worked out once a strip.
+  __shared__ RegisterStage<In> stages[kWarps][kStages];
+  RegisterStage<In>(&ring_in)[kStages] = stages[threadIdx.x / 32];
+  // A vector outside the row (the halo lanes at its ends) takes its V elements where the border
+  // folds them, worked out once a strip: for 4-byte elements their offsets in the row (-1: a
+  // zero), copied one by one; for bytes their places in the 16 bytes at the row's end on their
+  // side (-1: a zero), copied as two vectors (the elements a computed output reads lie in them).
   __shared__ int folded[kWarps][32][V];
   int (&fold)[V] = folded[threadIdx.x / 32][lane];
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
@@ -775,43 +795,68 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
     const int e = item.tile_column * kSpan + (lane - H) * V;  // the lane's first element
     const bool whole = e >= 0 && e + V <= g.row_elements;
     const bool emits = lane >= H && lane < 32 - H && e < g.row_elements;
+    // Bytes: the 16 bytes at the row's end on the lane's side (the row's first ones if shorter).
+    const int window = e < 0 ? 0 : max(0, g.row_elements - 2 * V);
     if (!whole) {
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         const int element = e + i;
         const int pixel = element >= 0 ? element / kC : -((kC - 1 - element) / kC);
         const int column = SeparableFold(pixel, g.width, g.border);
-        fold[i] = column < 0 ? -1 : column * kC + (element - pixel * kC);
+        const int offset = column < 0 ? -1 : column * kC + (element - pixel * kC);
+        fold[i] = !kBytes || offset < 0 ? offset : min(max(offset - window, 0), 2 * V - 1);
       }
     }
     const int y_first = item.segment * g.segment_rows;
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int rows = outputs + kK - 1;  // rows of tmp the segment walks
     const int v0 = y_first - kReach;    // the virtual row of tmp row 0
-    // Row t's vector; a row the border makes zeros is not read (its tmp is zeros).
-    auto load = [&](int t) {
-      Vector v{};
+    // Copies row t's vector to its stage, as a group of its own; rows past the segment and rows
+    // the border makes zeros are zeros.
+    auto copy = [&](int t) {
       const int source = SeparableFold(v0 + t, g.height, g.border);
-      if (t >= rows || source < 0) return v;
-      const In* const row = x_plane + static_cast<std::int64_t>(source) * g.row_stride;
-      if (whole) return *reinterpret_cast<const Vector*>(row + e);
+      const bool inside = t < rows && source >= 0;
+      const In* const row = x_plane + static_cast<std::int64_t>(inside ? source : 0) * g.row_stride;
+      RegisterStage<In>& stage = ring_in[t % kStages];
+      if (whole) {
+        CopyAsync(&stage.vector[lane], reinterpret_cast<const Vector*>(row + e), inside);
+      } else if constexpr (kBytes) {
+        const auto* const from = reinterpret_cast<const Vector*>(row + window);
+        CopyAsync(&stage.vector[lane], from, inside && window + V <= g.row_elements);
+        CopyAsync(&stage.window[lane], from + 1, inside && window + 2 * V <= g.row_elements);
+      } else {
 #pragma unroll
-      for (int i = 0; i < V; ++i) v.v[i] = fold[i] < 0 ? In(0) : row[fold[i]];
-      return v;
+        for (int i = 0; i < V; ++i) {
+          CopyAsync(&stage.vector[lane].v[i], row + max(fold[i], 0), inside && fold[i] >= 0);
+        }
+      }
+      CopyAsyncCommit();
     };
-    // Row t's vector in slot t mod kK, loaded a turn before it computes: no register moves (a move
-    // from a load's register waits for the load).
-    Vector ahead[kK];
 #pragma unroll
-    for (int slot = 0; slot < kK; ++slot) ahead[slot] = load(slot);
+    for (int t = 0; t < kStages; ++t) copy(t);
     T ring[kK][V];
     for (int turn = 0; turn < rows; turn += kK) {
 #pragma unroll
       for (int slot = 0; slot < kK; ++slot) {
         const int t = turn + slot;
         if (t >= rows) break;
-        const Vector current = ahead[slot];
-        ahead[slot] = load(t + kK);
+        CopyAsyncWaitPrior<kStages - 1>();  // row t's copies have landed
+        const RegisterStage<In>& stage = ring_in[t % kStages];
+        Vector current = stage.vector[lane];
+        if constexpr (kBytes) {
+          if (!whole) {  // the elements from the 16 bytes at the row's end
+            static_assert(sizeof(Vector) == 8, "a vector of 8 bytes");
+            std::uint64_t first, second;
+            std::memcpy(&first, &current, 8);
+            std::memcpy(&second, &stage.window[lane], 8);
+#pragma unroll
+            for (int i = 0; i < V; ++i) {
+              const int at = fold[i];
+              const std::uint64_t bytes = at < V ? first : second;
+              current.v[i] = at < 0 ? In(0) : static_cast<In>(bytes >> (8 * (at & (V - 1))));
+            }
+          }
+        }
         // Elements -kHalo .. V + kHalo - 1 of the lane's vector, the outer ones other lanes'.
         T sample[V + 2 * kHalo];
 #pragma unroll
@@ -834,6 +879,8 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
           }
           ring[slot][i] = acc;
         }
+        // The stage is free once its values are used (the FMAs above): row t + kStages's copies.
+        copy(t + kStages);
         if (t < kK - 1 || !emits) continue;
         // Output row t - (kK - 1): rows of tmp t - kK + 1 .. t, in slots slot + 1 .. slot (mod kK).
         Vector out;
@@ -855,6 +902,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
         }
       }
     }
+    CopyAsyncWaitAll();  // the copies past the segment's rows land before the stages are reused
   }
 }
 
