@@ -194,8 +194,8 @@ TEST(SeparableFilterGpu, MisalignedDataTakesTheScalarPaths) {
 }
 
 // Square filters of 3 and 5 taps on aligned rows of whole vectors (the register kernel): every
-// size, border and placement, one strip a row and several, rows in segments, one channel
-// channels-last.
+// size, border and placement, one strip a row and several, rows in segments, one channel and RGB
+// channels-last, rows not of whole vectors (the fused kernel).
 TEST(SeparableFilterGpu, ShortSquareFiltersBitwiseEqualToTheCpuKernel) {
   REQUIRE_GPU();
   std::uint64_t seed = 2500;
@@ -211,6 +211,16 @@ TEST(SeparableFilterGpu, ShortSquareFiltersBitwiseEqualToTheCpuKernel) {
                    seed++);
       Check<std::uint8_t>(
           MakeShape(1, 2, 700, 40, k, k, SeparableLayout::kPlanes, border, per_image), seed++);
+      // Rows of whole 16-byte vectors, strips ending at the row's end, RGB channels-last.
+      Check<std::uint8_t>(
+          MakeShape(2, 1, 45, 960, k, k, SeparableLayout::kPlanes, border, per_image), seed++);
+      for (std::int64_t w : {160, 224}) {
+        Check<float>(MakeShape(2, 3, 19, w, k, k, SeparableLayout::kChannelsLast, border, false),
+                     seed++);
+        Check<std::uint8_t>(
+            MakeShape(2, 3, 19, w, k, k, SeparableLayout::kChannelsLast, border, per_image),
+            seed++);
+      }
       if (HasFatalFailure()) return;
     }
   }
