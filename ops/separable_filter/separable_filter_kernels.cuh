@@ -337,6 +337,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     const int word_base = first_element & ~3;
     const int shift = std::is_same<Staged, T>::value ? 0 : first_element - word_base;
     const int staged_words = (shift + layout.staged_width + 3) / 4;
+    // Whether the tile's staged elements are consecutive elements of the row, none a border's.
+    const bool contiguous = g.element_stride == 1 && first_element >= 0 &&
+                            first_element + layout.staged_width <= g.row_elements;
 
     // Stages tmp rows [first, first + count): a warp a row, its lanes along the row.
     auto stage = [&](int first, int count) {
@@ -346,6 +349,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
         const In* const row = x_plane + source * g.row_stride;
         Staged* const to = staged + r * layout.staged_pitch;
         if constexpr (std::is_same<In, T>::value) {
+          if (contiguous) {  // no border in the tile: the staged elements as they lie in the row
+            const In* const from = row + first_element;
+#pragma unroll 4
+            for (int s = lane; s < layout.staged_width; s += 32) CopyAsync(to + s, from + s, true);
+            continue;
+          }
           for (int s = lane; s < layout.staged_width; s += 32) {
             const int offset = map[s];
             CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
@@ -466,12 +475,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
 #pragma unroll
             for (int l = 0; l < NV; ++l) acc[k].v[l] = T(0);
           }
+          // Ring row base + n, for the n < kh + RingSegments * kChunk that Slide reads: at most
+          // one turn of the ring past row base.
           const int base = (emitted + first_row) % ring_rows;
+          const T* const from_base = ring + base * Tile::kTmpPitch + column;
+          const T* const wrapped = from_base - ring_rows * Tile::kTmpPitch;
+          const int wrap = ring_rows - base;
           Slide<RV>(acc, ColumnTaps(taps), col_taps, g.kh, [&](int n) {
-            int slot = base + n;
-            slot -= slot >= ring_rows ? ring_rows : 0;
-            slot -= slot >= ring_rows ? ring_rows : 0;
-            return *reinterpret_cast<const Lanes<T, NV>*>(ring + slot * Tile::kTmpPitch + column);
+            return *reinterpret_cast<const Lanes<T, NV>*>((n < wrap ? from_base : wrapped) +
+                                                          n * Tile::kTmpPitch);
           });
           const int e = e0 + column;
 #pragma unroll
