@@ -729,87 +729,67 @@ void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
 // A filter of kK x kK taps (3 or kRegisterMaxTaps = 5) on rows of whole vectors, aligned, of
 // one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared tile: a warp owns
 // a strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
-// lanes taking consecutive vectors of RegisterVector elements. Lanes RegisterHaloLanes to
-// 31 - RegisterHaloLanes compute outputs; the lanes at either end only hold the halo. Each lane
-// takes the kK / 2 pixels on either side of its vector from the lanes beside it (__shfl_sync) and
-// computes its elements of a row of tmp; the last kK rows of tmp stay in registers (a ring whose
-// slots are constants over a turn of kK rows), and each row from the kK-th on gives an output row,
-// stored as whole vectors. The input rows come through a ring of kRegisterStages rows in shared
-// memory, each lane copying its own vector asynchronously (cp.async) that many rows ahead of the
-// row it computes: the loads stay in flight without registers, and a lane waits for its own
-// copies. The same FMAs in the same order as the fused kernel and the CPU: bit for bit.
+// lanes taking consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8).
+// Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at either end only
+// hold the halo. Each lane takes the kK / 2 pixels on either side of its vector from the lanes
+// beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK rows of tmp stay
+// in registers (a ring whose slots are constants over a turn of kK rows), and each row from the
+// kK-th on gives an output row, stored as one vector. The input rows come through a ring of
+// kRegisterStages rows in shared memory, each lane copying its own vector asynchronously
+// (cp.async) that many rows ahead of the row it computes: the loads stay in flight without
+// registers, and a lane waits only for its own copies (no barrier). The same FMAs in the same
+// order as the fused kernel and the CPU: bit for bit.
 constexpr int kRegisterThreads = 128;
 constexpr int kRegisterMaxTaps = 5;
-// Elements a lane takes of a row: 32 bytes of float32 and 16 of uint8 for 3 taps (the fewer
-// instructions a row's element, the more registers the ring of tmp takes), half that for 5.
 template <class In>
-__host__ __device__ constexpr int RegisterVector(int k) {
-  return (sizeof(In) == 1 ? 16 : 32 / static_cast<int>(sizeof(In))) / (k <= 3 ? 1 : 2);
-}
-// The bytes of a copy: a lane's vector, in chunks of up to 16 bytes; rows (and x and y) are
-// aligned to them.
-template <class In>
-__host__ __device__ constexpr int RegisterChunkBytes(int k) {
-  return RegisterVector<In>(k) * static_cast<int>(sizeof(In)) < 16
-             ? RegisterVector<In>(k) * static_cast<int>(sizeof(In))
-             : 16;
-}
+constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
 // Rows a lane's copies run ahead: enough bytes in flight to cover the memory's latency.
 template <class In>
 constexpr int kRegisterStages = sizeof(In) == 1 ? 8 : 4;
 // Lanes at either end of a warp that only hold the halo: (kK / 2) * channels elements.
 template <class In>
 __host__ __device__ constexpr int RegisterHaloLanes(int k, int channels) {
-  return ((k / 2) * channels + RegisterVector<In>(k) - 1) / RegisterVector<In>(k);
+  return ((k / 2) * channels + kRegisterVector<In> - 1) / kRegisterVector<In>;
 }
 template <class In>
 __host__ __device__ constexpr int RegisterSpan(int k, int channels) {
-  return (32 - 2 * RegisterHaloLanes<In>(k, channels)) * RegisterVector<In>(k);
+  return (32 - 2 * RegisterHaloLanes<In>(k, channels)) * kRegisterVector<In>;
 }
 
 // Blocks a multiprocessor that the registers must allow: enough warps to keep the FMAs and the
 // copies going (the 5-tap ring takes more registers).
 template <class In>
 constexpr int RegisterMinBlocks(int k) {
-  return sizeof(In) == 1 ? 5 : (k <= 3 ? 6 : 5);
+  return sizeof(In) == 1 ? (k <= 3 ? 6 : 5) : (k <= 3 ? 8 : 5);
 }
 
-// A row of a warp's strip in shared memory: each lane's vector as kChunks chunks of up to 16
-// bytes (chunk-major: a warp's copies and loads of a chunk are contiguous); for bytes also the 2V
-// bytes at either end of the row, where the lanes outside it pick their elements (copied by the
-// lanes at the warp's ends).
-template <class In, int kK>
+// A row of a warp's strip in shared memory: each lane's vector, and for bytes the second half of
+// the 16 bytes at a row's end that a lane outside the row picks its elements from.
+template <class In>
 struct RegisterStage {
-  static constexpr int kChunkElements = RegisterChunkBytes<In>(kK) / static_cast<int>(sizeof(In));
-  static constexpr int kChunks = RegisterVector<In>(kK) / kChunkElements;
-  static constexpr bool kEnds = sizeof(In) == 1;
-  using Chunk = Lanes<In, kChunkElements>;
-  Chunk vector[kChunks][32];
-  Chunk ends[kEnds ? 2 : 1][kEnds ? 2 * kChunks : 1];
+  Lanes<In, kRegisterVector<In>> vector[32];
+  Lanes<In, kRegisterVector<In>> window[sizeof(In) == 1 ? 32 : 1];
 };
 
 template <class In, class T, class Taps, int kK, int kC>
 __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
     SeparableRegisterKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
                             const __grid_constant__ Taps taps) {
-  constexpr int V = RegisterVector<In>(kK), kStages = kRegisterStages<In>;
+  constexpr int V = kRegisterVector<In>, kStages = kRegisterStages<In>;
   constexpr int kReach = kK / 2, kHalo = kReach * kC, H = RegisterHaloLanes<In>(kK, kC);
   constexpr int kSpan = RegisterSpan<In>(kK, kC);
   constexpr bool kBytes = sizeof(In) == 1;
-  using Stage = RegisterStage<In, kK>;
-  using Chunk = typename Stage::Chunk;
-  constexpr int kChunks = Stage::kChunks, kChunkElements = Stage::kChunkElements;
   static_assert(kK % 2 == 1 && H < 16, "a warp's lanes hold the halo");
-  static_assert(!kBytes || kHalo <= V, "a byte lane outside the row is next to one inside");
+  static_assert(!kBytes || kHalo <= V, "a byte lane outside the row picks from 16 bytes");
   using Vector = Lanes<In, V>;
   const int lane = threadIdx.x % 32;
   constexpr int kWarps = kRegisterThreads / 32;
-  __shared__ Stage stages[kWarps][kStages];
-  Stage(&ring_in)[kStages] = stages[threadIdx.x / 32];
+  __shared__ RegisterStage<In> stages[kWarps][kStages];
+  RegisterStage<In>(&ring_in)[kStages] = stages[threadIdx.x / 32];
   // A vector outside the row (the halo lanes at its ends) takes its V elements where the border
   // folds them, worked out once a strip: for 4-byte elements their offsets in the row (-1: a
-  // zero), copied one by one; for bytes their offsets in a stage, in the 2V bytes at the row's end
-  // on their side (-1: a zero): the elements that a computed output reads lie there.
+  // zero), copied one by one; for bytes their places in the 16 bytes at the row's end on their
+  // side (-1: a zero), copied as two vectors (the elements a computed output reads lie in them).
   __shared__ int folded[kWarps][32][V];
   int(&fold)[V] = folded[threadIdx.x / 32][lane];
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
@@ -827,12 +807,8 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
     const int e = item.tile_column * kSpan + (lane - H) * V;  // the lane's first element
     const bool whole = e >= 0 && e + V <= g.row_elements;
     const bool emits = lane >= H && lane < 32 - H && e < g.row_elements;
-    // Bytes: the row's first 2V and last 2V elements (from 0 if the row is shorter), copied by
-    // lanes 0 and 31 where they lie outside the row; whether the warp reads them.
-    const int last_window = max(0, g.row_elements - 2 * V);
-    const bool copies_end = kBytes && (lane == 0 ? e < 0 : lane == 31 && e >= g.row_elements);
-    const int warp_first = item.tile_column * kSpan - H * V;
-    const bool reads_ends = kBytes && (warp_first < 0 || warp_first + 32 * V > g.row_elements);
+    // Bytes: the 16 bytes at the row's end on the lane's side (the row's first ones if shorter).
+    const int window = e < 0 ? 0 : max(0, g.row_elements - 2 * V);
     if (!whole) {
 #pragma unroll
       for (int i = 0; i < V; ++i) {
@@ -840,13 +816,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
         const int pixel = element >= 0 ? element / kC : -((kC - 1 - element) / kC);
         const int column = SeparableFold(pixel, g.width, g.border);
         const int offset = column < 0 ? -1 : column * kC + (element - pixel * kC);
-        if constexpr (kBytes) {
-          const int side = e < 0 ? 0 : 1;
-          const int at = min(max(offset - (side == 0 ? 0 : last_window), 0), 2 * V - 1);
-          fold[i] = offset < 0 ? -1 : static_cast<int>(offsetof(Stage, ends)) + side * 2 * V + at;
-        } else {
-          fold[i] = offset;
-        }
+        fold[i] = !kBytes || offset < 0 ? offset : min(max(offset - window, 0), 2 * V - 1);
       }
     }
     const int y_first = item.segment * g.segment_rows;
@@ -859,25 +829,17 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
       const int source = SeparableFold(v0 + t, g.height, g.border);
       const bool inside = t < rows && source >= 0;
       const In* const row = x_plane + static_cast<std::int64_t>(inside ? source : 0) * g.row_stride;
-      Stage& stage = ring_in[t % kStages];
+      RegisterStage<In>& stage = ring_in[t % kStages];
       if (whole) {
-        const auto* const from = reinterpret_cast<const Chunk*>(row + e);
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) CopyAsync(&stage.vector[c][lane], from + c, inside);
-      } else if constexpr (!kBytes) {
+        CopyAsync(&stage.vector[lane], reinterpret_cast<const Vector*>(row + e), inside);
+      } else if constexpr (kBytes) {
+        const auto* const from = reinterpret_cast<const Vector*>(row + window);
+        CopyAsync(&stage.vector[lane], from, inside && window + V <= g.row_elements);
+        CopyAsync(&stage.window[lane], from + 1, inside && window + 2 * V <= g.row_elements);
+      } else {
 #pragma unroll
         for (int i = 0; i < V; ++i) {
-          CopyAsync(&stage.vector[i / kChunkElements][lane].v[i % kChunkElements],
-                    row + max(fold[i], 0), inside && fold[i] >= 0);
-        }
-      }
-      if (copies_end) {
-        const int first = lane == 0 ? 0 : last_window;
-        const auto* const from = reinterpret_cast<const Chunk*>(row + first);
-#pragma unroll
-        for (int c = 0; c < 2 * kChunks; ++c) {
-          CopyAsync(&stage.ends[lane == 0 ? 0 : 1][c], from + c,
-                    inside && first + (c + 1) * kChunkElements <= g.row_elements);
+          CopyAsync(&stage.vector[lane].v[i], row + max(fold[i], 0), inside && fold[i] >= 0);
         }
       }
       CopyAsyncCommit();
@@ -891,19 +853,20 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
         const int t = turn + slot;
         if (t >= rows) break;
         CopyAsyncWaitPrior<kStages - 1>();  // row t's copies have landed
-        if (reads_ends) __syncwarp();       // and lane 31's
-        const Stage& stage = ring_in[t % kStages];
-        Vector current;
-        if (kBytes && !whole) {
-          const auto* const bytes = reinterpret_cast<const In*>(&stage);
+        const RegisterStage<In>& stage = ring_in[t % kStages];
+        Vector current = stage.vector[lane];
+        if constexpr (kBytes) {
+          if (!whole) {  // the elements from the 16 bytes at the row's end
+            static_assert(sizeof(Vector) == 8, "a vector of 8 bytes");
+            std::uint64_t first, second;
+            std::memcpy(&first, &current, 8);
+            std::memcpy(&second, &stage.window[lane], 8);
 #pragma unroll
-          for (int i = 0; i < V; ++i) current.v[i] = fold[i] < 0 ? In(0) : bytes[fold[i]];
-        } else {
-#pragma unroll
-          for (int c = 0; c < kChunks; ++c) {
-            const Chunk chunk = stage.vector[c][lane];
-#pragma unroll
-            for (int i = 0; i < kChunkElements; ++i) current.v[c * kChunkElements + i] = chunk.v[i];
+            for (int i = 0; i < V; ++i) {
+              const int at = fold[i];
+              const std::uint64_t bytes = at < V ? first : second;
+              current.v[i] = at < 0 ? In(0) : static_cast<In>(bytes >> (8 * (at & (V - 1))));
+            }
           }
         }
         // Elements -kHalo .. V + kHalo - 1 of the lane's vector, the outer ones other lanes'.
@@ -928,9 +891,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
           }
           ring[slot][i] = acc;
         }
-        // The stage is free once its values are used (the FMAs above, and the other lanes'
-        // reads of the row's ends): row t + kStages's copies.
-        if (reads_ends) __syncwarp();
+        // The stage is free once its values are used (the FMAs above): row t + kStages's copies.
         copy(t + kStages);
         if (t < kK - 1 || !emits) continue;
         // Output row t - (kK - 1): rows of tmp t - kK + 1 .. t, in slots slot + 1 .. slot (mod kK).
@@ -944,14 +905,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
         }
         In* const to = y_plane + static_cast<std::int64_t>(y_first + t - (kK - 1)) * g.row_stride;
         if (whole) {
-          auto* const chunks = reinterpret_cast<Chunk*>(to + e);
-#pragma unroll
-          for (int c = 0; c < kChunks; ++c) {
-            Chunk chunk;
-#pragma unroll
-            for (int i = 0; i < kChunkElements; ++i) chunk.v[i] = out.v[c * kChunkElements + i];
-            chunks[c] = chunk;
-          }
+          *reinterpret_cast<Vector*>(to + e) = out;
         } else {
 #pragma unroll
           for (int i = 0; i < V; ++i) {
@@ -961,7 +915,6 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
       }
     }
     CopyAsyncWaitAll();  // the copies past the segment's rows land before the stages are reused
-    __syncwarp();
   }
 }
 
@@ -970,16 +923,12 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
 // kRegisterMaxTaps taps on rows of whole vectors, x and y aligned to them.
 template <class In>
 int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
-  if (sizeof(In) > 4 || s.kw != s.kh || s.kw < 3 || s.kw > kRegisterMaxTaps || s.kw % 2 == 0) {
-    return 0;
-  }
-  const int k = static_cast<int>(s.kw);
-  const auto alignment = static_cast<std::uintptr_t>(RegisterChunkBytes<In>(k));
-  if (s.width % RegisterVector<In>(k) != 0 ||
-      reinterpret_cast<std::uintptr_t>(x) % alignment != 0 ||
-      reinterpret_cast<std::uintptr_t>(y) % alignment != 0) {
-    return 0;
-  }
+  constexpr std::uintptr_t kBytes = kRegisterVector<In> * sizeof(In);
+  const bool fits = sizeof(In) <= 4 && s.kw == s.kh && s.kw >= 3 && s.kw <= kRegisterMaxTaps &&
+                    s.kw % 2 == 1 && s.width % kRegisterVector<In> == 0 &&
+                    reinterpret_cast<std::uintptr_t>(x) % kBytes == 0 &&
+                    reinterpret_cast<std::uintptr_t>(y) % kBytes == 0;
+  if (!fits) return 0;
   if (s.layout == SeparableLayout::kPlanes || s.channels == 1) return 1;
   return s.channels == 3 ? 3 : 0;
 }

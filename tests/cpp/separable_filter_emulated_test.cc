@@ -261,8 +261,8 @@ TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
       {1, 1, 150, 488, 5, 64},  // segments of rows
       {3, 3, 20, 240, 5, 8},
       {1, 3, 9, 16, 5, 2},  // RGB: a halo of 6 elements either side
-      // 3 taps, the widest vectors: rows of whole strips (the halo lane past the row's end is
-      // lane 31), several strips with the last partial, RGB
+      // 3 taps: rows of whole strips (the halo lane past the row's end is lane 31), several
+      // strips with the last partial, RGB
       {1, 1, 20, 960, 3, 4},
       {1, 1, 9, 1008, 3, 2},
       {1, 3, 7, 160, 3, 2},

@@ -211,7 +211,7 @@ TEST(SeparableFilterGpu, ShortSquareFiltersBitwiseEqualToTheCpuKernel) {
                    seed++);
       Check<std::uint8_t>(
           MakeShape(1, 2, 700, 40, k, k, SeparableLayout::kPlanes, border, per_image), seed++);
-      // Rows of whole 16-byte vectors, strips ending at the row's end, RGB channels-last.
+      // Rows of whole strips (the last ends at the row's end), RGB channels-last.
       Check<std::uint8_t>(
           MakeShape(2, 1, 45, 960, k, k, SeparableLayout::kPlanes, border, per_image), seed++);
       for (std::int64_t w : {160, 224}) {
