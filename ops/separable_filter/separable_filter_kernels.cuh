@@ -26,9 +26,9 @@
 // runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
 // are strided).
 //
-// Square filters of 3 or 5 taps on aligned rows of whole vectors, of one channel or of three
-// interleaved ones, take a kernel with no shared memory instead (SeparableRegisterKernel below):
-// rows in registers, the halo from the lanes beside.
+// Square filters of 3, 5 or 7 taps on aligned rows of whole vectors of one channel, and of 3 or 5
+// taps on rows of three interleaved ones, take a kernel with no shared tile instead
+// (SeparableRegisterKernel below): rows in registers, the halo from the lanes beside.
 //
 // Filters whose tiles do not fit shared memory (from about 300 taps float32 on an H200; past
 // kSeparableSmallTileMaxTaps only the large tile is tried) run in two passes through an
@@ -746,8 +746,9 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 
 // ---- Short square filters: rows in registers ----
 //
-// A filter of kK x kK taps (3 or kRegisterMaxTaps = 5) on rows of whole vectors, aligned, of
-// one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared tile: a warp owns
+// A filter of kK x kK taps (3, 5 or kRegisterMaxTaps = 7) on rows of whole vectors, aligned, of
+// one channel, or of 3 or kRegisterMaxInterleavedTaps = 5 taps on rows of kC = 3 interleaved ones
+// (RegisterChannels), needs no shared tile: a warp owns
 // a strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
 // lanes taking consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8).
 // Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at either end only
@@ -760,7 +761,9 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 // registers, and a lane waits only for its own copies (no barrier). The same FMAs in the same
 // order as the fused kernel and the CPU: bit for bit.
 constexpr int kRegisterThreads = 128;
-constexpr int kRegisterMaxTaps = 5;
+constexpr int kRegisterMaxTaps = 7;
+// RGB rows: a 7-tap halo of three channels is wider than a uint8 lane's vector.
+constexpr int kRegisterMaxInterleavedTaps = 5;
 template <class In>
 constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
 // Rows a lane's copies run ahead: enough bytes in flight to cover the memory's latency.
@@ -777,10 +780,10 @@ __host__ __device__ constexpr int RegisterSpan(int k, int channels) {
 }
 
 // Blocks a multiprocessor that the registers must allow: enough warps to keep the FMAs and the
-// copies going (the 5-tap ring takes more registers).
+// copies going (the longer rings of tmp take more registers).
 template <class In>
 constexpr int RegisterMinBlocks(int k) {
-  return sizeof(In) == 1 ? (k <= 3 ? 6 : 5) : (k <= 3 ? 8 : 5);
+  return k >= 7 ? 4 : sizeof(In) == 1 ? (k <= 3 ? 6 : 5) : (k <= 3 ? 8 : 5);
 }
 
 // A row of a warp's strip in shared memory: each lane's vector, and for bytes the second half of
@@ -947,7 +950,8 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
 
 // The channels the register kernel interleaves for `s`: 1 (planes, or channels-last with one
 // channel), 3 (channels-last RGB), or 0 where it does not take `s`: a square filter of 3 to
-// kRegisterMaxTaps taps on rows of whole vectors, x and y aligned to them.
+// kRegisterMaxTaps taps (kRegisterMaxInterleavedTaps for RGB) on rows of whole vectors, x and y
+// aligned to them.
 template <class In>
 int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
   constexpr std::uintptr_t kBytes = kRegisterVector<In> * sizeof(In);
@@ -957,7 +961,7 @@ int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
                     reinterpret_cast<std::uintptr_t>(y) % kBytes == 0;
   if (!fits) return 0;
   if (s.layout == SeparableLayout::kPlanes || s.channels == 1) return 1;
-  return s.channels == 3 ? 3 : 0;
+  return s.channels == 3 && s.kw <= kRegisterMaxInterleavedTaps ? 3 : 0;
 }
 
 // The register kernel's work for a launch of `resident` warps at once: strips of RegisterSpan
@@ -970,11 +974,14 @@ void PlanRegisterStrips(Geometry* g, std::int64_t resident) {
 }
 
 // f(std::integral_constant<int, k>(), std::integral_constant<int, c>()) for the register kernel's
-// k (3 or 5) and interleaved channels c (1 or 3).
+// k (3, 5 or 7; RGB 3 or 5) and interleaved channels c (1 or 3).
 template <class F>
 void WithRegisterKernel(int k, int channels, F&& f) {
   auto with_k = [&](auto c) {
     if (k == 3) return f(std::integral_constant<int, 3>(), c);
+    if constexpr (decltype(c)::value == 1) {
+      if (k == 7) return f(std::integral_constant<int, 7>(), c);
+    }
     return f(std::integral_constant<int, 5>(), c);
   };
   if (channels == 3) return with_k(std::integral_constant<int, 3>());
