@@ -26,7 +26,7 @@
 // runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
 // are strided).
 //
-// Square filters of 3, 5 or 7 taps on aligned rows of whole vectors of one channel, and of 3 or 5
+// Square filters of 3 to 9 taps on aligned rows of whole vectors of one channel, and of 3 or 5
 // taps on rows of three interleaved ones, take a kernel with no shared tile instead
 // (SeparableRegisterKernel below): rows in registers, the halo from the lanes beside.
 //
@@ -746,7 +746,7 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 
 // ---- Short square filters: rows in registers ----
 //
-// A filter of kK x kK taps (3, 5 or kRegisterMaxTaps = 7) on rows of whole vectors, aligned, of
+// A filter of kK x kK taps (3, 5, 7 or kRegisterMaxTaps = 9) on rows of whole vectors, aligned, of
 // one channel, or of 3 or kRegisterMaxInterleavedTaps = 5 taps on rows of kC = 3 interleaved ones
 // (RegisterChannels), needs no shared tile: a warp owns
 // a strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
@@ -761,8 +761,8 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 // registers, and a lane waits only for its own copies (no barrier). The same FMAs in the same
 // order as the fused kernel and the CPU: bit for bit.
 constexpr int kRegisterThreads = 128;
-constexpr int kRegisterMaxTaps = 7;
-// RGB rows: a 7-tap halo of three channels is wider than a uint8 lane's vector.
+constexpr int kRegisterMaxTaps = 9;
+// RGB rows: the halo of three channels from 7 taps on is wider than a uint8 lane's vector.
 constexpr int kRegisterMaxInterleavedTaps = 5;
 template <class In>
 constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
@@ -974,13 +974,14 @@ void PlanRegisterStrips(Geometry* g, std::int64_t resident) {
 }
 
 // f(std::integral_constant<int, k>(), std::integral_constant<int, c>()) for the register kernel's
-// k (3, 5 or 7; RGB 3 or 5) and interleaved channels c (1 or 3).
+// k (3, 5, 7 or 9; RGB 3 or 5) and interleaved channels c (1 or 3).
 template <class F>
 void WithRegisterKernel(int k, int channels, F&& f) {
   auto with_k = [&](auto c) {
     if (k == 3) return f(std::integral_constant<int, 3>(), c);
     if constexpr (decltype(c)::value == 1) {
       if (k == 7) return f(std::integral_constant<int, 7>(), c);
+      if (k == 9) return f(std::integral_constant<int, 9>(), c);
     }
     return f(std::integral_constant<int, 5>(), c);
   };

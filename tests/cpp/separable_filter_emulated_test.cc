@@ -245,7 +245,7 @@ TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
                       Kernel::kLargeTile, 401, /*offset=*/1);
 }
 
-// Square filters of 3, 5 and 7 taps on rows of whole vectors (4 float32, 8 uint8): the register
+// Square filters of 3 to 9 taps on rows of whole vectors (4 float32, 8 uint8): the register
 // kernel, over every border, several strips a row and partial ones, rows shorter than the filter,
 // planes and RGB channels-last (3 and 5 taps), and rows cut into segments.
 TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
@@ -266,10 +266,13 @@ TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
       {1, 1, 20, 960, 3, 4},
       {1, 1, 9, 1008, 3, 2},
       {1, 3, 7, 160, 3, 2},
-      // 7 taps, one channel: whole strips, fewer rows than taps, segments
+      // 7 and 9 taps, one channel: whole strips, fewer rows than taps, segments
       {1, 1, 30, 240, 7, 3},
       {2, 1, 5, 24, 7, 2},
       {1, 1, 100, 488, 7, 64},
+      {1, 1, 30, 240, 9, 3},
+      {2, 1, 7, 24, 9, 2},
+      {1, 1, 100, 488, 9, 64},
   };
   std::uint64_t seed = 500;
   int i = 0;

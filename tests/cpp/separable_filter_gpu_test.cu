@@ -193,13 +193,13 @@ TEST(SeparableFilterGpu, MisalignedDataTakesTheScalarPaths) {
   }
 }
 
-// Square filters of 3, 5 and 7 taps on aligned rows of whole vectors (the register kernel): every
+// Square filters of 3 to 9 taps on aligned rows of whole vectors (the register kernel): every
 // size, border and placement, one strip a row and several, rows in segments, one channel and RGB
-// channels-last (RGB at 7 taps and rows not of whole vectors: the fused kernel).
+// channels-last (RGB from 7 taps and rows not of whole vectors: the fused kernel).
 TEST(SeparableFilterGpu, ShortSquareFiltersBitwiseEqualToTheCpuKernel) {
   REQUIRE_GPU();
   std::uint64_t seed = 2500;
-  for (std::int64_t k : {3, 5, 7}) {
+  for (std::int64_t k : {3, 5, 7, 9}) {
     for (auto border :
          {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
       const bool per_image = border == SeparableBorder::kReflect;
