@@ -748,9 +748,9 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 //
 // A filter of kK x kK taps (3, 5, 7 or kRegisterMaxTaps = 9) on rows of whole vectors, aligned, of
 // one channel, or of 3 or kRegisterMaxInterleavedTaps = 5 taps on rows of kC = 3 interleaved ones
-// (RegisterChannels), needs no shared tile: a warp owns
-// a strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
-// lanes taking consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8).
+// (RegisterChannels), needs no shared tile: a warp owns a strip of RegisterSpan elements of one
+// plane (or interleaved image) over a segment of rows, its lanes taking consecutive vectors of
+// kRegisterVector elements (16 bytes of float32, 8 of uint8).
 // Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at either end only
 // hold the halo. Each lane takes the kK / 2 pixels on either side of its vector from the lanes
 // beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK rows of tmp stay
