@@ -814,7 +814,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
   // zero), copied one by one; for bytes their places in the 16 bytes at the row's end on their
   // side (-1: a zero), copied as two vectors (the elements a computed output reads lie in them).
   __shared__ int folded[kWarps][32][V];
-  int(&fold)[V] = folded[threadIdx.x / 32][lane];
+  int (&fold)[V] = folded[threadIdx.x / 32][lane];
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
   for (std::int64_t work = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
        work < g.work; work += warps) {
