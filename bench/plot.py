@@ -11,6 +11,7 @@ python3 bench/plot.py --workloads IMAGE_JSON RESAMPLE_JSON PNG
 
 import json
 import math
+import os
 import sys
 
 import matplotlib
@@ -76,6 +77,12 @@ def main(kernel_json, png):
     fig.savefig(png, dpi=120)
 
 
+def gpu_name(path):
+    """The GPU a results/<gpu>/ file was measured on (the image benchmark's rows do not say)."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return folder.upper() if folder.startswith(("h1", "h2")) else "GPU"
+
+
 def workloads(image_json, resample_json, png):
     """The other tools' times over constmem's: image blurs by k, resampling by rates."""
     with open(image_json) as f:
@@ -111,7 +118,6 @@ def workloads(image_json, resample_json, png):
     left.set_yscale("log")
     left.set_xlabel("taps an axis (k)")
     left.set_ylabel("their time / constmem's")
-    left.set_title("gaussian_blur, [32, 3, 1080, 1920] float32")
     batch = resample["gpu_resample_batch_64x10s"]
     rates = list(batch)
     for name, label in (
@@ -137,7 +143,9 @@ def workloads(image_json, resample_json, png):
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"constmem against the tools users run today, {resample.get('device', 'GPU')}")
+    fig.suptitle("constmem against the tools users run today")
+    left.set_title(f"gaussian_blur, [32, 3, 1080, 1920] float32, {gpu_name(image_json)}")
+    right.set_title(f"{right.get_title()}, {resample.get('device', 'GPU')}")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
 
