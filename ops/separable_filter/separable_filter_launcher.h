@@ -51,8 +51,8 @@ Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* 
 // The threads a block of SeparableFilter's shared-memory kernels for `shape` with data In on a GPU
 // that offers `shared_bytes_per_block`: 256 (large tiles), 64 (small tiles, filters of at most
 // kSeparableSmallTileMaxTaps along each axis), 128 (the two passes, where no tile fits) or 0 where
-// nothing fits. (Square filters of 3 or 5 taps on aligned rows of whole vectors take the register
-// kernel, which needs no shared memory, where they can.)
+// nothing fits. (Square filters of 3 to 9 taps on aligned rows of whole vectors, 3 or 5 on RGB
+// rows, take the register kernel instead: no tile, at most 20 KiB of static shared memory.)
 template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block);
 
