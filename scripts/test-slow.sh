@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The Python tests marked slow, which the test command leaves out to stay within its time: models
-# saved on each Keras backend reloaded on every one, SeparableFilter through PyTorch's opcheck and
-# torch.compile, the documentation's Python snippets, the demo and the TensorFlow benchmarks' smoke
-# runs, and saved models loaded in fresh processes. Needs the setup and build the test command
+# saved on each Keras backend reloaded on every one, SeparableFilter and Upfirdn through PyTorch's
+# opcheck and torch.compile (sigma tensors, rates changing between calls), the documentation's
+# Python snippets, the demo and the TensorFlow benchmarks' smoke runs, saved models loaded in fresh
+# processes, and the stress run on logical CPUs. Needs the setup and build the test command
 # makes. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."

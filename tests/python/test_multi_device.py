@@ -22,6 +22,7 @@ def test_mirrored_strategy_gives_each_replica_its_table():
     assert "PASS" in run_script("mirrored.py")
 
 
+@pytest.mark.slow  # 10,000 executions (about 12 s): scripts/test-slow.sh
 def test_stress_on_logical_cpus():
     line = run_script("stress.py", "--device-type", "CPU", "--executions", "10000")
     assert "mismatching=0" in line and "errors=0" in line

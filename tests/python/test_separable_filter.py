@@ -336,6 +336,7 @@ def test_opcheck_and_compile():
         )
 
 
+@pytest.mark.slow  # torch.compile of each sigma shape (about 25 s): scripts/test-slow.sh
 def test_compile_with_sigma_tensors():
     """gaussian_blur with a sigma tensor of each shape traced by torch.compile(fullgraph=True):
     no graph break; on the CPU the eager call's bits, on a GPU within the rounding of the

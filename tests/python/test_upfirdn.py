@@ -454,6 +454,7 @@ def test_torch_compile_fullgraph_and_opcheck():
         torch.library.opcheck(torch.ops.constmem.upfirdn_static, (data32, [0.5, 0.25], 1, 2))
 
 
+@pytest.mark.slow  # torch.compile traced again (about 12 s): scripts/test-slow.sh
 def test_torch_compile_fullgraph_with_rates_changing_between_calls():
     """Rates and filter settings that change between calls arrive symbolic when torch.compile
     traces again; each new set gives the eager call's bits, with no graph break."""
