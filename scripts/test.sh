@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The test command: sets up, builds (including the GPU kernels when nvcc exists), then runs the
-# C++ tests (the GPU tests only where a GPU is seen) and the host code under AddressSanitizer and
-# UndefinedBehaviorSanitizer (CONSTMEM_SKIP_SANITIZE=1 skips it) beside the installed wheel (built
-# in the same build directory), then the Python tests (on every device each framework sees, in
-# parallel), but those marked slow (scripts/test-slow.sh runs them). Each step says how long it
-# took. Arguments go to pytest.
+# C++ tests (the GPU tests only where a GPU is seen) beside the installed wheel (built in the same
+# build directory), then the Python tests (on every device each framework sees, in parallel), but
+# those marked slow (scripts/test-slow.sh runs them). The host code under AddressSanitizer and
+# UndefinedBehaviorSanitizer is scripts/sanitize.sh's, which .ci/run runs after this command: on
+# two cores it was a third process beside the wheel step and the C++ tests. Each step says how long
+# it took. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() {  # name, command...
@@ -46,7 +47,6 @@ run_ctest() { (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest --output-on-failure "$
 # The C API's test loads build/'s op library, which the wheel step relinks: it runs first.
 step c-api run_ctest -R '^c_api_'
 beside ctest run_ctest -E '^c_api_'
-[ -n "${CONSTMEM_SKIP_SANITIZE:-}" ] || beside sanitize scripts/sanitize.sh
 step wheel scripts/test-wheel.sh
 for i in "${!pids[@]}"; do
   status=0
