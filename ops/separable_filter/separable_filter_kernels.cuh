@@ -747,10 +747,9 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 // ---- Short square filters: rows in registers ----
 //
 // A filter of kK x kK taps (3, 5, 7 or kRegisterMaxTaps = 9) on rows of whole vectors, aligned, of
-// one channel, or of 3 or kRegisterMaxInterleavedTaps = 5 taps on rows of kC = 3 interleaved ones
-// (RegisterChannels), needs no shared tile: a warp owns a strip of RegisterSpan elements of one
-// plane (or interleaved image) over a segment of rows, its lanes taking consecutive vectors of
-// kRegisterVector elements (16 bytes of float32, 8 of uint8).
+// one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared tile: a warp owns a
+// strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
+// lanes taking consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8).
 // Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at either end only
 // hold the halo. Each lane takes the kK / 2 pixels on either side of its vector from the lanes
 // beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK rows of tmp stay
@@ -762,8 +761,6 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 // order as the fused kernel and the CPU: bit for bit.
 constexpr int kRegisterThreads = 128;
 constexpr int kRegisterMaxTaps = 9;
-// RGB rows: the halo of three channels from 7 taps on is wider than a uint8 lane's vector.
-constexpr int kRegisterMaxInterleavedTaps = 5;
 template <class In>
 constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
 // Rows a lane's copies run ahead: enough bytes in flight to cover the memory's latency.
@@ -780,10 +777,14 @@ __host__ __device__ constexpr int RegisterSpan(int k, int channels) {
 }
 
 // Blocks a multiprocessor that the registers must allow: enough warps to keep the FMAs and the
-// copies going (the longer rings of tmp take more registers).
+// copies going (the longer rings of tmp take more registers; uint8 RGB rows at 9 taps, whose
+// samples hold 8 + 2 * 12 floats, spilled 1 KiB a thread within 4 blocks' registers).
 template <class In>
-constexpr int RegisterMinBlocks(int k) {
-  return k >= 7 ? 4 : sizeof(In) == 1 ? (k <= 3 ? 6 : 5) : (k <= 3 ? 8 : 5);
+constexpr int RegisterMinBlocks(int k, int channels) {
+  return sizeof(In) == 1 && channels == 3 && k >= 9 ? 3
+         : k >= 7                                   ? 4
+         : sizeof(In) == 1                          ? (k <= 3 ? 6 : 5)
+                                                    : (k <= 3 ? 8 : 5);
 }
 
 // A row of a warp's strip in shared memory: each lane's vector, and for bytes the second half of
@@ -795,7 +796,7 @@ struct RegisterStage {
 };
 
 template <class In, class T, class Taps, int kK, int kC>
-__global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
+__global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC))
     SeparableRegisterKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
                             const __grid_constant__ Taps taps) {
   constexpr int V = kRegisterVector<In>, kStages = kRegisterStages<In>;
@@ -803,7 +804,9 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
   constexpr int kSpan = RegisterSpan<In>(kK, kC);
   constexpr bool kBytes = sizeof(In) == 1;
   static_assert(kK % 2 == 1 && H < 16, "a warp's lanes hold the halo");
-  static_assert(!kBytes || kHalo <= V, "a byte lane outside the row picks from 16 bytes");
+  // A byte lane outside the row picks its elements from the 16 bytes at the row's end: those the
+  // outputs read fold to within kReach + 1 pixels of it.
+  static_assert(!kBytes || (kReach + 1) * kC <= 2 * V, "folded elements within 16 bytes");
   using Vector = Lanes<In, V>;
   const int lane = threadIdx.x % 32;
   constexpr int kWarps = kRegisterThreads / 32;
@@ -950,8 +953,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK))
 
 // The channels the register kernel interleaves for `s`: 1 (planes, or channels-last with one
 // channel), 3 (channels-last RGB), or 0 where it does not take `s`: a square filter of 3 to
-// kRegisterMaxTaps taps (kRegisterMaxInterleavedTaps for RGB) on rows of whole vectors, x and y
-// aligned to them.
+// kRegisterMaxTaps taps on rows of whole vectors, x and y aligned to them.
 template <class In>
 int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
   constexpr std::uintptr_t kBytes = kRegisterVector<In> * sizeof(In);
@@ -961,7 +963,7 @@ int RegisterChannels(const SeparableShape& s, const In* x, const In* y) {
                     reinterpret_cast<std::uintptr_t>(y) % kBytes == 0;
   if (!fits) return 0;
   if (s.layout == SeparableLayout::kPlanes || s.channels == 1) return 1;
-  return s.channels == 3 && s.kw <= kRegisterMaxInterleavedTaps ? 3 : 0;
+  return s.channels == 3 ? 3 : 0;
 }
 
 // The register kernel's work for a launch of `resident` warps at once: strips of RegisterSpan
@@ -974,15 +976,13 @@ void PlanRegisterStrips(Geometry* g, std::int64_t resident) {
 }
 
 // f(std::integral_constant<int, k>(), std::integral_constant<int, c>()) for the register kernel's
-// k (3, 5, 7 or 9; RGB 3 or 5) and interleaved channels c (1 or 3).
+// k (3, 5, 7 or 9) and interleaved channels c (1 or 3).
 template <class F>
 void WithRegisterKernel(int k, int channels, F&& f) {
   auto with_k = [&](auto c) {
     if (k == 3) return f(std::integral_constant<int, 3>(), c);
-    if constexpr (decltype(c)::value == 1) {
-      if (k == 7) return f(std::integral_constant<int, 7>(), c);
-      if (k == 9) return f(std::integral_constant<int, 9>(), c);
-    }
+    if (k == 7) return f(std::integral_constant<int, 7>(), c);
+    if (k == 9) return f(std::integral_constant<int, 9>(), c);
     return f(std::integral_constant<int, 5>(), c);
   };
   if (channels == 3) return with_k(std::integral_constant<int, 3>());

@@ -247,7 +247,7 @@ TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
 
 // Square filters of 3 to 9 taps on rows of whole vectors (4 float32, 8 uint8): the register
 // kernel, over every border, several strips a row and partial ones, rows shorter than the filter,
-// planes and RGB channels-last (3 and 5 taps), and rows cut into segments.
+// planes and RGB channels-last, and rows cut into segments.
 TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
   struct Size {
     std::int64_t b, c, h, w, k, resident;
@@ -273,6 +273,14 @@ TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
       {1, 1, 30, 240, 9, 3},
       {2, 1, 7, 24, 9, 2},
       {1, 1, 100, 488, 9, 64},
+      // RGB at 7 and 9 taps (a halo of 9 and 12 elements, wider than a uint8 lane's 8), each over
+      // every border: whole strips, fewer rows than taps, segments
+      {1, 3, 30, 240, 7, 3},
+      {2, 3, 5, 16, 7, 2},
+      {1, 3, 60, 248, 7, 32},
+      {1, 3, 30, 240, 9, 3},
+      {2, 3, 7, 8, 9, 2},
+      {1, 3, 60, 248, 9, 32},
   };
   std::uint64_t seed = 500;
   int i = 0;
