@@ -28,7 +28,11 @@ CPU (the same threads for everyone: torch's intra-op threads, OpenCV's, constmem
   of 15.
 
     python3 bench/image_filter_bench.py [--json FILE] [--quick]
-                                        [--gpu-only | --cpu-only [--cpu-time]]
+                                        [--gpu-only | --cpu-only [--cpu-time] | --layouts]
+
+--layouts times constmem alone, NCHW and NHWC, at k = 3, 5, 7 and 9, both shapes and dtypes: run
+by turns with CONSTMEM_TORCH_LIBRARY naming each of two builds of the PyTorch library, it compares
+them.
 
 A few minutes on an H200 (each anchor where importable).
 """
@@ -46,6 +50,7 @@ import torch
 from timing import alternating_ratios, cpu_model, cuda_event_ms
 
 KS = (3, 5, 9, 17, 31, 63)
+LAYOUT_KS = (3, 5, 7, 9)  # the register kernel's filters
 CPU_KS = (3, 9, 31)
 
 
@@ -93,9 +98,9 @@ def taps(k):
     return sigma, np.asarray(description.gaussian_taps(k, sigma))
 
 
-def ratio(row, key):
+def ratio(row, key, ours="constmem_ms"):
     """The other's time as a multiple of constmem's, or "-" where it was not measured."""
-    return f"{row[key] / row['constmem_ms']:.2f}x" if key in row else "-"
+    return f"{row[key] / row[ours]:.2f}x" if key in row else "-"
 
 
 def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage, cvcuda):
@@ -131,13 +136,13 @@ def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage, cvcuda):
             cupy_ndimage.correlate1d(tmp, weights, axis=-2, output=out, mode="mirror")
 
         row["cupy_ms"] = gpu_ms(cupy_blur)
+    nhwc = x.permute(0, 2, 3, 1).contiguous()
+    row["constmem_nhwc_ms"] = gpu_ms(lambda: cm.gaussian_blur(nhwc, k, layout="channels_last"))
     if cvcuda is not None:
         # NHWC on both sides, CV-CUDA's layout (reflect-101 borders), on torch's stream.
-        nhwc = x.permute(0, 2, 3, 1).contiguous()
         out = torch.empty_like(nhwc)
         src, dst = cvcuda.as_tensor(nhwc, "NHWC"), cvcuda.as_tensor(out, "NHWC")
         stream = cvcuda.as_stream(int(torch.cuda.current_stream().cuda_stream))
-        row["constmem_nhwc_ms"] = gpu_ms(lambda: cm.gaussian_blur(nhwc, k, layout="channels_last"))
         try:
             row["cvcuda_ms"] = gpu_ms(
                 lambda: cvcuda.gaussian_into(
@@ -150,12 +155,39 @@ def gpu_row(x, k, copy_ms, tv, kornia, cupy, cupy_ndimage, cvcuda):
 
 
 def nhwc_columns(row):
-    """constmem's NHWC time and CV-CUDA's as a multiple of it, where CV-CUDA ran."""
-    if "constmem_nhwc_ms" not in row:
-        return ""
+    """constmem's NHWC time and CV-CUDA's as a multiple of it (refused, or not run: -)."""
     ours = row["constmem_nhwc_ms"]
-    theirs = f"{row['cvcuda_ms'] / ours:.2f}x" if "cvcuda_ms" in row else "refused"
+    theirs = "refused" if "cvcuda_error" in row else ratio(row, "cvcuda_ms", "constmem_nhwc_ms")
     return f" {ours:>8.3f} {theirs:>8}"
+
+
+def layout_cases(results):
+    """constmem alone, NCHW and NHWC, at the short filters: for comparing two builds of the
+    PyTorch library (CONSTMEM_TORCH_LIBRARY names each), run by turns."""
+    print(f"{'shape':>22} {'dtype':>7} {'k':>3} {'NCHW ms':>8} {'NHWC ms':>8} {'NHWC/NCHW':>9}")
+    for dtype in (torch.float32, torch.uint8):
+        for shape in ((32, 3, 1080, 1920), (256, 3, 224, 224)):
+            x = (torch.rand(shape, device="cuda") * 255).to(dtype)
+            nhwc = x.permute(0, 2, 3, 1).contiguous()
+            for k in LAYOUT_KS:
+                nchw_ms = gpu_ms(lambda x=x, k=k: cm.gaussian_blur(x, k))
+                nhwc_ms = gpu_ms(
+                    lambda nhwc=nhwc, k=k: cm.gaussian_blur(nhwc, k, layout="channels_last")
+                )
+                dtype_name = str(dtype).removeprefix("torch.")
+                results.append(
+                    {
+                        "shape": list(shape),
+                        "dtype": dtype_name,
+                        "k": k,
+                        "constmem_ms": nchw_ms,
+                        "constmem_nhwc_ms": nhwc_ms,
+                    }
+                )
+                print(
+                    f"{shape!s:>22} {dtype_name:>7} {k:>3} {nchw_ms:>8.3f} {nhwc_ms:>8.3f} "
+                    f"{nhwc_ms / nchw_ms:>9.2f}"
+                )
 
 
 def gpu_cases(args, results):
@@ -333,6 +365,9 @@ def main():
     only.add_argument("--cpu-only", action="store_true")
     only.add_argument("--gpu-only", action="store_true")
     parser.add_argument("--cpu-time", action="store_true", help="one thread's CPU time (CPU only)")
+    only.add_argument(
+        "--layouts", action="store_true", help="constmem alone, NCHW and NHWC, k = 3 to 9 (GPU)"
+    )
     args = parser.parse_args()
     results = []
     start = time.perf_counter()
@@ -340,8 +375,11 @@ def main():
         if not torch.cuda.is_available():
             raise SystemExit("no CUDA device: use --cpu-only")
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
-        gpu_cases(args, results)
-    if not args.gpu_only:
+        if args.layouts:
+            layout_cases(results)
+        else:
+            gpu_cases(args, results)
+    if not args.gpu_only and not args.layouts:
         cpu_cases(args, results)
     print(f"\n{time.perf_counter() - start:.0f} s")
     if args.json:
