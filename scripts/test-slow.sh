@@ -4,8 +4,8 @@
 # saved on each Keras backend reloaded on every one, SeparableFilter and Upfirdn through PyTorch's
 # opcheck and torch.compile (sigma tensors, rates changing between calls), the documentation's
 # Python snippets, the demo and the TensorFlow benchmarks' smoke runs, saved models loaded in fresh
-# processes, and the stress run on logical CPUs. Needs the setup and build the test command
-# makes. Arguments go to pytest.
+# processes, the stress run on logical CPUs and TensorFlow's multi-worker training. Needs the setup
+# and build the test command makes. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS

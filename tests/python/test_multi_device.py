@@ -39,6 +39,7 @@ def test_two_streams_share_one_symbol_safely():
     assert "mismatching_calls=0" in run_script("logical_gpus.py", "--calls", "60")
 
 
+@pytest.mark.slow  # two TensorFlow worker processes (about 12 s): scripts/test-slow.sh
 def test_multi_worker_training_matches_one_process():
     # Two worker processes on 127.0.0.1 (MultiWorkerMirroredStrategy); CPU here, GPUs elsewhere.
     line = run_script("multi_worker.py")
