@@ -232,6 +232,12 @@ struct OpDescription {
     *y = x;
     return Status::Ok();
   }
+  // The same for an op of several tables (kTables), whatever their sizes.
+  template <class P, class S>
+  static Status Output(const Dims& x, const P& params, const TableSizes& /*sizes*/, S* shape,
+                       Dims* y) {
+    return Output(x, params, std::int64_t{0}, shape, y);
+  }
 };
 
 // Whether Op declares several tables (kTables) rather than one (kNames.table and kTable).

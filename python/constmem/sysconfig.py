@@ -40,12 +40,19 @@ def torch_extension_args(with_cuda: bool = False) -> dict[str, list[str]]:
     """Keyword arguments for `torch.utils.cpp_extension.load` / `CppExtension` / `CUDAExtension`.
 
     The include directories of the core and of `pytorch/binding.h`, and the flags of PyTorch's
-    stable ABI from 2.10 on (one build serves later releases).
+    stable ABI from 2.10 on (one build serves later releases); with_cuda adds the GPU defines and
+    nvcc's flags for the op's `.cu` sources (`extra_cuda_cflags`).
     """
-    flags = ["-std=c++17", "-DTORCH_TARGET_VERSION=0x020a000000000000", "-fvisibility=hidden"]
+    defines = ["-DTORCH_TARGET_VERSION=0x020a000000000000"]
     if with_cuda:
-        flags += ["-DCONSTMEM_WITH_GPU=1", "-DUSE_CUDA"]
-    return {"extra_include_paths": [get_include(), get_bindings_include()], "extra_cflags": flags}
+        defines += ["-DCONSTMEM_WITH_GPU=1", "-DUSE_CUDA"]
+    args = {
+        "extra_include_paths": [get_include(), get_bindings_include()],
+        "extra_cflags": ["-std=c++17", *defines, "-fvisibility=hidden"],
+    }
+    if with_cuda:
+        args["extra_cuda_cflags"] = ["-std=c++17", *defines, "-Xcompiler=-fvisibility=hidden"]
+    return args
 
 
 def get_cmake_dir() -> str:

@@ -304,6 +304,25 @@ struct ScaleBiasOp : OpDescription {
   }
 };
 
+// Several tables and the elementwise defaults: y has x's shape.
+struct GainOffsetOp : OpDescription {
+  static constexpr OpNames kNames{"test", "GainOffset", "gain_offset", "x", "gain"};
+  static constexpr TableSpec kTables[] = {{"gain", 1, 1}, {"offset", 1, 1}};
+  static constexpr int kTableCount = 2;
+};
+
+TEST(OpDescription, SeveralTablesKeepTheElementwiseOutput) {
+  TableSizes sizes;
+  sizes.count = 2;
+  sizes.size[0] = 1;
+  sizes.size[1] = 1;
+  GainOffsetOp::Shape shape;
+  Dims y;
+  ASSERT_TRUE(OutputOf<GainOffsetOp>({4, 5}, {}, sizes, &shape, &y).ok());
+  EXPECT_EQ(y, (Dims{4, 5}));
+  EXPECT_EQ(shape.elements, 20);
+}
+
 TEST(OpDescription, SeveralTablesAreCheckedRunAndListedEachUnderItsName) {
   static_assert(TableCountOf<ScaleBiasOp>() == 2, "two tables");
   EXPECT_STREQ(TableSpecOf<ScaleBiasOp>(1).name, "bias");
