@@ -296,8 +296,12 @@ std::string DataTypeList() {
   return list;
 }
 
-// "N to M entries" as every binding words a table's size.
+// "N to M entries" (or "exactly N entries") as every binding words a table's size.
 inline std::string TableSizeRule(const TableSpec& table) {
+  if (table.min_size == table.max_size) {
+    return "exactly " + std::to_string(table.min_size) +
+           (table.min_size == 1 ? " entry" : " entries");
+  }
   return std::to_string(table.min_size) + " to " + std::to_string(table.max_size) + " entries";
 }
 

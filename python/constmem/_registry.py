@@ -101,7 +101,9 @@ class OpSpec:
 
     @property
     def sizes(self) -> str:
-        """The table's sizes, as every message words them: "1 to 2048 entries"."""
+        """The table's sizes as every message words them: "1 to 2048 entries", "exactly 1 entry"."""
+        if self.min_table == self.max_table:
+            return f"exactly {self.min_table} {'entry' if self.min_table == 1 else 'entries'}"
         return f"{self.min_table} to {self.max_table} entries"
 
     def data_dtypes(self) -> tuple[str, ...]:

@@ -321,6 +321,10 @@ TEST(OpDescription, SeveralTablesKeepTheElementwiseOutput) {
   ASSERT_TRUE(OutputOf<GainOffsetOp>({4, 5}, {}, sizes, &shape, &y).ok());
   EXPECT_EQ(y, (Dims{4, 5}));
   EXPECT_EQ(shape.elements, 20);
+  // A table of one size is worded so.
+  sizes.size[1] = 2;
+  EXPECT_EQ(detail::CheckCallOf<GainOffsetOp>("float32", {4, 5}, sizes, nullptr, &y).message(),
+            "offset must have exactly 1 entry; got 2");
 }
 
 TEST(OpDescription, SeveralTablesAreCheckedRunAndListedEachUnderItsName) {

@@ -10,6 +10,7 @@ the right kind; the table's size is within the op's limits. An op with several t
 to each, under its own name, the other tables good.
 """
 
+import dataclasses
 import importlib.util
 
 import numpy as np
@@ -270,3 +271,11 @@ def test_a_raw_op_refuses_a_choice_outside_its_list(spec):
             with pytest.raises(ValueError, match=f"{attr.name} must be one of {listed}; got 'BAD'"):
                 op(data, *tables, *bad).cpu()
         np.testing.assert_array_equal(op(data, *tables, *values).cpu(), expected)
+
+
+def test_a_table_of_one_size_is_worded_as_such():
+    spec = dataclasses.replace(OPS[0], min_table=1, max_table=1)
+    assert _registry.size_message(spec, 2) == f"{spec.table} must have exactly 1 entry; got 2"
+    spec = dataclasses.replace(OPS[0], min_table=3, max_table=3)
+    with pytest.raises(ValueError, match=f"^{spec.table} must have exactly 3 entries; got 4$"):
+        _registry.check_size(spec, 4)
