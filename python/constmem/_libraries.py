@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import numbers
 import os
 from collections.abc import Callable
 from typing import Any
@@ -285,7 +286,8 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
         table on the data's device ("device") or the host ("host"); `table` names one of an op's
         several tables (default: its first); `elements`, the call's output elements (default: a
         large call), where the op reads a small call's device table in place rather than copy it
-        into a constant bank. None for a library built without GPU kernels. Asks the op's own
+        into a constant bank. A size outside the table's limits is refused as a call refuses it
+        (ValueError). None for a library built without GPU kernels. Asks the op's own
         placement rule, so it answers on a machine without a GPU; `table_placements()` says where
         the launches of a block did put theirs.
         """
@@ -299,6 +301,9 @@ def placement_function(path: str, ops: dict) -> Callable[..., str | None]:
         index = 0 if table is None else names.index(table) if table in names else -1
         if index < 0:
             raise ValueError(f"table must be one of {', '.join(names)}; got {table!r}")
+        if isinstance(entries, bool) or not isinstance(entries, numbers.Integral):
+            raise ValueError(f"entries must be an int; got {entries!r}")
+        _registry.check_size(ops[op].table_spec(index), int(entries))
         if elements is not None and (
             isinstance(elements, bool) or not isinstance(elements, int) or not 0 <= elements < 2**63
         ):

@@ -107,6 +107,12 @@ def test_placement_of_refuses_bad_questions():
     for elements in (-1, 2.0, True, 2**63, 2**64):
         with pytest.raises(ValueError, match=r"elements must be an int from 0 to 2\*\*63 - 1"):
             cm.placement_of("polyval", 3, elements=elements)
+    # The op's own limits on the table's size, as a call states them.
+    for entries in (0, (1 << 20) + 1):
+        with pytest.raises(ValueError, match=rf"must have 1 to 1048576 entries; got {entries}$"):
+            cm.placement_of("polyval", entries)
+    with pytest.raises(ValueError, match=r"entries must be an int; got 3\.0"):
+        cm.placement_of("polyval", 3.0)
 
 
 @pytest.mark.parametrize(
