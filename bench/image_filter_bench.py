@@ -161,33 +161,46 @@ def nhwc_columns(row):
     return f" {ours:>8.3f} {theirs:>8}"
 
 
+GPU_SHAPES = [
+    ((32, 3, 1080, 1920), torch.float32),
+    ((256, 3, 224, 224), torch.float32),
+    ((32, 3, 1080, 1920), torch.uint8),
+    ((256, 3, 224, 224), torch.uint8),
+]
+
+
+def gpu_images(shape, dtype):
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, dtype=dtype, device="cuda")
+    return torch.rand(shape, dtype=dtype, device="cuda")
+
+
 def layout_cases(results):
     """constmem alone, NCHW and NHWC, at the short filters: for comparing two builds of the
     PyTorch library (CONSTMEM_TORCH_LIBRARY names each), run by turns."""
     print(f"{'shape':>22} {'dtype':>7} {'k':>3} {'NCHW ms':>8} {'NHWC ms':>8} {'NHWC/NCHW':>9}")
-    for dtype in (torch.float32, torch.uint8):
-        for shape in ((32, 3, 1080, 1920), (256, 3, 224, 224)):
-            x = (torch.rand(shape, device="cuda") * 255).to(dtype)
-            nhwc = x.permute(0, 2, 3, 1).contiguous()
-            for k in LAYOUT_KS:
-                nchw_ms = gpu_ms(lambda x=x, k=k: cm.gaussian_blur(x, k))
-                nhwc_ms = gpu_ms(
-                    lambda nhwc=nhwc, k=k: cm.gaussian_blur(nhwc, k, layout="channels_last")
-                )
-                dtype_name = str(dtype).removeprefix("torch.")
-                results.append(
-                    {
-                        "shape": list(shape),
-                        "dtype": dtype_name,
-                        "k": k,
-                        "constmem_ms": nchw_ms,
-                        "constmem_nhwc_ms": nhwc_ms,
-                    }
-                )
-                print(
-                    f"{shape!s:>22} {dtype_name:>7} {k:>3} {nchw_ms:>8.3f} {nhwc_ms:>8.3f} "
-                    f"{nhwc_ms / nchw_ms:>9.2f}"
-                )
+    for shape, dtype in GPU_SHAPES:
+        x = gpu_images(shape, dtype)
+        nhwc = x.permute(0, 2, 3, 1).contiguous()
+        for k in LAYOUT_KS:
+            nchw_ms = gpu_ms(lambda x=x, k=k: cm.gaussian_blur(x, k))
+            nhwc_ms = gpu_ms(
+                lambda nhwc=nhwc, k=k: cm.gaussian_blur(nhwc, k, layout="channels_last")
+            )
+            dtype_name = str(dtype).removeprefix("torch.")
+            results.append(
+                {
+                    "shape": list(shape),
+                    "dtype": dtype_name,
+                    "k": k,
+                    "constmem_ms": nchw_ms,
+                    "constmem_nhwc_ms": nhwc_ms,
+                }
+            )
+            print(
+                f"{shape!s:>22} {dtype_name:>7} {k:>3} {nchw_ms:>8.3f} {nhwc_ms:>8.3f} "
+                f"{nhwc_ms / nchw_ms:>9.2f}"
+            )
 
 
 def gpu_cases(args, results):
@@ -200,14 +213,7 @@ def gpu_cases(args, results):
     missing = [n for n, m in anchors if m is None]
     if missing:
         print(f"skipped (not importable): {', '.join(missing)}")
-    shapes = [
-        ((32, 3, 1080, 1920), torch.float32),
-        ((256, 3, 224, 224), torch.float32),
-        ((32, 3, 1080, 1920), torch.uint8),
-        ((256, 3, 224, 224), torch.uint8),
-    ]
-    if args.quick:
-        shapes = shapes[1:2]
+    shapes = GPU_SHAPES[1:2] if args.quick else GPU_SHAPES
     print("GPU: constmem's time, and the others' as multiples of it (>1: constmem faster)")
     print(
         f"{'shape':>22} {'dtype':>7} {'k':>3} {'constmem ms':>11} {'copy ms':>8} "
@@ -215,10 +221,7 @@ def gpu_cases(args, results):
         f"{'table':>6} {'NHWC ms':>8} {'CV-CUDA':>8}"
     )
     for shape, dtype in shapes:
-        if dtype == torch.uint8:
-            x = torch.randint(0, 256, shape, dtype=dtype, device="cuda")
-        else:
-            x = torch.rand(shape, dtype=dtype, device="cuda")
+        x = gpu_images(shape, dtype)
         copy = torch.empty_like(x)
         copy_ms = gpu_ms(lambda x=x, copy=copy: copy.copy_(x))
         for k in KS:
