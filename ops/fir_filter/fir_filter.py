@@ -5,6 +5,8 @@ The op's C++ description (fir_filter_op.h) gives its names, table and attributes
 the Python packages add to them (constmem.ops).
 """
 
+from constmem.ops import BATCH, WHOLE, Axes, Halo
+
 # The name of the module constant that holds the most entries the table takes.
 LIMIT = "MAX_TAPS"
 SIGNATURE = ("x", "taps")
@@ -47,6 +49,19 @@ def output_shape(shape, taps, attrs, maximum=max):
     if attrs["padding"] == "SAME" or shape[-1] is None or taps is None:
         return tuple(shape) if attrs["padding"] == "SAME" else (*shape[:-1], None)
     return (*shape[:-1], maximum(shape[-1] - taps + 1, 0))
+
+
+def axes(shape, taps, attrs):
+    """Leading axes are rows; the last a Halo of the taps for SAME, read whole for VALID.
+
+    SAME reads (k - 1) // 2 samples before an output and the rest after it, zeros past the ends;
+    VALID has fewer outputs than samples.
+    """
+    rows = (BATCH,) * (len(shape) - 1)
+    if attrs["padding"] == "VALID":
+        return Axes((*rows, WHOLE), (None,))
+    before = (taps - 1) // 2
+    return Axes((*rows, Halo(before, taps - 1 - before, "zeros")), (None,))
 
 
 def _pad_left(k, padding):

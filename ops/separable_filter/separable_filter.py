@@ -17,6 +17,7 @@ import numbers
 import sys
 
 import numpy as np
+from constmem.ops import BATCH, Axes, Halo
 from constmem.ops._functions import (
     REQUIRED,
     WIDENED_DTYPES,
@@ -108,6 +109,21 @@ def output_shape(shape, row_taps, column_taps, attrs, maximum=max):
     if isinstance(row_taps, int) and isinstance(column_taps, int):
         _table_rule(images, row_taps, column_taps, attrs)
     return tuple(shape)
+
+
+def axes(shape, row_taps, column_taps, attrs):
+    """Image axes and channels are BATCH; height and width Halos of the taps, with the border.
+
+    Per-image taps hold a block for each image (the axes before C or H).
+    """
+    images, (h_axis, w_axis) = _geometry(shape, attrs["layout"])
+    kw, kh, per_image = _table_rule(images, row_taps, column_taps, attrs)
+    roles = [BATCH] * len(shape)
+    for axis, k in ((h_axis, kh), (w_axis, kw)):  # the op's borders are Halo's, by name
+        roles[axis] = Halo((k - 1) // 2, k - 1 - (k - 1) // 2, attrs["border"])
+    image_axes = max(len(shape) - 3, 0)
+    split = image_axes if per_image and image_axes > 0 else None
+    return Axes(tuple(roles), (split, split))
 
 
 def _fold(n, border):

@@ -15,6 +15,7 @@ import operator
 import sys
 
 import numpy as np
+from constmem.ops import BATCH, WHOLE, Axes
 from constmem.ops._functions import REQUIRED, WIDENED_DTYPES, Required, argument, widened
 
 # The name of the module constant that holds the most entries the table takes.
@@ -87,6 +88,15 @@ def output_shape(shape, taps, attrs, maximum=max):
             )
         return (*shape[:-1], length)
     return (*shape[:-1], maximum(length, 0))  # a symbolic size (torch.compile)
+
+
+def axes(shape, taps, attrs):
+    """Leading axes are rows; the last is read whole.
+
+    Output i reads the samples t with 0 <= i * down - t * up < k, and the result's length is not
+    the samples' times up / down, so that a shard's outputs are not those of its samples.
+    """
+    return Axes((*(BATCH,) * (len(shape) - 1), WHOLE), (None,))
 
 
 def _ceil_div(a, b):

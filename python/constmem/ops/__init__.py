@@ -15,7 +15,10 @@ adds what the framework packages need beyond them, written once for all of them:
   it returns (grad_data, grad_table);
 - LAYER: the Keras layer's description (optional);
 - FUNCTIONS: functions built on the op, by name, each given as `make(ops) -> function` where
-  `ops` is the framework's module of ops (optional; gaussian_blur, resample_poly).
+  `ops` is the framework's module of ops (optional; gaussian_blur, resample_poly);
+- axes(shape, table_size, attrs): what each of the data's axes is to the op and which tables
+  are split with the data (an Axes; default: every axis BATCH, every table replicated), from
+  which JAX's partitioner and PyTorch's DTensor shard a call (constmem._sharding).
 
 An op with several tables (its C++ description's kTables) takes each as a parameter of its own,
 in SIGNATURE and everywhere else in their order: output_shape(shape, weight_size, bias_size,
@@ -31,6 +34,7 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
+from typing import NamedTuple
 
 _SOURCE_OPS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "ops"))
 if os.path.exists(os.path.join(_SOURCE_OPS, "registry.cc")):
@@ -73,6 +77,63 @@ ARRAY_API = (
 # Any other name is the framework's NumPy-like namespace (jax.numpy, torch, tf.experimental.numpy):
 # the array API standard's elementwise functions and reductions (F.exp(t), F.tanh(t), F.sum(t))
 # under the names an author knows.
+
+
+# What one of the data's axes is to an op (an entry of Axes.data):
+# BATCH: the result has the axis at the same place, of the same size, and its slice i depends on
+# the data's slice i alone (every axis of an elementwise op, a filter's leading axes, channels).
+BATCH = "batch"
+# WHOLE: the op reads the axis whole, and the result's axis may differ in size (a VALID filter,
+# Upfirdn's rates): a call sharded along it gathers the axis first.
+WHOLE = "whole"
+# The borders a Halo may read past the array's ends.
+BORDERS = ("zeros", "reflect", "replicate")
+
+
+class Halo(NamedTuple):
+    """A filtered axis: the result has its size, and slice i reads slices i - before .. i + after.
+
+    `border` says what the op reads past the array's ends: "zeros", "reflect" (reflect-101:
+    `... 2 1 | 0 1 2 ...`) or "replicate" (the end slice again). A call sharded along the axis
+    gets the `before` slices of the shard before it and the `after` slices of the one after it
+    (or the border's at the array's ends), runs on the widened shard and keeps its middle.
+    """
+
+    before: int
+    after: int
+    border: str = "zeros"
+
+
+class Axes(NamedTuple):
+    """What each of the data's axes is to an op, and which of its tables are split with the data.
+
+    `data`: BATCH, WHOLE or a Halo for each axis. `tables`: for each table, None where every
+    call reads all of it (replicated), or n where it holds one equal block of entries for each
+    item of the data's first n axes (BATCH axes, row-major: per-image taps), so that a shard of
+    the first of them takes its items' blocks.
+    """
+
+    data: tuple
+    tables: tuple = ()
+
+
+def axes(description: ModuleType, shape, table_size, attrs) -> Axes:
+    """What each axis of data of `shape` is to the op, by its description's rule.
+
+    `table_size`: the table's size, or a tuple of each table's for an op with several. Without a
+    rule, every axis is BATCH and every table replicated (an elementwise op).
+    """
+    sizes = table_size if isinstance(table_size, tuple) else (table_size,)
+    rule = getattr(description, "axes", None)
+    if rule is None:
+        return Axes((BATCH,) * len(shape), (None,) * len(sizes))
+    found = rule(tuple(shape), *sizes, attrs)
+    if len(found.data) != len(shape) or len(found.tables) != len(sizes):
+        raise ValueError(
+            f"{description.__name__}.axes gave {len(found.data)} axes and {len(found.tables)} "
+            f"tables for data of rank {len(shape)} with {len(sizes)} tables"
+        )
+    return found
 
 
 def describe(name: str) -> ModuleType:
