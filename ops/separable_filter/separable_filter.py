@@ -121,8 +121,8 @@ def axes(shape, row_taps, column_taps, attrs):
     roles = [BATCH] * len(shape)
     for axis, k in ((h_axis, kh), (w_axis, kw)):  # the op's borders are Halo's, by name
         roles[axis] = Halo((k - 1) // 2, k - 1 - (k - 1) // 2, attrs["border"])
-    image_axes = max(len(shape) - 3, 0)
-    split = image_axes if per_image and image_axes > 0 else None
+    image_axes = tuple(range(len(shape) - 3))
+    split = image_axes if per_image and image_axes else None
     return Axes(tuple(roles), (split, split))
 
 

@@ -62,9 +62,9 @@ def plan(
     does); `mesh`: each mesh axis's size. A BATCH axis keeps its split; a Halo axis keeps it with
     each shard widened by the Halo where `halo_exchange` is offered and the shards are long enough
     (else it is gathered); a WHOLE axis is gathered. An axis that does not split evenly is
-    gathered. A table of per-item blocks (Axes.tables n) is split as the data's first axis, whose
-    items own its blocks; the data's next n - 1 axes are then gathered, so that each shard's
-    blocks are contiguous.
+    gathered. A table of per-item blocks (Axes.tables) is split as the first of the axes whose
+    items own its blocks; the others of them are then gathered, so that each shard's blocks are
+    contiguous.
     """
     if len(sharding) != len(shape) or len(axes.data) != len(shape):
         raise ValueError(
@@ -89,9 +89,8 @@ def plan(
                 split = ()
         kept.append(split if count > 1 else ())
         halos.append(halo)
-    blocks = [n for n in axes.tables if n]
-    if blocks:
-        for axis in range(1, max(blocks)):  # items after the first: their blocks interleave
+    for owners in axes.tables:
+        for axis in (owners or ())[1:]:  # a split after the first interleaves the blocks
             kept[axis], halos[axis] = (), None
-    tables = tuple(tuple(kept[0]) if n else () for n in axes.tables)
+    tables = tuple(tuple(kept[owners[0]]) if owners else () for owners in axes.tables)
     return Plan(tuple(kept), tuple(halos), tables)

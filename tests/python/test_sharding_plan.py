@@ -67,11 +67,18 @@ def test_separable_filter_axes_follow_the_layout_and_per_image_taps():
     assert last.data == (BATCH, Halo(1, 1, "reflect"), Halo(2, 2, "reflect"), BATCH)
     per_image = _axes("separable_filter", (2, 4, 3, 32, 48), (40, 24), taps="per_image")
     assert per_image.data[3:] == (Halo(1, 1, "reflect"), Halo(2, 2, "reflect"))
-    assert per_image.tables == (2, 2)
+    assert per_image.tables == ((0, 1), (0, 1))
     # The images' first axis splits the tables with it; the second would interleave their blocks.
     plan = _sharding.plan(per_image, (2, 4, 3, 32, 48), (("b",), ("x",), None, None, None), MESH)
     assert plan.data == (("b",), (), (), (), ())
     assert plan.tables == (("b",), ("b",))
+
+
+def test_a_table_of_channel_blocks_splits_with_the_channels():
+    axes = Axes((BATCH, BATCH, Halo(2, 0)), ((1,), (1,)))  # a causal filter, taps per channel
+    plan = _sharding.plan(axes, (4, 8, 64), (("b",), ("x",), None), MESH)
+    assert plan.data == (("b",), ("x",), ())
+    assert plan.tables == (("x",), ("x",))
 
 
 def test_an_uneven_split_is_gathered():

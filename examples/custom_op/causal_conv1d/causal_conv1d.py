@@ -7,6 +7,7 @@ tables takes each as a parameter of its own, here and in backward().
 """
 
 import numpy as np
+from constmem.ops import BATCH, Axes, Halo
 
 SIGNATURE = ("x", "weight", "bias")
 DOC = """A depthwise causal convolution of each channel's rows with its own taps, plus its bias.
@@ -19,6 +20,17 @@ Args:
   bias: C entries.
   Each table is a tensor (float32, on the host or x's device) or a Python or NumPy sequence.
 """
+
+
+def axes(shape, weight, bias, attrs):
+    """Rows and channels are BATCH, the samples a Halo of the k - 1 before each output.
+
+    Zeros before a row's start; the weight and the bias hold a block for each channel.
+    """
+    channels = len(shape) - 2
+    taps = weight // shape[channels] if shape[channels] else 1
+    data = (*(BATCH,) * (len(shape) - 1), Halo(taps - 1, 0, "zeros"))
+    return Axes(data, ((channels,), (channels,)))
 
 
 def backward(F, grad, x, weight, bias, attrs, need_x, need_weight, need_bias):

@@ -108,9 +108,10 @@ class Axes(NamedTuple):
     """What each of the data's axes is to an op, and which of its tables are split with the data.
 
     `data`: BATCH, WHOLE or a Halo for each axis. `tables`: for each table, None where every
-    call reads all of it (replicated), or n where it holds one equal block of entries for each
-    item of the data's first n axes (BATCH axes, row-major: per-image taps), so that a shard of
-    the first of them takes its items' blocks.
+    call reads all of it (replicated), or the data's axes (consecutive BATCH axes, as a tuple of
+    non-negative indices) for each item of which, row-major, it holds one equal block of entries
+    (per-image taps, a weight per channel), so that a shard of the first of them takes its
+    items' blocks.
     """
 
     data: tuple
