@@ -5,7 +5,9 @@ The op's C++ description (fir_filter_op.h) gives its names, table and attributes
 the Python packages add to them (constmem.ops).
 """
 
-from constmem.ops import BATCH, WHOLE, Axes, Halo
+import math
+
+from constmem.ops import BATCH, WHOLE, Axes, Halo, _fft
 
 # The name of the module constant that holds the most entries the table takes.
 LIMIT = "MAX_TAPS"
@@ -27,6 +29,11 @@ Args:
   taps: 1 to 1,048,576 (2^20) taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed
     per call site, rounded to x's dtype).
   padding: "SAME" or "VALID".
+  method: "direct" (the kernel above: bit for bit the same on every device and in every
+    framework), "fft" (overlap-save FFT convolution on the framework's own FFT, within a few
+    units of rounding of the exact result times log2 of its FFT size; static shapes), or "auto"
+    (the default: "direct" below the measured crossover of taps and lengths, "fft" above it,
+    as scipy.signal.convolve chooses).
 
 Gradients flow to x (the same filter with the taps reversed) and to a tensor `taps`.
 """
@@ -82,3 +89,36 @@ def backward(F, grad, x, taps, attrs, need_x, need_taps):
         padded = F.pad_last(x, pad_left, m + k - 1 - n - pad_left)
         grad_taps = F.correlate_rows(padded, grad)
     return grad_x, grad_taps
+
+
+def _make_fir_filter(ops):
+    """The op's function with `method`: the direct kernel, or the FFT route for long filters."""
+    direct = ops.fir_filter
+    F = ops._arrays("fir_filter")
+
+    def fir_filter(x, taps, *, padding="SAME", method="auto", **options):
+        if method == "direct" or (
+            method == "auto" and (_fft.taps_length(taps) or 0) < _fft.SHORT_TAPS
+        ):
+            return direct(x, taps, padding=padding, **options)
+        _fft.check_method(method)
+        found = _fft.operands(F, x, taps, direct_limit)
+        if found is None or padding not in ("SAME", "VALID"):
+            return direct(x, taps, padding=padding, **options)
+        x, taps = found
+        if method == "auto":
+            k, n = taps.shape[0], x.shape[-1]
+            rows = math.prod(x.shape[:-1])
+            outputs = n if padding == "SAME" else max(n - k + 1, 0)
+            before = (k - 1) // 2 if padding == "SAME" else 0
+            work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
+            if not _fft.prefers_fft(F, x, rows * outputs * k, work):
+                return direct(x, taps, padding=padding, **options)
+        return _fft.fir_filter(F, x, taps, padding)
+
+    direct_limit = getattr(ops, LIMIT)
+    fir_filter.__doc__ = direct.__doc__
+    return fir_filter
+
+
+FUNCTIONS = {"fir_filter": _make_fir_filter}

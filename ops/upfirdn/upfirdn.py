@@ -15,7 +15,7 @@ import operator
 import sys
 
 import numpy as np
-from constmem.ops import BATCH, WHOLE, Axes
+from constmem.ops import BATCH, WHOLE, Axes, _fft
 from constmem.ops._functions import REQUIRED, WIDENED_DTYPES, Required, argument, widened
 
 # The name of the module constant that holds the most entries the table takes.
@@ -42,6 +42,11 @@ Args:
     per call site, rounded to x's dtype).
   up: the upsampling factor, 1 to 2,147,483,647 (2^31 - 1).
   down: the downsampling factor, 1 to 2,147,483,647.
+  method: "direct" (the polyphase kernel above: bit for bit the same on every device and in
+    every framework), "fft" (the same polyphase sums as FFT convolutions at the kept rate,
+    overlap-save, on the framework's own FFT, within a few units of rounding of the exact result
+    times log2 of its FFT size; static shapes), or "auto" (the default: "direct" below the
+    measured crossover, "fft" above it).
 
 Gradients flow to x (the adjoint: the reversed taps with up and down exchanged, by the op itself)
 and to a tensor `taps` (a correlation of the upsampled rows with the zero-inserted gradient).
@@ -502,4 +507,44 @@ def _make_resample(ops):
     return resample
 
 
-FUNCTIONS = {"resample_poly": _make_resample_poly, "resample": _make_resample}
+def _make_upfirdn(ops):
+    """The op's function with `method`: the direct kernel, or the FFT route for long filters."""
+    direct = ops.upfirdn
+    F = ops._arrays("upfirdn")
+
+    def upfirdn(x, taps, *, up=1, down=1, method="auto", **options):
+        count = _fft.taps_length(taps) or 0
+        if method == "direct" or (
+            method == "auto" and (count < _fft.SHORT_TAPS or count < _fft.SHORT_TAPS * up)
+        ):
+            return direct(x, taps, up=up, down=down, **options)
+        _fft.check_method(method)
+        found = _fft.operands(F, x, taps, MAX_TAPS)
+        rates = (up, down)
+        if (
+            found is None
+            or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in rates)
+            or output_length(found[0].shape[-1], count, up, down) < 0
+        ):
+            return direct(x, taps, up=up, down=down, **options)
+        x, taps = found
+        outputs = output_length(x.shape[-1], count, up, down)
+        if method == "auto":
+            rows = math.prod(x.shape[:-1])
+            common = math.gcd(up, down)
+            phases, stride = up // common, down // common
+            extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
+            work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
+            if not _fft.prefers_fft(F, x, rows * outputs * _ceil_div(count, up), work):
+                return direct(x, taps, up=up, down=down, **options)
+        return _fft.upfirdn(F, x, taps, up, down, outputs)
+
+    upfirdn.__doc__ = direct.__doc__
+    return upfirdn
+
+
+FUNCTIONS = {
+    "upfirdn": _make_upfirdn,
+    "resample_poly": _make_resample_poly,
+    "resample": _make_resample,
+}

@@ -83,13 +83,17 @@ def namespace(
     make_call: Callable[[OpSpec, ModuleType], Callable[..., Any]],
     extra: dict[str, Any] | None = None,
     doc_suffix: str = "",
+    arrays: Callable[[str], Any] | None = None,
 ) -> ModuleType:
     """A module of the ops' functions, their limits and OPS, the registry.
 
     Each op's limit is under the name its description's LIMIT gives (MAX_TAPS), where it gives one.
+    `arrays(op)`: the framework's array namespace F (constmem.ops.ARRAY_API) for the op named,
+    which the functions built on the ops take as `ops._arrays`.
     """
     module = ModuleType(name)
     module.OPS = dict(ops)
+    module._arrays = arrays
     for op, spec in ops.items():
         call = make_call(spec, described[op])
         function = make_function(spec, described[op], call, extra, doc_suffix)
@@ -98,7 +102,8 @@ def namespace(
         if limit:
             setattr(module, limit, spec.max_table)
     # Functions built on the ops (gaussian_blur on a separable filter, resample on upfirdn): each
-    # description's FUNCTIONS maps a name to a maker, given the module of this framework's ops.
+    # description's FUNCTIONS maps a name to a maker, given the module of this framework's ops. A
+    # function of the op's own name takes its place (the op's, with options of the function's).
     for op in ops:
         for name, make in getattr(described[op], "FUNCTIONS", {}).items():
             setattr(module, name, make(module))

@@ -200,6 +200,21 @@ class JaxArrays:
         return jax.nn.sigmoid(t)
 
     @staticmethod
+    def rfft(t, n):
+        return jnp.fft.rfft(t, n, axis=-1)
+
+    @staticmethod
+    def irfft(t, n):
+        return jnp.fft.irfft(t, n, axis=-1)
+
+    @staticmethod
+    def on_gpu(t):
+        """A concrete array's devices; a traced one runs where jit places it, the default."""
+        if isinstance(t, jax.core.Tracer):
+            return jax.default_backend() == "gpu"
+        return any(d.platform == "gpu" for d in t.devices())
+
+    @staticmethod
     def length(table):
         return table.shape[0]
 
@@ -552,10 +567,17 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     package has for constmem's own.
     """
     ops, described = register_library(path, descriptions)
-    module = _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+    module = _binding.namespace(
+        path, ops, described, _make_call, doc_suffix=_FORMS, arrays=_arrays_of(ops)
+    )
     module.placement_of = _libraries.placement_function(path, ops)
     module.__all__ = sorted([*module.__all__, "placement_of"])
     return module
+
+
+def _arrays_of(ops: Mapping[str, OpSpec]):
+    """The array namespace F of each op of `ops`, by name (for the functions built on them)."""
+    return lambda name: JaxArrays(ops[name], {})
 
 
 _OWN = _binding.namespace(
@@ -564,6 +586,7 @@ _OWN = _binding.namespace(
     {n: _DESCRIPTIONS[s.target] for n, s in OPS.items()},
     _make_call,
     doc_suffix=_FORMS,
+    arrays=_arrays_of(OPS),
 )
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 __all__ = sorted(

@@ -73,6 +73,9 @@ ARRAY_API = (
     "take",  # take(t, indices, axis): t's slices at `indices` (a NumPy int vector) along axis
     "reshape",  # reshape(t, shape): t in `shape` (a tuple of ints, one of them may be -1)
     "sigmoid",  # sigmoid(t): 1 / (1 + exp(-t))
+    "rfft",  # rfft(t, n): the real FFT of the last axis, zero-padded to n (n // 2 + 1 bins)
+    "irfft",  # irfft(t, n): its inverse, n real samples
+    "on_gpu",  # on_gpu(t): whether t is on a GPU (or traced for one)
 )
 # Any other name is the framework's NumPy-like namespace (jax.numpy, torch, tf.experimental.numpy):
 # the array API standard's elementwise functions and reductions (F.exp(t), F.tanh(t), F.sum(t))

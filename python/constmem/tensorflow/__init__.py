@@ -28,7 +28,7 @@ import tensorflow as tf
 from constmem import _binding, _libraries, _registry
 from constmem.tensorflow import _loader
 from constmem.tensorflow._loader import build_info, library_path  # noqa: F401 (in __all__)
-from constmem.tensorflow._tables import TableOp
+from constmem.tensorflow._tables import TableOp, TfArrays
 from constmem.tensorflow.stats import table_placements, upload_stats  # noqa: F401 (in __all__)
 
 
@@ -66,7 +66,13 @@ _EXTRA = {"source": "auto", "name": None}
 
 def _functions(name: str, path: str, ops, described, table_ops) -> ModuleType:
     module = _binding.namespace(
-        name, ops, described, _make_call(table_ops), extra=_EXTRA, doc_suffix=_FORMS
+        name,
+        ops,
+        described,
+        _make_call(table_ops),
+        extra=_EXTRA,
+        doc_suffix=_FORMS,
+        arrays=lambda op: TfArrays(table_ops[op], {}),
     )
     for op in ops:
         setattr(module, op, tf.autograph.experimental.do_not_convert(getattr(module, op)))

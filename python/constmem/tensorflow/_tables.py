@@ -388,6 +388,22 @@ class TfArrays:
         return tf.math.sigmoid(t)
 
     @staticmethod
+    def rfft(t, n):
+        return tf.signal.rfft(t, [n])
+
+    @staticmethod
+    def irfft(t, n):
+        return tf.signal.irfft(t, [n])
+
+    @staticmethod
+    def on_gpu(t):
+        """Where an eager tensor is; in a graph, where the ops go by default."""
+        device = getattr(t, "device", "") or ""
+        if device:
+            return ":GPU:" in device
+        return bool(tf.config.list_logical_devices("GPU"))
+
+    @staticmethod
     def length(table):
         return table.shape[0] if table.shape[0] is not None else tf.shape(table)[0]
 

@@ -44,6 +44,7 @@ from constmem.torch._library import (
     DESCRIPTIONS,
     LIBRARY_PATH,
     OPS,
+    TorchArrays,
     check_table,
     dtype_name,
     register_library,
@@ -356,14 +357,23 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     """
     ops, described = register_library(path, dict(descriptions))
     _register_checker(path, ops)
-    module = _binding.namespace(path, ops, described, _make_call, doc_suffix=_FORMS)
+    module = _binding.namespace(
+        path, ops, described, _make_call, doc_suffix=_FORMS, arrays=_arrays_of(ops)
+    )
     module.placement_of = _libraries.placement_function(path, ops)
     module.__all__ = sorted([*module.__all__, "placement_of"])
     return module
 
 
+def _arrays_of(ops: Mapping[str, _registry.OpSpec]):
+    """The array namespace F of each op of `ops`, by name (for the functions built on them)."""
+    return lambda name: TorchArrays(ops[name], {})
+
+
 _register_checker(LIBRARY_PATH, OPS)
-_OWN = _binding.namespace(__name__, OPS, DESCRIPTIONS, _make_call, doc_suffix=_FORMS)
+_OWN = _binding.namespace(
+    __name__, OPS, DESCRIPTIONS, _make_call, doc_suffix=_FORMS, arrays=_arrays_of(OPS)
+)
 globals().update({name: getattr(_OWN, name) for name in _OWN.__all__})
 __all__ = sorted(
     [

@@ -199,6 +199,18 @@ class TorchArrays:
         return torch.sigmoid(t)
 
     @staticmethod
+    def rfft(t, n):
+        return torch.fft.rfft(t, n, dim=-1)
+
+    @staticmethod
+    def irfft(t, n):
+        return torch.fft.irfft(t, n, dim=-1)
+
+    @staticmethod
+    def on_gpu(t):
+        return t.device.type == "cuda"
+
+    @staticmethod
     def length(table):
         return table.shape[0]
 

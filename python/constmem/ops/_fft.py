@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FFT convolution along the last axis, polyphase, over the array namespace F of any framework.
+
+FirFilter's and Upfirdn's `method="fft"` (and "auto" above the crossover) run here, on the
+framework's own FFT (cuFFT on a GPU, pocketfft or its equivalent on the CPU): overlap-save, so
+that a long signal costs O(n log k) rather than O(n log n), with the rate change folded in
+polyphase: only the outputs kept are computed. Gradients are the framework's own, through the
+FFTs and gathers. Imports no framework.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from constmem.ops._functions import dtype_name, framework
+
+METHODS = ("auto", "direct", "fft")
+# Below this many taps an output the direct kernel is faster on every device measured: "auto"
+# decides on the filter's length alone, at no cost a call.
+SHORT_TAPS = 32
+# What one butterfly of the FFT route costs in the direct kernel's multiply-adds, by device
+# (bench/fft_crossover_bench.py measures it; docs/performance.md has the crossover it gives).
+BUTTERFLY_COST = {"cpu": 1.0, "gpu": 1.0}
+
+
+def check_method(method) -> str:
+    """`method` if it is one of METHODS, else a ValueError naming it."""
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {'/'.join(METHODS)}; got {method!r}")
+    return method
+
+
+def taps_length(taps):
+    """The number of taps of a tensor or a sequence, or None where it has none to count."""
+    shape = getattr(taps, "shape", None)
+    if shape is not None:
+        return shape[0] if len(shape) == 1 and isinstance(shape[0], int) else None
+    try:
+        return len(taps)
+    except TypeError:
+        return None
+
+
+def fft_work(rows: int, phases: int, down: int, extent: int, length: int) -> float:
+    """The FFT route's butterflies: each input phase's frames forward, each output phase's back."""
+    size = _fft_size(extent, length)
+    frames = -(-length // (size - extent + 1))
+    return rows * (down + phases) * frames * size * math.log2(size) / 2
+
+
+def prefers_fft(F, x, multiply_adds: float, work: float) -> bool:
+    """Whether the FFT route's `work` costs less than the direct kernel's `multiply_adds`."""
+    device = "gpu" if F.on_gpu(x) else "cpu"
+    return multiply_adds > BUTTERFLY_COST[device] * work
+
+
+def _fft_size(extent: int, length: int) -> int:
+    """The FFT size of overlap-save with filters of `extent` taps and `length` outputs.
+
+    Powers of two from twice the extent up to one frame for everything, the one of the fewest
+    butterfly operations over all frames.
+    """
+    smallest = 1 << max(1, (2 * extent - 1).bit_length())
+    largest = max(smallest, 1 << (length + extent - 1).bit_length())
+    best, best_cost = smallest, math.inf
+    size = smallest
+    while size <= largest:
+        frames = -(-length // (size - extent + 1))
+        cost = frames * size * (math.log2(size) + 1)
+        if cost < best_cost:
+            best, best_cost = size, cost
+        size *= 2
+    return best
+
+
+def polyphase_convolve(F, x, filters, down: int, length: int):
+    """c[..., r, m] = sum_s sum_b x[..., b * down + s] * filters[r, s, m - b], m < length.
+
+    `x`: [rows, n] (rows and n static); `filters`: [P, down, E] of x's dtype. Returns
+    [rows, P, length]: for each output phase r, the sum over the input phases s of the
+    convolution of x's phase s with filters[r, s].
+    """
+    rows, n = x.shape[0], x.shape[-1]
+    phases, extent = filters.shape[0], filters.shape[-1]
+    per_phase = -(-n // down)
+    if per_phase * down != n:
+        x = F.pad_last(x, 0, per_phase * down - n)
+    # [rows, B, down] -> [rows, down, B]: phase s of every row in a row of its own.
+    x = F.swapaxes(F.reshape(x, (rows, per_phase, down)), -1, -2)
+    size = _fft_size(extent, length)
+    step = size - extent + 1
+    frames = -(-length // step)
+    # Zeros before each phase (the outputs before the first sample) and to the last frame's end.
+    end = (frames - 1) * step + size - (extent - 1) - per_phase
+    if end < 0:
+        x = F.take(x, np.arange(per_phase + end), -1)
+        end = 0
+    x = F.pad_last(x, extent - 1, end)
+    starts = np.arange(frames)[:, None] * step + np.arange(size)[None, :]
+    x = F.reshape(F.take(x, starts.reshape(-1), -1), (rows, 1, down, frames, size))
+    spectra = F.rfft(x, size)
+    response = F.reshape(F.rfft(filters, size), (1, phases, down, 1, size // 2 + 1))
+    products = spectra * response
+    summed = F.sum(products, 2) if down > 1 else F.reshape(products, (rows, phases, frames, -1))
+    # Each frame's last `step` outputs are the linear convolution's (the first wrap around).
+    outputs = F.take(F.irfft(summed, size), np.arange(extent - 1, size), -1)
+    outputs = F.reshape(outputs, (rows, phases, frames * step))
+    return F.take(outputs, np.arange(length), -1)
+
+
+# The data the FFT route takes; anything else runs the op, which takes or refuses it.
+_DTYPES = ("float32", "float64")
+
+
+def operands(F, x, taps, limit: int):
+    """(x, taps) as arrays of x's dtype where the FFT route can take them, else None.
+
+    None for what the op itself would refuse (it then runs, and names what it refuses), for data
+    the framework shards (DTensor: the op has its sharding rules) and for shapes not static.
+    `limit`: the most taps the op takes.
+    """
+    if hasattr(x, "placements"):  # a DTensor
+        return None
+    if not hasattr(x, "dtype"):
+        x = F.asarray(x)
+    shape = tuple(x.shape)
+    if dtype_name(x) not in _DTYPES or not shape or not all(isinstance(d, int) for d in shape):
+        return None
+    if framework(taps) is not None:
+        if len(taps.shape) != 1 or dtype_name(taps) != dtype_name(x):
+            return None
+        count = taps.shape[0]
+    else:
+        try:
+            values = np.asarray(taps, np.float64)
+        except (TypeError, ValueError):
+            return None
+        if values.ndim != 1:
+            return None
+        count = values.shape[0]
+        taps = F.cast(values, x)  # rounded to x's dtype, as the op rounds a static table
+    if not isinstance(count, int) or not 1 <= count <= limit:
+        return None
+    return x, taps
+
+
+def _as_rows(F, x):
+    """(x as [rows, n], its leading shape), or a ValueError where the shape is not static."""
+    shape = tuple(x.shape)
+    if any(not isinstance(d, int) for d in shape):
+        raise ValueError(f"method='fft' needs a static shape; got {shape}")
+    rows = math.prod(shape[:-1])
+    return F.reshape(x, (rows, shape[-1])), shape[:-1]
+
+
+def _taps_table(F, taps, indices, like):
+    """taps[indices] with zeros where an index is past the taps (-1 or k), as a framework array."""
+    k = F.length(taps)
+    padded = F.concat([taps, F.zeros(1, like)])
+    safe = np.where((indices < 0) | (indices >= k), k, indices)
+    return F.reshape(F.take(padded, safe.reshape(-1), 0), indices.shape)
+
+
+def fir_filter(F, x, taps, padding: str):
+    """FirFilter's correlation of every row with `taps` (SAME or VALID), by FFT."""
+    rows, lead = _as_rows(F, x)
+    n, k = x.shape[-1], F.length(taps)
+    before = (k - 1) // 2 if padding == "SAME" else 0
+    outputs = n if padding == "SAME" else max(n - k + 1, 0)
+    if outputs == 0 or n == 0:
+        return F.reshape(F.take(rows, np.arange(0), -1), (*lead, outputs))
+    # A correlation is the convolution with the taps reversed; y[i] = c[i + k - 1 - before].
+    filters = F.reshape(F.flip(taps), (1, 1, k))
+    full = polyphase_convolve(F, rows, filters, 1, k - 1 - before + outputs)
+    y = F.take(F.reshape(full, (rows.shape[0], -1)), np.arange(k - 1 - before, full.shape[-1]), -1)
+    return F.reshape(y, (*lead, outputs))
+
+
+def upfirdn(F, x, taps, up: int, down: int, outputs: int):
+    """Upfirdn's rows (scipy.signal.upfirdn along the last axis), `outputs` long, by FFT.
+
+    With g = gcd(up, down), P = up / g and Q = down / g: output r + m P takes, for each input phase
+    s, the taps d up Q + r down - s up (d = 0, 1, ...) against samples b Q + s, so that each of
+    the P output phases is a sum of Q convolutions at the kept rate.
+    """
+    rows, lead = _as_rows(F, x)
+    if outputs <= 0 or x.shape[-1] == 0:
+        return F.reshape(F.take(rows, np.arange(0), -1), (*lead, max(outputs, 0)))
+    k = F.length(taps)
+    common = math.gcd(up, down)
+    phases, stride = up // common, down // common
+    extent = (k - 1 + (stride - 1) * up) // (up * stride) + 1
+    r = np.arange(phases)[:, None, None]
+    s = np.arange(stride)[None, :, None]
+    d = np.arange(extent)[None, None, :]
+    filters = _taps_table(F, taps, d * up * stride + r * down - s * up, x)
+    per_phase = -(-outputs // phases)
+    c = polyphase_convolve(F, rows, filters, stride, per_phase)
+    # [rows, P, M] -> [rows, M, P]: output r + m P in place.
+    y = F.reshape(F.swapaxes(c, -1, -2), (rows.shape[0], per_phase * phases))
+    return F.reshape(F.take(y, np.arange(outputs), -1), (*lead, outputs))
