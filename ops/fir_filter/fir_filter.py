@@ -114,7 +114,7 @@ def _make_fir_filter(ops):
             work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
             if not _fft.prefers_fft(F, x, rows * outputs * k, work):
                 return direct(x, taps, padding=padding, **options)
-        return _fft.fir_filter(F, x, taps, padding)
+        return F.compiled(_fft.fir_filter, padding)(x, taps)
 
     direct_limit = getattr(ops, LIMIT)
     fir_filter.__doc__ = direct.__doc__

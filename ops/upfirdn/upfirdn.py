@@ -537,7 +537,7 @@ def _make_upfirdn(ops):
             work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
             if not _fft.prefers_fft(F, x, rows * outputs * _ceil_div(count, up), work):
                 return direct(x, taps, up=up, down=down, **options)
-        return _fft.upfirdn(F, x, taps, up, down, outputs)
+        return F.compiled(_fft.upfirdn, up, down, outputs)(x, taps)
 
     upfirdn.__doc__ = direct.__doc__
     return upfirdn

@@ -207,6 +207,9 @@ class JaxArrays:
     def irfft(t, n):
         return jnp.fft.irfft(t, n, axis=-1)
 
+    def compiled(self, fn, *static):
+        return _compiled_route(fn, self, static)
+
     @staticmethod
     def on_gpu(t):
         """A concrete array's devices; a traced one runs where jit places it, the default."""
@@ -301,6 +304,12 @@ class JaxArrays:
     @staticmethod
     def reshape(t, shape):
         return t.reshape(shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_route(fn, F, static: tuple):
+    """fn(F, *arrays, *static) under jax.jit: eagerly, one executable instead of a dispatch an op."""
+    return jax.jit(lambda *arrays: fn(F, *arrays, *static))
 
 
 @functools.partial(jax.jit, static_argnums=2)

@@ -76,6 +76,8 @@ ARRAY_API = (
     "rfft",  # rfft(t, n): the real FFT of the last axis, zero-padded to n (n // 2 + 1 bins)
     "irfft",  # irfft(t, n): its inverse, n real samples
     "on_gpu",  # on_gpu(t): whether t is on a GPU (or traced for one)
+    "compiled",  # compiled(fn, *static): fn(F, *arrays, *static) as a function of the arrays,
+    # compiled where the framework compiles eager code (JAX's jit, kept per fn and static)
 )
 # Any other name is the framework's NumPy-like namespace (jax.numpy, torch, tf.experimental.numpy):
 # the array API standard's elementwise functions and reductions (F.exp(t), F.tanh(t), F.sum(t))

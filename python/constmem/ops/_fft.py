@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from constmem.ops._functions import dtype_name, framework
 
 METHODS = ("auto", "direct", "fft")
@@ -55,23 +56,36 @@ def prefers_fft(F, x, multiply_adds: float, work: float) -> bool:
     return multiply_adds > BUTTERFLY_COST[device] * work
 
 
+# Frames of at least this many times the filter's extent (and _SMALLEST_FFT samples): a frame
+# costs more than its butterflies (its copies, its launches), so that fewer, longer ones win
+# until a frame holds the whole row.
+_FRAME_FACTOR = 8
+_SMALLEST_FFT = 4096
+
+
+def fast_length(n: int) -> int:
+    """The least 2^a 3^b 5^c of at least n: sizes every framework's FFT runs at full speed."""
+    best = 1 << max(n - 1, 0).bit_length()
+    fives = 1
+    while fives < best:
+        threes = fives
+        while threes < best:
+            size = threes << max(0, (-(-n // threes) - 1).bit_length())
+            best = min(best, size)
+            threes *= 3
+        fives *= 5
+    return best
+
+
 def _fft_size(extent: int, length: int) -> int:
     """The FFT size of overlap-save with filters of `extent` taps and `length` outputs.
 
-    Powers of two from twice the extent up to one frame for everything, the one of the fewest
-    butterfly operations over all frames.
+    At least _FRAME_FACTOR times the extent (a power of two), or one frame for all outputs where
+    that is shorter.
     """
-    smallest = 1 << max(1, (2 * extent - 1).bit_length())
-    largest = max(smallest, 1 << (length + extent - 1).bit_length())
-    best, best_cost = smallest, math.inf
-    size = smallest
-    while size <= largest:
-        frames = -(-length // (size - extent + 1))
-        cost = frames * size * (math.log2(size) + 1)
-        if cost < best_cost:
-            best, best_cost = size, cost
-        size *= 2
-    return best
+    whole = fast_length(length + extent - 1)
+    frame = 1 << max(_FRAME_FACTOR * extent - 1, _SMALLEST_FFT - 1).bit_length()
+    return min(whole, frame)
 
 
 def polyphase_convolve(F, x, filters, down: int, length: int):
@@ -89,24 +103,27 @@ def polyphase_convolve(F, x, filters, down: int, length: int):
     # [rows, B, down] -> [rows, down, B]: phase s of every row in a row of its own.
     x = F.swapaxes(F.reshape(x, (rows, per_phase, down)), -1, -2)
     size = _fft_size(extent, length)
-    step = size - extent + 1
+    step = size - extent + 1  # at least extent - 1: a frame is two consecutive steps' samples
     frames = -(-length // step)
-    # Zeros before each phase (the outputs before the first sample) and to the last frame's end.
-    end = (frames - 1) * step + size - (extent - 1) - per_phase
+    # Zeros before each phase (the outputs before the first sample) and to the samples of one
+    # step past the last frame's.
+    end = (frames + 1) * step - (extent - 1) - per_phase
     if end < 0:
-        x = F.take(x, np.arange(per_phase + end), -1)
+        x = x[..., : per_phase + end]
         end = 0
     x = F.pad_last(x, extent - 1, end)
-    starts = np.arange(frames)[:, None] * step + np.arange(size)[None, :]
-    x = F.reshape(F.take(x, starts.reshape(-1), -1), (rows, 1, down, frames, size))
+    # Frame f is samples [f step, f step + size): its step, then the next step's first
+    # extent - 1 samples.
+    first = F.reshape(x[..., : frames * step], (rows, 1, down, frames, step))
+    second = F.reshape(x[..., step : (frames + 1) * step], (rows, 1, down, frames, step))
+    x = F.concatenate([first, second[..., : extent - 1]], axis=-1)
     spectra = F.rfft(x, size)
     response = F.reshape(F.rfft(filters, size), (1, phases, down, 1, size // 2 + 1))
     products = spectra * response
     summed = F.sum(products, 2) if down > 1 else F.reshape(products, (rows, phases, frames, -1))
     # Each frame's last `step` outputs are the linear convolution's (the first wrap around).
-    outputs = F.take(F.irfft(summed, size), np.arange(extent - 1, size), -1)
-    outputs = F.reshape(outputs, (rows, phases, frames * step))
-    return F.take(outputs, np.arange(length), -1)
+    outputs = F.irfft(summed, size)[..., extent - 1 :]
+    return F.reshape(outputs, (rows, phases, frames * step))[..., :length]
 
 
 # The data the FFT route takes; anything else runs the op, which takes or refuses it.
@@ -169,12 +186,11 @@ def fir_filter(F, x, taps, padding: str):
     before = (k - 1) // 2 if padding == "SAME" else 0
     outputs = n if padding == "SAME" else max(n - k + 1, 0)
     if outputs == 0 or n == 0:
-        return F.reshape(F.take(rows, np.arange(0), -1), (*lead, outputs))
+        return F.reshape(rows[..., :0], (*lead, outputs))
     # A correlation is the convolution with the taps reversed; y[i] = c[i + k - 1 - before].
     filters = F.reshape(F.flip(taps), (1, 1, k))
     full = polyphase_convolve(F, rows, filters, 1, k - 1 - before + outputs)
-    y = F.take(F.reshape(full, (rows.shape[0], -1)), np.arange(k - 1 - before, full.shape[-1]), -1)
-    return F.reshape(y, (*lead, outputs))
+    return F.reshape(full[..., k - 1 - before :], (*lead, outputs))
 
 
 def upfirdn(F, x, taps, up: int, down: int, outputs: int):
@@ -186,7 +202,7 @@ def upfirdn(F, x, taps, up: int, down: int, outputs: int):
     """
     rows, lead = _as_rows(F, x)
     if outputs <= 0 or x.shape[-1] == 0:
-        return F.reshape(F.take(rows, np.arange(0), -1), (*lead, max(outputs, 0)))
+        return F.reshape(rows[..., :0], (*lead, max(outputs, 0)))
     k = F.length(taps)
     common = math.gcd(up, down)
     phases, stride = up // common, down // common
@@ -199,4 +215,4 @@ def upfirdn(F, x, taps, up: int, down: int, outputs: int):
     c = polyphase_convolve(F, rows, filters, stride, per_phase)
     # [rows, P, M] -> [rows, M, P]: output r + m P in place.
     y = F.reshape(F.swapaxes(c, -1, -2), (rows.shape[0], per_phase * phases))
-    return F.reshape(F.take(y, np.arange(outputs), -1), (*lead, outputs))
+    return F.reshape(y[..., :outputs], (*lead, outputs))

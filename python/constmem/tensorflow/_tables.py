@@ -395,6 +395,10 @@ class TfArrays:
     def irfft(t, n):
         return tf.signal.irfft(t, [n])
 
+    def compiled(self, fn, *static):
+        """Fn as it is: eager calls run op by op, and torch.compile or tf.function compile them."""
+        return lambda *arrays: fn(self, *arrays, *static)
+
     @staticmethod
     def on_gpu(t):
         """Where an eager tensor is; in a graph, where the ops go by default."""

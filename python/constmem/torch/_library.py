@@ -206,6 +206,10 @@ class TorchArrays:
     def irfft(t, n):
         return torch.fft.irfft(t, n, dim=-1)
 
+    def compiled(self, fn, *static):
+        """Fn as it is: eager calls run op by op, and torch.compile or tf.function compile them."""
+        return lambda *arrays: fn(self, *arrays, *static)
+
     @staticmethod
     def on_gpu(t):
         return t.device.type == "cuda"

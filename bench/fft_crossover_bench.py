@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FirFilter's and Upfirdn's direct kernel against their FFT route and the anchors, by filter length.
+
+For each filter length (64 to 2^20 taps) on rows of float32 samples, in one run: the direct
+kernel, the FFT route (`method="fft"`), `method="auto"`, and the anchors, each its median time;
+"auto" over the faster anchor as a ratio; and each route's time per unit of its work (the direct
+kernel's multiply-adds, the FFT route's butterflies: constmem.ops._fft.fft_work), whose ratio near
+the crossover is the BUTTERFLY_COST "auto" uses.
+
+Anchors: on the CPU `scipy.signal.oaconvolve` (one thread, as scipy.fft runs) and a torch.fft
+convolution of the whole row, with PyTorch on one thread too; on a GPU
+`cupyx.scipy.signal.oaconvolve` (where CuPy is installed) and the torch.fft convolution. A direct
+time estimated above --direct-limit seconds is not measured (the kernel's time per multiply-add
+at shorter filters, times its multiply-adds, is printed instead, marked "~").
+
+    PYTHONPATH=python python3 bench/fft_crossover_bench.py [--device cuda] [--json OUT]
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import numpy as np
+import torch
+from constmem.ops import _fft
+
+import constmem.torch as cm
+
+TAPS = [64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536, 1 << 18, 1 << 20]
+
+
+def _time(fn, device, repetitions):
+    """Median seconds a call, after a warm-up call."""
+    fn()
+    times = []
+    for _ in range(repetitions):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _torch_fft_valid(x, taps):
+    """The VALID correlation by one FFT of each whole row (torchaudio's fftconvolve's way)."""
+    n, k = x.shape[-1], taps.shape[0]
+    size = 1 << (n + k - 1 - 1).bit_length()
+    spectrum = torch.fft.rfft(x, size) * torch.fft.rfft(taps.flip(0), size)
+    return torch.fft.irfft(spectrum, size)[..., k - 1 : n]
+
+
+def _anchors(device):
+    found = {"torch.fft": _torch_fft_valid}
+    if device == "cpu":
+        import scipy.signal
+
+        found["scipy.oaconvolve"] = lambda x, taps: scipy.signal.oaconvolve(
+            x.numpy(), taps.numpy()[None, ::-1], mode="valid", axes=-1
+        )
+    else:
+        try:
+            import cupy
+            import cupyx.scipy.signal
+        except ImportError:
+            return found
+        found["cupy.oaconvolve"] = lambda x, taps: cupyx.scipy.signal.oaconvolve(
+            cupy.asarray(x), cupy.asarray(taps.flip(0))[None], mode="valid", axes=-1
+        )
+    return found
+
+
+def run(device, rows, samples, taps_list, direct_limit, repetitions):
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.standard_normal((rows, samples), np.float32), device=device)
+    anchors = _anchors(device)
+    per_multiply_add = None
+    cases = []
+    for k in taps_list:
+        if k > samples:
+            continue
+        taps = torch.tensor(rng.standard_normal(k, np.float32) / k, device=device)
+        outputs = samples - k + 1
+        multiply_adds = rows * outputs * k
+        work = _fft.fft_work(rows, 1, 1, k, k - 1 + outputs)
+        times = {}
+        estimate = per_multiply_add * multiply_adds if per_multiply_add else 0.0
+        if estimate <= direct_limit:
+            times["direct"] = _time(
+                lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="direct"),
+                device,
+                repetitions,
+            )
+            per_multiply_add = times["direct"] / multiply_adds
+        times["fft"] = _time(
+            lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="fft"), device, repetitions
+        )
+        times["auto"] = _time(
+            lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="auto"), device, repetitions
+        )
+        for name, anchor in anchors.items():
+            times[name] = _time(lambda a=anchor, t=taps: a(x, t), device, repetitions)
+        direct = times.get("direct", per_multiply_add * multiply_adds)
+        best_anchor = min(times[name] for name in anchors)
+        cases.append(
+            {
+                "taps": k,
+                "ms": {name: round(t * 1e3, 4) for name, t in times.items()},
+                "direct_ms": round(direct * 1e3, 4),
+                "direct_estimated": "direct" not in times,
+                "auto_over_best_anchor": round(best_anchor / times["auto"], 3),
+                # What a butterfly costs in multiply-adds, on this device at this length.
+                "butterfly_cost": round(
+                    (times["fft"] / work) / (direct / multiply_adds), 3
+                ),
+                "auto_chose_fft": abs(times["auto"] - times["fft"]) < abs(times["auto"] - direct),
+            }
+        )
+        row = cases[-1]
+        print(
+            f"taps {k:>8}: direct {'~' if row['direct_estimated'] else ' '}{row['direct_ms']:>10.3f}"
+            f" ms  fft {row['ms']['fft']:>9.3f}  auto {row['ms']['auto']:>9.3f}  "
+            + "  ".join(f"{n} {row['ms'][n]:.3f}" for n in anchors)
+            + f"  auto/best anchor {row['auto_over_best_anchor']:.2f}x"
+            + f"  butterfly cost {row['butterfly_cost']:.3f}",
+            flush=True,
+        )
+    return cases
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--samples", type=int, default=None)
+    parser.add_argument("--direct-limit", type=float, default=2.0)
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch's CPU threads")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    rows = args.rows or (8 if args.device == "cuda" else 1)
+    samples = args.samples or (1 << 20)
+    cases = run(args.device, rows, samples, TAPS, args.direct_limit, args.repetitions)
+    costs = [c["butterfly_cost"] for c in cases if not c["direct_estimated"]]
+    summary = {
+        "device": torch.cuda.get_device_name() if args.device == "cuda" else platform.processor(),
+        "cpu_model": _cpu_model(),
+        "threads": args.threads,
+        "rows": rows,
+        "samples": samples,
+        "butterfly_cost_median": statistics.median(costs) if costs else None,
+        "BUTTERFLY_COST": _fft.BUTTERFLY_COST,
+        "cases": cases,
+    }
+    print(f"butterfly cost (median of measured lengths): {summary['butterfly_cost_median']}")
+    worst = min(c["auto_over_best_anchor"] for c in cases)
+    print(f"auto over the faster anchor, worst length: {worst:.2f}x")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FirFilter's and Upfirdn's FFT route (method="fft", and "auto" above the crossover) in every
+framework: within its documented bound of scipy's float64 result, gradients equal to the direct
+kernel's within that bound, "direct" and short filters bit for bit the kernel's, under jit and
+vmap; its polyphase plan and sizes against their definitions."""
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+from constmem.ops import _fft
+
+scipy_signal = pytest.importorskip("scipy.signal")
+
+FRAMEWORKS = [n for n in ("torch", "jax", "tensorflow") if importlib.util.find_spec(n)]
+
+
+class Framework:
+    def __init__(self, name):
+        self.name = name
+        if name == "torch":
+            import torch
+
+            import constmem.torch as cm
+
+            self.tensor = lambda a: torch.tensor(a)
+        elif name == "jax":
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+            import jax.numpy as jnp
+
+            import constmem.jax as cm
+
+            self.tensor = jnp.asarray
+        else:
+            import tensorflow as tf
+
+            import constmem.tensorflow as cm
+
+            self.tensor = tf.constant
+        self.cm = cm
+
+
+@pytest.fixture(params=FRAMEWORKS, scope="module")
+def fw(request):
+    return Framework(request.param)
+
+
+def _bound(x, taps, dtype, size):
+    """The FFT route's documented bound: 4 eps log2(FFT size) sum|h| max|x|.
+
+    An FFT's rounding spreads over its frame, so the bound is on the frame's largest sample, not
+    each output's own terms.
+    """
+    eps = np.finfo(dtype).eps
+    return 4 * eps * math.log2(max(size, 2)) * np.abs(taps).sum() * np.abs(x).max()
+
+
+def _fir_reference(x, taps, padding):
+    k = len(taps)
+    before = (k - 1) // 2 if padding == "SAME" else 0
+    padded = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(before, k - 1 - before)])
+    if padding == "VALID":
+        padded = x
+    if padded.shape[-1] < k:  # VALID with more taps than samples: no outputs
+        return np.zeros((*x.shape[:-1], 0))
+    return scipy_signal.correlate(padded, taps[(None,) * (x.ndim - 1)], mode="valid")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "k, n, padding",
+    [
+        (1, 10, "SAME"),
+        (2, 7, "SAME"),
+        (7, 100, "VALID"),
+        (64, 1000, "SAME"),
+        (300, 1, "SAME"),
+        (300, 400, "VALID"),
+        (300, 100, "VALID"),
+        (513, 5000, "SAME"),
+    ],
+)
+def test_fir_filter_fft_is_within_its_bound(fw, dtype, k, n, padding):
+    rng = np.random.default_rng(k * 1000 + n)
+    x = rng.standard_normal((2, 3, n)).astype(dtype)
+    taps = rng.standard_normal(k).astype(dtype)
+    y = np.asarray(fw.cm.fir_filter(fw.tensor(x), fw.tensor(taps), padding=padding, method="fft"))
+    x64, taps64 = x.astype(np.float64), taps.astype(np.float64)
+    exact = _fir_reference(x64, taps64, padding)
+    assert y.dtype == dtype and y.shape == exact.shape
+    size = _fft._fft_size(k, k - 1 + n)
+    assert np.abs(y - exact).max(initial=0) <= _bound(x, taps, dtype, size)
+    # A static table takes the same route with its values rounded to x's dtype.
+    static = fw.cm.fir_filter(
+        fw.tensor(x), list(taps.astype(np.float64)), padding=padding, method="fft"
+    )
+    np.testing.assert_array_equal(np.asarray(static), y)
+
+
+@pytest.mark.parametrize(
+    "k, up, down, n",
+    [
+        (31, 2, 1, 200),
+        (31, 1, 2, 200),
+        (31, 3, 2, 200),
+        (255, 3, 2, 300),
+        (9, 4, 3, 1),
+        (40, 2, 3, 9),
+        (4096, 7, 5, 30),
+        (100, 6, 4, 50),
+        (64, 1, 1, 1000),
+        (5, 1, 7, 3),
+    ],
+)
+def test_upfirdn_fft_is_scipys_within_its_bound(fw, k, up, down, n):
+    rng = np.random.default_rng(k + 10 * up + 100 * down)
+    x = rng.standard_normal((2, n))
+    taps = rng.standard_normal(k)
+    y = np.asarray(fw.cm.upfirdn(fw.tensor(x), fw.tensor(taps), up=up, down=down, method="fft"))
+    exact = scipy_signal.upfirdn(taps, x, up, down, axis=-1)
+    assert y.shape == exact.shape
+    assert np.abs(y - exact).max() <= _bound(x, taps, np.float64, 1 << 20)
+    # float32 data: within float32's bound of the float64 result.
+    y32 = fw.cm.upfirdn(
+        fw.tensor(x.astype(np.float32)),
+        fw.tensor(taps.astype(np.float32)),
+        up=up,
+        down=down,
+        method="fft",
+    )
+    y32 = np.asarray(y32)
+    assert y32.dtype == np.float32
+    assert np.abs(y32 - exact).max() <= _bound(x, taps, np.float32, 1 << 20)
+
+
+def test_direct_and_short_filters_are_the_kernel_bit_for_bit(fw):
+    rng = np.random.default_rng(3)
+    x = fw.tensor(rng.standard_normal((4, 500)).astype(np.float32))
+    for k in (5, _fft.SHORT_TAPS - 1):
+        taps = fw.tensor(rng.standard_normal(k).astype(np.float32))
+        for method in ("auto", "direct"):
+            np.testing.assert_array_equal(
+                np.asarray(fw.cm.fir_filter(x, taps, method=method)),
+                np.asarray(fw.cm.fir_filter(x, taps, method="direct")),
+            )
+        reference = np.asarray(fw.cm.upfirdn(x, taps, up=3, down=2, method="direct"))
+        np.testing.assert_array_equal(np.asarray(fw.cm.upfirdn(x, taps, up=3, down=2)), reference)
+
+
+def test_auto_takes_the_fft_route_for_long_filters_on_long_rows(fw):
+    rng = np.random.default_rng(4)
+    x = fw.tensor(rng.standard_normal((2, 1 << 16)).astype(np.float32))
+    taps = fw.tensor(rng.standard_normal(8192).astype(np.float32))
+    auto = np.asarray(fw.cm.fir_filter(x, taps, padding="VALID"))
+    fft = np.asarray(fw.cm.fir_filter(x, taps, padding="VALID", method="fft"))
+    np.testing.assert_array_equal(auto, fft)
+
+
+def test_a_bad_method_is_refused_by_name(fw):
+    x = fw.tensor(np.zeros((2, 100), np.float32))
+    taps = list(np.ones(64))
+    for bad in ("FFT", "overlap", 1):
+        with pytest.raises(ValueError, match="method must be one of auto/direct/fft"):
+            fw.cm.fir_filter(x, taps, method=bad)
+        with pytest.raises(ValueError, match="method must be one of auto/direct/fft"):
+            fw.cm.upfirdn(x, taps, up=2, method=bad)
+
+
+def test_bad_input_on_the_fft_route_is_the_ops_error(fw):
+    x = fw.tensor(np.zeros((2, 100), np.float32))
+    with pytest.raises(Exception, match="taps"):
+        fw.cm.fir_filter(x, fw.tensor(np.zeros((2, 64), np.float32)), method="fft")
+    with pytest.raises(Exception, match="padding"):
+        fw.cm.fir_filter(x, list(np.ones(64)), padding="FULL", method="fft")
+    with pytest.raises(Exception, match="up"):
+        fw.cm.upfirdn(x, list(np.ones(64)), up=0, method="fft")
+
+
+@pytest.mark.skipif("torch" not in FRAMEWORKS, reason="PyTorch is not installed")
+def test_torch_gradients_through_the_fft_route_are_the_direct_kernels():
+    import torch
+
+    import constmem.torch as cm
+
+    rng = np.random.default_rng(5)
+    for call in (
+        lambda x, t, m: cm.fir_filter(x, t, padding="SAME", method=m),
+        lambda x, t, m: cm.upfirdn(x, t, up=3, down=2, method=m),
+    ):
+        grads = {}
+        for method in ("direct", "fft"):
+            x = torch.tensor(rng.standard_normal((2, 300)), requires_grad=True)
+            t = torch.tensor(rng.standard_normal(97), requires_grad=True)
+            with torch.no_grad():
+                x.copy_(torch.tensor(np.random.default_rng(6).standard_normal((2, 300))))
+                t.copy_(torch.tensor(np.random.default_rng(7).standard_normal(97)))
+            weights = torch.tensor(
+                np.random.default_rng(8).standard_normal(call(x, t, "direct").shape)
+            )
+            (call(x, t, method) * weights).sum().backward()
+            grads[method] = (x.grad.numpy(), t.grad.numpy())
+        for a, b in zip(grads["direct"], grads["fft"], strict=True):
+            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.skipif("jax" not in FRAMEWORKS, reason="JAX is not installed")
+def test_jax_fft_route_under_jit_grad_and_vmap():
+    import jax
+    import jax.numpy as jnp
+
+    import constmem.jax as cm
+
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(9)
+    x = jnp.asarray(rng.standard_normal((3, 400)))
+    taps = jnp.asarray(rng.standard_normal(129))
+
+    def loss(x, taps, method):
+        return jnp.sum(jnp.sin(cm.upfirdn(x, taps, up=2, down=3, method=method)))
+
+    direct = jax.grad(loss, (0, 1))(x, taps, "direct")
+    fft = jax.jit(jax.grad(loss, (0, 1)), static_argnums=2)(x, taps, "fft")
+    for a, b in zip(direct, fft, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-11)
+    mapped = jax.vmap(lambda row: cm.fir_filter(row, taps, method="fft"))(x)
+    np.testing.assert_allclose(mapped, cm.fir_filter(x, taps, method="direct"), rtol=0, atol=1e-12)
+
+
+def test_the_polyphase_plan_is_upfirdns_definition():
+    """polyphase_convolve's phases, over NumPy, against the definition summed term by term."""
+
+    class NumpyArrays:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def rfft(t, n):
+            return np.fft.rfft(t, n, axis=-1)
+
+        @staticmethod
+        def irfft(t, n):
+            return np.fft.irfft(t, n, axis=-1)
+
+        @staticmethod
+        def pad_last(t, before, after):
+            return np.pad(t, [(0, 0)] * (t.ndim - 1) + [(before, after)])
+
+        @staticmethod
+        def length(t):
+            return t.shape[0]
+
+        @staticmethod
+        def zeros(n, like):
+            return np.zeros(n, like.dtype)
+
+        @staticmethod
+        def concat(vectors):
+            return np.concatenate(vectors)
+
+        @staticmethod
+        def take(t, indices, axis):
+            return np.take(t, indices, axis)
+
+        @staticmethod
+        def flip(t):
+            return t[::-1]
+
+    F = NumpyArrays()
+    rng = np.random.default_rng(10)
+    for k, up, down, n in [(17, 3, 2, 40), (50, 4, 6, 33), (8, 1, 5, 61), (3, 5, 1, 4)]:
+        x = rng.standard_normal((1, n))
+        taps = rng.standard_normal(k)
+        outputs = ((n - 1) * up + k - 1) // down + 1
+        y = _fft.upfirdn(F, x, taps, up, down, outputs)
+        definition = np.zeros(outputs)
+        for i in range(outputs):
+            for t in range(n):
+                j = i * down - t * up
+                if 0 <= j < k:
+                    definition[i] += x[0, t] * taps[j]
+        np.testing.assert_allclose(y[0], definition, rtol=0, atol=1e-12)
+
+
+def test_fast_lengths_are_the_least_five_smooth_sizes():
+    smooth = sorted(2**a * 3**b * 5**c for a in range(22) for b in range(14) for c in range(10))
+    for n in [*range(1, 600), 327679, 1048577]:
+        assert _fft.fast_length(n) == next(s for s in smooth if s >= n)
