@@ -22,7 +22,7 @@ METHODS = ("auto", "direct", "fft")
 SHORT_TAPS = 32
 # What one butterfly of the FFT route costs in the direct kernel's multiply-adds, by device
 # (bench/fft_crossover_bench.py measures it; docs/performance.md has the crossover it gives).
-BUTTERFLY_COST = {"cpu": 1.0, "gpu": 1.0}
+BUTTERFLY_COST = {"cpu": 12.0, "gpu": 6.0}
 
 
 def check_method(method) -> str:
@@ -44,10 +44,16 @@ def taps_length(taps):
 
 
 def fft_work(rows: int, phases: int, down: int, extent: int, length: int) -> float:
-    """The FFT route's butterflies: each input phase's frames forward, each output phase's back."""
+    """The FFT route's work in butterflies.
+
+    Each input phase's frames forward and each output phase's back, and a complex multiply-add
+    (about two butterflies) for each pair of phases at each frequency.
+    """
     size = _fft_size(extent, length)
     frames = -(-length // (size - extent + 1))
-    return rows * (down + phases) * frames * size * math.log2(size) / 2
+    transforms = (down + phases) * size * math.log2(size) / 2
+    products = phases * down * (size // 2 + 1) * 2
+    return rows * frames * (transforms + products)
 
 
 def prefers_fft(F, x, multiply_adds: float, work: float) -> bool:
@@ -148,15 +154,19 @@ def operands(F, x, taps, limit: int):
         if len(taps.shape) != 1 or dtype_name(taps) != dtype_name(x):
             return None
         count = taps.shape[0]
+    elif isinstance(taps, np.ndarray):
+        if taps.ndim != 1:
+            return None
+        count = taps.shape[0]
+        taps = F.cast(taps, x)  # rounded to x's dtype, as the op rounds a static table
     else:
+        # A sequence of numbers, read without NumPy (which torch.compile would trace).
         try:
-            values = np.asarray(taps, np.float64)
+            values = [float(v) for v in taps]
         except (TypeError, ValueError):
             return None
-        if values.ndim != 1:
-            return None
-        count = values.shape[0]
-        taps = F.cast(values, x)  # rounded to x's dtype, as the op rounds a static table
+        count = len(values)
+        taps = F.cast(values, x)
     if not isinstance(count, int) or not 1 <= count <= limit:
         return None
     return x, taps

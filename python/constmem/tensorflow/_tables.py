@@ -361,8 +361,13 @@ _REGISTERED: set[str] = set()
 
 
 def _tensor(value, like):
-    """`value` (a number or tensor) as a tensor of like's dtype."""
-    return tf.cast(value, like.dtype)
+    """`value` (a number, sequence or tensor) as a tensor of like's dtype.
+
+    Python numbers are converted in that dtype, not through float32 (tf.cast's default).
+    """
+    if tf.is_tensor(value):
+        return tf.cast(value, like.dtype)
+    return tf.constant(value, like.dtype)
 
 
 class TfArrays:
