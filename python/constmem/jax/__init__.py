@@ -42,7 +42,7 @@ import numpy as np
 from constmem import _binding, _libraries, _registry
 from constmem import ops as descriptions
 from constmem._registry import OpSpec
-from constmem.jax import _sharded as _partitioned
+from constmem.jax import _partitioning
 
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
@@ -112,14 +112,14 @@ def _encoded(spec: OpSpec, attrs: dict) -> dict:
 def _sharded(spec: OpSpec, data_shape, sizes, attrs: dict, local, static=None):
     """`local` (one custom call on `data_shape`) run shard by shard on sharded arrays.
 
-    `sizes` as _output_shape takes them; see constmem.jax._sharded.sharded for `static`.
+    `sizes` as _output_shape takes them; see constmem.jax._partitioning.sharded for `static`.
     Symbolic shapes (jax.export) are left to the partitioner as they are.
     """
     if not all(isinstance(d, int) for d in data_shape):
         return local
     axes = descriptions.axes(_DESCRIPTIONS[spec.target], data_shape, sizes, attrs)
     each = sizes if isinstance(sizes, tuple) else (sizes,)
-    return _partitioned.sharded(local, axes, data_shape, each, static)
+    return _partitioning.sharded(local, axes, data_shape, each, static)
 
 
 def _ffi_local(spec: OpSpec, target: str, sizes, attrs: dict, tables: dict):
@@ -149,7 +149,7 @@ def _array_call(spec: OpSpec, attr_items: tuple):
 
     Batched data alone is one call over the larger array (the ops are elementwise, or work along
     the last axis, or along the last two); a batched table takes one call per batch element.
-    On sharded arrays the call runs shard by shard (constmem.jax._sharded).
+    On sharded arrays the call runs shard by shard (constmem.jax._partitioning).
     """
     attrs = dict(attr_items)
 
