@@ -5,7 +5,10 @@ gradients to x, weight and bias, bad input naming the table as a ValueError whil
 FFI handlers' own checks, and placement_of per table."""
 
 import ctypes
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -313,3 +316,43 @@ def test_placement_of_answers_for_each_table(ops):
     """Where a launch would put each table, by its own rule, asked with no GPU: None for a library
     built without GPU kernels."""
     check_placement_of(ops, _has_gpu_kernels())
+
+
+# On 4 simulated CPU devices (set before JAX starts: a process of its own), x [rows, channels,
+# samples] split along each axis in turn against the call on one device: the weight and bias
+# split with the channels (their blocks), the samples widened by the k - 1 before each shard.
+SHARDED = """
+import re, jax, numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+from causal_conv1d_ops import jax as causal_conv1d, random_case
+ops = causal_conv1d()
+x, weight, bias = (np.asarray(a, np.float32) for a in random_case((4, 8, 256), 3, 0))
+mesh = jax.make_mesh((4,), ("a",), axis_types=(jax.sharding.AxisType.Auto,))
+fn = jax.jit(lambda x, w, b: ops.causal_conv1d(x, w, b))
+want = np.asarray(fn(x, weight, bias))
+halo = {"collective-permute"}
+for spec, allowed in ((P("a"), set()), (P(None, "a"), set()), (P(None, None, "a"), halo)):
+    args = (jax.device_put(x, NamedSharding(mesh, spec)), weight, bias)
+    got = fn(*args)
+    assert np.array_equal(np.asarray(got), want), spec
+    assert got.sharding.is_equivalent_to(args[0].sharding, 3), (spec, got.sharding)
+    text = fn.lower(*args).compile().as_text()
+    kinds = r"(all-gather|collective-permute|all-reduce|all-to-all)(?:-start)?\\("
+    found = set(re.findall(kinds, text))
+    assert found == allowed, (spec, found)
+print("sharded: PASS")
+"""
+
+
+def test_a_sharded_call_runs_shard_by_shard_bit_for_bit():
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=os.pathsep.join(sys.path),
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    result = subprocess.run(
+        [sys.executable, "-c", SHARDED], cwd=here, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0 and "sharded: PASS" in result.stdout, result.stderr[-3000:]

@@ -42,6 +42,7 @@ import numpy as np
 from constmem import _binding, _libraries, _registry
 from constmem import ops as descriptions
 from constmem._registry import OpSpec
+from constmem.jax import _partitioning
 
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
@@ -108,19 +109,54 @@ def _encoded(spec: OpSpec, attrs: dict) -> dict:
     return {a.name: _attribute(a.kind, attrs[a.name]) for a in spec.attrs}
 
 
+def _sharded(spec: OpSpec, data_shape, sizes, attrs: dict, local, static=None):
+    """`local` (one custom call on `data_shape`) run shard by shard on sharded arrays.
+
+    `sizes` as _output_shape takes them; see constmem.jax._partitioning.sharded for `static`.
+    Symbolic shapes (jax.export) are left to the partitioner as they are.
+    """
+    if not all(isinstance(d, int) for d in data_shape):
+        return local
+    axes = descriptions.axes(_DESCRIPTIONS[spec.target], data_shape, sizes, attrs)
+    each = sizes if isinstance(sizes, tuple) else (sizes,)
+    return _partitioning.sharded(local, axes, data_shape, each, static)
+
+
+def _ffi_local(spec: OpSpec, target: str, sizes, attrs: dict, tables: dict):
+    """`local(data, *arrays)`: the custom call `target` on a shard of any shape.
+
+    `tables`: the attribute tables (their `sizes`, as _output_shape takes them); array tables
+    are operands, each shard's of its own size.
+    """
+    encoded = {**tables, **_encoded(spec, attrs)}
+
+    def local(data, *arrays):
+        if arrays:
+            sizes_here = tuple(a.shape[0] for a in arrays)
+            sizes_here = sizes_here if spec.several_tables else sizes_here[0]
+        else:
+            sizes_here = sizes
+        shape = _output_shape(spec, data.shape, sizes_here, attrs)
+        result = jax.ShapeDtypeStruct(shape, data.dtype)
+        return jax.ffi.ffi_call(target, result)(data, *arrays, **encoded)
+
+    return local
+
+
 @functools.cache
 def _array_call(spec: OpSpec, attr_items: tuple):
     """`call(data, *tables)` with jax.Array tables (one per table, in order), with a rule for vmap.
 
     Batched data alone is one call over the larger array (the ops are elementwise, or work along
     the last axis, or along the last two); a batched table takes one call per batch element.
+    On sharded arrays the call runs shard by shard (constmem.jax._partitioning).
     """
     attrs = dict(attr_items)
 
     def call(data, *tables):
         sizes = tuple(t.shape[0] for t in tables) if spec.several_tables else tables[0].shape[0]
-        result = jax.ShapeDtypeStruct(_output_shape(spec, data.shape, sizes, attrs), data.dtype)
-        return jax.ffi.ffi_call(spec.target, result)(data, *tables, **_encoded(spec, attrs))
+        local = _ffi_local(spec, spec.target, sizes, attrs, {})
+        return _sharded(spec, data.shape, sizes, attrs, local)(data, *tables)
 
     batched = jax.custom_batching.custom_vmap(call)
 
@@ -148,22 +184,38 @@ def _static_call(spec: OpSpec, data, values: tuple, attrs: dict):
     """The op with static tables, each sent as an attribute.
 
     One table is the attribute `table` (`values` its entries); several are each under its own
-    name (`values` a tuple of each one's entries). Batched data is one call over the larger array.
+    name (`values` a tuple of each one's entries). Batched data is one call over the larger
+    array. On sharded arrays the call runs shard by shard; a shard that takes a block of a
+    split table (per-image taps) gets it as an operand of the array form.
     """
-    dtype = str(data.dtype)
-    if spec.several_tables:
-        sizes = tuple(len(v) for v in values)
+    return _static_batched(spec, values, tuple(attrs.items()))(data)
+
+
+def _static_batched(spec: OpSpec, values: tuple, attr_items: tuple):
+    attrs = dict(attr_items)
+
+    def call(data):
+        dtype = str(data.dtype)
+        one = (values,) if not spec.several_tables else values
+        specs = [spec.table_spec(i) for i in range(len(one))] if spec.several_tables else [spec]
+        arrays = tuple(np.asarray(v, s.table_dtype(dtype)) for s, v in zip(specs, one, strict=True))
+        names = [t.name for t in spec.tables] if spec.several_tables else ["table"]
         tables = {
-            t.name: _static_attribute(spec.table_spec(i), v, dtype)
-            for i, (t, v) in enumerate(zip(spec.tables, values, strict=True))
+            name: _static_attribute(s, v, dtype)
+            for name, s, v in zip(names, specs, one, strict=True)
         }
-    else:
-        sizes = len(values)
-        tables = {"table": _static_attribute(spec, values, dtype)}
-    result = jax.ShapeDtypeStruct(_output_shape(spec, data.shape, sizes, attrs), data.dtype)
-    return jax.ffi.ffi_call(spec.target + "_static", result, vmap_method="expand_dims")(
-        data, **tables, **_encoded(spec, attrs)
-    )
+        sizes = tuple(len(v) for v in one) if spec.several_tables else len(values)
+        local = _ffi_local(spec, spec.target + "_static", sizes, attrs, tables)
+        array_local = _ffi_local(spec, spec.target, sizes, attrs, {})
+        return _sharded(spec, data.shape, sizes, attrs, local, (array_local, arrays))(data)
+
+    batched = jax.custom_batching.custom_vmap(call)
+
+    @batched.def_vmap
+    def _rule(axis_size, in_batched, data):
+        return call(data), in_batched[0]
+
+    return batched
 
 
 def _constant_tables(spec: OpSpec, data_dtype: str, values: tuple, arrays: tuple) -> tuple:
