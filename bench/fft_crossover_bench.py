@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""FirFilter's and Upfirdn's direct kernel against their FFT route and the anchors, by filter length.
+"""FirFilter's direct kernel against its FFT route and the anchors, by filter length.
 
 For each filter length (64 to 2^20 taps) on rows of float32 samples, in one run: the direct
 kernel, the FFT route (`method="fft"`), `method="auto"`, and the anchors, each its median time;
@@ -22,11 +22,10 @@ import platform
 import statistics
 import time
 
+import constmem.torch as cm
 import numpy as np
 import torch
 from constmem.ops import _fft
-
-import constmem.torch as cm
 
 TAPS = [64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536, 1 << 18, 1 << 20]
 
@@ -114,15 +113,14 @@ def run(device, rows, samples, taps_list, direct_limit, repetitions):
                 "direct_estimated": "direct" not in times,
                 "auto_over_best_anchor": round(best_anchor / times["auto"], 3),
                 # What a butterfly costs in multiply-adds, on this device at this length.
-                "butterfly_cost": round(
-                    (times["fft"] / work) / (direct / multiply_adds), 3
-                ),
+                "butterfly_cost": round((times["fft"] / work) / (direct / multiply_adds), 3),
                 "auto_chose_fft": abs(times["auto"] - times["fft"]) < abs(times["auto"] - direct),
             }
         )
         row = cases[-1]
+        mark = "~" if row["direct_estimated"] else " "
         print(
-            f"taps {k:>8}: direct {'~' if row['direct_estimated'] else ' '}{row['direct_ms']:>10.3f}"
+            f"taps {k:>8}: direct {mark}{row['direct_ms']:>10.3f}"
             f" ms  fft {row['ms']['fft']:>9.3f}  auto {row['ms']['auto']:>9.3f}  "
             + "  ".join(f"{n} {row['ms'][n]:.3f}" for n in anchors)
             + f"  auto/best anchor {row['auto_over_best_anchor']:.2f}x"

@@ -20,24 +20,21 @@ class Framework:
     def __init__(self, name):
         self.name = name
         if name == "torch":
-            import torch
-
             import constmem.torch as cm
+            import torch
 
             self.tensor = lambda a: torch.tensor(a)
         elif name == "jax":
             import jax
 
             jax.config.update("jax_enable_x64", True)
-            import jax.numpy as jnp
-
             import constmem.jax as cm
+            import jax.numpy as jnp
 
             self.tensor = jnp.asarray
         else:
-            import tensorflow as tf
-
             import constmem.tensorflow as cm
+            import tensorflow as tf
 
             self.tensor = tf.constant
         self.cm = cm
@@ -181,9 +178,8 @@ def test_bad_input_on_the_fft_route_is_the_ops_error(fw):
 
 @pytest.mark.skipif("torch" not in FRAMEWORKS, reason="PyTorch is not installed")
 def test_torch_gradients_through_the_fft_route_are_the_direct_kernels():
-    import torch
-
     import constmem.torch as cm
+    import torch
 
     rng = np.random.default_rng(5)
     for call in (
@@ -208,10 +204,9 @@ def test_torch_gradients_through_the_fft_route_are_the_direct_kernels():
 
 @pytest.mark.skipif("jax" not in FRAMEWORKS, reason="JAX is not installed")
 def test_jax_fft_route_under_jit_grad_and_vmap():
+    import constmem.jax as cm
     import jax
     import jax.numpy as jnp
-
-    import constmem.jax as cm
 
     jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(9)

@@ -360,7 +360,7 @@ class JaxArrays:
 
 @functools.lru_cache(maxsize=64)
 def _compiled_route(fn, F, static: tuple):
-    """fn(F, *arrays, *static) under jax.jit: eagerly, one executable instead of a dispatch an op."""
+    """fn(F, *arrays, *static) under jax.jit: eagerly one executable, not an op a dispatch."""
     return jax.jit(lambda *arrays: fn(F, *arrays, *static))
 
 
