@@ -145,7 +145,7 @@ def operands(F, x, taps, limit: int):
     """
     if hasattr(x, "placements"):  # a DTensor
         return None
-    if not hasattr(x, "dtype"):
+    if framework(x) is None:  # a NumPy array or a sequence: the framework's array of it
         x = F.asarray(x)
     shape = tuple(x.shape)
     if dtype_name(x) not in _DTYPES or not shape or not all(isinstance(d, int) for d in shape):
