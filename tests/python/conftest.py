@@ -28,9 +28,13 @@ else:
     WITHOUT_TENSORFLOW = (
         "test_bad_input.py",
         "test_distributions.py",
+        "test_fft_route.py",
         "test_jax.py",
         "test_layering.py",
         "test_separable_filter.py",
+        "test_sharding_jax.py",
+        "test_sharding_plan.py",
+        "test_sharding_torch.py",
         "test_torch.py",
         "test_upfirdn.py",
     )  # the rest need TF
