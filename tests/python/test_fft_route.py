@@ -283,3 +283,51 @@ def test_fast_lengths_are_the_least_five_smooth_sizes():
     smooth = sorted(2**a * 3**b * 5**c for a in range(22) for b in range(14) for c in range(10))
     for n in [*range(1, 600), 327679, 1048577]:
         assert _fft.fast_length(n) == next(s for s in smooth if s >= n)
+
+
+@pytest.mark.skipif("tensorflow" not in FRAMEWORKS, reason="TensorFlow is not installed")
+def test_tensorflow_fft_route_under_xla_with_gradients():
+    import constmem.tensorflow as cm
+    import tensorflow as tf
+
+    rng = np.random.default_rng(11)
+    x = tf.constant(rng.standard_normal((2, 600)))
+    taps = tf.Variable(rng.standard_normal(150))
+
+    def loss(method):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            value = tf.reduce_sum(tf.sin(cm.upfirdn(x, taps, up=3, down=4, method=method)))
+        return (value, *tape.gradient(value, [x, taps]))
+
+    direct = loss("direct")
+    compiled = tf.function(lambda: loss("fft"), jit_compile=True)()
+    for a, b in zip(direct, compiled, strict=True):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(b).numpy(), tf.convert_to_tensor(a).numpy(), rtol=1e-9, atol=1e-11
+        )
+
+
+@pytest.mark.slow  # torch.compile's first trace (about 20 s): scripts/test-slow.sh
+@pytest.mark.skipif("torch" not in FRAMEWORKS, reason="PyTorch is not installed")
+def test_torch_compile_traces_the_fft_route_fullgraph():
+    import constmem.torch as cm
+    import torch
+
+    rng = np.random.default_rng(12)
+    x = torch.tensor(rng.standard_normal((2, 700)), requires_grad=True)
+    taps = torch.tensor(rng.standard_normal(200), requires_grad=True)
+
+    def step(x, taps):
+        return cm.fir_filter(x, taps, method="fft").sin().sum()
+
+    compiled = torch.compile(step, fullgraph=True)
+    value = compiled(x, taps)
+    value.backward()
+    grads = (x.grad.clone(), taps.grad.clone())
+    x.grad = taps.grad = None
+    expected = cm.fir_filter(x, taps, method="direct").sin().sum()
+    expected.backward()
+    torch.testing.assert_close(value, expected, rtol=1e-9, atol=1e-11)
+    for got, want in zip(grads, (x.grad, taps.grad), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-11)
