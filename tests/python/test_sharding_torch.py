@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+"""constmem's PyTorch ops on DTensors in 2 and 4 gloo processes (tests/gpu/sharding_torch.py): each
+op and sharding bit for bit the single-process call, the placements the ops' axes give, gradients,
+FSDP2 training of learned taps and torch.compile."""
+
+import os
+
+import pytest
+from subprocesses import run_python
+
+pytest.importorskip("torch")
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "gpu", "sharding_torch.py")
+
+
+def run(*args):
+    result = run_python(SCRIPT, "--backend", "gloo", *args, check=False, timeout=600)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT")]
+    assert result.returncode == 0 and lines, (result.stdout[-4000:], result.stderr[-3000:])
+    assert lines[-1].endswith("PASS"), lines[-1]
+    return lines[-1]
+
+
+def test_two_processes_every_op_and_sharding_fsdp2_and_compile():
+    # A 1-D mesh: every op, batch, channels and filtered axes, Partial data, static and tensor
+    # tables, per-image taps, gradients; FSDP2 training and torch.compile.
+    assert "world=2" in run("--world", "2")
+
+
+def test_four_processes_a_two_by_two_mesh():
+    assert "world=4" in run("--world", "4")
+
+
+@pytest.mark.slow  # every case on 4 processes' 1-D and 2-D meshes, more dtypes and forms
+def test_four_processes_sweep():
+    assert "world=4" in run("--world", "4", "--sweep")
