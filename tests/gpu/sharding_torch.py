@@ -56,11 +56,14 @@ def parse(text, ndim):
     return tuple(out)
 
 
-def gathered_on_unit_dims(placements, mesh):
-    """A mesh dimension of size 1 splits nothing: the op gives Replicate there."""
-    from torch.distributed.tensor import Replicate
+def on_unit_dims(placements, given, mesh):
+    """A mesh dimension of size 1 splits nothing: the data keeps its Shard there, else Replicate."""
+    from torch.distributed.tensor import Replicate, Shard
 
-    return tuple(Replicate() if mesh.size(d) == 1 else p for d, p in enumerate(placements))
+    return tuple(
+        p if mesh.size(d) > 1 else g if isinstance(g, Shard) else Replicate()
+        for d, (p, g) in enumerate(zip(placements, given, strict=True))
+    )
 
 
 def cases(cm, torch, sweep):
@@ -184,7 +187,7 @@ def run_case(torch, mesh, device, checks, case, sweep):
                     else:
                         given.append(values)
                 out = call(dx, *given, **attrs)
-                want = gathered_on_unit_dims(parse(text_out, mesh.ndim), mesh)
+                want = on_unit_dims(parse(text_out, mesh.ndim), placements, mesh)
                 assert isinstance(out, DTensor), type(out)
                 assert tuple(out.placements) == want, (out.placements, want)
                 full = out.full_tensor()
@@ -228,37 +231,40 @@ def check_functions(torch, cm, mesh, device, checks):
 
         def check(call=call, x=x):
             out = call(distribute_tensor(x, mesh, [Shard(0)] * mesh.ndim))
-            assert tuple(out.placements) == gathered_on_unit_dims((Shard(0),) * mesh.ndim, mesh)
+            assert tuple(out.placements) == (Shard(0),) * mesh.ndim
             assert torch.equal(out.full_tensor(), call(x))
 
         checks.run(name, check)
 
 
-def check_compile(torch, cm, mesh, device, checks):
-    """torch.compile traces DTensor calls (fullgraph), static and tensor tables, and their grads."""
+def check_compile(torch, cm, mesh, device, checks, backend):
+    """torch.compile traces DTensor calls (fullgraph): a tensor, a list and a NumPy table, grads."""
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
     g = torch.Generator().manual_seed(11)
     x = torch.randn((8, 32), generator=g).to(device)
     taps = torch.randn(5, generator=g).to(device)
+    table = np.array([3, -1, 4], np.int32)
 
     def forward(x, taps):
-        return cm.polyval([0.5, -1.0, 2.0], cm.fir_filter(x, taps, padding="SAME"))
+        y = cm.polyval([0.5, -1.0, 2.0], cm.fir_filter(x, taps, padding="SAME"))
+        return cm.frobulate(y, table)
 
     def check():
-        compiled = torch.compile(forward, fullgraph=True, backend="aot_eager")
+        compiled = torch.compile(forward, fullgraph=True, backend=backend)
         dx = distribute_tensor(x, mesh, [Shard(0)] * mesh.ndim).requires_grad_()
         dtaps = distribute_tensor(taps, mesh, [Replicate()] * mesh.ndim).requires_grad_()
         out = compiled(dx, dtaps)
         x_ref, taps_ref = x.clone().requires_grad_(), taps.clone().requires_grad_()
         expected = forward(x_ref, taps_ref)
+        assert tuple(out.placements) == (Shard(0),) * mesh.ndim
         assert torch.equal(out.full_tensor(), expected.detach())
         out.sum().backward()
         expected.sum().backward()
         assert torch.equal(dx.grad.full_tensor(), x_ref.grad)
         torch.testing.assert_close(dtaps.grad.full_tensor(), taps_ref.grad, rtol=1e-4, atol=1e-5)
 
-    checks.run("torch.compile", check)
+    checks.run(f"torch.compile {backend}", check)
 
 
 def check_fsdp(torch, cm, mesh, device, checks):
@@ -326,7 +332,9 @@ def worker(rank, world, port, backend, sweep):
             run_case(torch, square, device, checks, case, sweep)
     if world <= 2 or sweep:
         check_fsdp(torch, cm, mesh, device, checks)
-        check_compile(torch, cm, mesh, device, checks)
+        check_compile(torch, cm, mesh, device, checks, "aot_eager")
+        if sweep and world <= 2:  # Inductor's C++ compiles, once per process
+            check_compile(torch, cm, mesh, device, checks, "inductor")
     seconds = time.perf_counter() - start
     for failure in checks.failures:
         print(f"FAILED rank={rank} {failure}", flush=True)

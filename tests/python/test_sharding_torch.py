@@ -30,6 +30,16 @@ def test_four_processes_a_two_by_two_mesh():
     assert "world=4" in run("--world", "4")
 
 
-@pytest.mark.slow  # every case on 4 processes' 1-D and 2-D meshes, more dtypes and forms
+@pytest.mark.slow  # more dtypes and forms, Inductor (about 90 s on 2 cores)
+def test_two_processes_sweep():
+    assert "world=2" in run("--world", "2", "--sweep")
+
+
+@pytest.mark.slow  # every case on 4 processes' 1-D and 2-D meshes, FSDP2 and torch.compile
 def test_four_processes_sweep():
     assert "world=4" in run("--world", "4", "--sweep")
+
+
+@pytest.mark.slow  # one process: the 1-device mesh of a machine with one GPU, on the CPU
+def test_one_process_a_one_device_mesh():
+    assert "world=1" in run("--world", "1")

@@ -101,10 +101,20 @@ def placements(split_axes, ndim: int) -> tuple:
     return tuple(out)
 
 
-def _plan_placements(plan: _sharding.Plan, ndim: int) -> tuple[tuple, list[tuple]]:
-    """(the data's and the result's placements, each table's) that `plan` runs the call on."""
-    tables = [placements([dims], ndim) for dims in plan.tables]
-    return placements(plan.data, ndim), tables
+def _plan_placements(plan: _sharding.Plan, given, mesh) -> tuple[tuple, list[tuple]]:
+    """(the data's and the result's placements, each table's) that `plan` runs the call on.
+
+    A mesh dimension of one device splits nothing: there the data keeps the Shard it was `given`
+    (a 1-device mesh runs as a larger one, its placements unchanged).
+    """
+    from torch.distributed.tensor import Shard
+
+    data = list(placements(plan.data, mesh.ndim))
+    for dim, placement in enumerate(given):
+        if mesh.size(dim) == 1 and type(placement) is Shard:
+            data[dim] = placement
+    tables = [placements([dims], mesh.ndim) for dims in plan.tables]
+    return tuple(data), tables
 
 
 def _strategy(spec: OpSpec, description: ModuleType, static: bool, op_schema):
@@ -123,7 +133,7 @@ def _strategy(spec: OpSpec, description: ModuleType, static: bool, op_schema):
     data_spec = data.strategies[0].output_spec
     mesh = data_spec.mesh
     plan = call_plan(description, spec, data.shape, data_spec.placements, mesh, sizes, attrs)
-    data_placements, table_placements = _plan_placements(plan, mesh.ndim)
+    data_placements, table_placements = _plan_placements(plan, data_spec.placements, mesh)
     inputs = [DTensorSpec(mesh, data_placements, tensor_meta=data_spec.tensor_meta)]
     sources = [data]
     if not static:
@@ -157,7 +167,7 @@ def sharded_gradients(
     mesh = data.device_mesh
     sizes = [len(t) if isinstance(t, list | tuple) else t.shape[0] for t in tables]
     plan = call_plan(description, spec, data.shape, data.placements, mesh, sizes, attrs)
-    data_placements, table_placements = _plan_placements(plan, mesh.ndim)
+    data_placements, table_placements = _plan_placements(plan, data.placements, mesh)
 
     def local(t, target):
         if not is_dtensor(t):
