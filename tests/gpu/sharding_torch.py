@@ -237,6 +237,30 @@ def check_functions(torch, cm, mesh, device, checks):
         checks.run(name, check)
 
 
+def check_refusals(torch, cm, mesh, device, checks):
+    """A plain tensor table beside DTensor data (or the other way) is a ValueError naming it."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    x = torch.ones((8, 16), device=device)
+    dx = distribute_tensor(x, mesh, [Shard(0)] * mesh.ndim)
+    taps = torch.ones(3, device=device)
+    dtaps = distribute_tensor(taps, mesh, [Replicate()] * mesh.ndim)
+    for data, table, message in [
+        (dx, taps, "taps must be a DTensor (Replicate, say) or a static table when x is a DTensor"),
+        (x, dtaps, "taps is a DTensor: x must be one too"),
+    ]:
+
+        def check(data=data, table=table, message=message):
+            try:
+                cm.fir_filter(data, table)
+            except ValueError as error:
+                assert str(error).startswith(message), str(error)
+            else:
+                raise AssertionError("no ValueError")
+
+        checks.run(f"refusal: {message}", check)
+
+
 def check_compile(torch, cm, mesh, device, checks, backend):
     """torch.compile traces DTensor calls (fullgraph): a tensor, a list and a NumPy table, grads."""
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
@@ -326,6 +350,7 @@ def worker(rank, world, port, backend, sweep):
         for case in cases(cm, torch, sweep):
             run_case(torch, mesh, device, checks, case, sweep)
         check_functions(torch, cm, mesh, device, checks)
+        check_refusals(torch, cm, mesh, device, checks)
     if world == 4:
         square = init_device_mesh(kind, (2, 2))
         for case in mesh_cases(cm, torch):

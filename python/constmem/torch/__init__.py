@@ -49,7 +49,7 @@ from constmem.torch._library import (
     dtype_name,
     register_library,
 )
-from constmem.torch._sharding import replicated_like
+from constmem.torch._sharding import is_dtensor, mixed_message, replicated_like
 
 upload_stats, library_path = _libraries.accessors("torch", LIBRARY_PATH)
 table_placements = _libraries.placements_function(upload_stats)
@@ -207,6 +207,8 @@ def _refusal(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tupl
     sizes = []
     for i, t in enumerate(tables):
         if isinstance(t, torch.Tensor):
+            if is_dtensor(t) != is_dtensor(data):  # DTensor refuses the mix, in its own words
+                return ValueError(mixed_message(spec.table_spec(i).table, spec.data, data))
             try:
                 check_table(spec.table_spec(i), t, data)
             except ValueError as error:

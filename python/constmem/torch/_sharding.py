@@ -46,6 +46,16 @@ def replicated_like(table: torch.Tensor, data: Any) -> torch.Tensor:
     return DTensor.from_local(table, mesh, [Replicate()] * mesh.ndim, run_check=False)
 
 
+def mixed_message(table: str, data_name: str, data: Any) -> str:
+    """The refusal of a tensor table that is a DTensor where the data is not, or the other way."""
+    if is_dtensor(data):
+        return (
+            f"{table} must be a DTensor (Replicate, say) or a static table when {data_name} is a "
+            "DTensor; got a torch.Tensor"
+        )
+    return f"{table} is a DTensor: {data_name} must be one too; got a torch.Tensor"
+
+
 def register(spec: OpSpec, description: ModuleType) -> None:
     """Gives both schemas of the op a DTensor sharding strategy made from its axes."""
     if not torch.distributed.is_available():
