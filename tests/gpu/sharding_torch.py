@@ -11,6 +11,7 @@ traces a DTensor call. Each worker prints its failures; this script prints one R
     python tests/gpu/sharding_torch.py --sweep          # more shapes and forms (slower)
 
 With one GPU the mesh has one device (world size 1), which takes the same code path.
+SHARDING_TRACE=1 names each check as it starts.
 """
 
 import argparse
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import numpy as np
 
@@ -39,11 +41,14 @@ class Checks:
         self.failures = []
 
     def run(self, name, check, *args):
+        if os.environ.get("SHARDING_TRACE"):
+            print("RUN", name, flush=True)
         try:
             check(*args)
             self.passed += 1
         except Exception as error:  # every failure is reported, the others still run
             self.failures.append(f"{name}: {type(error).__name__}: {str(error)[:400]}")
+            print(f"FAILED {self.failures[-1]}", flush=True)
 
 
 def parse(text, ndim):
@@ -79,6 +84,11 @@ def cases(cm, torch, sweep):
            [("S0", "S0"), ("S1", "S1"), ("R", "R"), ("P", "R")])  # fmt: skip
     yield ("polyval", lambda x, c: cm.polyval(c, x), (8, 12), f32,
            [([0.5, -1.0, 2.0, 0.25], False)], {}, [("S0", "S0"), ("S1", "S1")])  # fmt: skip
+    # Shards of unequal sizes stay split, but where their items own blocks of a table.
+    yield ("fir_filter uneven", cm.fir_filter, (7, 10), f32, [(taps, False)], {}, [("S0", "S0")])
+    yield ("separable_filter per_image uneven", cm.separable_filter, (3, 2, 6, 5), f32,
+           [(taps[:3] * 3, False), (taps * 3, False)], {"taps": "per_image"},
+           [("S0", "R"), ("S1", "S1")])  # fmt: skip
     yield ("interpolate", cm.interpolate, (8, 12), f32, [([0.0, 1.0, 0.25, 2.0, -1.0], False)],
            {"lo": -1.0, "hi": 2.0}, [("S0", "S0"), ("S1", "S1")])  # fmt: skip
     yield ("fir_filter SAME", cm.fir_filter, (8, 32), f32, [(taps, False)], {"padding": "SAME"},
@@ -341,7 +351,8 @@ def worker(rank, world, port, backend, sweep):
     if gpu:
         torch.cuda.set_device(rank)
     device = f"cuda:{rank}" if gpu else "cpu"
-    dist.init_process_group(backend, rank=rank, world_size=world)
+    # A check that fails on some processes leaves the others in a collective: a timeout ends it.
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=60))
     kind = "cuda" if gpu else "cpu"
     checks = Checks()
     start = time.perf_counter()
@@ -361,8 +372,6 @@ def worker(rank, world, port, backend, sweep):
         if sweep and world <= 2:  # Inductor's C++ compiles, once per process
             check_compile(torch, cm, mesh, device, checks, "inductor")
     seconds = time.perf_counter() - start
-    for failure in checks.failures:
-        print(f"FAILED rank={rank} {failure}", flush=True)
     print(f"CHECKS rank={rank} passed={checks.passed} failed={len(checks.failures)} "
           f"seconds={seconds:.1f}", flush=True)  # fmt: skip
     dist.destroy_process_group()

@@ -20,6 +20,22 @@ def run(*args):
     return lines[-1]
 
 
+def test_an_empty_shard_gives_zero_gradients():
+    # An uneven split leaves some processes no images or rows: their gradients are zeros.
+    import constmem.torch as cm
+    import torch
+
+    x = torch.zeros((3, 0, 6, 5), requires_grad=True)
+    rows, columns = torch.ones(9, requires_grad=True), torch.ones(15, requires_grad=True)
+    y = cm.separable_filter(x, rows, columns, taps="per_image")
+    grads = torch.autograd.grad(y, [x, rows, columns], torch.ones_like(y))
+    assert grads[0].shape == x.shape
+    assert torch.equal(grads[1], torch.zeros(9)) and torch.equal(grads[2], torch.zeros(15))
+    taps = torch.ones(3, requires_grad=True)
+    y = cm.fir_filter(torch.zeros((0, 8), requires_grad=True), taps)
+    assert torch.equal(torch.autograd.grad(y, taps, torch.ones_like(y))[0], torch.zeros(3))
+
+
 def test_two_processes_every_op_and_sharding_fsdp2_and_compile():
     # A 1-D mesh: every op, batch, channels and filtered axes, Partial data, static and tensor
     # tables, per-image taps, gradients; FSDP2 training and torch.compile.

@@ -169,6 +169,11 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
                     torch.tensor(values, dtype=table_dtype(s, data.dtype), device=data.device)
                     for s, values in zip(table_specs, tables, strict=True)
                 )
+            if data.numel() == 0:  # no output depends on a table (an empty shard among them)
+                return (
+                    torch.zeros_like(data) if ctx.needs_input_grad[0] else None,
+                    [torch.zeros_like(t) if n else None for t, n in zip(tables, need, strict=True)],
+                )
             grad_data, *grad_tables = description.backward(
                 TorchArrays(spec, attrs), grad, data, *tables, attrs, ctx.needs_input_grad[0], *need
             )

@@ -96,7 +96,12 @@ def call_plan(description: ModuleType, spec: OpSpec, shape, placements, mesh, si
     axes = descriptions.axes(description, tuple(shape), tuple(sizes), attrs)
     mesh_sizes = {dim: mesh.size(dim) for dim in range(mesh.ndim)}
     return _sharding.plan(
-        axes, tuple(shape), mesh_axes(placements, len(shape)), mesh_sizes, halo_exchange=False
+        axes,
+        tuple(shape),
+        mesh_axes(placements, len(shape)),
+        mesh_sizes,
+        halo_exchange=False,
+        uneven=True,
     )
 
 
