@@ -185,7 +185,7 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
 
         if _sharding.is_dtensor(data):
             grad_data, grad_tables = _sharding.sharded_gradients(
-                gradients, description, spec, data, tuple(tables), grad, attrs
+                gradients, description, data, tuple(tables), grad, attrs
             )
         else:
             grad_data, grad_tables = gradients(data, tables, grad)

@@ -91,7 +91,7 @@ def mesh_axes(placements, rank: int) -> list[tuple[int, ...]]:
     return [tuple(dims) for dims in split]
 
 
-def call_plan(description: ModuleType, spec: OpSpec, shape, placements, mesh, sizes, attrs):
+def call_plan(description: ModuleType, shape, placements, mesh, sizes, attrs) -> _sharding.Plan:
     """The Plan of a call on data of global `shape` with `placements` over `mesh`."""
     axes = descriptions.axes(description, tuple(shape), tuple(sizes), attrs)
     mesh_sizes = {dim: mesh.size(dim) for dim in range(mesh.ndim)}
@@ -147,7 +147,7 @@ def _strategy(spec: OpSpec, description: ModuleType, static: bool, op_schema):
     sizes = [len(t) if static else t.shape[0] for t in tables]
     data_spec = data.strategies[0].output_spec
     mesh = data_spec.mesh
-    plan = call_plan(description, spec, data.shape, data_spec.placements, mesh, sizes, attrs)
+    plan = call_plan(description, data.shape, data_spec.placements, mesh, sizes, attrs)
     data_placements, table_placements = _plan_placements(plan, data_spec.placements, mesh)
     inputs = [DTensorSpec(mesh, data_placements, tensor_meta=data_spec.tensor_meta)]
     sources = [data]
@@ -164,7 +164,6 @@ def _strategy(spec: OpSpec, description: ModuleType, static: bool, op_schema):
 def sharded_gradients(
     gradients: Callable,
     description: ModuleType,
-    spec: OpSpec,
     data,
     tables: tuple,
     grad,
@@ -181,7 +180,7 @@ def sharded_gradients(
 
     mesh = data.device_mesh
     sizes = [len(t) if isinstance(t, list | tuple) else t.shape[0] for t in tables]
-    plan = call_plan(description, spec, data.shape, data.placements, mesh, sizes, attrs)
+    plan = call_plan(description, data.shape, data.placements, mesh, sizes, attrs)
     data_placements, table_placements = _plan_placements(plan, data.placements, mesh)
 
     def local(t, target):
