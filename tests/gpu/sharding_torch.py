@@ -228,15 +228,17 @@ def run_case(torch, mesh, device, checks, case, sweep):
 
 
 def check_functions(torch, cm, mesh, device, checks):
-    """gaussian_blur and resample_poly, built on the ops, keep a batch split."""
+    """gaussian_blur, resample_poly (built on the ops) and a `_static` schema keep a batch split."""
     from torch.distributed.tensor import Shard, distribute_tensor
 
     g = torch.Generator().manual_seed(9)
     images = torch.rand((4, 3, 16, 12), generator=g).to(device)
     signal = torch.randn((8, 40), generator=g).to(device)
+    static = torch.ops.constmem.fir_filter_static.default  # the schema's list, called directly
     for name, call, x in [
         ("gaussian_blur", lambda t: cm.gaussian_blur(t, 5, 1.5), images),
         ("resample_poly", lambda t: cm.resample_poly(t, 3, 2), signal),
+        ("fir_filter_static", lambda t: static(t, [0.25, 0.5, -0.125], "SAME"), signal),
     ]:
 
         def check(call=call, x=x):
@@ -352,7 +354,7 @@ def worker(rank, world, port, backend, sweep):
         torch.cuda.set_device(rank)
     device = f"cuda:{rank}" if gpu else "cpu"
     # A check that fails on some processes leaves the others in a collective: a timeout ends it.
-    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=150))
     kind = "cuda" if gpu else "cpu"
     checks = Checks()
     start = time.perf_counter()
@@ -385,7 +387,7 @@ def main():
     parser.add_argument("--sweep", action="store_true", help="more shapes and forms")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--timeout", type=float, default=480)
     args = parser.parse_args()
     if args.worker is not None:
         return worker(args.worker, args.world, args.port, args.backend, args.sweep)
