@@ -286,21 +286,24 @@ def check_compile(torch, cm, mesh, device, checks, backend):
         y = cm.polyval([0.5, -1.0, 2.0], cm.fir_filter(x, taps, padding="SAME"))
         return cm.frobulate(y, table)
 
-    def check():
+    def check(split, kept):
         compiled = torch.compile(forward, fullgraph=True, backend=backend)
-        dx = distribute_tensor(x, mesh, [Shard(0)] * mesh.ndim).requires_grad_()
+        dx = distribute_tensor(x, mesh, [split] * mesh.ndim).requires_grad_()
         dtaps = distribute_tensor(taps, mesh, [Replicate()] * mesh.ndim).requires_grad_()
         out = compiled(dx, dtaps)
         x_ref, taps_ref = x.clone().requires_grad_(), taps.clone().requires_grad_()
         expected = forward(x_ref, taps_ref)
-        assert tuple(out.placements) == (Shard(0),) * mesh.ndim
+        assert tuple(out.placements) == on_unit_dims((kept,) * mesh.ndim, dx.placements, mesh)
         assert torch.equal(out.full_tensor(), expected.detach())
         out.sum().backward()
         expected.sum().backward()
+        assert dx.grad.placements == dx.placements
         assert torch.equal(dx.grad.full_tensor(), x_ref.grad)
         torch.testing.assert_close(dtaps.grad.full_tensor(), taps_ref.grad, rtol=1e-4, atol=1e-5)
 
-    checks.run(f"torch.compile {backend}", check)
+    # Rows stay split; the filtered axis is gathered inside the compiled graph.
+    for split, kept in [(Shard(0), Shard(0)), (Shard(1), Replicate())]:
+        checks.run(f"torch.compile {backend} {split}", check, split, kept)
 
 
 def check_fsdp(torch, cm, mesh, device, checks):
