@@ -249,6 +249,41 @@ def check_functions(torch, cm, mesh, device, checks):
         checks.run(name, check)
 
 
+def check_fft(torch, cm, mesh, device, checks):
+    """The FFT route of long filters runs on DTensors through torch's own FFT, which DTensor
+    splits as it splits any torch function: within float32 rounding of the single-process call,
+    whose FFTs may take other plans."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    g = torch.Generator().manual_seed(13)
+    x = torch.randn((4, 512), generator=g).to(device)
+    taps = (torch.randn(40, generator=g) / 8).to(device)
+    for name, call in [
+        ("fir_filter", lambda x, t: cm.fir_filter(x, t, method="fft")),
+        ("upfirdn", lambda x, t: cm.upfirdn(x, t, up=3, down=2, method="fft")),
+    ]:
+        for split in (Shard(0), Shard(1)):
+
+            def check(call=call, split=split):
+                x_ref, taps_ref = x.clone().requires_grad_(), taps.clone().requires_grad_()
+                expected = call(x_ref, taps_ref)
+                dx = distribute_tensor(x, mesh, [split] * mesh.ndim).requires_grad_()
+                dtaps = distribute_tensor(taps, mesh, [Replicate()] * mesh.ndim)
+                dtaps.requires_grad_()
+                out = call(dx, dtaps)
+                close = {"rtol": 1e-4, "atol": 1e-4}
+                torch.testing.assert_close(out.full_tensor(), expected.detach(), **close)
+                cotangent = torch.randn(expected.shape, generator=g).to(device)
+                refs = torch.autograd.grad(expected, [x_ref, taps_ref], cotangent)
+                grads = torch.autograd.grad(
+                    out, [dx, dtaps], distribute_tensor(cotangent, mesh, out.placements)
+                )
+                for grad, ref in zip(grads, refs, strict=True):
+                    torch.testing.assert_close(grad.full_tensor(), ref, **close)
+
+            checks.run(f"{name} method=fft {split}", check)
+
+
 def check_refusals(torch, cm, mesh, device, checks):
     """A plain tensor table beside DTensor data (or the other way) is a ValueError naming it."""
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
@@ -367,6 +402,7 @@ def worker(rank, world, port, backend, sweep):
             run_case(torch, mesh, device, checks, case, sweep)
         check_functions(torch, cm, mesh, device, checks)
         check_refusals(torch, cm, mesh, device, checks)
+        check_fft(torch, cm, mesh, device, checks)
     if world == 4:
         square = init_device_mesh(kind, (2, 2))
         for case in mesh_cases(cm, torch):
