@@ -322,3 +322,63 @@ def test_placement_of_answers_for_each_table(ops):
     """Where a launch would put each table, by its own rule, asked with no GPU: None for a library
     built without GPU kernels."""
     check_placement_of(ops, built_with_cuda())
+
+
+# Run by two gloo processes: the op's DTensor strategies come from its description's axes alone.
+DTENSOR_CHECK = """
+import torch
+import torch.distributed as dist
+from causal_conv1d_ops import random_case
+from causal_conv1d_ops import torch as causal_conv1d
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+dist.init_process_group("gloo")
+mesh = init_device_mesh("cpu", (2,))
+ops = causal_conv1d()
+inputs = [torch.from_numpy(a).requires_grad_() for a in random_case((4, 6, 32), 3, seed=7)]
+expected = ops.causal_conv1d(*inputs)
+cotangent = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1))
+grads = torch.autograd.grad(expected, inputs, cotangent)
+# Rows and channels stay split (the weight and bias split with the channels); samples gather.
+for axis, kept in [(0, Shard(0)), (1, Shard(1)), (2, Replicate())]:
+    placements = [[Shard(axis)], [Replicate()], [Replicate()]]
+    given = [
+        distribute_tensor(t.detach(), mesh, p).requires_grad_()
+        for t, p in zip(inputs, placements)
+    ]
+    y = ops.causal_conv1d(*given)
+    assert y.placements == (kept,), (axis, y.placements)
+    assert torch.equal(y.full_tensor(), expected), axis
+    found = torch.autograd.grad(y, given, distribute_tensor(cotangent, mesh, y.placements))
+    assert torch.equal(found[0].full_tensor(), grads[0]), axis
+    for g, want in zip(found[1:], grads[1:]):  # sums over the shards, in another order
+        torch.testing.assert_close(g.full_tensor(), want, rtol=1e-4, atol=1e-5)
+print("DTENSOR PASS", flush=True)
+"""
+
+
+def test_dtensor_shards_from_the_description_alone():
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), MASTER_ADDR="127.0.0.1")
+    env.update(MASTER_PORT=str(port), WORLD_SIZE="2", OMP_NUM_THREADS="1")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", DTENSOR_CHECK],
+            env=dict(env, RANK=str(rank)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outputs, strict=True):
+        assert p.returncode == 0 and "DTENSOR PASS" in out, out[-3000:]

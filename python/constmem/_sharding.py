@@ -55,6 +55,7 @@ def plan(
     sharding: Sequence[Sequence[str] | None],
     mesh: Mapping[str, int],
     halo_exchange: bool = True,
+    uneven: bool = False,
 ) -> Plan:
     """How a call on data of `shape` split by `sharding` runs shard by shard.
 
@@ -62,23 +63,25 @@ def plan(
     does); `mesh`: each mesh axis's size. A BATCH axis keeps its split; a Halo axis keeps it with
     each shard widened by the Halo where `halo_exchange` is offered and the shards are long enough
     (else it is gathered); a WHOLE axis is gathered. An axis that does not split evenly is
-    gathered. A table of per-item blocks (Axes.tables) is split as the first of the axes whose
-    items own its blocks; the others of them are then gathered, so that each shard's blocks are
-    contiguous.
+    gathered, but for a BATCH axis whose items own no table's blocks where `uneven` is offered
+    (DTensor's shards may differ in size). A table of per-item blocks (Axes.tables) is split as
+    the first of the axes whose items own its blocks; the others of them are then gathered, so
+    that each shard's blocks are contiguous.
     """
     if len(sharding) != len(shape) or len(axes.data) != len(shape):
         raise ValueError(
             f"a sharding of {len(sharding)} axes and {len(axes.data)} roles for data of rank "
             f"{len(shape)}"
         )
+    owners = {axis for axes_of in axes.tables for axis in axes_of or ()}
     kept, halos = [], []
-    for role, size, split in zip(axes.data, shape, sharding, strict=True):
+    for axis, (role, size, split) in enumerate(zip(axes.data, shape, sharding, strict=True)):
         if role not in (BATCH, WHOLE) and not isinstance(role, Halo):
             raise ValueError(f"an axis's role must be BATCH, WHOLE or a Halo; got {role!r}")
         split = tuple(split or ())
         count = shard_count(split, mesh)
         halo = None
-        if count > 1 and size % count:
+        if count > 1 and size % count and not (uneven and role == BATCH and axis not in owners):
             split = ()
         elif count > 1 and role == WHOLE:
             split = ()

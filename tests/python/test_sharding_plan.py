@@ -86,6 +86,18 @@ def test_an_uneven_split_is_gathered():
     assert _sharding.plan(axes, (6, 8), (("x",), ("b",)), MESH).data == ((), ("b",))
 
 
+def test_uneven_keeps_a_batch_split_that_owns_no_blocks():
+    # DTensor's shards may differ in size: rows keep their split, the filtered axis does not.
+    axes = _axes("fir_filter", (6, 10), 3)
+    plan = _sharding.plan(axes, (6, 10), (("x",), ("b",)), MESH, False, uneven=True)
+    assert plan.data == (("x",), ())
+    # A block table splits its entries in other sizes than its items: that axis is gathered.
+    axes = Axes((BATCH, BATCH, Halo(2, 0)), ((1,), (1,)))
+    plan = _sharding.plan(axes, (6, 5, 64), (("x",), ("b",), None), MESH, uneven=True)
+    assert plan.data == (("x",), (), ())
+    assert plan.tables == ((), ())
+
+
 def test_a_bad_rule_is_refused_by_name():
     with pytest.raises(ValueError, match="role"):
         _sharding.plan(Axes(("rows",), (None,)), (4,), (("b",),), MESH)

@@ -49,6 +49,7 @@ from constmem.torch._library import (
     dtype_name,
     register_library,
 )
+from constmem.torch._sharding import is_dtensor, mixed_message, replicated_like
 
 upload_stats, library_path = _libraries.accessors("torch", LIBRARY_PATH)
 table_placements = _libraries.placements_function(upload_stats)
@@ -206,6 +207,8 @@ def _refusal(spec: _registry.OpSpec, data: torch.Tensor, table: Any, attrs: tupl
     sizes = []
     for i, t in enumerate(tables):
         if isinstance(t, torch.Tensor):
+            if is_dtensor(t) != is_dtensor(data):  # DTensor refuses the mix, in its own words
+                return ValueError(mixed_message(spec.table_spec(i).table, spec.data, data))
             try:
                 check_table(spec.table_spec(i), t, data)
             except ValueError as error:
@@ -258,6 +261,8 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
         # Eagerly, the table as a cached host tensor: the kernel copies it into its own staging
         # (by value when small), and the graph of a capture keeps its own copy, as of a list.
         table = _static_table(spec, table, data.dtype, spec.name)
+        if type(data) is not torch.Tensor:  # DTensor data: the table replicated beside it
+            table = replicated_like(table, data)
         if data.requires_grad and torch.is_grad_enabled():
             return tensor_op(data, table, *attrs)
         with _below_autograd():
@@ -298,8 +303,8 @@ def _traced_host_table(spec: _registry.OpSpec, table: Any, data: torch.Tensor) -
         if table.ndim != 1:
             raise ValueError(f"{spec.table} must be a vector (rank 1); got shape {table.shape}")
         _registry.check_size(spec, table.shape[0])
-        return torch.as_tensor(table).to(dtype)
-    return torch.tensor(_registry.static_list(spec, table), dtype=dtype)
+        return replicated_like(torch.as_tensor(table).to(dtype), data)
+    return replicated_like(torch.tensor(_registry.static_list(spec, table), dtype=dtype), data)
 
 
 def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
@@ -318,7 +323,7 @@ def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
         """Static table i as a host tensor (made in the graph under torch.compile)."""
         if compiling:
             return _traced_host_table(table_specs[i], table, data)
-        return _static_table(table_specs[i], table, data.dtype, keys[i])
+        return replicated_like(_static_table(table_specs[i], table, data.dtype, keys[i]), data)
 
     def dispatch(spec: _registry.OpSpec, data: torch.Tensor, tables: tuple, attrs: tuple):
         compiling = _is_compiling()

@@ -19,6 +19,7 @@ from constmem import _binding, _libraries, _registry
 from constmem import ops as descriptions
 from constmem._polyval import coefficient_gradient_blocks
 from constmem._registry import OpSpec
+from constmem.torch import _sharding
 
 _MINIMUM_TORCH = (2, 10)
 _SCHEMA_TYPES = {"choice": "str", "float64": "float", "int64": "int"}
@@ -103,6 +104,7 @@ def register_library(
             torch.library.register_autograd(
                 name, _backward(spec, described[spec.name], static), setup_context=_save_inputs
             )
+        _sharding.register(spec, described[spec.name])
     torch.ops.load_library(path)
     return ops, described
 
@@ -150,10 +152,7 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
     def backward(ctx, grad):
         if static:
             (data,) = ctx.saved_tensors
-            tables = tuple(
-                torch.tensor(values, dtype=table_dtype(s, data.dtype), device=data.device)
-                for s, values in zip(table_specs, ctx.inputs[1 : 1 + count], strict=True)
-            )
+            tables = ctx.inputs[1 : 1 + count]
         else:
             data, *tables = ctx.saved_tensors
         if not data.is_floating_point():  # uint8 data: no gradient flows
@@ -163,13 +162,33 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
             not static and not s.int32_table and ctx.needs_input_grad[1 + i]
             for i, s in enumerate(table_specs)
         ]
-        grad_data, *grad_tables = description.backward(
-            TorchArrays(spec, attrs), grad, data, *tables, attrs, ctx.needs_input_grad[0], *need
-        )
-        grad_tables = [
-            g.to(t.device) if n and g is not None else None
-            for g, t, n in zip(grad_tables, tables, need, strict=True)
-        ]
+
+        def gradients(data, tables, grad):
+            if static:
+                tables = tuple(
+                    torch.tensor(values, dtype=table_dtype(s, data.dtype), device=data.device)
+                    for s, values in zip(table_specs, tables, strict=True)
+                )
+            if data.numel() == 0:  # no output depends on a table (an empty shard among them)
+                return (
+                    torch.zeros_like(data) if ctx.needs_input_grad[0] else None,
+                    [torch.zeros_like(t) if n else None for t, n in zip(tables, need, strict=True)],
+                )
+            grad_data, *grad_tables = description.backward(
+                TorchArrays(spec, attrs), grad, data, *tables, attrs, ctx.needs_input_grad[0], *need
+            )
+            grad_tables = [
+                g.to(t.device) if n and g is not None else None
+                for g, t, n in zip(grad_tables, tables, need, strict=True)
+            ]
+            return grad_data, grad_tables
+
+        if _sharding.is_dtensor(data):
+            grad_data, grad_tables = _sharding.sharded_gradients(
+                gradients, description, data, tuple(tables), grad, attrs
+            )
+        else:
+            grad_data, grad_tables = gradients(data, tables, grad)
         return grad_data, *grad_tables, *no_attr_grads
 
     return backward
