@@ -63,6 +63,12 @@ def framework(value) -> str | None:
     return None
 
 
+def torch_compiling() -> bool:
+    """Whether torch.compile is tracing the call (where torch is loaded)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
 def dtype_name(data) -> str | None:
     """The dtype's name ("float32", "bfloat16"), or None for data without a dtype (a list)."""
     dtype = getattr(data, "dtype", None)
