@@ -656,9 +656,37 @@ def _sigmas(sigma, kx, ky):
     return sx, sy
 
 
-# The types of a plain call's sigma, whose checked taps a call site's gaussian_blur keeps.
-_PLAIN_SIGMA_TYPES = (float, int, type(None))
+# The types of the numbers of a plain call, whose checked taps a call site's gaussian_blur keeps.
+_PLAIN_NUMBERS = frozenset((float, int))
 _PLAIN_TAPS_SIZE = 256
+
+
+def _plain_key(kernel_size, sigma):
+    """A key of gaussian_blur's taps for a plain call's kernel_size and sigma, or None.
+
+    Plain: Python ints for the size (one, or a list or tuple of two), and no sigma or Python
+    numbers for it (one, or a list or tuple of one or two). Equal keys are the same blur (k and
+    (k, k), s and [s, s]).
+    """
+    kind = type(kernel_size)
+    if kind is int:
+        sizes = (kernel_size, kernel_size)
+    elif (kind is list or kind is tuple) and len(kernel_size) == 2:
+        sizes = (kernel_size[0], kernel_size[1])
+        if type(sizes[0]) is not int or type(sizes[1]) is not int:
+            return None
+    else:
+        return None
+    kind = type(sigma)
+    if sigma is None or kind in _PLAIN_NUMBERS:
+        return sizes, sigma, sigma
+    if (kind is list or kind is tuple) and 1 <= len(sigma) <= 2:
+        pair = (sigma[0], sigma[-1])
+        if type(pair[0]) in _PLAIN_NUMBERS and type(pair[1]) in _PLAIN_NUMBERS:
+            return sizes, *pair
+    return None
+
+
 # The modules of the images gaussian_blur unwraps and wraps again: PIL images, tv_tensors.
 _WRAPPED_MODULES = ("PIL.", "torchvision.")
 
@@ -792,16 +820,16 @@ def _make_gaussian_blur(ops):
 
         """
         kind = type(images)
+        key = _plain_key(kernel_size, sigma)
         if (
-            type(kernel_size) is int
-            and type(sigma) in _PLAIN_SIGMA_TYPES
+            key is not None
             and not options
             and (kind is tensor_type or (tensor_type is None and _framework(images) is not None))
         ):
-            hit = plain_taps.get((kernel_size, sigma))
+            hit = plain_taps.get(key)
             if hit is not None and not is_compiling():
-                # A call site's checked size and sigma again: the taps are the op's static table.
-                k, taps = hit
+                # A call site's checked size and sigma again: the taps are the op's static tables.
+                kx, ky, row, column = hit
                 if (
                     kind is tensor_type
                     and layout == "channels_first"
@@ -812,11 +840,13 @@ def _make_gaussian_blur(ops):
                     # only the reflect border's size to check (an empty image takes the path
                     # below).
                     shape = images.shape
-                    if len(shape) >= 2 and (border != "reflect" or k // 2 < min(shape[-2:])):
-                        return separable(images, taps, taps, border=border, layout=layout)
+                    if len(shape) >= 2 and (
+                        border != "reflect" or (kx // 2 < shape[-1] and ky // 2 < shape[-2])
+                    ):
+                        return separable(images, row, column, border=border, layout=layout)
                 images, restore = widened(images, "images", IMAGE_DTYPES)
-                _check_reflect_padding(images, k, k, border, layout)
-                return restore(_filter(ops, images, taps, taps, "shared", border, layout, {}))
+                _check_reflect_padding(images, kx, ky, border, layout)
+                return restore(_filter(ops, images, row, column, "shared", border, layout, {}))
         name = "images"
         if options or isinstance(images, Required):
             aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
@@ -857,10 +887,10 @@ def _make_gaussian_blur(ops):
         else:
             # Rounded by the op.
             row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
-            if type(kernel_size) is int and type(sigma) in _PLAIN_SIGMA_TYPES:
+            if key is not None:
                 if len(plain_taps) >= _PLAIN_TAPS_SIZE:
                     plain_taps.clear()
-                plain_taps[kernel_size, sigma] = (kx, row)
+                plain_taps[key] = (kx, ky, row, column)
         return restore(_filter(ops, images, row, column, "shared", border, layout, options))
 
     gaussian_blur.__signature__ = _signature()

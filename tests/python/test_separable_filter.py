@@ -751,9 +751,18 @@ def test_a_call_sites_checked_taps_still_check_each_call(fw):
     )
     expected = fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0))
     np.testing.assert_array_equal(fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0)), expected)
+    # The same blur in the forms a transform passes it: the same taps, kept for them too.
+    for size, sigma in (([5, 5], [1.0, 1.0]), ((5, 5), [1.0]), (5, (1, 1)), ([5, 5], [1.0, 1.0])):
+        out = fw.cm.gaussian_blur(images, size, sigma)
+        np.testing.assert_array_equal(fw.numpy(out), expected)
+    uneven = fw.numpy(fw.cm.gaussian_blur(images, [5, 3], [1.0, 2.0]))
+    np.testing.assert_array_equal(fw.numpy(fw.cm.gaussian_blur(images, [5, 3], [1.0, 2.0])), uneven)
+    assert not np.array_equal(uneven, fw.numpy(fw.cm.gaussian_blur(images, [3, 5], [2.0, 1.0])))
     tiny = fw.array(np.zeros((2, 3, 2, 9)), fw.devices[0], "float32")
     with pytest.raises(ValueError, match="reflect padding of 2"):
         fw.cm.gaussian_blur(tiny, 5, 1.0)
+    with pytest.raises(ValueError, match="reflect padding of 2"):
+        fw.cm.gaussian_blur(tiny, [3, 5], [1.0, 1.0])
     with pytest.raises(ValueError, match="must be float32, float64, uint8"):
         fw.cm.gaussian_blur(fw.array(np.zeros((3, 8, 9)), fw.devices[0], "int16"), 5, 1.0)
     with pytest.raises(TypeError, match="kernel_size must be an odd positive integer"):
