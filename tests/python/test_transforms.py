@@ -5,7 +5,9 @@ torchaudio's own modules where they are installed."""
 
 import importlib.util
 import inspect
+import itertools
 import math
+import pickle
 import re
 
 import numpy as np
@@ -398,3 +400,61 @@ def test_resample_holds_what_torchaudios_tests_check(method, dtype):
         new_times = torch.arange(estimate.shape[0], dtype=dtype) / new
         truth = 123 * torch.cos(2 * math.pi * 3 * new_times)
         torch.testing.assert_close(estimate[20:-20], truth[20:-20], rtol=1e-4, atol=1e-1)
+
+
+SIZES = [1, 3, (3, 1), [3, 5]]
+SIGMAS = [None, 1.0, 1, (0.5,), [0.3], (0.3, 0.7), [0.9, 0.2]]
+
+
+@pytest.mark.skipif(not HAS_TORCHVISION, reason="torchvision is not installed")
+def test_every_size_and_sigma_form_of_torchvisions_kernel_tests():
+    """What torchvision's kernel tests check, for each of their sizes and sigma forms: its
+    result, the dtype kept, the input untouched, a batch the same as each image, and batches
+    with no image ((0,), (5, 0), (0, 5) before the image's axes) of their shape."""
+    from torchvision.transforms.v2 import functional
+
+    image = torch.randint(0, 256, (3, 17, 11), dtype=torch.uint8)
+    for size, sigma in itertools.product(SIZES, SIGMAS):
+        version = image._version
+        out = cm.gaussian_blur(image, size, sigma)
+        assert image._version == version and out.dtype == torch.uint8
+        theirs = functional.gaussian_blur(image, size, sigma)
+        assert (out.int() - theirs.int()).abs().max() <= 1, (size, sigma)
+        for batch in ((2,), (2, 1)):
+            repeated = image.repeat(*batch, 1, 1, 1)
+            expected = out.repeat(*batch, 1, 1, 1)
+            torch.testing.assert_close(cm.gaussian_blur(repeated, size, sigma), expected)
+        for batch in ((0,), (5, 0), (0, 5)):
+            empty = torch.empty(batch + image.shape, dtype=image.dtype)
+            assert cm.gaussian_blur(empty, size, sigma).shape == empty.shape
+
+
+@pytest.mark.skipif(not HAS_TORCHVISION, reason="torchvision is not installed")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_torchvisions_reference_images(dtype):
+    """torchvision's correctness cases (its OpenCV references): arange images of 3 x 10 x 12 and
+    1 x 26 x 28, sizes (3, 3), (3, 5) and (23, 23), against torchvision's own result."""
+    from torchvision.transforms.v2 import functional
+
+    cases = [((3, 10, 12), (3, 3), 0.8), ((3, 10, 12), (3, 5), 0.5), ((1, 26, 28), (23, 23), 1.7)]
+    for (channels, height, width), size, sigma in cases:
+        pixels = np.arange(channels * height * width, dtype=np.uint8).reshape(height, width, -1)
+        image = torch.from_numpy(pixels).permute(2, 0, 1).to(dtype)
+        ours = cm.gaussian_blur(image, size, sigma)
+        theirs = functional.gaussian_blur(image.double(), list(size), [sigma, sigma])
+        assert ours.dtype == dtype
+        tolerance = 0.25 if dtype == torch.float16 else 1e-3  # half a float16 step near 255
+        torch.testing.assert_close(ours.double(), theirs, rtol=0, atol=tolerance)
+
+
+def test_the_transform_pickles():
+    blur = GaussianBlur((3, 5), sigma=(0.5, 1.5), per_image=True, border="zeros")
+    again = pickle.loads(pickle.dumps(blur))
+    assert (again.kernel_size, again.sigma, again.per_image, again.border) == (
+        (3, 5),
+        (0.5, 1.5),
+        True,
+        "zeros",
+    )
+    resample = pickle.loads(pickle.dumps(Resample(48000, 16000)))
+    torch.testing.assert_close(resample.kernel, Resample(48000, 16000).kernel)
