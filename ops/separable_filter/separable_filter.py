@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fractions
 import functools
-import inspect
 import math
 import numbers
 import sys
@@ -24,6 +23,7 @@ from constmem.ops._functions import (
     WIDENED_DTYPES,
     Required,
     argument,
+    signature,
     torch_compiling,
     widened,
 )
@@ -702,7 +702,7 @@ def _wrapped_input(images, name, framework):
     """
     pil = sys.modules.get("PIL.Image")
     if pil is not None and isinstance(images, pil.Image):
-        pixels = np.asarray(images)
+        pixels = np.array(images)  # writable, as a tensor's memory must be
         if pixels.dtype not in (np.uint8, np.float32):
             raise ValueError(
                 f"{name} as a PIL image must be of a mode of uint8 or float32 pixels (L, RGB, "
@@ -742,24 +742,9 @@ class _CpuLike:
 _CPU_LIKE = _CpuLike()
 
 
-def _signature():
-    """gaussian_blur's signature as torchvision's reads: its own arguments, then constmem's.
-
-    The defaults that tell a missing argument from its other names (REQUIRED) left out.
-    """
-    parameter = inspect.Parameter
-    positional = parameter.POSITIONAL_OR_KEYWORD
-    return inspect.Signature(
-        [
-            parameter("images", positional),
-            parameter("kernel_size", positional, annotation=list[int]),
-            # torchvision's annotation, typing's (not `X | None`, unequal to it before 3.14).
-            parameter("sigma", positional, default=None, annotation=typing.Optional[list[float]]),  # noqa: UP045
-            parameter("border", positional, default="reflect"),
-            parameter("layout", positional, default="channels_first"),
-            parameter("options", parameter.VAR_KEYWORD),
-        ]
-    )
+# torchvision's annotations of gaussian_blur's arguments: typing's Optional, which `X | None` does
+# not equal before Python 3.14.
+_TORCHVISION_ANNOTATIONS = {"kernel_size": list[int], "sigma": typing.Optional[list[float]]}  # noqa: UP045
 
 
 def _make_gaussian_blur(ops):
@@ -825,9 +810,10 @@ def _make_gaussian_blur(ops):
             key is not None
             and not options
             and (kind is tensor_type or (tensor_type is None and _framework(images) is not None))
+            and not is_compiling()  # the cache is not traced (nor guarded on)
         ):
             hit = plain_taps.get(key)
-            if hit is not None and not is_compiling():
+            if hit is not None:
                 # A call site's checked size and sigma again: the taps are the op's static tables.
                 kx, ky, row, column = hit
                 if (
@@ -893,7 +879,7 @@ def _make_gaussian_blur(ops):
                 plain_taps[key] = (kx, ky, row, column)
         return restore(_filter(ops, images, row, column, "shared", border, layout, options))
 
-    gaussian_blur.__signature__ = _signature()
+    gaussian_blur.__signature__ = signature(gaussian_blur, _TORCHVISION_ANNOTATIONS)
     return gaussian_blur
 
 

@@ -21,6 +21,7 @@ from constmem.ops._functions import (
     WIDENED_DTYPES,
     Required,
     argument,
+    signature,
     torch_compiling,
     widened,
 )
@@ -557,6 +558,7 @@ def _make_resample(ops):
         y = _upfirdn_static(ops, x, taps, new, orig)
         return restore(y[..., first : first + _ceil_div(new * n, orig)])
 
+    resample.__signature__ = signature(resample)
     return resample
 
 

@@ -203,6 +203,12 @@ def test_functional_signature_reads_as_torchvisions():
     expected = cm.gaussian_blur(images, 3)
     for name in ("inpt", "img"):
         torch.testing.assert_close(cm.gaussian_blur(**{name: images}, kernel_size=3), expected)
+    # resample's rates as torchaudio's: required, no sentinel shown.
+    parameters = inspect.signature(cm.resample).parameters
+    assert [parameters[n].default for n in ("x", "orig_freq", "new_freq")] == [
+        inspect.Parameter.empty
+    ] * 3
+    assert parameters["lowpass_filter_width"].default == 6 and parameters["beta"].default is None
 
 
 @pytest.mark.parametrize(
@@ -271,6 +277,7 @@ def test_functional_keeps_tv_tensors_and_refuses_the_others():
 
 
 @pytest.mark.skipif(not HAS_TORCHVISION, reason="torchvision is not installed")
+@pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("mode", ["RGB", "L", "RGBA", "F"])
 def test_pil_images_are_blurred_as_torchvision_blurs_them(mode):
     import PIL.Image
