@@ -295,8 +295,10 @@ class _Xp:
         return getattr(self.m, name)
 
     def asarray(self, value, dtype, like):
+        """`value` as an array of the dtype named, on like's device (None: the host's)."""
         if self.name == "torch":
-            return self.m.as_tensor(value, dtype=self.dtype(dtype), device=like.device)
+            device = None if like is None else like.device
+            return self.m.as_tensor(value, dtype=self.dtype(dtype), device=device)
         if self.name == "jax":
             return self.m.asarray(value, dtype)
         return self.m.cast(self.m.convert_to_tensor(value), dtype)
@@ -711,7 +713,7 @@ def _wrapped_input(images, name, framework):
         planar = pixels.ndim == 2
         pixels = pixels[..., np.newaxis] if planar else pixels
         xp = _Xp(framework)
-        plain = xp.asarray(pixels, pixels.dtype.name, _CPU_LIKE if framework == "torch" else None)
+        plain = xp.asarray(pixels, pixels.dtype.name, None)
 
         def as_pil(result):
             out = np.ascontiguousarray(np.asarray(result))
@@ -733,24 +735,14 @@ def _wrapped_input(images, name, framework):
     return None
 
 
-class _CpuLike:
-    """What _Xp.asarray reads a device from: the CPU."""
-
-    device = "cpu"
-
-
-_CPU_LIKE = _CpuLike()
-
-
 # torchvision's annotations of gaussian_blur's arguments: typing's Optional, which `X | None` does
 # not equal before Python 3.14.
 _TORCHVISION_ANNOTATIONS = {"kernel_size": list[int], "sigma": typing.Optional[list[float]]}  # noqa: UP045
 
 
 def _make_gaussian_blur(ops):
-    # (kernel_size, sigma) of plain calls (an int size, a number or no sigma) -> (k, taps), checked
-    # once: a call site passes the same again and again, and their checks cost a third of a small
-    # call's Python.
+    # _plain_key of plain calls -> (kx, ky, row taps, column taps), checked once: a call site
+    # passes the same again and again, and their checks cost more than the rest of a small call.
     plain_taps = {}
     framework = getattr(ops, "__name__", "").rpartition(".")[2]
     tensor_type, is_compiling, direct_dtypes = None, torch_compiling, frozenset()

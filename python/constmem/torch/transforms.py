@@ -6,14 +6,16 @@ torchvision does (one value from torch's generator a call, so that the same seed
 sigma); `per_image=True` draws one a image instead, all blurred in one call (as kornia's
 `RandomGaussianBlur` offers). Like torchvision's v2 transforms it takes a tensor or any nest of
 lists, tuples and dicts (a sample): tv_tensors `Image` and `Video` are blurred and keep their type,
-a plain tensor is an image when the sample holds no tv_tensors image and it is the first plain
-tensor, everything else (bounding boxes, masks, labels) passes through.
+PIL images come back as blurred PIL images, a plain tensor is an image when the sample holds none
+of those and it is the first plain tensor, everything else (bounding boxes, masks, labels) passes
+through.
 
 Both take float16 and bfloat16 data (computed in float32, returned in the data's dtype), and a
 channels_last image batch comes back channels_last.
 
 `Resample` takes `torchaudio.transforms.Resample`'s arguments and resamples the last axis as
-`constmem.torch.resample` does (torchaudio's filter, designed once).
+`constmem.torch.resample` does (torchaudio's filter, designed once); it carries torchaudio's
+`kernel` buffer, so that the two modules' checkpoints load into each other.
 
     from constmem.torch.transforms import GaussianBlur, Resample
 """
