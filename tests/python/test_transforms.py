@@ -377,6 +377,7 @@ def test_resample_state_dicts_load_into_each_other_strictly(rates, kwargs):
     state = theirs.state_dict()
     assert list(ours.state_dict()) == list(state) == ["kernel"]
     torch.testing.assert_close(ours.kernel, theirs.kernel, rtol=0, atol=0)
+    assert (ours.gcd, ours.width) == (theirs.gcd, theirs.width)
     ours.load_state_dict(state, strict=True)
     theirs.load_state_dict(ours.state_dict(), strict=True)
     dtype = kwargs.get("dtype", torch.float32)

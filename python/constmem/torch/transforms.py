@@ -190,8 +190,9 @@ class Resample(nn.Module):
         self.beta = beta
         # Checks every argument now, as torchaudio does when it makes its kernel.
         self.forward(torch.zeros(1, 1))
+        self.gcd = math.gcd(int(orig_freq), int(new_freq))
         if orig_freq != new_freq:
-            kernel = _torchaudio_kernel(
+            kernel, self.width = _torchaudio_kernel(
                 orig_freq, new_freq, lowpass_filter_width, rolloff, resampling_method, beta, dtype
             )
             self.register_buffer("kernel", kernel)
@@ -221,8 +222,8 @@ def _torchaudio_kernel(
     method: str,
     beta: float | None,
     dtype: torch.dtype | None,
-) -> torch.Tensor:
-    """torchaudio.transforms.Resample's `kernel` buffer, computed as torchaudio computes it.
+) -> tuple[torch.Tensor, int]:
+    """(kernel, width): torchaudio.transforms.Resample's buffer and width, as torchaudio makes them.
 
     kernel[i, 0, m] is the windowed sinc at torchaudio's t = (-i / new + (m - w) / orig) * base,
     clamped to the window; in `dtype` where given, else in float64 and stored as float32.
@@ -241,4 +242,4 @@ def _torchaudio_kernel(
         window = torch.i0(b * torch.sqrt(1 - (t / width_zeros) ** 2)) / torch.i0(b)
     t = t * math.pi
     kernel = torch.where(t == 0, torch.tensor(1.0).to(t), t.sin() / t) * (window * (base / orig))
-    return kernel if dtype is not None else kernel.to(torch.float32)
+    return (kernel if dtype is not None else kernel.to(torch.float32)), width
