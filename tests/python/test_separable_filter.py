@@ -786,3 +786,20 @@ def test_torchvisions_argument_names(fw):
         ValueError, match=f"^{TORCHVISION_IMAGES} must be float32, float64, uint8, "
     ):
         fw.cm.gaussian_blur(**{TORCHVISION_IMAGES: integers}, kernel_size=5)
+
+
+def test_pil_images_in_every_framework(fw):
+    """A PIL image is blurred as an [H, W, C] image of its pixels and comes back as a PIL image
+    of its mode and size, the same in every framework."""
+    image_module = pytest.importorskip("PIL.Image")
+    pixels = np.random.default_rng(42).integers(0, 256, (12, 10, 3), dtype=np.uint8)
+    for mode in ("RGB", "L"):
+        image = image_module.fromarray(pixels, "RGB").convert(mode)
+        out = fw.cm.gaussian_blur(image, [3, 5], [1.0, 1.5])
+        assert isinstance(out, image_module.Image) and (out.mode, out.size) == (mode, image.size)
+        array = np.array(image)
+        planes = array if array.ndim == 3 else array[..., None]
+        expected = fw.cm.gaussian_blur(
+            fw.array(planes, fw.devices[0]), [3, 5], [1.0, 1.5], layout="channels_last"
+        )
+        np.testing.assert_array_equal(np.asarray(out), fw.numpy(expected).reshape(array.shape))
