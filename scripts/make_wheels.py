@@ -21,9 +21,8 @@ import json
 import os
 import re
 import sys
-import zipfile
-
 import tomllib
+import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIBRARIES = {"tensorflow": "_constmem_ops", "torch": "_constmem_torch", "jax": "_constmem_jax"}

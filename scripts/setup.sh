@@ -32,11 +32,11 @@ if [ $((${#missing[@]} + ${#optional[@]})) -gt 0 ]; then
 fi
 
 python=${PYTHON:-python3}
-# TensorFlow 2.21.0 has wheels for CPython 3.10 to 3.13 only.
-supported() { "$1" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; }
+# constmem takes CPython 3.11 and newer; TensorFlow 2.21.0 has wheels up to 3.13.
+supported() { "$1" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; }
 if ! supported "$python"; then
-  echo "setup: $("$python" --version 2>&1) cannot install TensorFlow 2.21.0, which supports" \
-    "Python 3.10 to 3.13; set PYTHON to one of those" >&2
+  echo "setup: $("$python" --version 2>&1) is not supported: constmem needs Python 3.11 or newer" \
+    "and TensorFlow 2.21.0 has wheels up to 3.13; set PYTHON to one of 3.11 to 3.13" >&2
   exit 1
 fi
 # A venv that cannot run, or that an unsupported Python made, is made again.

@@ -15,6 +15,7 @@ import functools
 import math
 import numbers
 import sys
+import typing
 
 import numpy as np
 from constmem.ops import BATCH, Axes, Halo
@@ -23,6 +24,8 @@ from constmem.ops._functions import (
     WIDENED_DTYPES,
     Required,
     argument,
+    signature,
+    torch_compiling,
     widened,
 )
 from constmem.ops._functions import dtype_name as _dtype_name
@@ -308,8 +311,10 @@ class _Xp:
         return getattr(self.m, name)
 
     def asarray(self, value, dtype, like):
+        """`value` as an array of the dtype named, on like's device (None: the host's)."""
         if self.name == "torch":
-            return self.m.as_tensor(value, dtype=self.dtype(dtype), device=like.device)
+            device = None if like is None else like.device
+            return self.m.as_tensor(value, dtype=self.dtype(dtype), device=device)
         if self.name == "jax":
             return self.m.asarray(value, dtype)
         return self.m.cast(self.m.convert_to_tensor(value), dtype)
@@ -379,7 +384,18 @@ class _Xp:
         result = shl(253 + power - exponent, 23) + (rounded - (1 << 23)) * (1 - power)
         usable = (t > 0) & (exponent >= 1) & (exponent <= 252)
         inverted = self._bitcast(result * self._int32(usable), "float32")
+        # The integers carry no gradient: the value is the long division's, the gradient the
+        # division's. Where usable both are normal and within an ulp, so the difference and the
+        # sum are exact (Sterbenz): the value is `inverted`'s bits.
+        inverted = divided + self._stop_gradient(inverted - divided)
         return self.m.where(usable, inverted, divided)
+
+    def _stop_gradient(self, t):
+        if self.name == "torch":
+            return t.detach()
+        if self.name == "jax":
+            return self.lax.stop_gradient(t)
+        return self.m.stop_gradient(t)
 
     def _bitcast(self, t, dtype):
         """The bits of t as the dtype named, of the same width."""
@@ -558,12 +574,6 @@ def _is_sym_int(value):
     return torch is not None and isinstance(value, torch.SymInt)
 
 
-def _torch_compiling():
-    """Whether torch.compile is tracing the call (where torch is loaded)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
-
-
 def _traced_gaussian_taps(torch, kernel_size, sigma, device):
     """gaussian_taps as a float64 tensor on `device`, in a graph that torch.compile traces.
 
@@ -577,29 +587,186 @@ def _traced_gaussian_taps(torch, kernel_size, sigma, device):
     return values / values.sum()
 
 
-def _pair(value, name):
-    if type(value) in (int, float) or (
-        isinstance(value, numbers.Real) and not isinstance(value, bool)
-    ):
-        return [value, value]
-    values = list(value)
-    if len(values) == 1:
-        return values * 2
-    if len(values) != 2:
-        raise ValueError(f"{name} must be one value or two (x, y); got {len(values)}")
-    return values
+def _is_integer(value):
+    """Whether `value` is an integer (a SymInt under torch.compile is one), not a bool."""
+    if type(value) is int:
+        return True
+    return not isinstance(value, bool) and (
+        isinstance(value, numbers.Integral) or _is_sym_int(value)
+    )
 
 
-# The types of a plain call's sigma, whose checked taps a call site's gaussian_blur keeps.
-_PLAIN_SIGMA_TYPES = (float, int, type(None))
+def _is_real(value):
+    """Whether `value` is a real number (symbolic ones under torch.compile too), not a bool."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return True
+    if isinstance(value, bool):
+        return False
+    torch = sys.modules.get("torch")
+    return isinstance(value, numbers.Real) or (
+        torch is not None and isinstance(value, (torch.SymInt, torch.SymFloat))
+    )
+
+
+# The sequences gaussian_blur takes for kernel_size and sigma (a str is refused, not read).
+_SEQUENCES = (list, tuple, np.ndarray)
+
+
+def kernel_sizes(kernel_size):
+    """(kx, ky) of gaussian_blur's kernel_size, checked as torchvision's v2 functional checks it.
+
+    An integer, or a sequence of two. TypeError for what is neither (a str, a float, a bool),
+    ValueError for a sequence of another length or sizes that are not odd and positive; each
+    names the argument and shows its value.
+    """
+    if _is_integer(kernel_size):
+        sizes = (kernel_size, kernel_size)
+    elif isinstance(kernel_size, _SEQUENCES):
+        if len(kernel_size) != 2:
+            raise ValueError(
+                "If kernel_size is a sequence its length should be 2 (kx, ky). Got "
+                f"{len(kernel_size)}: {kernel_size!r}"
+            )
+        sizes = tuple(kernel_size)
+    else:
+        sizes = ()
+    if not sizes or not all(_is_integer(k) for k in sizes):
+        raise TypeError(
+            "kernel_size must be an odd positive integer or a sequence of two; got "
+            f"{kernel_size!r} ({type(kernel_size).__name__})"
+        )
+    kx, ky = (int(k) for k in sizes)
+    if kx % 2 == 0 or kx < 1 or ky % 2 == 0 or ky < 1:
+        raise ValueError(f"kernel_size should have odd and positive integers. Got {kernel_size!r}")
+    return kx, ky
+
+
+def _sigmas(sigma, kx, ky):
+    """(sigma_x, sigma_y) of gaussian_blur's number or sequence sigma, as torchvision takes it.
+
+    None: torchvision's default for each size. A number, or a sequence of one or two numbers.
+    TypeError for anything else (a str, a bool, a sequence holding them), ValueError for a
+    sequence of another length or a value that is not positive (a NaN passes, and blurs to NaN,
+    as in torchvision).
+    """
+    if sigma is None:
+        return kx * 0.15 + 0.35, ky * 0.15 + 0.35
+    if _is_real(sigma):
+        values = (sigma, sigma)
+    elif isinstance(sigma, _SEQUENCES):
+        if len(sigma) not in (1, 2):
+            raise ValueError(
+                "If sigma is a sequence, its length should be 2 (sigma_x, sigma_y) or 1. Got "
+                f"{len(sigma)}: {sigma!r}"
+            )
+        values = (sigma[0], sigma[-1])
+    else:
+        values = ()
+    if not values or not all(_is_real(s) for s in values):
+        raise TypeError(
+            "sigma should be either float or sequence of floats (or a tensor). Got "
+            f"{sigma!r} ({type(sigma).__name__})"
+        )
+    sx, sy = (float(s) for s in values)
+    if sx <= 0.0 or sy <= 0.0:
+        raise ValueError(f"sigma should have positive values. Got {sigma!r}")
+    return sx, sy
+
+
+# The types of the numbers of a plain call, whose checked taps a call site's gaussian_blur keeps.
+_PLAIN_NUMBERS = frozenset((float, int))
 _PLAIN_TAPS_SIZE = 256
 
 
+def _plain_key(kernel_size, sigma):
+    """A key of gaussian_blur's taps for a plain call's kernel_size and sigma, or None.
+
+    Plain: Python ints for the size (one, or a list or tuple of two), and no sigma or Python
+    numbers for it (one, or a list or tuple of one or two). Equal keys are the same blur (k and
+    (k, k), s and [s, s]).
+    """
+    kind = type(kernel_size)
+    if kind is int:
+        sizes = (kernel_size, kernel_size)
+    elif (kind is list or kind is tuple) and len(kernel_size) == 2:
+        sizes = (kernel_size[0], kernel_size[1])
+        if type(sizes[0]) is not int or type(sizes[1]) is not int:
+            return None
+    else:
+        return None
+    kind = type(sigma)
+    if sigma is None or kind in _PLAIN_NUMBERS:
+        return sizes, sigma, sigma
+    if (kind is list or kind is tuple) and 1 <= len(sigma) <= 2:
+        pair = (sigma[0], sigma[-1])
+        if type(pair[0]) in _PLAIN_NUMBERS and type(pair[1]) in _PLAIN_NUMBERS:
+            return sizes, *pair
+    return None
+
+
+# The modules of the images gaussian_blur unwraps and wraps again: PIL images, tv_tensors.
+_WRAPPED_MODULES = ("PIL.", "torchvision.")
+
+
+def _wrapped_input(images, name, framework):
+    """(plain images, what wraps a result as `images` was) for a PIL image or a tv_tensor.
+
+    A PIL image's pixels as an [H, W, C] channels_last array of the framework (H, W a channel of
+    its own for one-band modes), given back as a PIL image of the same mode and size, as
+    torchvision blurs it. A tv_tensors Image or Video as a plain tensor, wrapped again as its
+    type (torchvision's tv_tensors.wrap); the other tv_tensors are refused as torchvision's
+    functional refuses them (TypeError). Returns None for anything else.
+    """
+    pil = sys.modules.get("PIL.Image")
+    if pil is not None and isinstance(images, pil.Image):
+        pixels = np.array(images)  # writable, as a tensor's memory must be
+        if pixels.dtype not in (np.uint8, np.float32):
+            raise ValueError(
+                f"{name} as a PIL image must be of a mode of uint8 or float32 pixels (L, RGB, "
+                f"RGBA, F, ...); got mode {images.mode!r}"
+            )
+        planar = pixels.ndim == 2
+        pixels = pixels[..., np.newaxis] if planar else pixels
+        xp = _Xp(framework)
+        plain = xp.asarray(pixels, pixels.dtype.name, None)
+
+        def as_pil(result):
+            out = np.ascontiguousarray(np.asarray(result))
+            blurred = pil.frombytes(images.mode, images.size, out.tobytes())
+            if images.mode == "P":
+                blurred.putpalette(images.getpalette())
+            return blurred
+
+        return plain, as_pil, "channels_last"
+    tv_tensors = sys.modules.get("torchvision.tv_tensors")
+    if tv_tensors is not None and isinstance(images, tv_tensors.TVTensor):
+        if not isinstance(images, (tv_tensors.Image, tv_tensors.Video)):
+            raise TypeError(
+                f"gaussian_blur takes tv_tensors Image and Video as {name}, as torchvision's "
+                f"functional does; got {type(images)}"
+            )
+        plain = images.as_subclass(sys.modules["torch"].Tensor)
+        return plain, lambda result: tv_tensors.wrap(result, like=images), None
+    return None
+
+
+# torchvision's annotations of gaussian_blur's arguments: typing's Optional, which `X | None` does
+# not equal before Python 3.14.
+_TORCHVISION_ANNOTATIONS = {"kernel_size": list[int], "sigma": typing.Optional[list[float]]}  # noqa: UP045
+
+
 def _make_gaussian_blur(ops):
-    # (kernel_size, sigma) of plain calls (an int size, a number or no sigma) -> (k, taps), checked
-    # once: a call site passes the same again and again, and their checks cost a third of a small
-    # call's Python.
+    # _plain_key of plain calls -> (kx, ky, row taps, column taps), checked once: a call site
+    # passes the same again and again, and their checks cost more than the rest of a small call.
     plain_taps = {}
+    framework = getattr(ops, "__name__", "").rpartition(".")[2]
+    tensor_type, is_compiling, direct_dtypes = None, torch_compiling, frozenset()
+    if framework == "torch":
+        torch = sys.modules["torch"]
+        tensor_type, is_compiling = torch.Tensor, torch.compiler.is_compiling
+        direct_dtypes = frozenset((torch.float32, torch.float64, torch.uint8))
+    separable = ops.separable_filter
 
     def gaussian_blur(
         images=REQUIRED,
@@ -620,16 +787,18 @@ def _make_gaussian_blur(ops):
         Args:
           images: `[..., C, H, W]` (or `[..., H, W, C]` with layout="channels_last"): float32,
             float64, uint8, or float16 and bfloat16 (filtered in float32, returned in their own
-            dtype). A channels_last PyTorch tensor gives a channels_last result.
+            dtype). A channels_last PyTorch tensor gives a channels_last result. In PyTorch a
+            tv_tensors Image or Video gives one back, and a PIL image (of uint8 or float32
+            pixels) a PIL image, as torchvision's functional does.
           kernel_size: odd k, or (kx, ky) (x along the width): any odd positive sizes, as
             torchvision. With border="reflect" each half, k // 2, must be less than the image's
             size along its axis, as torchvision's reflect padding requires (ValueError).
-          sigma: None (each axis's `0.15 * k + 0.35`, torchvision's default), one value,
-            (sigma_x, sigma_y), or a tensor: of shape () or (2,) for every image, or (B, 2) with
-            one (sigma_x, sigma_y) per image (kornia takes (B, 2) too, but as (sigma_y,
-            sigma_x)). A tensor's taps are computed in the framework, with the same bits in
-            every framework and on every device (except under torch.compile on a GPU, whose
-            generated division need not round as the eager one), and may be traced
+          sigma: None (each axis's `0.15 * k + 0.35`, torchvision's default), one value, a
+            sequence of one or two (sigma_x, sigma_y), or a tensor: of shape () or (2,) for
+            every image, or (B, 2) with one (sigma_x, sigma_y) per image (kornia takes (B, 2)
+            too, but as (sigma_y, sigma_x)). A tensor's taps are computed in the framework, with
+            the same bits in every framework and on every device (except under torch.compile on
+            a GPU, whose generated division need not round as the eager one), and may be traced
             (torch.compile, jax.jit, jax.vmap over sigma). A tensor on the host is checked to be
             positive and finite (ValueError) where its values are known (not while traced); a
             tensor on a GPU is not, since reading it would wait for the device: its zero,
@@ -639,81 +808,86 @@ def _make_gaussian_blur(ops):
           layout: "channels_first" or "channels_last".
           **options: TensorFlow's `source` and `name`.
 
+        Raises TypeError for arguments of the wrong type and ValueError for bad values, as
+        torchvision does, each naming the argument and showing what it was.
+
         """
-        plain = (
-            type(kernel_size) is int
-            and type(sigma) in _PLAIN_SIGMA_TYPES
+        kind = type(images)
+        key = _plain_key(kernel_size, sigma)
+        if (
+            key is not None
             and not options
-            and not _torch_compiling()
-        )
-        if plain:
-            plain_key = (kernel_size, sigma)
-            hit = plain_taps.get(plain_key)
-            if hit is not None and not isinstance(images, Required):
-                k, taps = hit
+            and (kind is tensor_type or (tensor_type is None and _framework(images) is not None))
+            and not is_compiling()  # the cache is not traced (nor guarded on)
+        ):
+            hit = plain_taps.get(key)
+            if hit is not None:
+                # A call site's checked size and sigma again: the taps are the op's static tables.
+                kx, ky, row, column = hit
+                if (
+                    kind is tensor_type
+                    and layout == "channels_first"
+                    and images.dtype in direct_dtypes
+                    and images.is_contiguous()
+                ):
+                    # An NCHW tensor of the op's own dtype: nothing to widen or permute, and
+                    # only the reflect border's size to check (an empty image takes the path
+                    # below).
+                    shape = images.shape
+                    if len(shape) >= 2 and (
+                        border != "reflect" or (kx // 2 < shape[-1] and ky // 2 < shape[-2])
+                    ):
+                        return separable(images, row, column, border=border, layout=layout)
                 images, restore = widened(images, "images", IMAGE_DTYPES)
-                _check_reflect_padding(images, k, k, border, layout)
-                return restore(_filter(ops, images, taps, taps, "shared", border, layout, options))
+                _check_reflect_padding(images, kx, ky, border, layout)
+                return restore(_filter(ops, images, row, column, "shared", border, layout, {}))
         name = "images"
         if options or isinstance(images, Required):
             aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
             name, images = argument("gaussian_blur", [("images", images), *aliases])
+            kind = type(images)
         if isinstance(kernel_size, Required):
             raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
-        images, restore = widened(images, name, IMAGE_DTYPES)
-        try:
-            sizes = (
-                []
-                if isinstance(kernel_size, (str, bytes, bool))
-                else _pair(kernel_size, "kernel_size")
-            )
-        except TypeError:  # neither a number nor a sequence
-            sizes = []
-        # Integers only (a SymInt under torch.compile is one): a string or a float is refused, not
-        # converted.
-        if not sizes or any(
-            type(k) is not int  # the common case first: the checks below cost more
-            and (isinstance(k, bool) or not (isinstance(k, numbers.Integral) or _is_sym_int(k)))
-            for k in sizes
-        ):
-            raise ValueError(
-                f"kernel_size must be an odd positive integer or two of them; got {kernel_size!r}"
-            )
-        kx, ky = (int(k) for k in sizes)
-        for k in (kx, ky):
-            if k % 2 == 0 or k < 1:
-                raise ValueError(
-                    f"kernel_size should have odd and positive integers. Got {kernel_size}"
+        if kind.__module__.startswith(_WRAPPED_MODULES):
+            wrapped = _wrapped_input(images, name, framework)
+            if wrapped is not None:
+                plain, wrap, inner_layout = wrapped
+                out = gaussian_blur(
+                    plain, kernel_size, sigma, border, inner_layout or layout, **options
                 )
+                return wrap(out)
+        if tensor_type is not None and not isinstance(images, tensor_type):
+            raise TypeError(
+                f"gaussian_blur takes a torch.Tensor, a tv_tensors Image or Video, or a PIL image "
+                f"as {name}; got {kind}"
+            )
+        images, restore = widened(images, name, IMAGE_DTYPES)
+        kx, ky = kernel_sizes(kernel_size)
         if _framework(sigma) is not None:
             _check_reflect_padding(images, kx, ky, border, layout)
             row, column, taps = _tensor_sigma_tables(ops, images, kx, ky, sigma)
             return restore(_filter(ops, images, row, column, taps, border, layout, options))
-        if sigma is None:
-            sigma = [k * 0.15 + 0.35 for k in (kx, ky)]
-        sx, sy = (float(s) for s in _pair(sigma, "sigma"))
-        for s in (sx, sy):
-            if s <= 0.0:  # torchvision's test: a NaN sigma passes, and blurs to NaN
-                raise ValueError(f"sigma should have positive values. Got {sigma}")
+        sx, sy = _sigmas(sigma, kx, ky)
         _check_reflect_padding(images, kx, ky, border, layout)
-        if _torch_compiling():
+        if torch_compiling():
             # torch.compile makes a sigma that changes between calls symbolic: the taps are then
             # computed in the graph, in float64 and rounded as the op rounds a static table.
-            torch = sys.modules["torch"]
-            dtype = getattr(torch, _compute_dtype(images))
+            torch_module = sys.modules["torch"]
+            dtype = getattr(torch_module, _compute_dtype(images))
             row, column = (
-                _traced_gaussian_taps(torch, k, s, images.device).to(dtype)
+                _traced_gaussian_taps(torch_module, k, s, images.device).to(dtype)
                 for k, s in ((kx, sx), (ky, sy))
             )
         else:
             # Rounded by the op.
             row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
-            if plain:
+            if key is not None:
                 if len(plain_taps) >= _PLAIN_TAPS_SIZE:
                     plain_taps.clear()
-                plain_taps[plain_key] = (kx, row)
+                plain_taps[key] = (kx, ky, row, column)
         return restore(_filter(ops, images, row, column, "shared", border, layout, options))
 
+    gaussian_blur.__signature__ = signature(gaussian_blur, _TORCHVISION_ANNOTATIONS)
     return gaussian_blur
 
 
@@ -750,7 +924,7 @@ def _host_values(value):
     """
     framework = _framework(value)
     if framework == "torch":
-        if value.device.type != "cpu" or _torch_compiling():
+        if value.device.type != "cpu" or torch_compiling():
             return None
         torch = sys.modules["torch"]
         if torch._C._functorch.is_functorch_wrapped_tensor(value):  # torch.func.vmap's

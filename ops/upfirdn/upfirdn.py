@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import operator
 import sys
 
 import numpy as np
 from constmem.ops import BATCH, WHOLE, Axes, _fft
-from constmem.ops._functions import REQUIRED, WIDENED_DTYPES, Required, argument, widened
+from constmem.ops._functions import (
+    REQUIRED,
+    WIDENED_DTYPES,
+    Required,
+    argument,
+    signature,
+    torch_compiling,
+    widened,
+)
 
 # The name of the module constant that holds the most entries the table takes.
 LIMIT = "MAX_UPFIRDN_TAPS"
@@ -298,22 +307,22 @@ def _check_taps(count, what):
         raise ValueError(f"{what} needs {count} taps; upfirdn takes at most {MAX_TAPS}")
 
 
-def _upfirdn_static(ops, x, taps, up, down):
-    """ops.upfirdn(x, taps, up=up, down=down) with the static table `taps`.
+def _upfirdn_static(ops, x, taps, up, down, method):
+    """ops.upfirdn(x, taps, up=up, down=down, method=method) with the static table `taps`.
 
     In JAX through one jax.jit per table and rates (compiled once per shape, inlined under an
     outer jit): an eager JAX call lowers and compiles a static table anew each time (a third of a
     second for 100,000 taps).
     """
     if getattr(ops, "__name__", None) == "constmem.jax":
-        return _jax_upfirdn(ops, taps, up, down)(x)
-    return ops.upfirdn(x, taps, up=up, down=down)
+        return _jax_upfirdn(ops, taps, up, down, method)(x)
+    return ops.upfirdn(x, taps, up=up, down=down, method=method)
 
 
 @functools.lru_cache(maxsize=64)
-def _jax_upfirdn(ops, taps, up, down):
+def _jax_upfirdn(ops, taps, up, down, method):
     jax = sys.modules["jax"]
-    return jax.jit(lambda x: ops.upfirdn(x, taps, up=up, down=down))
+    return jax.jit(lambda x: ops.upfirdn(x, taps, up=up, down=down, method=method))
 
 
 # The resamplers' data beyond the op's dtypes: resampled in float32, returned in its own dtype.
@@ -321,16 +330,43 @@ DATA_DTYPES = ("float32", "float64", *WIDENED_DTYPES)
 
 
 def _static_length(x, name):
-    n = x.shape[-1] if len(x.shape) else None
+    n = x.shape[-1]
     if n is None:
         raise ValueError(f"{name} needs x's last dimension known when traced")
     return n
 
 
+def _check_rank(x, name):
+    """Refuses data of rank 0, which has no axis to resample, by the name the user gave it."""
+    shape = getattr(x, "shape", None)
+    if shape is not None and len(shape) == 0:
+        raise ValueError(f"{name} must have rank 1 or more (..., time); got rank 0 (a scalar)")
+
+
+def _rate(value, name):
+    """A rate as a positive int: a Python or NumPy integer, or a float of an integer value.
+
+    TypeError for what is not a real number (a str, a bool), ValueError for a value that is not
+    a positive integer (0, -1, 1.5, inf, NaN); each names the argument and shows the value.
+    """
+    value = _real(value, name)
+    if not (math.isfinite(value) and value > 0 and int(value) == value):
+        raise ValueError(f"{name} must be a positive integer rate; got {value!r}")
+    return int(value)
+
+
+def _real(value, name):
+    """A real number argument as it is (made concrete under torch.compile); TypeError else."""
+    value = _concrete(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number; got {value!r} ({type(value).__name__})")
+    return value
+
+
 def _make_resample_poly(ops):
     design = _constant_result(_poly_design)
 
-    def resample_poly(x, up, down, window=("kaiser", 5.0), padtype="constant"):
+    def resample_poly(x, up, down, window=("kaiser", 5.0), padtype="constant", *, method="auto"):
         """Resamples every row of `x` (its last axis) by up / down: scipy.signal.resample_poly.
 
         Computes what `scipy.signal.resample_poly(x, up, down, axis=-1, window=window)` computes:
@@ -350,20 +386,17 @@ def _make_resample_poly(ops):
             coefficients (a list or 1-D NumPy array, used as scipy uses them).
           padtype: "constant" (zeros beyond the edges, scipy's default); the others scipy takes
             are not supported.
+          method: upfirdn's: "direct", "fft" or "auto" (the FFT route for long filters).
 
         Gradients flow to x (the op's adjoint).
 
         """
         if padtype != "constant":
             raise ValueError(f"padtype must be 'constant' (zeros); got {padtype!r}")
-        up, down = _concrete(up), _concrete(down)
+        up, down = _rate(up, "up"), _rate(down, "down")
         if isinstance(window, tuple):
             window = tuple(_concrete(v) for v in window)
-        if int(up) != up or int(down) != down:
-            raise ValueError(f"up and down must be integers; got {up} and {down}")
-        up, down = int(up), int(down)
-        if up < 1 or down < 1:
-            raise ValueError(f"up and down must be >= 1; got {up} and {down}")
+        _check_rank(x, "x")
         g = math.gcd(up, down)
         up, down = up // g, down // g
         if up == down == 1:
@@ -373,13 +406,13 @@ def _make_resample_poly(ops):
         x, restore = widened(x, "x", DATA_DTYPES)
         n = _static_length(x, "resample_poly")
         taps, first = design(up, down, window, _is_float64(x), int((n * up) % down))
-        y = _upfirdn_static(ops, x, taps, up, down)
+        y = _upfirdn_static(ops, x, taps, up, down, _fft.check_method(method))
         return restore(y[..., first : first + _ceil_div(n * up, down)])
 
     return resample_poly
 
 
-_KAISER_BETA = 14.769656459379492  # torchaudio's default for sinc_interp_kaiser
+KAISER_BETA = 14.769656459379492  # torchaudio's default for sinc_interp_kaiser
 
 
 @functools.lru_cache(maxsize=64)
@@ -418,7 +451,7 @@ def _sinc_design(orig, new, width_zeros, rolloff, method, beta):
     if method == "sinc_interp_hann":
         window = np.cos(t * math.pi / width_zeros / 2) ** 2
     else:
-        b = _KAISER_BETA if beta is None else float(beta)
+        b = KAISER_BETA if beta is None else float(beta)
         window = np.i0(b * np.sqrt(1 - (t / width_zeros) ** 2)) / np.i0(np.float64(b))
     t = t * math.pi
     scale = base / orig
@@ -434,8 +467,46 @@ def _sinc_design(orig, new, width_zeros, rolloff, method, beta):
     return tuple(taps.tolist()), z // orig
 
 
+# The settings' types whose checked plans resample keeps (a tensor or an array could change).
+_IMMUTABLE_TYPES = frozenset((int, float, str, type(None)))
+_PLANS_SIZE = 256
+_UNPLANNED = object()
+
+
+def _resample_plan(design, orig_freq, new_freq, lowpass_filter_width, rolloff, method, beta):
+    """Resample's settings checked: (new, orig, taps, first), or None for the same rate.
+
+    Each refusal names the argument and shows its value: TypeError for a wrong type, ValueError
+    for a bad value.
+    """
+    for required, value in (("orig_freq", orig_freq), ("new_freq", new_freq)):
+        if isinstance(value, Required):
+            raise TypeError(f"resample() missing required argument: {required!r}")
+    orig_freq, new_freq = _rate(orig_freq, "orig_freq"), _rate(new_freq, "new_freq")
+    lowpass_filter_width = _real(lowpass_filter_width, "lowpass_filter_width")
+    rolloff = _real(rolloff, "rolloff")
+    beta = None if beta is None else _real(beta, "beta")
+    if method not in ("sinc_interp_hann", "sinc_interp_kaiser"):
+        raise ValueError(
+            f"resampling_method must be 'sinc_interp_hann' or 'sinc_interp_kaiser'; got {method!r}"
+        )
+    if not (math.isfinite(lowpass_filter_width) and lowpass_filter_width > 0):
+        raise ValueError(
+            f"lowpass_filter_width must be positive and finite; got {lowpass_filter_width}"
+        )
+    if not (math.isfinite(rolloff) and 0 < rolloff <= 1):
+        raise ValueError(f"rolloff must be in (0, 1]; got {rolloff}")
+    if orig_freq == new_freq:
+        return None
+    g = math.gcd(orig_freq, new_freq)
+    orig, new = orig_freq // g, new_freq // g
+    taps, first = design(orig, new, lowpass_filter_width, float(rolloff), method, beta)
+    return new, orig, taps, first
+
+
 def _make_resample(ops):
     design = _constant_result(_sinc_design)
+    plans = {}
 
     def resample(
         x=REQUIRED,
@@ -447,6 +518,7 @@ def _make_resample(ops):
         beta=None,
         *,
         waveform=REQUIRED,
+        method="auto",
     ):
         """Resamples every row of `x` (its last axis): torchaudio.functional.resample.
 
@@ -470,40 +542,41 @@ def _make_resample(ops):
           resampling_method: "sinc_interp_hann" or "sinc_interp_kaiser".
           beta: the Kaiser window's beta (torchaudio's default 14.77 where None).
           waveform: torchaudio's name for `x` (one of the two is given).
+          method: upfirdn's: "direct", "fft" or "auto" (the FFT route for long filters).
 
         Gradients flow to x (the op's adjoint).
 
         """
-        name, x = argument("resample", [("x", x), ("waveform", waveform)])
-        for required, value in (("orig_freq", orig_freq), ("new_freq", new_freq)):
-            if isinstance(value, Required):
-                raise TypeError(f"resample() missing required argument: {required!r}")
-        orig_freq, new_freq = _concrete(orig_freq), _concrete(new_freq)
-        lowpass_filter_width, rolloff, beta = map(_concrete, (lowpass_filter_width, rolloff, beta))
-        if orig_freq <= 0 or new_freq <= 0:
-            raise ValueError("Original frequency and desired frequency should be positive")
-        if int(orig_freq) != orig_freq or int(new_freq) != new_freq:
-            raise ValueError(f"rates must be integers; got {orig_freq} and {new_freq}")
-        if resampling_method not in ("sinc_interp_hann", "sinc_interp_kaiser"):
-            raise ValueError(f"Invalid resampling method: {resampling_method}")
-        if not (math.isfinite(lowpass_filter_width) and lowpass_filter_width > 0):
-            raise ValueError(
-                f"lowpass_filter_width must be positive and finite; got {lowpass_filter_width}"
-            )
-        if not (math.isfinite(rolloff) and 0 < rolloff <= 1):
-            raise ValueError(f"rolloff must be in (0, 1]; got {rolloff}")
-        if orig_freq == new_freq:
+        if isinstance(waveform, Required):
+            name = "x"
+            if isinstance(x, Required):
+                raise TypeError("resample() missing required argument: 'x'")
+        else:
+            name, x = argument("resample", [("x", x), ("waveform", waveform)])
+        settings = (orig_freq, new_freq, lowpass_filter_width, rolloff, resampling_method, beta)
+        # A call site's settings again (values and types): checked and designed once.
+        types = tuple(map(type, settings))
+        key = None if torch_compiling() else (*settings, *types)
+        try:
+            plan = _UNPLANNED if key is None else plans.get(key, _UNPLANNED)
+        except TypeError:  # an unhashable setting: the checks name it
+            plan, key = _UNPLANNED, None
+        if plan is _UNPLANNED:
+            plan = _resample_plan(design, *settings)
+            if key is not None and _IMMUTABLE_TYPES.issuperset(types):
+                if len(plans) >= _PLANS_SIZE:
+                    plans.clear()
+                plans[key] = plan
+        _check_rank(x, name)
+        if plan is None:  # the same rate
             return x
+        new, orig, taps, first = plan
         x, restore = widened(x, name, DATA_DTYPES)
-        g = math.gcd(int(orig_freq), int(new_freq))
-        orig, new = int(orig_freq) // g, int(new_freq) // g
-        taps, first = design(
-            orig, new, lowpass_filter_width, float(rolloff), resampling_method, beta
-        )
         n = _static_length(x, "resample")
-        y = _upfirdn_static(ops, x, taps, new, orig)
+        y = _upfirdn_static(ops, x, taps, new, orig, _fft.check_method(method))
         return restore(y[..., first : first + _ceil_div(new * n, orig)])
 
+    resample.__signature__ = signature(resample)
     return resample
 
 

@@ -331,3 +331,17 @@ def test_torch_compile_traces_the_fft_route_fullgraph():
     torch.testing.assert_close(value, expected, rtol=1e-9, atol=1e-11)
     for got, want in zip(grads, (x.grad, taps.grad), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-11)
+
+
+def test_the_resamplers_take_the_method(fw):
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((2, 3000))
+    fft = np.asarray(fw.cm.resample_poly(fw.tensor(x), 3, 2, method="fft"))
+    expected = scipy_signal.resample_poly(x, 3, 2, axis=-1)
+    assert fft.shape == expected.shape
+    np.testing.assert_allclose(fft, expected, rtol=0, atol=1e-12)
+    direct = np.asarray(fw.cm.resample(fw.tensor(x), 48000, 44100, method="direct"))
+    fft = np.asarray(fw.cm.resample(fw.tensor(x), 48000, 44100, method="fft"))
+    np.testing.assert_allclose(fft, direct, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="method must be one of"):
+        fw.cm.resample_poly(fw.tensor(x), 3, 2, method="overlap-add")

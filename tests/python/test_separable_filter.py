@@ -249,7 +249,7 @@ def test_gaussian_blur_matches_torchvision():
     with pytest.raises(ValueError, match="odd and positive"):
         cm.gaussian_blur(x, 4)
     for size in ("9", 9.0, (3, "5"), True):  # refused, not converted
-        with pytest.raises(ValueError, match="kernel_size must be an odd positive integer"):
+        with pytest.raises(TypeError, match="kernel_size must be an odd positive integer"):
             cm.gaussian_blur(x, size)
     np.testing.assert_array_equal(cm.gaussian_blur(x, np.int64(5)).numpy(), out5.numpy())
 
@@ -665,6 +665,46 @@ def test_float32_reciprocals_of_gaussian_taps_are_correctly_rounded_in_every_fra
     assert mismatched.size == 0, mismatched[:5]
 
 
+def sigma_gradient(fw, images, sigma, dtype):
+    """d sum(gaussian_blur(images, 5, sigma) * images) / d sigma, sigma a tensor of `dtype`."""
+    weights = images
+    x = fw.array(images, fw.devices[0], dtype)
+    w = fw.array(weights, fw.devices[0], dtype)
+    if fw.name == "torch":
+        s = fw.array(sigma, fw.devices[0], dtype).requires_grad_()
+        (fw.cm.gaussian_blur(x, 5, s) * w).sum().backward()
+        return fw.numpy(s.grad).astype(np.float64)
+    import jax
+
+    grad = jax.grad(lambda s: (fw.cm.gaussian_blur(x, 5, s) * w).sum())
+    return np.asarray(grad(fw.array(sigma, fw.devices[0], dtype)), np.float64)
+
+
+@pytest.mark.parametrize("sigma", [1.5, [1.5, 0.8], [[1.5, 0.8]]])
+def test_sigma_gradient_in_float32_and_float64_is_the_finite_difference(fw, sigma):
+    """The gradient to a sigma tensor, of every shape and in both dtypes, against a central
+    difference of the float64 blur: the float32 taps' integer reciprocal passes the division's
+    gradient."""
+    images = np.random.default_rng(40).uniform(0, 1, (1, 1, 16, 16))
+    weights = images  # the blur's correlation with the image, which a wider blur lowers
+    base = np.asarray(sigma, np.float64)
+    x = fw.array(images, fw.devices[0])
+
+    def blurred(s):  # the weighted sum for sigma values s of base's shape, as a list (x, y)
+        pair = list(np.broadcast_to(s, (2,)) if s.ndim < 2 else s[0])
+        return (fw.numpy(fw.cm.gaussian_blur(x, 5, pair)) * weights).sum()
+
+    expected = np.zeros_like(base)
+    for index in np.ndindex(base.shape):
+        step = np.zeros_like(base)
+        step[index] = 1e-6
+        expected[index] = (blurred(base + step) - blurred(base - step)) / 2e-6
+    assert np.abs(expected).min() > 1.0  # a gradient of consequence, not a vanishing one
+    for dtype, tolerance in (("float64", 1e-6), ("float32", 2e-3)):
+        got = sigma_gradient(fw, images, base, dtype)
+        np.testing.assert_allclose(got, expected, rtol=tolerance, err_msg=dtype)
+
+
 def test_sigma_tensors_of_every_shape_and_their_checks(fw):
     """Shapes () and (2,) blur every image alike; a host tensor's values are checked, a GPU
     tensor's are not (NaN blurs to NaN); a meta tensor blurs meta images."""
@@ -711,12 +751,21 @@ def test_a_call_sites_checked_taps_still_check_each_call(fw):
     )
     expected = fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0))
     np.testing.assert_array_equal(fw.numpy(fw.cm.gaussian_blur(images, 5, 1.0)), expected)
+    # The same blur in the forms a transform passes it: the same taps, kept for them too.
+    for size, sigma in (([5, 5], [1.0, 1.0]), ((5, 5), [1.0]), (5, (1, 1)), ([5, 5], [1.0, 1.0])):
+        out = fw.cm.gaussian_blur(images, size, sigma)
+        np.testing.assert_array_equal(fw.numpy(out), expected)
+    uneven = fw.numpy(fw.cm.gaussian_blur(images, [5, 3], [1.0, 2.0]))
+    np.testing.assert_array_equal(fw.numpy(fw.cm.gaussian_blur(images, [5, 3], [1.0, 2.0])), uneven)
+    assert not np.array_equal(uneven, fw.numpy(fw.cm.gaussian_blur(images, [3, 5], [2.0, 1.0])))
     tiny = fw.array(np.zeros((2, 3, 2, 9)), fw.devices[0], "float32")
     with pytest.raises(ValueError, match="reflect padding of 2"):
         fw.cm.gaussian_blur(tiny, 5, 1.0)
+    with pytest.raises(ValueError, match="reflect padding of 2"):
+        fw.cm.gaussian_blur(tiny, [3, 5], [1.0, 1.0])
     with pytest.raises(ValueError, match="must be float32, float64, uint8"):
         fw.cm.gaussian_blur(fw.array(np.zeros((3, 8, 9)), fw.devices[0], "int16"), 5, 1.0)
-    with pytest.raises(ValueError, match="kernel_size must be an odd positive integer"):
+    with pytest.raises(TypeError, match="kernel_size must be an odd positive integer"):
         fw.cm.gaussian_blur(images, True, 1.0)
     with pytest.raises(ValueError, match="sigma should have positive values"):
         fw.cm.gaussian_blur(images, 5, -1.0)
@@ -737,3 +786,20 @@ def test_torchvisions_argument_names(fw):
         ValueError, match=f"^{TORCHVISION_IMAGES} must be float32, float64, uint8, "
     ):
         fw.cm.gaussian_blur(**{TORCHVISION_IMAGES: integers}, kernel_size=5)
+
+
+def test_pil_images_in_every_framework(fw):
+    """A PIL image is blurred as an [H, W, C] image of its pixels and comes back as a PIL image
+    of its mode and size, the same in every framework."""
+    image_module = pytest.importorskip("PIL.Image")
+    pixels = np.random.default_rng(42).integers(0, 256, (12, 10, 3), dtype=np.uint8)
+    for mode in ("RGB", "L"):
+        image = image_module.fromarray(pixels, "RGB").convert(mode)
+        out = fw.cm.gaussian_blur(image, [3, 5], [1.0, 1.5])
+        assert isinstance(out, image_module.Image) and (out.mode, out.size) == (mode, image.size)
+        array = np.array(image)
+        planes = array if array.ndim == 3 else array[..., None]
+        expected = fw.cm.gaussian_blur(
+            fw.array(planes, fw.devices[0]), [3, 5], [1.0, 1.5], layout="channels_last"
+        )
+        np.testing.assert_array_equal(np.asarray(out), fw.numpy(expected).reshape(array.shape))

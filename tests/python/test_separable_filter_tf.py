@@ -66,3 +66,25 @@ def test_gradients_and_jit(device):
         np.testing.assert_array_equal(compiled(x, row, column).numpy(), eager.numpy())
         blurred = tf.function(lambda x: cm.gaussian_blur(x, 3), jit_compile=True)(x)
         np.testing.assert_allclose(blurred.numpy(), cm.gaussian_blur(x, 3).numpy())
+
+
+def test_sigma_gradient_in_float32_is_float64s(device):
+    """The gradient to a float32 sigma tensor is the float64 one's (its taps' reciprocals, integer
+    long division, pass the division's gradient), and that the finite difference."""
+    images = np.random.default_rng(40).uniform(0, 1, (1, 1, 16, 16))
+
+    def loss(sigma, dtype):
+        x = tf.constant(images, dtype)
+        return tf.reduce_sum(cm.gaussian_blur(x, 5, sigma) * x)
+
+    with tf.device(device):
+        step = 1e-6
+        expected = (loss([1.5 + step] * 2, tf.float64) - loss([1.5 - step] * 2, tf.float64)) / (
+            2 * step
+        )
+        for dtype, tolerance in ((tf.float64, 1e-6), (tf.float32, 2e-3)):
+            sigma = tf.Variable(tf.constant(1.5, dtype))
+            with tf.GradientTape() as tape:
+                value = loss(sigma, dtype)
+            got = tape.gradient(value, sigma).numpy()
+            np.testing.assert_allclose(got, expected.numpy(), rtol=tolerance, err_msg=dtype.name)

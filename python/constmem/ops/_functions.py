@@ -8,6 +8,7 @@ through them. Imports no framework.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import sys
 
@@ -29,6 +30,26 @@ class Required:
 
 
 REQUIRED = Required()
+
+
+def signature(function, annotations: dict | None = None) -> inspect.Signature:
+    """`function`'s signature as its users read it, without REQUIRED defaults.
+
+    A positional argument whose default is REQUIRED is shown as required (no default), and the
+    annotations given (a peer's, by name) are added. The function still takes the argument under
+    its other names.
+    """
+    parameters = []
+    for parameter in inspect.signature(function).parameters.values():
+        if (
+            isinstance(parameter.default, Required)
+            and parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ):
+            parameter = parameter.replace(default=inspect.Parameter.empty)
+        if annotations and parameter.name in annotations:
+            parameter = parameter.replace(annotation=annotations[parameter.name])
+        parameters.append(parameter)
+    return inspect.Signature(parameters)
 
 
 def argument(function: str, given: list) -> tuple:
@@ -61,6 +82,12 @@ def framework(value) -> str | None:
     if tf is not None and tf.is_tensor(value):
         return "tensorflow"
     return None
+
+
+def torch_compiling() -> bool:
+    """Whether torch.compile is tracing the call (where torch is loaded)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
 
 
 def dtype_name(data) -> str | None:

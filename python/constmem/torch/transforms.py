@@ -6,21 +6,25 @@ torchvision does (one value from torch's generator a call, so that the same seed
 sigma); `per_image=True` draws one a image instead, all blurred in one call (as kornia's
 `RandomGaussianBlur` offers). Like torchvision's v2 transforms it takes a tensor or any nest of
 lists, tuples and dicts (a sample): tv_tensors `Image` and `Video` are blurred and keep their type,
-a plain tensor is an image when the sample holds no tv_tensors image and it is the first plain
-tensor, everything else (bounding boxes, masks, labels) passes through.
+PIL images come back as blurred PIL images, a plain tensor is an image when the sample holds none
+of those and it is the first plain tensor, everything else (bounding boxes, masks, labels) passes
+through.
 
 Both take float16 and bfloat16 data (computed in float32, returned in the data's dtype), and a
 channels_last image batch comes back channels_last.
 
 `Resample` takes `torchaudio.transforms.Resample`'s arguments and resamples the last axis as
-`constmem.torch.resample` does (torchaudio's filter, designed once).
+`constmem.torch.resample` does (torchaudio's filter, designed once); it carries torchaudio's
+`kernel` buffer, so that the two modules' checkpoints load into each other.
 
     from constmem.torch.transforms import GaussianBlur, Resample
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,37 +33,54 @@ from torch import nn
 from torch.utils import _pytree
 
 import constmem.torch as cm
+from constmem.ops.separable_filter import kernel_sizes
+from constmem.ops.upfirdn import KAISER_BETA as _KAISER_BETA
 
 
-def _tv_tensors():
-    """torchvision.tv_tensors where torchvision is installed, else None."""
-    try:
-        from torchvision import tv_tensors
-    except ImportError:
-        return None
-    return tv_tensors
+def _sigma_range(sigma: Any) -> tuple[float, float]:
+    """(min, max) of GaussianBlur's sigma, as torchvision.transforms.v2.GaussianBlur takes it.
 
-
-def _pair(value: Any, name: str) -> tuple:
-    if isinstance(value, numbers.Number):
-        return (value, value)
-    if isinstance(value, Sequence) and len(value) == 1:
-        return (value[0], value[0])
-    if isinstance(value, Sequence) and len(value) == 2:
-        return tuple(value)
-    raise ValueError(f"{name} should be a number or a sequence of one or two numbers; got {value}")
+    A positive number (fixed), or a sequence of one (fixed) or two (min, max) numbers.
+    """
+    if isinstance(sigma, (int, float)) and not isinstance(sigma, bool):
+        values = (sigma, sigma)
+    elif isinstance(sigma, Sequence) and not isinstance(sigma, str):
+        if len(sigma) not in (1, 2):
+            raise ValueError(
+                f"If sigma is a sequence its length should be 1 or 2 (min, max). Got {len(sigma)}: "
+                f"{sigma!r}"
+            )
+        values = (sigma[0], sigma[-1])
+    else:
+        values = ()
+    if not values or not all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values
+    ):
+        raise TypeError(
+            f"sigma should be a number or a sequence of numbers; got {sigma!r} "
+            f"({type(sigma).__name__})"
+        )
+    low, high = (float(v) for v in values)
+    if not 0.0 < low <= high:
+        raise ValueError(
+            f"sigma values should be positive and of the form (min, max). Got {sigma!r}"
+        )
+    return low, high
 
 
 class GaussianBlur(nn.Module):
     """Blurs images with a Gaussian kernel of random sigma: torchvision.transforms.v2.GaussianBlur.
 
     Args:
-      kernel_size: odd positive k, or (kx, ky) (x along the width).
-      sigma: a fixed sigma (a positive number), or (min, max) from which each call draws one
-        uniformly, as torchvision does (default (0.1, 2.0)).
+      kernel_size: odd positive k, or (kx, ky) (x along the width); a sequence of one is (k, k).
+      sigma: a fixed sigma (a positive number, or a sequence of one), or (min, max) from which
+        each call draws one uniformly, as torchvision does (default (0.1, 2.0)).
       per_image: draw one sigma for each image of a batch instead of one for the call (the images
         being every axis before the channels of a channels-first tensor of rank 4 or more).
       border: "reflect" (torchvision's), "zeros" or "replicate".
+
+    Raises TypeError for arguments of the wrong type and ValueError for bad values, as
+    torchvision does.
 
     """
 
@@ -71,28 +92,17 @@ class GaussianBlur(nn.Module):
         border: str = "reflect",
     ) -> None:
         super().__init__()
-        sizes = _pair(kernel_size, "kernel_size")
-        for k in sizes:
-            if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k <= 0 or k % 2 == 0:
-                raise ValueError(
-                    f"kernel_size should have odd and positive integers; got {kernel_size}"
-                )
-        if isinstance(sigma, numbers.Number):
-            if not sigma > 0:
-                raise ValueError(f"sigma should be positive; got {sigma}")
-            low = high = float(sigma)
-        elif isinstance(sigma, Sequence) and len(sigma) == 2:
-            low, high = (float(s) for s in sigma)
-            if not 0.0 < low <= high:
-                raise ValueError(
-                    f"sigma values should be positive and of the form (min, max); got {sigma}"
-                )
-        else:
-            raise ValueError(f"sigma should be a number or a sequence of two numbers; got {sigma}")
-        self.kernel_size = tuple(int(k) for k in sizes)
-        self.sigma = (low, high)
+        if isinstance(kernel_size, Sequence) and len(kernel_size) == 1:
+            kernel_size = (kernel_size[0], kernel_size[0])
+        self.kernel_size = kernel_sizes(kernel_size)
+        self.sigma = _sigma_range(sigma)
         self.per_image = bool(per_image)
         self.border = border
+
+    def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+        """The call's sigma, {"sigma": [s, s]}: torchvision's make_params, one draw a call."""
+        sigma = torch.empty(1).uniform_(self.sigma[0], self.sigma[1]).item()
+        return {"sigma": [sigma, sigma]}
 
     def extra_repr(self) -> str:
         """The arguments, as the module's repr shows them."""
@@ -101,7 +111,7 @@ class GaussianBlur(nn.Module):
             f"border={self.border!r}"
         )
 
-    def _blur(self, image: torch.Tensor, sigma: Any) -> torch.Tensor:
+    def _blur(self, image: Any, sigma: Any) -> Any:
         return cm.gaussian_blur(image, list(self.kernel_size), sigma, border=self.border)
 
     def forward(self, *inputs: Any) -> Any:
@@ -112,49 +122,52 @@ class GaussianBlur(nn.Module):
         if not self.per_image:
             # One draw a call, images or not, as torchvision's make_params: the same seed gives
             # the same sigma, and the generator advances alike.
-            drawn = torch.empty(1).uniform_(self.sigma[0], self.sigma[1]).item()
-            outputs = {i: self._blur(leaves[i], [drawn, drawn]) for i in targets}
+            sigma = self.make_params(leaves)["sigma"]
+            for i in targets:
+                leaves[i] = self._blur(leaves[i], sigma)
         else:
-            outputs = {}
             for i in targets:
                 image = leaves[i]
-                batch = image.shape[:-3].numel() if image.ndim >= 4 else 1
+                batched = isinstance(image, torch.Tensor) and image.ndim >= 4
+                batch = image.shape[:-3].numel() if batched else 1
                 draws = torch.empty(batch).uniform_(self.sigma[0], self.sigma[1])
                 per = draws.to(torch.float64).reshape(-1, 1).expand(-1, 2)
-                outputs[i] = self._blur(image, per if image.ndim >= 4 else float(draws[0]))
-        tv_tensors = _tv_tensors()
-        for i, out in outputs.items():
-            if tv_tensors is not None and isinstance(leaves[i], tv_tensors.TVTensor):
-                out = tv_tensors.wrap(out, like=leaves[i])
-            leaves[i] = out
+                leaves[i] = self._blur(image, per if batched else float(draws[0]))
         return _pytree.tree_unflatten(leaves, spec)
 
 
 def _image_leaves(leaves: list) -> list[int]:
-    """The indices of the leaves torchvision's v2 transforms treat as images."""
-    tv_tensors = _tv_tensors()
-    if tv_tensors is not None:
-        images = [
-            i for i, x in enumerate(leaves) if isinstance(x, (tv_tensors.Image, tv_tensors.Video))
-        ]
-        if images:
-            return images
-        plain = [
-            i
-            for i, x in enumerate(leaves)
-            if isinstance(x, torch.Tensor) and not isinstance(x, tv_tensors.TVTensor)
-        ]
-    else:
-        plain = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
-    return plain[:1]
+    """The indices of the leaves torchvision's v2 transforms blur.
+
+    tv_tensors Image and Video and PIL images; where the sample holds none of them, its first
+    plain tensor.
+    """
+    tv_tensors = sys.modules.get("torchvision.tv_tensors")
+    pil = sys.modules.get("PIL.Image")
+    images = [
+        i
+        for i, x in enumerate(leaves)
+        if (tv_tensors is not None and isinstance(x, (tv_tensors.Image, tv_tensors.Video)))
+        or (pil is not None and isinstance(x, pil.Image))
+    ]
+    if images:
+        return images
+    for i, x in enumerate(leaves):
+        if isinstance(x, torch.Tensor) and not (
+            tv_tensors is not None and isinstance(x, tv_tensors.TVTensor)
+        ):
+            return [i]
+    return []
 
 
 class Resample(nn.Module):
     """Resamples the last axis from orig_freq to new_freq: torchaudio.transforms.Resample.
 
     The filter is torchaudio's (`constmem.torch.resample`), designed once for the arguments in
-    float64 and rounded to the waveform's dtype; `dtype` is accepted for torchaudio's signature
-    and not needed.
+    float64 and rounded to the waveform's dtype. Where the rates differ the module carries
+    torchaudio's `kernel` buffer (its values, shape [new, 1, 2 * width + orig] after the gcd,
+    dtype `dtype` or float32, persistent), so that the state_dicts of the two load into each
+    other strictly; the resampling does not read it.
     """
 
     def __init__(
@@ -177,6 +190,12 @@ class Resample(nn.Module):
         self.beta = beta
         # Checks every argument now, as torchaudio does when it makes its kernel.
         self.forward(torch.zeros(1, 1))
+        self.gcd = math.gcd(int(orig_freq), int(new_freq))
+        if orig_freq != new_freq:
+            kernel, self.width = _torchaudio_kernel(
+                orig_freq, new_freq, lowpass_filter_width, rolloff, resampling_method, beta, dtype
+            )
+            self.register_buffer("kernel", kernel)
 
     def extra_repr(self) -> str:
         """The rates, as the module's repr shows them."""
@@ -193,3 +212,34 @@ class Resample(nn.Module):
             resampling_method=self.resampling_method,
             beta=self.beta,
         )
+
+
+def _torchaudio_kernel(
+    orig_freq: int,
+    new_freq: int,
+    width_zeros: float,
+    rolloff: float,
+    method: str,
+    beta: float | None,
+    dtype: torch.dtype | None,
+) -> tuple[torch.Tensor, int]:
+    """(kernel, width): torchaudio.transforms.Resample's buffer and width, as torchaudio makes them.
+
+    kernel[i, 0, m] is the windowed sinc at torchaudio's t = (-i / new + (m - w) / orig) * base,
+    clamped to the window; in `dtype` where given, else in float64 and stored as float32.
+    """
+    gcd = math.gcd(int(orig_freq), int(new_freq))
+    orig, new = int(orig_freq) // gcd, int(new_freq) // gcd
+    base = min(orig, new) * rolloff
+    width = math.ceil(width_zeros * orig / base)
+    offsets = torch.arange(-width, width + orig, dtype=dtype or torch.float64)[None, None] / orig
+    t = torch.arange(0, -new, -1, dtype=dtype)[:, None, None] / new + offsets
+    t = (t * base).clamp(-width_zeros, width_zeros)
+    if method == "sinc_interp_hann":
+        window = torch.cos(t * math.pi / width_zeros / 2) ** 2
+    else:
+        b = torch.tensor(float(_KAISER_BETA if beta is None else beta))
+        window = torch.i0(b * torch.sqrt(1 - (t / width_zeros) ** 2)) / torch.i0(b)
+    t = t * math.pi
+    kernel = torch.where(t == 0, torch.tensor(1.0).to(t), t.sin() / t) * (window * (base / orig))
+    return (kernel if dtype is not None else kernel.to(torch.float32)), width
