@@ -202,20 +202,20 @@ inline std::string DimsString(const Dims& dims) {
   return text + "]";
 }
 
-// Refuses dims whose known dimensions hold more than `max_elements` elements (none where one is
-// 0), naming `name` and the shape: their product would overflow what the kernels index with.
+// Refuses dims whose known dimensions other than 0 multiply to more than `max_elements`, naming
+// `name` and the shape. Zeros are left out: an empty tensor's other dimensions still index the
+// kernels (rows, planes, strides), and their products must not overflow either.
 inline Status CheckElementCount(const Dims& dims, const char* name, std::int64_t max_elements) {
   std::int64_t count = 1;
   bool over = false;
   for (std::int64_t d : dims) {
-    if (d == 0) return Status::Ok();
-    if (d < 0) continue;
+    if (d <= 0) continue;
     over = over || __builtin_mul_overflow(count, d, &count) || count > max_elements;
   }
   if (!over) return Status::Ok();
   return InvalidArgument(std::string(name) + " of shape " + DimsString(dims) +
-                         " has more elements than the kernel can address (limit " +
-                         std::to_string(max_elements) + ")");
+                         " is larger than the kernels can address (at most " +
+                         std::to_string(max_elements) + " elements)");
 }
 
 // The defaults of an op's description.

@@ -421,13 +421,15 @@ TEST(OpDescription, ElementCountsNeverOverflow) {
   EXPECT_EQ(RowCount({kHuge, kHuge, 0, 5}), 0);
   EXPECT_EQ(RowCount({4, 5}), 4);
   EXPECT_EQ(RowCount({5}), 1);
-  EXPECT_TRUE(CheckElementCount({kHuge, kHuge, 0}, "x", std::int64_t{1} << 62).ok());
+  EXPECT_TRUE(CheckElementCount({kHuge, 1 << 20, 0}, "x", std::int64_t{1} << 62).ok());
   EXPECT_TRUE(CheckElementCount({kUnknownDim, 1 << 20}, "x", std::int64_t{1} << 62).ok());
   const Status status = CheckElementCount({std::int64_t{1} << 62, 4}, "x", std::int64_t{1} << 62);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
-            "x of shape [4611686018427387904, 4] has more elements than the kernel can address "
-            "(limit 4611686018427387904)");
+            "x of shape [4611686018427387904, 4] is larger than the kernels can address (at most "
+            "4611686018427387904 elements)");
+  // Empty, but its other dimensions would overflow a kernel's rows or strides.
+  EXPECT_FALSE(CheckElementCount({0, kHuge, kHuge}, "x", std::int64_t{1} << 62).ok());
   EXPECT_EQ(DimsString({3, kUnknownDim}), "[3, ?]");
 }
 
@@ -449,10 +451,10 @@ TEST(OpDescription, OutputRefusesADataOrResultShapeTooLarge) {
   Dims y;
   EXPECT_TRUE(OutputOf<DoubleRowOp>({10, 50}, {}, SizesOf(1), &shape, &y).ok());
   EXPECT_EQ(OutputOf<DoubleRowOp>({1001}, {}, SizesOf(1), &shape, &y).message(),
-            "x of shape [1001] has more elements than the kernel can address (limit 1000)");
+            "x of shape [1001] is larger than the kernels can address (at most 1000 elements)");
   EXPECT_EQ(OutputOf<DoubleRowOp>({10, 60}, {}, SizesOf(1), &shape, &y).message(),
-            "double_row's result of shape [10, 120] has more elements than the kernel can "
-            "address (limit 1000)");
+            "double_row's result of shape [10, 120] is larger than the kernels can address (at "
+            "most 1000 elements)");
 }
 
 // A float64 from a caller, rounded to float32 as IEEE 754 rounds it (no undefined conversion).
