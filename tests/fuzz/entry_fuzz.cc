@@ -193,8 +193,9 @@ class Fuzzer {
         "check_call %lld, table_placement %lld, known-good %lld), %lld findings\n",
         static_cast<unsigned long long>(seed), static_cast<long long>(calls_),
         static_cast<long long>(ffi_), static_cast<long long>(ffi_static_),
-        static_cast<long long>(ffi_results_), static_cast<long long>(check_calls_), static_cast<long long>(placements_),
-        static_cast<long long>(good_), static_cast<long long>(findings_));
+        static_cast<long long>(ffi_results_), static_cast<long long>(check_calls_),
+        static_cast<long long>(placements_), static_cast<long long>(good_),
+        static_cast<long long>(findings_));
     return findings_ == 0 ? 0 : 1;
   }
 
@@ -209,8 +210,9 @@ class Fuzzer {
 
   void Finding(const std::string& what) {
     ++findings_;
-    if (findings_ <= 20) std::fprintf(stderr, "entry_fuzz: finding at call %lld: %s\n",
-                                      static_cast<long long>(calls_), what.c_str());
+    if (findings_ <= 20)
+      std::fprintf(stderr, "entry_fuzz: finding at call %lld: %s\n", static_cast<long long>(calls_),
+                   what.c_str());
   }
 
   void OneCall() {
@@ -229,11 +231,10 @@ class Fuzzer {
 
   // ---- values ----
   std::int64_t WildDim() {
-    return Pick<std::int64_t>({0, 1, 2, -1, -7, (std::int64_t{1} << 31) - 1, std::int64_t{1} << 31,
-                               std::int64_t{1} << 40, std::int64_t{1} << 62,
-                               std::numeric_limits<std::int64_t>::max(),
-                               std::numeric_limits<std::int64_t>::min(),
-                               static_cast<std::int64_t>(Next())});
+    return Pick<std::int64_t>(
+        {0, 1, 2, -1, -7, (std::int64_t{1} << 31) - 1, std::int64_t{1} << 31, std::int64_t{1} << 40,
+         std::int64_t{1} << 62, std::numeric_limits<std::int64_t>::max(),
+         std::numeric_limits<std::int64_t>::min(), static_cast<std::int64_t>(Next())});
   }
   double WildDouble() {
     return Pick<double>({1e300, -1e300, INFINITY, -INFINITY, NAN, 1e-320, double{FLT_MAX} * 2,
@@ -257,8 +258,8 @@ class Fuzzer {
       start = comma + 1;
     }
     if (!choices.empty() && Chance(85)) return choices[Below(choices.size())];
-    return Pick<std::string>({"", "BAD", "same", "reflect,zeros", std::string(300, 'x'),
-                              std::string("SAME\0x", 6)});
+    return Pick<std::string>(
+        {"", "BAD", "same", "reflect,zeros", std::string(300, 'x'), std::string("SAME\0x", 6)});
   }
   XLA_FFI_DataType DataDtype(const OpInfo& op) {
     if (Chance(85)) {
@@ -267,10 +268,9 @@ class Fuzzer {
       if (op.uint8) types.push_back(XLA_FFI_DataType_U8);
       return types[Below(types.size())];
     }
-    return Pick<XLA_FFI_DataType>({XLA_FFI_DataType_F16, XLA_FFI_DataType_BF16,
-                                   XLA_FFI_DataType_S32, XLA_FFI_DataType_S64,
-                                   XLA_FFI_DataType_U8, XLA_FFI_DataType_F64,
-                                   XLA_FFI_DataType_PRED, XLA_FFI_DataType_C64});
+    return Pick<XLA_FFI_DataType>(
+        {XLA_FFI_DataType_F16, XLA_FFI_DataType_BF16, XLA_FFI_DataType_S32, XLA_FFI_DataType_S64,
+         XLA_FFI_DataType_U8, XLA_FFI_DataType_F64, XLA_FFI_DataType_PRED, XLA_FFI_DataType_C64});
   }
   static XLA_FFI_DataType EntryDtype(const TableSpec& table, XLA_FFI_DataType data) {
     if (table.int32) return XLA_FFI_DataType_S32;
@@ -417,8 +417,8 @@ class Fuzzer {
     if (Chance(5)) y_dims.push_back(Chance(50) ? 1 : WildDim());
     XLA_FFI_DataType y_type = dtype;
     if (Chance(7)) {
-      y_type = Pick<XLA_FFI_DataType>({XLA_FFI_DataType_F32, XLA_FFI_DataType_F64,
-                                       XLA_FFI_DataType_U8, XLA_FFI_DataType_F16});
+      y_type = Pick<XLA_FFI_DataType>(
+          {XLA_FFI_DataType_F32, XLA_FFI_DataType_F64, XLA_FFI_DataType_U8, XLA_FFI_DataType_F16});
     }
     bool y_backed = true;
     for (std::int64_t d : y_dims) y_backed = y_backed && d >= 0;
@@ -497,15 +497,16 @@ class Fuzzer {
                   arg_types.data(), args.data()};
     frame.rets = {XLA_FFI_Rets_STRUCT_SIZE, nullptr, static_cast<std::int64_t>(rets.size()),
                   ret_types.data(), rets.data()};
-    frame.attrs = {XLA_FFI_Attrs_STRUCT_SIZE, nullptr, static_cast<std::int64_t>(attrs.size()),
-                   attr_types.data(), name_ptrs.data(), attr_values.data()};
+    frame.attrs = {
+        XLA_FFI_Attrs_STRUCT_SIZE, nullptr,          static_cast<std::int64_t>(attrs.size()),
+        attr_types.data(),         name_ptrs.data(), attr_values.data()};
     if (Chance(1)) {
       frame.stage = XLA_FFI_ExecutionStage_PREPARE;
       frame_ok = false;
     }
     XLA_FFI_Error* error = handler(&frame);
-    const std::string what = target + " " + DtypeName(dtype) + " x" +
-                             constmem::DimsString(x.dims) + " y" + constmem::DimsString(y_dims);
+    const std::string what = target + " " + DtypeName(dtype) + " x" + constmem::DimsString(x.dims) +
+                             " y" + constmem::DimsString(y_dims);
     if (error == nullptr) {
       ++ffi_results_;
       if (!backed) Finding(what + ": a call it had to refuse succeeded");
@@ -555,9 +556,9 @@ class Fuzzer {
     int y_rank = 16;
     char error[256];
     const int result = constmem_op_registry_check_call(
-        op.name.c_str(), DtypeName(dtype), dims.data(), static_cast<int>(dims.size()),
-        sizes.data(), static_cast<int>(sizes.size()), choices.data(), floats.data(), ints.data(),
-        y_dims, &y_rank, error, sizeof(error));
+        op.name.c_str(), DtypeName(dtype), dims.data(), static_cast<int>(dims.size()), sizes.data(),
+        static_cast<int>(sizes.size()), choices.data(), floats.data(), ints.data(), y_dims, &y_rank,
+        error, sizeof(error));
     if (result != 0) return false;
     y->assign(y_dims, y_dims + y_rank);
     return true;
@@ -573,8 +574,9 @@ class Fuzzer {
     const int rank = static_cast<int>(Chance(90) ? Below(6) : Pick<std::int64_t>({-1, -100, 8}));
     std::vector<long long> dims(std::max(rank, 0) + 1);
     for (auto& d : dims) d = Chance(70) ? Below(9) : WildDim();
-    const int table_count = static_cast<int>(
-        Chance(90) ? static_cast<std::int64_t>(op.tables.size()) : Pick<std::int64_t>({-1, 0, 9, 3}));
+    const int table_count =
+        static_cast<int>(Chance(90) ? static_cast<std::int64_t>(op.tables.size())
+                                    : Pick<std::int64_t>({-1, 0, 9, 3}));
     std::vector<long long> sizes(8);
     for (std::size_t t = 0; t < sizes.size(); ++t) {
       sizes[t] = t < op.tables.size() ? TableSize(op.tables[t]) : WildDim();
@@ -674,10 +676,14 @@ class Fuzzer {
       frame.args = {XLA_FFI_Args_STRUCT_SIZE, nullptr, static_cast<std::int64_t>(args.size()),
                     arg_types.data(), args.data()};
       frame.rets = {XLA_FFI_Rets_STRUCT_SIZE, nullptr, 1, &ret_type, &ret};
-      frame.attrs = {XLA_FFI_Attrs_STRUCT_SIZE, nullptr, is_static ? 1 : 0, &attr_type, &span_ptr,
+      frame.attrs = {XLA_FFI_Attrs_STRUCT_SIZE,
+                     nullptr,
+                     is_static ? 1 : 0,
+                     &attr_type,
+                     &span_ptr,
                      &attr_value};
-      auto* handler = reinterpret_cast<XLA_FFI_Handler*>(constmem_ffi_handler(
-          is_static ? "constmem_polyval_static" : "constmem_polyval", "cpu"));
+      auto* handler = reinterpret_cast<XLA_FFI_Handler*>(
+          constmem_ffi_handler(is_static ? "constmem_polyval_static" : "constmem_polyval", "cpu"));
       if (handler == nullptr) return Finding("no polyval handler");
       if (XLA_FFI_Error* error = handler(&frame)) {
         auto* e = reinterpret_cast<FakeError*>(error);
