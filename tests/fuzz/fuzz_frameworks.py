@@ -28,7 +28,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 BATCH = 200
 WILD_FLOATS = (1e300, -1e300, math.inf, -math.inf, math.nan, 1e-320, 3.5e38, -0.0, 2.0**128)
-WILD_INTS = (0, -1, 2**31 - 1, 2**31, -(2**31) - 1, 2**62, 2**63 - 1, -(2**63))
+# Past every int attribute's range: an in-range value as large as 2^31 - 1 makes a valid call whose
+# result (upfirdn's up) fills this machine's memory, which is no entry point's test.
+WILD_INTS = (0, -1, 2**31, -(2**31) - 1, 2**62, 2**63 - 1, -(2**63))
 
 
 class Fuzz:
