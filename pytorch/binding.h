@@ -19,11 +19,13 @@
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -215,8 +217,15 @@ template <class Op, int I, class T, class Source>
 std::vector<T> StaticTable(const std::vector<Source>& values) {
   constexpr TableSpec spec = TableSpecOf<Op>(I);
   ThrowIfError(CheckTableSize(spec, static_cast<std::int64_t>(values.size())));
-  // Floating-point values round to nearest (float64 lists for float32 data); integers must fit.
-  std::vector<T> converted(values.begin(), values.end());
+  // Floating-point values round to nearest (float64 lists for float32 data, infinity past
+  // float32's range); integers must fit.
+  std::vector<T> converted(values.size());
+  if constexpr (std::is_floating_point_v<T>) {
+    std::transform(values.begin(), values.end(), converted.begin(), RoundFromFloat64<T>);
+  } else {
+    std::transform(values.begin(), values.end(), converted.begin(),
+                   [](Source value) { return static_cast<T>(value); });
+  }
   if constexpr (std::is_integral_v<T>) {
     for (std::size_t i = 0; i < values.size(); ++i) {
       if (static_cast<Source>(converted[i]) != values[i]) {
@@ -263,20 +272,49 @@ void CheckDataDevice(const Tensor& data) {
   }
 }
 
+// "17.6 TB": a size in bytes as messages give it.
+inline std::string BytesString(double bytes) {
+  static constexpr const char* kUnits[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+  int unit = 0;
+  for (; bytes >= 1000 && unit + 1 < 7; ++unit) bytes /= 1000;
+  char text[32];
+  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return text;
+}
+
+// A CPU tensor of `dims` of T larger than the machine's memory is refused with its size before the
+// allocator is asked: its failure would be a RuntimeError with a C++ stack trace on stderr.
+template <class T>
+void CheckFitsInMemory(const std::string& name, const Dims& dims) {
+  const double bytes = static_cast<double>(ElementCount(dims)) * sizeof(T);
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return;
+  const double memory = static_cast<double>(pages) * static_cast<double>(page_size);
+  if (bytes <= memory) return;
+  Fail(name + " of shape " + DimsString(dims) + " would need " + BytesString(bytes) + " (" +
+       DtypeName(ScalarTypeOf<T>()) + "), more than this machine's memory (" + BytesString(memory) +
+       ")");
+}
+
 // y = Op(x, tables) for data of type T, each table viewed as the launcher takes it.
 template <class Op, class T>
 Tensor RunTableOp(const Tensor& x_in, const Tables<T>& tables, const AttrValue* values) {
   typename Op::Params params;
   ThrowIfError(ReadParams<Op>(values, DataTypeOf<T>(), &params));
-  const Tensor x = Contiguous(x_in);
-  const auto sizes = x.sizes();
+  const auto sizes = x_in.sizes();
+  const Dims x_dims(sizes.begin(), sizes.end());
   typename Op::Shape shape;
   Dims y_dims;
-  ThrowIfError(
-      OutputOf<Op>(Dims(sizes.begin(), sizes.end()), params, tables.Sizes(), &shape, &y_dims));
-  if (x.numel() > Op::kMaxElements) {
-    Fail(std::string(Op::kNames.data) + " has too many elements for " + Op::kNames.name);
+  ThrowIfError(OutputOf<Op>(x_dims, params, tables.Sizes(), &shape, &y_dims));
+  if (x_in.is_cpu()) {
+    // An expanded x (stride 0) may stand for more elements than memory holds.
+    if (!x_in.is_contiguous()) {
+      CheckFitsInMemory<T>(std::string(Op::kNames.data) + "'s contiguous copy", x_dims);
+    }
+    CheckFitsInMemory<T>(std::string(Op::kNames.name) + "'s result", y_dims);
   }
+  const Tensor x = Contiguous(x_in);
   Tensor y = EmptyLike(x, y_dims);
   const T* in = x.const_data_ptr<T>();
   T* out = y.mutable_data_ptr<T>();

@@ -13,9 +13,11 @@
 // float64 as f64, an int64 as i64.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -116,6 +118,17 @@ inline Dims DimsOf(const ffi::AnyBuffer& buffer) {
   return Dims(dims.begin(), dims.end());
 }
 
+// fn()'s error, or an internal one for an exception (std::bad_alloc of a large table): a handler
+// is called through XLA's C ABI, which no exception may cross.
+template <class Fn>
+ffi::Error Guarded(Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted, e.what());
+  }
+}
+
 // An op's handlers (see the top of this file), for its one table or its several alike.
 template <class Op>
 struct TableHandlers {
@@ -155,19 +168,43 @@ struct TableHandlers {
     }
     CONSTMEM_RETURN_IF_ERROR(CheckTableSizes<Op>(sizes));
     CONSTMEM_RETURN_IF_ERROR(ReadParams<Op>(values.data(), ::constmem::DataTypeOf<T>(), params));
+    const std::string result = std::string(Op::kNames.name) + "'s result";
+    // A direct caller's buffers are what they say they are, nothing more: each dimension known,
+    // the result of x's dtype and of the shape the description gives.
+    CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(x), Op::kNames.data));
+    CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(y), result.c_str()));
+    if (y.element_type() != DataTypeOf<T>()) {
+      return InvalidArgument(result + " must be " + DataTypeName(DataTypeOf<T>()) + " (" +
+                             Op::kNames.data + "'s dtype); got " + DataTypeName(y.element_type()));
+    }
     Dims y_dims;
     CONSTMEM_RETURN_IF_ERROR(OutputOf<Op>(DimsOf(x), *params, sizes, shape, &y_dims));
     if (y_dims != DimsOf(y)) {
-      return InvalidArgument(std::string(Op::kNames.name) +
-                             ": the result buffer's shape is not the op's output shape");
+      return InvalidArgument(result + " must have shape " + DimsString(y_dims) + " for " +
+                             Op::kNames.data + " of shape " + DimsString(DimsOf(x)) + "; got " +
+                             DimsString(DimsOf(y)));
     }
     return Status::Ok();
+  }
+
+  // Every dimension of a buffer is 0 or more.
+  static Status CheckDimensions(const Dims& dims, const char* name) {
+    if (std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d >= 0; })) {
+      return Status::Ok();
+    }
+    return InvalidArgument(std::string(name) + " must have dimensions of 0 or more; got " +
+                           DimsString(dims));
   }
 
   // Table I's buffer into `tables`, its dtype checked under the table's name.
   template <class T, int I>
   static Status SetBuffer(const ffi::AnyBuffer& buffer, SourceKind source, Tables<T>* tables) {
     using E = Entry<T, I>;
+    if (buffer.dimensions().size() != 1) {
+      return InvalidArgument(std::string(TableSpecOf<Op>(I).name) +
+                             " must be a vector (rank 1); got shape " + DimsString(DimsOf(buffer)));
+    }
+    CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(buffer), TableSpecOf<Op>(I).name));
     if (buffer.element_type() != DataTypeOf<E>()) {
       return InvalidArgument(std::string(TableSpecOf<Op>(I).name) + " must be " +
                              DataTypeName(DataTypeOf<E>()) + "; got " +
@@ -202,7 +239,8 @@ struct TableHandlers {
       tables->Set(I, TableView<E>{values->begin(), size, SourceKind::kPageableHost,
                                   /*repeats=*/true});
     } else {
-      converted->assign(values->begin(), values->end());
+      converted->resize(values->size());
+      std::transform(values->begin(), values->end(), converted->begin(), RoundFromFloat64<E>);
       tables->Set(I, TableView<E>{converted->data(), size, SourceKind::kPageableHost,
                                   /*repeats=*/true});
     }
@@ -231,24 +269,29 @@ struct TableHandlers {
 
   static ffi::Error Host(const ffi::AnyBuffer& x, const Buffers& buffers, ffi::AnyBuffer& y,
                          const ffi::Dictionary& attrs) {
-    return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
-      using T = decltype(zero);
-      Tables<T> tables;
-      Status status = BufferTables<T>(buffers, SourceKind::kPageableHost, &tables,
-                                      std::make_index_sequence<kCount>{});
-      if (status.ok()) status = RunOnHost<T>(attrs, x, y, tables);
-      return FfiError(status);
+    return Guarded([&] {
+      return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
+        using T = decltype(zero);
+        Tables<T> tables;
+        Status status = BufferTables<T>(buffers, SourceKind::kPageableHost, &tables,
+                                        std::make_index_sequence<kCount>{});
+        if (status.ok()) status = RunOnHost<T>(attrs, x, y, tables);
+        return FfiError(status);
+      });
     });
   }
   static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
-    return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
-      using T = decltype(zero);
-      Converted<T> converted;
-      Tables<T> tables;
-      Status status = AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
-      if (status.ok()) status = RunOnHost<T>(attrs, x, *y, tables);
-      return FfiError(status);
+    return Guarded([&] {
+      return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
+        using T = decltype(zero);
+        Converted<T> converted;
+        Tables<T> tables;
+        Status status =
+            AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
+        if (status.ok()) status = RunOnHost<T>(attrs, x, *y, tables);
+        return FfiError(status);
+      });
     });
   }
 #if CONSTMEM_WITH_GPU
@@ -262,24 +305,29 @@ struct TableHandlers {
   }
   static ffi::Error Cuda(GpuStream stream, const ffi::AnyBuffer& x, const Buffers& buffers,
                          ffi::AnyBuffer& y, const ffi::Dictionary& attrs) {
-    return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
-      using T = decltype(zero);
-      Tables<T> tables;
-      Status status = BufferTables<T>(buffers, SourceKind::kDevice, &tables,
-                                      std::make_index_sequence<kCount>{});
-      if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, y, tables);
-      return FfiError(status);
+    return Guarded([&] {
+      return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
+        using T = decltype(zero);
+        Tables<T> tables;
+        Status status = BufferTables<T>(buffers, SourceKind::kDevice, &tables,
+                                        std::make_index_sequence<kCount>{});
+        if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, y, tables);
+        return FfiError(status);
+      });
     });
   }
   static ffi::Error StaticCuda(GpuStream stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
-    return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
-      using T = decltype(zero);
-      Converted<T> converted;
-      Tables<T> tables;
-      Status status = AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
-      if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, *y, tables);
-      return FfiError(status);
+    return Guarded([&] {
+      return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
+        using T = decltype(zero);
+        Converted<T> converted;
+        Tables<T> tables;
+        Status status =
+            AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
+        if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, *y, tables);
+        return FfiError(status);
+      });
     });
   }
 #endif

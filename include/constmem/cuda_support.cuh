@@ -34,6 +34,7 @@ enum class FaultPoint : int {
   kMemcpyAsync,
   kStreamWaitEvent,
   kKernelLaunch,
+  kThreadStart,  // not a CUDA call: the staging pool's thread that frees buffers
   kCount,
 };
 
@@ -60,8 +61,11 @@ inline void InjectFaultForTesting(FaultPoint point, int nth) {
 // cudaEventRecord(...)).
 #define CONSTMEM_CUDA_CALL(point, expr) \
   (::constmem::detail::FaultDue(::constmem::FaultPoint::point) ? cudaErrorUnknown : (expr))
+// Whether the armed fault at `point` is due now (a failure that is not a CUDA call's).
+#define CONSTMEM_FAULT_DUE(point) ::constmem::detail::FaultDue(::constmem::FaultPoint::point)
 #else
 #define CONSTMEM_CUDA_CALL(point, expr) (expr)
+#define CONSTMEM_FAULT_DUE(point) false
 #endif
 
 inline Status CudaStatus(cudaError_t error, const char* what) {

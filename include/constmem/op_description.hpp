@@ -43,8 +43,11 @@
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -169,25 +172,50 @@ struct AttrValue {
 using Dims = std::vector<std::int64_t>;
 constexpr std::int64_t kUnknownDim = -1;
 
-// The product of dims, or kUnknownDim if one of them is unknown.
+// The product of dims: kUnknownDim if one of them is unknown, else 0 if one is 0, else the product,
+// or INT64_MAX where it would overflow (more than any op takes: OutputOf refuses such a shape).
 inline std::int64_t ElementCount(const Dims& dims) {
   std::int64_t count = 1;
+  bool zero = false;
+  bool overflow = false;
   for (std::int64_t d : dims) {
     if (d < 0) return kUnknownDim;
-    count *= d;
+    zero = zero || d == 0;
+    overflow = overflow || __builtin_mul_overflow(count, d, &count);
   }
-  return count;
+  return zero ? 0 : overflow ? INT64_MAX : count;
 }
 
 // The product of every dimension but the last (the rows of an op that works along the last
-// axis), or kUnknownDim if one of them is unknown. `dims` has rank 1 or more.
+// axis), as ElementCount counts it. `dims` has rank 1 or more.
 inline std::int64_t RowCount(const Dims& dims) {
-  std::int64_t count = 1;
-  for (std::size_t d = 0; d + 1 < dims.size(); ++d) {
-    if (dims[d] < 0) return kUnknownDim;
-    count *= dims[d];
+  return dims.empty() ? 1 : ElementCount(Dims(dims.begin(), dims.end() - 1));
+}
+
+// dims as every message shows a shape: "[2, 3]", "?" for an unknown dimension.
+inline std::string DimsString(const Dims& dims) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (d > 0) text += ", ";
+    text += dims[d] < 0 ? std::string("?") : std::to_string(dims[d]);
   }
-  return count;
+  return text + "]";
+}
+
+// Refuses dims whose known dimensions other than 0 multiply to more than `max_elements`, naming
+// `name` and the shape. Zeros are left out: an empty tensor's other dimensions still index the
+// kernels (rows, planes, strides), and their products must not overflow either.
+inline Status CheckElementCount(const Dims& dims, const char* name, std::int64_t max_elements) {
+  std::int64_t count = 1;
+  bool over = false;
+  for (std::int64_t d : dims) {
+    if (d <= 0) continue;
+    over = over || __builtin_mul_overflow(count, d, &count) || count > max_elements;
+  }
+  if (!over) return Status::Ok();
+  return InvalidArgument(std::string(name) + " of shape " + DimsString(dims) +
+                         " is larger than the kernels can address (at most " +
+                         std::to_string(max_elements) + " elements)");
 }
 
 // The defaults of an op's description.
@@ -342,14 +370,18 @@ inline TableSizes SizesOf(std::int64_t size) {
 // an op with one table gets it as (values, size) and TableView, one with several as Tables<T>.
 
 // Op's Output for x's dims and the call's table sizes.
+// Both shapes are within Op::kMaxElements: an op's Output and kernels multiply dimensions freely.
 template <class Op>
 Status OutputOf(const Dims& x, const typename Op::Params& params, const TableSizes& sizes,
                 typename Op::Shape* shape, Dims* y) {
+  CONSTMEM_RETURN_IF_ERROR(CheckElementCount(x, Op::kNames.data, Op::kMaxElements));
   if constexpr (kSeveralTables<Op>) {
-    return Op::Output(x, params, sizes, shape, y);
+    CONSTMEM_RETURN_IF_ERROR(Op::Output(x, params, sizes, shape, y));
   } else {
-    return Op::Output(x, params, sizes[0], shape, y);
+    CONSTMEM_RETURN_IF_ERROR(Op::Output(x, params, sizes[0], shape, y));
   }
+  return CheckElementCount(*y, (std::string(Op::kNames.name) + "'s result").c_str(),
+                           Op::kMaxElements);
 }
 
 // Op's CPU kernel over host tables (a single table converted to the data's type where the op
@@ -573,44 +605,82 @@ Status CheckCallOf(std::string_view dtype, const Dims& x, const TableSizes& size
   return OutputOf<Op>(x, params, sizes, &shape, y);
 }
 
+// Copies `message` into the caller's `error` of `error_size` bytes, cut to fit.
+inline void CopyError(const std::string& message, char* error, int error_size) {
+  if (error == nullptr || error_size <= 0) return;
+  const std::size_t n = std::min<std::size_t>(message.size(), error_size - 1);
+  message.copy(error, n);
+  error[n] = '\0';
+}
+
+// An argument of an exported call that holds `count` values: non-null where count > 0.
+inline Status CheckArgument(const void* pointer, long long count, const char* name) {
+  if (pointer != nullptr || count <= 0) return Status::Ok();
+  return InvalidArgument(std::string(name) + " must not be null (" + std::to_string(count) +
+                         " values)");
+}
+
 // CheckCallOf for the op of Ops... named `name`, its tables' sizes in order, its attributes given
 // by position as C values (a choice's string, a float64, an int64: the array of its kind holds it
 // at the attribute's index). What an op library exports for Python to check a call while a
-// framework traces it.
+// framework traces it. Returns 0 (y's dims set), 1 for a call the op refuses or bad arguments,
+// 2 for anything else, with the message in `error`; it never throws.
 template <class... Ops>
 int ExportedCheckCall(const char* name, const char* dtype, const long long* dims, int rank,
                       const long long* table_sizes, int table_count, const char* const* choices,
                       const double* floats, const long long* ints, long long* y_dims, int* y_rank,
-                      char* error, int error_size) {
-  Status status = InvalidArgument(std::string("no op named ") + name);
+                      char* error, int error_size) noexcept {
+  Status status;
   Dims y;
-  auto one = [&](auto* op) {
-    using Op = std::remove_pointer_t<decltype(op)>;
-    if (std::string_view(name) != Op::kNames.name) return;
-    std::vector<AttrValue> values(Op::kAttrCount + 1);
-    for (int i = 0; i < Op::kAttrCount; ++i) {
-      values[i].choice = choices[i] != nullptr ? choices[i] : "";
-      values[i].float64 = floats[i];
-      values[i].int64 = ints[i];
+  try {
+    for (const Status& checked :
+         {CheckArgument(name, 1, "name"), CheckArgument(dtype, 1, "dtype"),
+          CheckArgument(y_rank, 1, "y_rank"), CheckArgument(dims, rank, "dims"),
+          CheckArgument(table_sizes, table_count, "table_sizes")}) {
+      if (status.ok()) status = checked;
     }
-    TableSizes sizes;
-    sizes.count = std::min(std::max(table_count, 0), kMaxTables);
-    for (int i = 0; i < sizes.count; ++i) sizes.size[i] = table_sizes[i];
-    status = CheckCallOf<Op>(dtype, Dims(dims, dims + rank), sizes, values.data(), &y);
-  };
-  (one(static_cast<Ops*>(nullptr)), ...);
+    if (status.ok() && (rank < 0 || table_count < 0 || table_count > kMaxTables)) {
+      status = InvalidArgument("rank must be 0 or more and table_count 0 to " +
+                               std::to_string(kMaxTables) + "; got " + std::to_string(rank) +
+                               " and " + std::to_string(table_count));
+    }
+    if (status.ok()) status = CheckArgument(y_dims, *y_rank, "y_dims");
+    bool found = false;
+    auto one = [&](auto* op) {
+      using Op = std::remove_pointer_t<decltype(op)>;
+      if (found || std::string_view(name) != Op::kNames.name) return;
+      found = true;
+      for (const Status& checked : {CheckArgument(choices, Op::kAttrCount, "choices"),
+                                    CheckArgument(floats, Op::kAttrCount, "floats"),
+                                    CheckArgument(ints, Op::kAttrCount, "ints")}) {
+        if (status.ok()) status = checked;
+      }
+      if (!status.ok()) return;
+      std::vector<AttrValue> values(Op::kAttrCount + 1);
+      for (int i = 0; i < Op::kAttrCount; ++i) {
+        values[i].choice = choices[i] != nullptr ? choices[i] : "";
+        values[i].float64 = floats[i];
+        values[i].int64 = ints[i];
+      }
+      TableSizes sizes;
+      sizes.count = table_count;
+      for (int i = 0; i < sizes.count; ++i) sizes.size[i] = table_sizes[i];
+      status = CheckCallOf<Op>(dtype, Dims(dims, dims + rank), sizes, values.data(), &y);
+    };
+    if (status.ok()) {
+      (one(static_cast<Ops*>(nullptr)), ...);
+      if (!found) status = InvalidArgument(std::string("no op named ") + name);
+    }
+  } catch (const std::exception& e) {  // std::bad_alloc: nothing crosses the C boundary
+    status = Status(StatusCode::kResourceExhausted, e.what());
+  }
   if (status.ok() && static_cast<int>(y.size()) <= *y_rank) {
     *y_rank = static_cast<int>(y.size());
     for (std::size_t d = 0; d < y.size(); ++d) y_dims[d] = y[d];
     return 0;
   }
-  const std::string message =
-      status.ok() ? std::string("the output has too many dimensions") : status.message();
-  if (error_size > 0) {
-    const std::size_t n = std::min<std::size_t>(message.size(), error_size - 1);
-    message.copy(error, n);
-    error[n] = '\0';
-  }
+  CopyError(status.ok() ? std::string("the output has too many dimensions") : status.message(),
+            error, error_size);
   return status.ok() || status.code() == StatusCode::kInvalidArgument ? 1 : 2;
 }
 
@@ -618,16 +688,17 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
 // from `source` (0: the host, 1: the data's device) for data named `dtype`, in a launch of
 // `elements` output elements (negative: not known, a large launch): the placement's name, "" for
 // a library built without GPU kernels (Place is instantiated only with them), nullptr for an
-// unknown op, table or dtype.
+// unknown op, table, dtype or source, or a count outside the table's limits.
 template <class... Ops>
 const char* ExportedPlacement(const char* name, int table, const char* dtype, long long count,
-                              int source, long long elements) {
+                              int source, long long elements) noexcept {
   const char* found = nullptr;
+  if (name == nullptr || dtype == nullptr || (source != 0 && source != 1)) return nullptr;
   auto one = [&](auto* op) {
     using Op = std::remove_pointer_t<decltype(op)>;
     DataType type = DataType::kFloat32;
     if (std::string_view(name) != Op::kNames.name || table < 0 || table >= TableCountOf<Op>() ||
-        !DataTypeNamed<Op>(dtype, &type).ok()) {
+        !DataTypeNamed<Op>(dtype, &type).ok() || !CheckTableSize<Op>(count, table).ok()) {
       return;
     }
 #if CONSTMEM_WITH_GPU
@@ -644,12 +715,15 @@ const char* ExportedPlacement(const char* name, int table, const char* dtype, lo
     found = PlacementName(placement);
 #else
     (void)count;
-    (void)source;
     (void)elements;
     found = "";
 #endif
   };
-  (one(static_cast<Ops*>(nullptr)), ...);
+  try {
+    (one(static_cast<Ops*>(nullptr)), ...);
+  } catch (const std::exception&) {  // std::bad_alloc of a message: nothing crosses the C boundary
+    return nullptr;
+  }
   return found;
 }
 

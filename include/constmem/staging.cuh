@@ -15,6 +15,8 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -69,21 +71,31 @@ class PinnedStagingPool {
     const Status recorded =
         CudaStatus(CONSTMEM_CUDA_CALL(kEventRecord, cudaEventRecord(buffer->copied, stream)),
                    "cudaEventRecord(staging)");
-    std::lock_guard<std::mutex> lock(mutex_);
-    // Without its event nothing says when the copy has read the buffer: retire it for good (it
-    // still counts against kMaxBuffers, so retirements cannot grow pinned memory).
-    if (recorded.ok()) in_flight_.push_back(buffer);
+    Owned retired;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (recorded.ok()) {
+        in_flight_.push_back(buffer);
+      } else {
+        // Without its event nothing says when the copy has read the buffer: it is never handed
+        // out again, and freed where freeing waits for the device (FreeElsewhere), after the copy.
+        retired.push_back(TakeOwnership(buffer));
+      }
+    }
+    (void)FreeElsewhere(std::move(retired));  // on failure kept and freed with the next
     return recorded;
   }
 
+  // The pinned buffers the pool holds, those waiting to be freed included.
   std::size_t buffer_count() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return buffers_.size();
+    return buffers_.size() + unfreed_.size();
   }
 
   // Frees every buffer no copy is known to be reading now (uploads pin new ones as they need them),
-  // without waiting: for a process that has finished its uploads from pageable memory.
-  void ReleaseIdleBuffers() {
+  // without waiting: for a process that has finished its uploads from pageable memory. An error
+  // where no thread could start to free them: they stay in the pool, to be freed later.
+  Status ReleaseIdleBuffers() {
     Owned released;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -98,7 +110,7 @@ class PinnedStagingPool {
       for (Buffer* idle : free_) released.push_back(TakeOwnership(idle));
       free_.clear();
     }
-    FreeElsewhere(std::move(released));
+    return FreeElsewhere(std::move(released));
   }
 
   // Threads still freeing buffers (see FreeElsewhere).
@@ -126,23 +138,46 @@ class PinnedStagingPool {
   // cudaHostAlloc waits in every thread (docs/design.md). So buffers are freed
   // on a thread of their own, and while a free is pending Reserve pins nothing new: the upload
   // copies from pageable memory instead. The stream that noticed the buffers idle never waits.
-  void FreeElsewhere(Owned buffers) {
-    if (buffers.empty()) return;
+  // Where no thread can start (std::system_error), the buffers are kept (unfreed_, still counted
+  // against kMaxBuffers) and go with the next free; the error is a Status, never an exception.
+  Status FreeElsewhere(Owned buffers) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& kept : unfreed_) buffers.push_back(std::move(kept));
+      unfreed_.clear();
+    }
+    if (buffers.empty()) return Status::Ok();
     frees_pending_.fetch_add(1, std::memory_order_acq_rel);
-    auto free_all = [this, owned = std::move(buffers)] {
-      for (const auto& buffer : owned) {
+    // Shared, so that the buffers outlive a thread that failed to start.
+    auto owned = std::make_shared<Owned>(std::move(buffers));
+    auto free_all = [this, owned] {
+      for (const auto& buffer : *owned) {
         cudaEventDestroy(buffer->copied);
         cudaFreeHost(buffer->host);
         Count(Counter::kStagingBufferFreed);
       }
+      owned->clear();
       frees_pending_.fetch_sub(1,
                                std::memory_order_acq_rel);  // the pool lives as long as the process
     };
 #ifdef CONSTMEM_TEST_FREE_IN_CALLER  // the protection off, to show the tests of it fail
     free_all();
 #else
-    std::thread(std::move(free_all)).detach();
+    try {
+      if (CONSTMEM_FAULT_DUE(kThreadStart)) {
+        throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+      }
+      std::thread(free_all).detach();
+    } catch (const std::system_error& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& kept : *owned) unfreed_.push_back(std::move(kept));
+      owned->clear();
+      frees_pending_.fetch_sub(1, std::memory_order_acq_rel);
+      return Status(StatusCode::kResourceExhausted,
+                    std::string("no thread to free pinned staging buffers: ") + e.what());
+    }
 #endif
+    return Status::Ok();
   }
 
   // Under the lock: takes out of the pool the free buffers past kKeptIdleBuffers (the least
@@ -200,13 +235,15 @@ class PinnedStagingPool {
       long_idle = TakeLongIdle(now);
       if (fit != nullptr) {
         *out = fit;
-      } else if (buffers_.size() + allocating_ < kMaxBuffers && frees_pending() == 0) {
+      } else if (buffers_.size() + unfreed_.size() + allocating_ < kMaxBuffers &&
+                 frees_pending() == 0) {
         ++allocating_;
       } else {
         full = true;
       }
     }
-    FreeElsewhere(std::move(long_idle));
+    // Buffers no thread could free stay in unfreed_: the upload goes on.
+    (void)FreeElsewhere(std::move(long_idle));
     if (*out != nullptr || full) return Status::Ok();
     // Pinning memory takes milliseconds: never under the lock other streams need.
     auto buffer = std::make_unique<Buffer>();
@@ -232,6 +269,7 @@ class PinnedStagingPool {
   std::vector<std::unique_ptr<Buffer>> buffers_;  // owns every buffer
   std::vector<Buffer*> in_flight_;                // copies enqueued, not yet known to have run
   std::vector<Buffer*> free_;                     // a buffer here is reserved by nobody
+  Owned unfreed_;  // taken out of the pool, to be freed by the next FreeElsewhere
   std::size_t allocating_ = 0;
   std::atomic<int> frees_pending_{0};
   std::chrono::steady_clock::duration idle_release_ = std::chrono::seconds(10);

@@ -3,7 +3,10 @@
 // read. Host-only: no CUDA include, so framework code compiled by the host compiler can build one.
 #pragma once
 
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "constmem/strategy.hpp"
 #include "constmem/visibility.hpp"
@@ -26,6 +29,23 @@ struct CONSTMEM_VISIBLE_TYPE TableView {
   // comparing against what a bank slot already holds, to skip the copy.
   bool repeats = false;
 };
+
+// A float64 value rounded to T (float or double) as IEEE 754 rounds it, to nearest: past
+// float32's range that is +-infinity (or +-FLT_MAX within half an ulp of it). A plain conversion of
+// such a value is undefined behaviour in C++, and every binding reads float64s from its caller.
+template <class T>
+T RoundFromFloat64(double value) {
+  static_assert(std::is_floating_point<T>::value, "a float32 or float64 entry");
+  if constexpr (sizeof(T) == sizeof(double)) {
+    return value;
+  } else {
+    const double magnitude = std::fabs(value);
+    if (!(magnitude > FLT_MAX)) return static_cast<T>(value);  // in range, or NaN
+    // Half an ulp of FLT_MAX (2^103) above it, a tie rounds to even: infinity.
+    const double rounded = magnitude < double{FLT_MAX} + 0x1p103 ? FLT_MAX : INFINITY;
+    return static_cast<T>(std::copysign(rounded, value));
+  }
+}
 
 // A launch captured into a CUDA graph, as UpdateCapturedTable (dispatch.cuh) needs it.
 struct CONSTMEM_VISIBLE_TYPE CapturedTable {

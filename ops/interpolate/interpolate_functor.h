@@ -18,6 +18,7 @@
 #include "constmem/host_device.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
 
 #pragma GCC visibility push(hidden)
 namespace constmem {
@@ -53,8 +54,8 @@ inline Status CheckInterpolateKnots(std::int64_t knots) {
 template <class T>
 Status MakeInterpolateGrid(double lo, double hi, std::int64_t knots, InterpolateGrid<T>* grid) {
   CONSTMEM_RETURN_IF_ERROR(CheckInterpolateKnots(knots));
-  const T low = static_cast<T>(lo);
-  const T high = static_cast<T>(hi);
+  const T low = RoundFromFloat64<T>(lo);
+  const T high = RoundFromFloat64<T>(hi);
   const T scale = static_cast<T>(knots - 1) / (high - low);
   if (!std::isfinite(low) || !std::isfinite(high) || !(low < high) || !std::isfinite(scale) ||
       !(scale > 0)) {

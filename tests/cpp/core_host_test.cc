@@ -4,6 +4,7 @@
 // arithmetic.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -16,6 +17,7 @@
 #include "constmem/stats.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
+#include "constmem/table.hpp"
 #include "frobulate/frobulate_functor.h"
 
 namespace constmem {
@@ -404,6 +406,67 @@ TEST(FastDivisor, DividesEvery32BitNumberAsTheDivisionDoes) {
     for (int i = 0; i < 300; ++i) numbers.push_back(static_cast<std::uint32_t>(rng()));
     for (std::uint32_t n : numbers) ASSERT_EQ(fast.Divide(n), n / d) << n << " / " << d;
   }
+}
+
+// Shapes from a direct caller: their products never overflow (UndefinedBehaviorSanitizer runs this
+// test in scripts/sanitize.sh), and a shape past an op's limit is refused under its name.
+TEST(OpDescription, ElementCountsNeverOverflow) {
+  constexpr std::int64_t kHuge = std::int64_t{1} << 40;
+  EXPECT_EQ(ElementCount({kHuge, kHuge, 0}), 0);
+  EXPECT_EQ(ElementCount({kHuge, kHuge}), INT64_MAX);
+  EXPECT_EQ(ElementCount({kHuge, kHuge, kUnknownDim}), kUnknownDim);
+  EXPECT_EQ(ElementCount({2, 3}), 6);
+  EXPECT_EQ(ElementCount({}), 1);
+  EXPECT_EQ(RowCount({kHuge, kHuge, 5}), INT64_MAX);
+  EXPECT_EQ(RowCount({kHuge, kHuge, 0, 5}), 0);
+  EXPECT_EQ(RowCount({4, 5}), 4);
+  EXPECT_EQ(RowCount({5}), 1);
+  EXPECT_TRUE(CheckElementCount({kHuge, 1 << 20, 0}, "x", std::int64_t{1} << 62).ok());
+  EXPECT_TRUE(CheckElementCount({kUnknownDim, 1 << 20}, "x", std::int64_t{1} << 62).ok());
+  const Status status = CheckElementCount({std::int64_t{1} << 62, 4}, "x", std::int64_t{1} << 62);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "x of shape [4611686018427387904, 4] is larger than the kernels can address (at most "
+            "4611686018427387904 elements)");
+  // Empty, but its other dimensions would overflow a kernel's rows or strides.
+  EXPECT_FALSE(CheckElementCount({0, kHuge, kHuge}, "x", std::int64_t{1} << 62).ok());
+  EXPECT_EQ(DimsString({3, kUnknownDim}), "[3, ?]");
+}
+
+// An op whose result has twice the elements of its data along the last axis.
+struct DoubleRowOp : OpDescription {
+  static constexpr OpNames kNames{"test", "DoubleRow", "double_row", "x", "gain"};
+  static constexpr TableRule kTable{1, 1};
+  static constexpr std::int64_t kMaxElements = 1000;
+  static Status Output(const Dims& x, const Params&, std::int64_t, Shape* shape, Dims* y) {
+    *y = x;
+    y->back() *= 2;
+    shape->elements = ElementCount(*y);
+    return Status::Ok();
+  }
+};
+
+TEST(OpDescription, OutputRefusesADataOrResultShapeTooLarge) {
+  DoubleRowOp::Shape shape;
+  Dims y;
+  EXPECT_TRUE(OutputOf<DoubleRowOp>({10, 50}, {}, SizesOf(1), &shape, &y).ok());
+  EXPECT_EQ(OutputOf<DoubleRowOp>({1001}, {}, SizesOf(1), &shape, &y).message(),
+            "x of shape [1001] is larger than the kernels can address (at most 1000 elements)");
+  EXPECT_EQ(OutputOf<DoubleRowOp>({10, 60}, {}, SizesOf(1), &shape, &y).message(),
+            "double_row's result of shape [10, 120] is larger than the kernels can address (at "
+            "most 1000 elements)");
+}
+
+// A float64 from a caller, rounded to float32 as IEEE 754 rounds it (no undefined conversion).
+TEST(Table, Float64ValuesRoundToFloat32AsIeeeRounds) {
+  EXPECT_EQ(RoundFromFloat64<float>(1.5), 1.5f);
+  EXPECT_EQ(RoundFromFloat64<float>(1e300), INFINITY);
+  EXPECT_EQ(RoundFromFloat64<float>(-1e300), -INFINITY);
+  EXPECT_EQ(RoundFromFloat64<float>(double{FLT_MAX} + 0x1p102), FLT_MAX);
+  EXPECT_EQ(RoundFromFloat64<float>(double{FLT_MAX} + 0x1p103), INFINITY);
+  EXPECT_EQ(RoundFromFloat64<float>(-INFINITY), -INFINITY);
+  EXPECT_TRUE(std::isnan(RoundFromFloat64<float>(NAN)));
+  EXPECT_EQ(RoundFromFloat64<double>(1e300), 1e300);
 }
 
 }  // namespace

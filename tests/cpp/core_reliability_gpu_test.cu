@@ -356,7 +356,7 @@ TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   PinnedStagingPool* pool = nullptr;
   ASSERT_OK(StagingPoolFor(0, &pool));
   ASSERT_CUDA(cudaDeviceSynchronize());
-  pool->ReleaseIdleBuffers();
+  ASSERT_OK(pool->ReleaseIdleBuffers());
   WaitForFrees(pool);
   const std::size_t retired = pool->buffer_count();  // buffers whose event failed in a fault test
   const auto idle_release = pool->idle_release();
@@ -394,7 +394,7 @@ TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   ASSERT_TRUE(gate.ok());
   SpinUntilOpen<<<1, 1, 0, t>>>(gate.device_flag(), 10'000'000'000);
   if (testing::UnderSanitizer()) gate.Open();  // there the copy on s would wait for t's kernel
-  pool->ReleaseIdleBuffers();
+  ASSERT_OK(pool->ReleaseIdleBuffers());
   EXPECT_EQ(pool->buffer_count(), retired);
   const std::int64_t fallbacks = CounterValue(Counter::kStagingPageableFallback);
   const auto meanwhile = Table(256, 33);
@@ -414,6 +414,57 @@ TEST(Staging, IdleBuffersAreFreedWithoutWaiting) {
   const auto again = Table(256, 34);
   EXPECT_EQ(RoundTrip(s, again), again);  // and uploads pin again as they need
   EXPECT_EQ(pool->buffer_count(), retired + 1);
+}
+
+TEST(Staging, ABufferWhoseEventFailedIsFreed) {
+  REQUIRE_GPU();
+  Stream s;
+  PinnedStagingPool* pool = nullptr;
+  ASSERT_OK(StagingPoolFor(0, &pool));
+  const auto table = Table(1024, 60);
+  EXPECT_EQ(RoundTrip(s, table), table);  // a buffer exists
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  WaitForFrees(pool);
+  const std::size_t buffers = pool->buffer_count();
+  const std::int64_t freed = CounterValue(Counter::kStagingBufferFreed);
+  InjectFaultForTesting(FaultPoint::kEventRecord, 1);
+  Status status;
+  PageableRoundTrip<Bank<std::int32_t>, reliability_bank_reader>(reliability_bank(), s,
+                                                                 Table(1024, 61), &status);
+  InjectFaultForTesting(FaultPoint::kEventRecord, 0);
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  reliability_bank().ClearQuarantine(0);
+  WaitForFrees(pool);
+  EXPECT_EQ(CounterValue(Counter::kStagingBufferFreed) - freed, 1)
+      << "the pinned buffer whose event failed is freed once its copy has run";
+  EXPECT_LE(pool->buffer_count(), buffers);
+  EXPECT_EQ(RoundTrip(s, table), table);
+}
+
+TEST(Staging, NoThreadToFreeBuffersIsAStatusAndTheyAreFreedLater) {
+  REQUIRE_GPU();
+  Stream s;
+  PinnedStagingPool* pool = nullptr;
+  ASSERT_OK(StagingPoolFor(0, &pool));
+  const auto table = Table(1024, 62);
+  EXPECT_EQ(RoundTrip(s, table), table);  // a buffer exists
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  WaitForFrees(pool);
+  const std::size_t buffers = pool->buffer_count();
+  ASSERT_GT(buffers, 0u);
+  const std::int64_t freed = CounterValue(Counter::kStagingBufferFreed);
+  InjectFaultForTesting(FaultPoint::kThreadStart, 1);
+  const Status status = pool->ReleaseIdleBuffers();  // std::thread throws std::system_error
+  InjectFaultForTesting(FaultPoint::kThreadStart, 0);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  EXPECT_EQ(pool->frees_pending(), 0);
+  EXPECT_EQ(pool->buffer_count(), buffers) << "kept for the next free";
+  EXPECT_OK(pool->ReleaseIdleBuffers());
+  WaitForFrees(pool);
+  EXPECT_EQ(pool->buffer_count(), 0u);
+  EXPECT_EQ(CounterValue(Counter::kStagingBufferFreed) - freed, static_cast<std::int64_t>(buffers));
+  EXPECT_EQ(RoundTrip(s, table), table);
 }
 
 TEST(Devices, TheDriverReportsEachStreamsDevice) {

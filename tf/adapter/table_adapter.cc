@@ -63,39 +63,6 @@ absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, i
   return absl::OkStatus();
 }
 
-namespace {
-absl::Status TooManyElements(const char* name, const std::string& shape, std::int64_t limit) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(name, " of shape ", shape,
-                   " has more elements than the kernel can address (limit ", limit, ")"));
-}
-}  // namespace
-
-absl::Status CheckElementCount(const tensorflow::TensorShape& shape, const char* name,
-                               std::int64_t max_elements) {
-  if (shape.num_elements() > max_elements)
-    return TooManyElements(name, shape.DebugString(), max_elements);
-  return absl::OkStatus();
-}
-
-absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c, int input_index,
-                               const char* name, std::int64_t max_elements) {
-  tensorflow::shape_inference::ShapeHandle shape = c->input(input_index);
-  if (!c->RankKnown(shape)) return absl::OkStatus();
-  // Multiply known dimensions with an overflow guard; any zero makes the tensor empty.
-  long double product = 1;
-  for (int i = 0; i < c->Rank(shape); ++i) {
-    if (!c->ValueKnown(c->Dim(shape, i))) continue;
-    const std::int64_t dim = c->Value(c->Dim(shape, i));
-    if (dim == 0) return absl::OkStatus();
-    product *= static_cast<long double>(dim);
-  }
-  if (product > static_cast<long double>(max_elements)) {
-    return TooManyElements(name, c->DebugString(shape), max_elements);
-  }
-  return absl::OkStatus();
-}
-
 GpuStream ComputeStream(tensorflow::OpKernelContext* ctx) {
   stream_executor::Stream* stream = ctx->op_device_context()->stream();
   return static_cast<GpuStream>(stream->platform_specific_handle().stream);

@@ -45,11 +45,6 @@ absl::Status ValidateTableSize(std::int64_t size, const char* name, std::int64_t
 // The same check at graph construction, where dimensions may be unknown.
 absl::Status InferTableShape(tensorflow::shape_inference::InferenceContext* c, int input_index,
                              const char* name, std::int64_t max_size, std::int64_t min_size = 1);
-// Rejects data with more elements than `max_elements` as soon as its shape is known.
-absl::Status CheckElementCount(const tensorflow::TensorShape& shape, const char* name,
-                               std::int64_t max_elements);
-absl::Status InferElementCount(tensorflow::shape_inference::InferenceContext* c, int input_index,
-                               const char* name, std::int64_t max_elements);
 
 // TensorFlow's CUDA stream for this op, as the raw handle our launchers take.
 GpuStream ComputeStream(tensorflow::OpKernelContext* ctx);

@@ -200,7 +200,6 @@ absl::Status AttrTableSize(Context* c, const TableSpec& table, tensorflow::DataT
 
 template <class Op, TableFrom kFrom>
 absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c) {
-  TF_RETURN_IF_ERROR(InferElementCount(c, 0, Op::kNames.data, Op::kMaxElements));
   tensorflow::DataType dtype;
   TF_RETURN_IF_ERROR(c->GetAttr("T", &dtype));
   if constexpr (Op::kUint8 && HasComputeTypeTable<Op>()) {
@@ -277,7 +276,6 @@ class TableOpKernel : public tensorflow::OpKernel {
   absl::Status PrepareOutput(tensorflow::OpKernelContext* ctx, const TableSizes& sizes,
                              typename Op::Shape* shape, tensorflow::Tensor** output) const {
     const tensorflow::TensorShape& x = ctx->input(0).shape();
-    TF_RETURN_IF_ERROR(CheckElementCount(x, Op::kNames.data, Op::kMaxElements));
     tensorflow::TensorShape y;
     TF_RETURN_IF_ERROR(OutputShape<Op>(x, params_, sizes, shape, &y));
     if (Op::kElementwise) return ctx->forward_input_or_allocate_output({0}, 0, y, output);

@@ -96,11 +96,12 @@ def register_library(
     check_torch_version()
     ops = _registry.read_registry(path)
     described = _binding.descriptions_of(ops, described)
+    checker = _registry.call_checker(path)
     for spec in ops.values():
         for static in (False, True):
             name = f"{spec.library}::{spec.name}" + ("_static" if static else "")
             torch.library.define(name, schema(spec, static))
-            torch.library.register_fake(name, _fake(spec, described[spec.name], static))
+            torch.library.register_fake(name, _fake(spec, described[spec.name], static, checker))
             torch.library.register_autograd(
                 name, _backward(spec, described[spec.name], static), setup_context=_save_inputs
             )
@@ -109,8 +110,13 @@ def register_library(
     return ops, described
 
 
-def _fake(spec: OpSpec, description: ModuleType, static: bool):
-    """The op's fake kernel: its checks and its result's shape, for meta tensors and tracing."""
+def _fake(spec: OpSpec, description: ModuleType, static: bool, checker):
+    """The op's fake kernel: its checks and its result's shape, for meta tensors and tracing.
+
+    Where the shape is concrete (a meta tensor called directly), the library's own checks
+    (`checker`, the C++ description's) answer, as the kernel would: attributes out of range among
+    them, which the Python description's shape assumes checked.
+    """
     table_specs = tuple(spec.table_spec(i) for i in range(len(spec.tables)))
     count = len(table_specs)
 
@@ -125,9 +131,12 @@ def _fake(spec: OpSpec, description: ModuleType, static: bool):
                 check_table(table_spec, table, data)
                 sizes.append(table.shape[0])
         attrs = {a.name: v for a, v in zip(spec.attrs, args[count:], strict=True)}
-        shape = descriptions.output_shape(
-            description, data.shape, tuple(sizes), attrs, torch.sym_max
-        )
+        if checker is not None and all(isinstance(d, int) for d in data.shape):
+            shape = checker(spec, dtype_name(data.dtype), tuple(data.shape), tuple(sizes), attrs)
+        else:
+            shape = descriptions.output_shape(
+                description, data.shape, tuple(sizes), attrs, torch.sym_max
+            )
         if spec.elementwise:
             return torch.empty_like(data, memory_format=torch.contiguous_format)
         return data.new_empty(shape)
