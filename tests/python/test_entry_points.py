@@ -185,7 +185,7 @@ def test_tensorflow_shape_functions_refuse_an_overflowing_shape():
 
 @pytest.mark.parametrize("static", [False, True])
 def test_torch_kernels_free_the_arguments_of_a_call_they_refuse(static):
-    # The kernel owns its inputs: a table still on the stack when a check throws was never freed.
+    # The kernel owns its inputs: a table left on the stack when a check throws is never freed.
     torch = pytest.importorskip("torch")
     import gc
     import weakref
