@@ -10,7 +10,8 @@ RuntimeError or TypeError; TensorFlow: tf.errors.OpError, ValueError or TypeErro
 keeps running under AddressSanitizer and UndefinedBehaviorSanitizer where the library is built so
 (scripts/sanitize.sh); a result has the data's dtype; after every batch of bad calls a known-good
 call is checked against NumPy; with PyTorch, the peak memory grows by at most 512 MB after the
-first tenth of the calls (a leak per call; TensorFlow caches a kernel per attribute value). Prints one summary line; exits 1 when anything was found.
+first tenth of the calls (a leak per call; TensorFlow caches a kernel per attribute value). Prints
+one summary line; exits 1 when anything was found.
 """
 
 from __future__ import annotations
