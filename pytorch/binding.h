@@ -336,30 +336,48 @@ template <class Op, class T, bool kStatic, std::size_t I>
 using HeldTable =
     std::conditional_t<kStatic, std::vector<TableEntryOf<Op, T, I>>, std::optional<Tensor>>;
 
-// Table I of the call from the schema's argument `value` (a tensor, or a list where kStatic),
-// checked under its own name, into `tables`.
+// Table I's argument as the schema gives it: a tensor, or a list (int[] for an int32 table, else
+// float[]) where kStatic.
+template <class Op, bool kStatic, std::size_t I>
+using TableInput = std::conditional_t<
+    kStatic, std::vector<std::conditional_t<TableSpecOf<Op>(I).int32, std::int64_t, double>>,
+    Tensor>;
+template <class Op, bool kStatic, class Indices>
+struct TableInputs;
+template <class Op, bool kStatic, std::size_t... I>
+struct TableInputs<Op, kStatic, std::index_sequence<I...>> {
+  using Type = std::tuple<TableInput<Op, kStatic, I>...>;
+  // Every table argument taken off the stack, before anything is checked: the kernel owns its
+  // inputs, and one left on the stack when a check throws would never be freed.
+  static Type Take(StableIValue* stack) {
+    return Type{torch::stable::detail::to<TableInput<Op, kStatic, I>>(stack[1 + I])...};
+  }
+};
+template <class Op, bool kStatic>
+using TableInputsOf = TableInputs<Op, kStatic, std::make_index_sequence<TableCountOf<Op>()>>;
+
+// Table I of the call from its argument `value`, checked under its own name, into `tables`.
 template <class Op, class T, bool kStatic, std::size_t I>
-void ReadTable(StableIValue value, const Tensor& x, HeldTable<Op, T, kStatic, I>* held,
-               Tables<T>* tables) {
+void ReadTable(const TableInput<Op, kStatic, I>& value, const Tensor& x,
+               HeldTable<Op, T, kStatic, I>* held, Tables<T>* tables) {
   using Entry = TableEntryOf<Op, T, I>;
   if constexpr (kStatic) {
-    using Listed = std::conditional_t<TableSpecOf<Op>(I).int32, std::int64_t, double>;
-    *held = StaticTable<Op, I, Entry>(torch::stable::detail::to<std::vector<Listed>>(value));
+    *held = StaticTable<Op, I, Entry>(value);
     tables->Set(I, StaticView(*held));
   } else {
-    held->emplace(CheckedTable<Op, I, Entry>(torch::stable::detail::to<Tensor>(value), x));
+    held->emplace(CheckedTable<Op, I, Entry>(value, x));
     tables->Set(I, ViewOf<Entry>(**held));
   }
 }
 
-// y = Op(x, tables) with the tables from the schema's arguments stack[1 ...], in Op's order.
+// y = Op(x, tables) with the tables from their arguments, in Op's order.
 template <class Op, class T, bool kStatic, std::size_t... I>
-Tensor RunWithTables(const Tensor& x, StableIValue* stack, const AttrValue* values,
-                     std::index_sequence<I...>) {
+Tensor RunWithTables(const Tensor& x, const typename TableInputsOf<Op, kStatic>::Type& inputs,
+                     const AttrValue* values, std::index_sequence<I...>) {
   std::tuple<HeldTable<Op, T, kStatic, I>...> held;
   Tables<T> tables;
   // In order: the first table refused is the one named.
-  (ReadTable<Op, T, kStatic, I>(stack[1 + I], x, &std::get<I>(held), &tables), ...);
+  (ReadTable<Op, T, kStatic, I>(std::get<I>(inputs), x, &std::get<I>(held), &tables), ...);
   return RunTableOp<Op, T>(x, tables, values);
 }
 
@@ -389,13 +407,14 @@ template <class Op, bool kStatic>
 void TableKernel(StableIValue* stack, std::uint64_t /*num_args*/, std::uint64_t /*num_outputs*/) {
   constexpr int kTables = TableCountOf<Op>();
   const Tensor x = torch::stable::detail::to<Tensor>(stack[0]);
+  const auto inputs = TableInputsOf<Op, kStatic>::Take(stack);
   std::array<AttrValue, Op::kAttrCount + 1> values{};
   std::array<std::string, Op::kAttrCount + 1> storage{};
   UnboxAttrs<Op>(stack, 1 + kTables, values.data(), storage.data());
   CheckDataDevice<Op>(x);
   Tensor y = ForData<Op>(x, Op::kNames.data, [&](auto zero) {
     using T = decltype(zero);
-    return RunWithTables<Op, T, kStatic>(x, stack, values.data(),
+    return RunWithTables<Op, T, kStatic>(x, inputs, values.data(),
                                          std::make_index_sequence<kTables>{});
   });
   stack[0] = torch::stable::detail::from(y);

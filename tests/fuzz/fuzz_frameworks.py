@@ -9,7 +9,9 @@ Every call must end in a result or a clean error of the framework's kind (PyTorc
 RuntimeError or TypeError; TensorFlow: tf.errors.OpError, ValueError or TypeError); the process
 keeps running under AddressSanitizer and UndefinedBehaviorSanitizer where the library is built so
 (scripts/sanitize.sh); a result has the data's dtype; after every batch of bad calls a known-good
-call is checked against NumPy. Prints one summary line; exits 1 when anything was found.
+call is checked against NumPy; with PyTorch, the peak memory grows by at most 512 MB after the
+first tenth of the calls (a leak per call; TensorFlow caches a kernel per attribute value). Prints
+one summary line; exits 1 when anything was found.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import math
 import os
 import random
+import resource
 import struct
 import sys
 from collections import Counter
@@ -27,6 +30,8 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 BATCH = 200
+# Growth of the peak resident memory past the first tenth of the calls that counts as a leak.
+LEAK_BYTES = 512 << 20
 WILD_FLOATS = (1e300, -1e300, math.inf, -math.inf, math.nan, 1e-320, 3.5e38, -0.0, 2.0**128)
 # Past every int attribute's range: an in-range value as large as 2^31 - 1 makes a valid call whose
 # result (upfirdn's up) fills this machine's memory, which is no entry point's test.
@@ -205,10 +210,25 @@ def fuzz_torch(fuzz: Fuzz, count: int) -> None:
             if not np.allclose(y.numpy(), polyval_reference(x, coeffs), rtol=1e-14, atol=1e-14):
                 fuzz.finding(f"the known-good polyval call ({form}) differs from NumPy")
 
+    run(fuzz, count, one, known_good)
+
+
+def peak_memory() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run(fuzz: Fuzz, count: int, one, known_good, leak_check: bool = True) -> None:
+    """Batches of calls, each followed by the known-good call; then a check that memory stayed."""
+    settled = None
     while fuzz.calls < count:
         for _ in range(min(BATCH, count - fuzz.calls)):
             one()
         known_good()
+        if settled is None and fuzz.calls >= count // 10:
+            settled = (fuzz.calls, peak_memory())
+    if leak_check and settled is not None and peak_memory() - settled[1] > LEAK_BYTES:
+        grown = (peak_memory() - settled[1]) >> 20
+        fuzz.finding(f"memory grew by {grown} MB over calls {settled[0]} to {fuzz.calls}")
 
 
 # ---- TensorFlow ----
@@ -327,10 +347,9 @@ def fuzz_tensorflow(fuzz: Fuzz, count: int) -> None:
             if not np.allclose(y.numpy(), polyval_reference(x, coeffs), rtol=1e-14, atol=1e-14):
                 fuzz.finding(f"the known-good polyval call ({form}) differs from NumPy")
 
-    while fuzz.calls < count:
-        for _ in range(min(BATCH, count - fuzz.calls)):
-            one()
-        known_good()
+    # TensorFlow caches a kernel for each distinct attribute value (each attr table): its memory
+    # grows with the calls whatever the kernels do.
+    run(fuzz, count, one, known_good, leak_check=False)
 
 
 def main() -> int:

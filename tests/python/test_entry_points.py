@@ -181,3 +181,35 @@ def test_tensorflow_shape_functions_refuse_an_overflowing_shape():
     spec = tf.TensorSpec([None, 2**40, 0], tf.float32)
     assert call.get_concrete_function(spec).structured_outputs.shape.as_list() == [None, 2**40, 0]
     assert math.isclose(float(call(tf.constant([2.0]))[0]), 1.0)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_torch_kernels_free_the_arguments_of_a_call_they_refuse(static):
+    # The kernel owns its inputs: a table left on the stack when a check throws is never freed.
+    torch = pytest.importorskip("torch")
+    import gc
+    import weakref
+
+    import constmem.torch  # noqa: F401
+
+    table = torch.ones(3)
+    ref = weakref.ref(table)
+    with pytest.raises(ValueError, match="x must be float32 or float64; got int32"):
+        torch.ops.constmem.polyval(torch.ones(2, dtype=torch.int32), table)
+    del table
+    gc.collect()
+    assert ref() is None
+    rows = torch.ones(3)
+    ref = weakref.ref(rows)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        if static:
+            torch.ops.constmem.separable_filter_static(
+                torch.ones(4, 4), [1.0], [1.0], "shared", "reflect", "bad"
+            )
+        else:
+            torch.ops.constmem.separable_filter(
+                torch.ones(4, 4), rows, torch.ones(1), "shared", "reflect", "bad"
+            )
+    del rows
+    gc.collect()
+    assert ref() is None
