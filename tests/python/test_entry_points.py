@@ -158,6 +158,19 @@ def test_torch_refuses_a_result_larger_than_memory_with_its_size():
     assert y.shape == (2, 5)
 
 
+def test_jax_refuses_a_result_larger_than_its_devices_memory_with_its_size():
+    jax = pytest.importorskip("jax")
+    import constmem.jax as cj
+
+    x = jax.numpy.ones((4, 16), "float32")
+    for taps in ([1.0], jax.numpy.ones(1, "float32")):
+        with pytest.raises(ValueError, match=r"upfirdn's result of shape \[4, 32212254706\] would"):
+            cj.upfirdn(x, taps, up=2**31 - 1)
+    with pytest.raises(ValueError, match=r"would need 515\.4 GB"):
+        jax.jit(lambda v: cj.upfirdn(v, [1.0], up=2**31 - 1))(x)
+    assert cj.upfirdn(jax.numpy.ones((2, 3)), [1.0], up=2).shape == (2, 5)
+
+
 def test_torch_rounds_a_static_table_past_float32_range_to_infinity():
     torch = pytest.importorskip("torch")
     y = torch.ops.constmem.polyval_static(torch.ones(3), [1e300])

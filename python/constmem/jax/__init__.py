@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -103,6 +105,41 @@ def _check_call(spec: OpSpec, dtype: str, shape, size, attrs: dict) -> None:
     checker = _CHECKERS.get(spec.target)
     if checker is not None and all(isinstance(d, int) for d in shape):
         checker(spec, dtype, tuple(shape), size, attrs)
+
+
+def _bytes_text(count: float) -> str:
+    """'17.6 TB': a size in bytes as the messages give it (PyTorch's binding words it alike)."""
+    units = ("bytes", "kB", "MB", "GB", "TB", "PB", "EB")
+    unit = 0
+    while count >= 1000 and unit + 1 < len(units):
+        count /= 1000
+        unit += 1
+    return f"{count:.0f} {units[unit]}" if unit == 0 else f"{count:.1f} {units[unit]}"
+
+
+def _check_fits(spec: OpSpec, data, shape: tuple) -> None:
+    """Refuses a result larger than its device's memory with its size, before XLA allocates it.
+
+    The device: the data's, or where jit places a traced call (the default backend's first).
+    """
+    if not all(isinstance(d, int) for d in shape):
+        return
+    need = math.prod(shape) * np.dtype(data.dtype).itemsize
+    if isinstance(data, jax.core.Tracer) or not hasattr(data, "devices"):
+        device = jax.devices()[0]
+    else:
+        device = next(iter(data.devices()))
+    if device.platform == "cpu":
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        where = "this machine's memory"
+    else:
+        memory = (device.memory_stats() or {}).get("bytes_limit", 0)
+        where = f"{device.device_kind}'s memory"
+    if memory > 0 and need > memory:
+        raise ValueError(
+            f"{spec.name}'s result of shape {list(shape)} would need {_bytes_text(need)} "
+            f"({data.dtype}), more than {where} ({_bytes_text(memory)})"
+        )
 
 
 def _encoded(spec: OpSpec, attrs: dict) -> dict:
@@ -577,12 +614,13 @@ def _make_call(spec: OpSpec, description: ModuleType):
         differentiable = dtype != "uint8"  # no gradient flows through uint8 data
         if isinstance(table, jax.Array):
             _check_array_table(spec, dtype, table)
-            _output_shape(spec, data.shape, table.shape[0], checked)  # refuses shapes at trace
+            shape = _output_shape(spec, data.shape, table.shape[0], checked)  # refused at trace
+            _check_fits(spec, data, shape)
             _check_call(spec, dtype, data.shape, table.shape[0], checked)
             compiled = _compiled_array_call(spec, attr_items, differentiable)
             return compiled(data, _on_data_device(data, table))
         values = tuple(_registry.static_values(spec, table, dtype).tolist())
-        _output_shape(spec, data.shape, len(values), checked)
+        _check_fits(spec, data, _output_shape(spec, data.shape, len(values), checked))
         _check_call(spec, dtype, data.shape, len(values), checked)
         return _compiled_static_call(spec, values, attr_items, differentiable)(data)
 
@@ -602,7 +640,7 @@ def _make_call(spec: OpSpec, description: ModuleType):
         sizes = tuple(
             len(v) if v is not None else t.shape[0] for v, t in zip(values, tables, strict=True)
         )
-        _output_shape(spec, data.shape, sizes, checked)
+        _check_fits(spec, data, _output_shape(spec, data.shape, sizes, checked))
         _check_call(spec, dtype, data.shape, sizes, checked)
         compiled = _compiled_static_call(
             spec, tuple(values), tuple(checked.items()), dtype != "uint8"
