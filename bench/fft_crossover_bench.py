@@ -26,6 +26,7 @@ import constmem.torch as cm
 import numpy as np
 import torch
 from constmem.ops import _fft
+from timing import cpu_model
 
 TAPS = [64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536, 1 << 18, 1 << 20]
 
@@ -147,7 +148,7 @@ def main():
     costs = [c["butterfly_cost"] for c in cases if not c["direct_estimated"]]
     summary = {
         "device": torch.cuda.get_device_name() if args.device == "cuda" else platform.processor(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "threads": args.threads,
         "rows": rows,
         "samples": samples,
@@ -161,17 +162,6 @@ def main():
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
-
-
-def _cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
