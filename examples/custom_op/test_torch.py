@@ -72,3 +72,20 @@ def test_placement_of_asks_the_ops_own_rule(ops):
         pytest.skip("built without GPU kernels")
     assert on_host == "by_value"
     assert ops.placement_of("apply_gain", 4, "float32", "device") == "constant_bank"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_table_placements_count_the_librarys_own_launches(ops, device):
+    """upload_stats and table_placements read this library's counters, not constmem's."""
+    import constmem.torch as cm
+
+    assert ops.library_path() != cm.library_path()
+    assert set(ops.upload_stats()) == set(cm.upload_stats())
+    x = torch.ones(3, 8, device=device)
+    with ops.table_placements() as seen:
+        ops.apply_gain(x, [1.0, 2.0, 3.0])
+        if device != "cpu":
+            torch.cuda.synchronize(device)
+    # CPU kernels place nothing; a GPU launch puts a small host table by value.
+    expected = None if device == "cpu" else ops.placement_of("apply_gain", 3, "float32", "host")
+    assert seen.placement == expected

@@ -53,6 +53,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "constmem/stats.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -779,7 +780,9 @@ std::string OpRegistryJson() {
 // `symbol_check_call` (detail::ExportedCheckCall), which runs an op's checks for a call without
 // running it: JAX calls it while it traces, so a description's refusal is a ValueError then; and
 // `symbol_table_placement` (detail::ExportedPlacement), where a table would go, asked on any
-// machine.
+// machine; and the core's counters in this library (each library has its own), which its
+// package's upload_stats() and table_placements() read: `symbol_counter_count`, and each one's
+// `symbol_counter_name` and `symbol_counter_value`.
 #define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                                                  \
   extern "C" __attribute__((visibility("default"))) const char* symbol() {                        \
     static const std::string* registry =                                                          \
@@ -800,4 +803,15 @@ std::string OpRegistryJson() {
       long long elements) {                                                                       \
     return ::constmem::detail::ExportedPlacement<__VA_ARGS__>(name, table, dtype, count, source,  \
                                                               elements);                          \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("default"))) int symbol##_counter_count() {                \
+    return static_cast<int>(::constmem::Counter::kCount);                                         \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("default"))) const char* symbol##_counter_name(int i) {    \
+    if (i < 0 || i >= symbol##_counter_count()) return nullptr;                                   \
+    return ::constmem::CounterName(static_cast<::constmem::Counter>(i));                          \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("default"))) long long symbol##_counter_value(int i) {     \
+    if (i < 0 || i >= symbol##_counter_count()) return -1;                                        \
+    return ::constmem::CounterValue(static_cast<::constmem::Counter>(i));                         \
   }

@@ -172,11 +172,14 @@ def library_counters(path: str) -> dict[str, int]:
     import ctypes
 
     library = ctypes.CDLL(path)
-    library.constmem_counter_name.restype = ctypes.c_char_p
-    library.constmem_counter_value.restype = ctypes.c_longlong
+    # Exported beside the op registry (CONSTMEM_EXPORT_OP_REGISTRY): an op library of one's own
+    # has them too.
+    name = library.constmem_op_registry_counter_name
+    value = library.constmem_op_registry_counter_value
+    name.restype, name.argtypes = ctypes.c_char_p, (ctypes.c_int,)
+    value.restype, value.argtypes = ctypes.c_longlong, (ctypes.c_int,)
     return {
-        library.constmem_counter_name(i).decode(): int(library.constmem_counter_value(i))
-        for i in range(library.constmem_counter_count())
+        name(i).decode(): int(value(i)) for i in range(library.constmem_op_registry_counter_count())
     }
 
 
@@ -337,3 +340,16 @@ def accessors(framework: str, path: str) -> tuple[Callable[[], dict[str, int]], 
     loaded_library_path.__doc__ = f"The loaded {name} op library."
     loaded_library_path.__name__ = loaded_library_path.__qualname__ = "library_path"
     return upload_stats, loaded_library_path
+
+
+def add_library_functions(module, framework: str, path: str, ops: dict) -> None:
+    """Gives the module of an op library of one's own (at `path`) what constmem's own has.
+
+    placement_of, upload_stats, table_placements and library_path, each of that library: its
+    counters are its own (CONSTMEM_EXPORT_OP_REGISTRY exports them beside its registry).
+    """
+    module.placement_of = placement_function(path, ops)
+    module.upload_stats, module.library_path = accessors(framework, path)
+    module.table_placements = placements_function(module.upload_stats)
+    extra = ("library_path", "placement_of", "table_placements", "upload_stats")
+    module.__all__ = sorted({*module.__all__, *extra})

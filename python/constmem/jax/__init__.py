@@ -669,8 +669,7 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     module = _binding.namespace(
         path, ops, described, _make_call, doc_suffix=_FORMS, arrays=_arrays_of(ops)
     )
-    module.placement_of = _libraries.placement_function(path, ops)
-    module.__all__ = sorted([*module.__all__, "placement_of"])
+    _libraries.add_library_functions(module, "jax", path, ops)
     return module
 
 

@@ -89,7 +89,10 @@ def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleTyp
     package has for constmem's own. Its registry is `constmem_op_registry`.
     """
     library = tf.load_op_library(path)
-    return _functions(path, path, *_register(library, path, descriptions))
+    ops, described, table_ops = _register(library, path, descriptions)
+    module = _functions(path, path, ops, described, table_ops)
+    _libraries.add_library_functions(module, "tensorflow", path, ops)
+    return module
 
 
 _loader.ops()  # TensorFlow loads the library first; the registry is read from the same file
