@@ -388,6 +388,17 @@ def test_resample_state_dicts_load_into_each_other_strictly(rates, kwargs):
     assert "kernel" not in Resample(16000, 16000).state_dict()
 
 
+def test_resample_makes_torchaudios_kernel_only_when_asked():
+    # 44.1 kHz to 16,001 Hz: torchaudio's kernel would be [16001, 1, 44161] (2.8 GB in float32).
+    odd = Resample(44100, 16001)
+    waveform = torch.randn(1, 4410)
+    assert odd(waveform).shape == (1, 1601)
+    small = Resample(48000, 16000)
+    with pytest.raises(ValueError, match=r"kernel must have shape \[1, 1, "):
+        small.load_state_dict(Resample(48000, 32000).state_dict())
+    small.load_state_dict(Resample(48000, 16000).state_dict(), strict=True)
+
+
 @pytest.mark.parametrize("method", ["sinc_interp_hann", "sinc_interp_kaiser"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_resample_holds_what_torchaudios_tests_check(method, dtype):

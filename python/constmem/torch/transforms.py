@@ -14,8 +14,8 @@ Both take float16 and bfloat16 data (computed in float32, returned in the data's
 channels_last image batch comes back channels_last.
 
 `Resample` takes `torchaudio.transforms.Resample`'s arguments and resamples the last axis as
-`constmem.torch.resample` does (torchaudio's filter, designed once); it carries torchaudio's
-`kernel` buffer, so that the two modules' checkpoints load into each other.
+`constmem.torch.resample` does (torchaudio's filter, designed once); its state_dict holds
+torchaudio's `kernel`, so that the two modules' checkpoints load into each other.
 
     from constmem.torch.transforms import GaussianBlur, Resample
 """
@@ -164,10 +164,12 @@ class Resample(nn.Module):
     """Resamples the last axis from orig_freq to new_freq: torchaudio.transforms.Resample.
 
     The filter is torchaudio's (`constmem.torch.resample`), designed once for the arguments in
-    float64 and rounded to the waveform's dtype. Where the rates differ the module carries
-    torchaudio's `kernel` buffer (its values, shape [new, 1, 2 * width + orig] after the gcd,
-    dtype `dtype` or float32, persistent), so that the state_dicts of the two load into each
-    other strictly; the resampling does not read it.
+    float64 and rounded to the waveform's dtype. Where the rates differ the module's state_dict
+    holds torchaudio's `kernel` (its values, shape [new, 1, 2 * width + orig] after the gcd,
+    dtype `dtype` or float32), so that the state_dicts of the two load into each other strictly,
+    and `module.kernel` gives it; the resampling does not read it, so that it is made only when
+    asked for (for coprime rates such as 44.1 kHz and 16,001 Hz it is gigabytes: torchaudio
+    holds it from the start).
     """
 
     def __init__(
@@ -191,11 +193,30 @@ class Resample(nn.Module):
         # Checks every argument now, as torchaudio does when it makes its kernel.
         self.forward(torch.zeros(1, 1))
         self.gcd = math.gcd(int(orig_freq), int(new_freq))
+        self._dtype = dtype
         if orig_freq != new_freq:
-            kernel, self.width = _torchaudio_kernel(
-                orig_freq, new_freq, lowpass_filter_width, rolloff, resampling_method, beta, dtype
-            )
-            self.register_buffer("kernel", kernel)
+            orig, new = int(orig_freq) // self.gcd, int(new_freq) // self.gcd
+            self.width = math.ceil(lowpass_filter_width * orig / (min(orig, new) * rolloff))
+            self.register_state_dict_post_hook(_save_kernel)
+            self.register_load_state_dict_pre_hook(_load_kernel)
+
+    @property
+    def kernel(self) -> torch.Tensor:
+        """Torchaudio's kernel for these arguments, made on each access.
+
+        AttributeError at one rate, where torchaudio has none.
+        """
+        if self.orig_freq == self.new_freq:
+            raise AttributeError("Resample at one rate has no kernel")
+        return _torchaudio_kernel(
+            self.orig_freq,
+            self.new_freq,
+            self.lowpass_filter_width,
+            self.rolloff,
+            self.resampling_method,
+            self.beta,
+            self._dtype,
+        )[0]
 
     def extra_repr(self) -> str:
         """The rates, as the module's repr shows them."""
@@ -211,6 +232,29 @@ class Resample(nn.Module):
             rolloff=self.rolloff,
             resampling_method=self.resampling_method,
             beta=self.beta,
+        )
+
+
+def _save_kernel(module: Resample, state_dict: dict, prefix: str, local_metadata: dict) -> None:
+    """Torchaudio's `kernel` entry in the module's state_dict, made as it is saved."""
+    state_dict[prefix + "kernel"] = module.kernel
+
+
+def _load_kernel(module: Resample, state_dict: dict, prefix: str, *_args) -> None:
+    """Takes torchaudio's `kernel` entry, which the module makes from its arguments, off the state.
+
+    Its shape is checked against the module's (a kernel of other rates is a ValueError).
+    """
+    kernel = state_dict.pop(prefix + "kernel", None)
+    if kernel is None:
+        return
+    orig = module.orig_freq // module.gcd
+    new = module.new_freq // module.gcd
+    expected = (new, 1, 2 * module.width + orig)
+    if tuple(kernel.shape) != expected:
+        raise ValueError(
+            f"{prefix}kernel must have shape {list(expected)} for Resample from "
+            f"{module.orig_freq} to {module.new_freq}; got {list(kernel.shape)}"
         )
 
 
