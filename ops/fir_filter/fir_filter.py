@@ -97,24 +97,25 @@ def _make_fir_filter(ops):
     F = ops._arrays("fir_filter")
 
     def fir_filter(x, taps, *, padding="SAME", method="auto", **options):
-        if method == "direct" or (
-            method == "auto" and (_fft.taps_length(taps) or 0) < _fft.SHORT_TAPS
-        ):
+        k = _fft.taps_length(taps) or 0
+        if method == "direct" or (method == "auto" and not prefers_fft(x, k, padding)):
             return direct(x, taps, padding=padding, **options)
         _fft.check_method(method)
         found = _fft.operands(F, x, taps, direct_limit)
         if found is None or padding not in ("SAME", "VALID"):
             return direct(x, taps, padding=padding, **options)
-        x, taps = found
-        if method == "auto":
-            k, n = taps.shape[0], x.shape[-1]
-            rows = math.prod(x.shape[:-1])
-            outputs = n if padding == "SAME" else max(n - k + 1, 0)
-            before = (k - 1) // 2 if padding == "SAME" else 0
-            work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
-            if not _fft.prefers_fft(F, x, rows * outputs * k, work):
-                return direct(x, taps, padding=padding, **options)
-        return F.compiled(_fft.fir_filter, padding)(x, taps)
+        return F.compiled(_fft.fir_filter, padding)(*found)
+
+    def prefers_fft(x, k, padding):
+        """Whether "auto" takes the FFT route, from the shapes alone."""
+        shape = _fft.static_shape(x)
+        if k < _fft.SHORT_TAPS or shape is None or padding not in ("SAME", "VALID"):
+            return False
+        rows, n = math.prod(shape[:-1]), shape[-1]
+        outputs = n if padding == "SAME" else max(n - k + 1, 0)
+        before = (k - 1) // 2 if padding == "SAME" else 0
+        work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
+        return _fft.prefers_fft(F, x, rows * outputs * k, work)
 
     direct_limit = getattr(ops, LIMIT)
     fir_filter.__doc__ = direct.__doc__

@@ -587,30 +587,35 @@ def _make_upfirdn(ops):
 
     def upfirdn(x, taps, *, up=1, down=1, method="auto", **options):
         count = _fft.taps_length(taps) or 0
-        if method == "direct" or (
-            method == "auto" and (count < _fft.SHORT_TAPS or count < _fft.SHORT_TAPS * up)
-        ):
+        if method == "direct" or (method == "auto" and not prefers_fft(x, count, up, down)):
             return direct(x, taps, up=up, down=down, **options)
         _fft.check_method(method)
         found = _fft.operands(F, x, taps, MAX_TAPS)
-        rates = (up, down)
         if (
             found is None
-            or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in rates)
+            or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in (up, down))
             or output_length(found[0].shape[-1], count, up, down) < 0
         ):
             return direct(x, taps, up=up, down=down, **options)
-        x, taps = found
-        outputs = output_length(x.shape[-1], count, up, down)
-        if method == "auto":
-            rows = math.prod(x.shape[:-1])
-            common = math.gcd(up, down)
-            phases, stride = up // common, down // common
-            extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
-            work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
-            if not _fft.prefers_fft(F, x, rows * outputs * _ceil_div(count, up), work):
-                return direct(x, taps, up=up, down=down, **options)
-        return F.compiled(_fft.upfirdn, up, down, outputs)(x, taps)
+        outputs = output_length(found[0].shape[-1], count, up, down)
+        return F.compiled(_fft.upfirdn, up, down, outputs)(*found)
+
+    def prefers_fft(x, count, up, down):
+        """Whether "auto" takes the FFT route, from the shapes and rates alone."""
+        if count < _fft.SHORT_TAPS * (up if type(up) is int and up > 0 else 1):
+            return False
+        shape = _fft.static_shape(x)
+        if shape is None or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in (up, down)):
+            return False
+        outputs = output_length(shape[-1], count, up, down)
+        if outputs <= 0:
+            return False
+        rows = math.prod(shape[:-1])
+        common = math.gcd(up, down)
+        phases, stride = up // common, down // common
+        extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
+        work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
+        return _fft.prefers_fft(F, x, rows * outputs * _ceil_div(count, up), work)
 
     upfirdn.__doc__ = direct.__doc__
     return upfirdn

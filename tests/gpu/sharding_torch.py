@@ -417,6 +417,9 @@ def worker(rank, world, port, backend, sweep):
     seconds = time.perf_counter() - start
     print(f"CHECKS rank={rank} passed={checks.passed} failed={len(checks.failures)} "
           f"seconds={seconds:.1f}", flush=True)  # fmt: skip
+    # Every process reaches the teardown before any closes its connections: gloo aborts a
+    # process whose peer went first (seen under load).
+    dist.barrier()
     dist.destroy_process_group()
     return 1 if checks.failures else 0
 

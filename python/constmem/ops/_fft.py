@@ -56,9 +56,18 @@ def fft_work(rows: int, phases: int, down: int, extent: int, length: int) -> flo
     return rows * frames * (transforms + products)
 
 
+def static_shape(x):
+    """X's shape where every dimension is a known int (rank 1 or more), else None."""
+    shape = tuple(getattr(x, "shape", None) or ())
+    return shape if shape and all(isinstance(d, int) for d in shape) else None
+
+
 def prefers_fft(F, x, multiply_adds: float, work: float) -> bool:
-    """Whether the FFT route's `work` costs less than the direct kernel's `multiply_adds`."""
-    device = "gpu" if F.on_gpu(x) else "cpu"
+    """Whether the FFT route's `work` costs less than the direct kernel's `multiply_adds`.
+
+    Decided before the operands are converted, so that a call the kernel takes converts nothing.
+    """
+    device = "gpu" if framework(x) is not None and F.on_gpu(x) else "cpu"
     return multiply_adds > BUTTERFLY_COST[device] * work
 
 
