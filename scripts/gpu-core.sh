@@ -3,7 +3,8 @@
 # The C++ GPU suite (no TensorFlow): core, reliability, capture and every op's launcher tests,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over each, and the upload benchmark. Run on a machine
 # with an NVIDIA GPU.
-#   scripts/gpu-core.sh BIN_DIR RESULT_DIR
+#   [CONSTMEM_SANITIZERS="memcheck ..."] scripts/gpu-core.sh BIN_DIR RESULT_DIR
+# CONSTMEM_SANITIZERS names the compute-sanitizer tools to run (all four by default; empty: none).
 # BIN_DIR holds the test and benchmark binaries (build/ layout also works).
 set -uo pipefail
 bin=${1:?bin dir}
@@ -46,7 +47,7 @@ elif run_step "$results" "$summary" capture_unsafe_must_fail '^\[  PASSED  \]|^\
 fi
 if command -v compute-sanitizer >/dev/null; then
   export CONSTMEM_STRESS_LAUNCHES=${CONSTMEM_SANITIZER_LAUNCHES:-2000} CONSTMEM_SANITIZER_RUN=1
-  for tool in memcheck racecheck synccheck initcheck; do
+  for tool in ${CONSTMEM_SANITIZERS-memcheck racecheck synccheck initcheck}; do
     run "sanitizer_${tool}_core" compute-sanitizer --tool "$tool" --error-exitcode 1 "$core"
     run "sanitizer_${tool}_reliability" compute-sanitizer --tool "$tool" --error-exitcode 1 "$reliability"
     run "sanitizer_${tool}_frobulate" compute-sanitizer --tool "$tool" --error-exitcode 1 "$frob" \
