@@ -108,6 +108,40 @@ template <>
 constexpr ScalarType ScalarTypeOf<std::uint8_t>() {
   return ScalarType::Byte;
 }
+template <>
+constexpr ScalarType ScalarTypeOf<std::int8_t>() {
+  return ScalarType::Char;
+}
+template <>
+constexpr ScalarType ScalarTypeOf<Float16>() {
+  return ScalarType::Half;
+}
+template <>
+constexpr ScalarType ScalarTypeOf<BFloat16>() {
+  return ScalarType::BFloat16;
+}
+
+// The DataType of a tensor's dtype, or nothing for one no op takes.
+inline std::optional<DataType> DataTypeOfScalar(ScalarType type) {
+  switch (type) {
+    case ScalarType::Float:
+      return DataType::kFloat32;
+    case ScalarType::Double:
+      return DataType::kFloat64;
+    case ScalarType::Half:
+      return DataType::kFloat16;
+    case ScalarType::BFloat16:
+      return DataType::kBFloat16;
+    case ScalarType::Byte:
+      return DataType::kUint8;
+    case ScalarType::Char:
+      return DataType::kInt8;
+    case ScalarType::Int:
+      return DataType::kInt32;
+    default:
+      return std::nullopt;
+  }
+}
 
 inline const char* DtypeName(ScalarType type) {
   switch (type) {
@@ -140,29 +174,12 @@ inline const char* DtypeName(ScalarType type) {
   }
 }
 
-// Runs fn(zero) with zero of the data's element type: float32 or float64 (float32 alone unless
-// kFloat64), else an error naming the argument.
-template <bool kFloat64, class Fn>
-decltype(auto) ForFloatData(const Tensor& data, const char* name, Fn&& fn) {
-  if (data.scalar_type() == ScalarType::Float) return fn(float{});
-  if constexpr (kFloat64) {
-    if (data.scalar_type() == ScalarType::Double) return fn(double{});
-  }
-  Fail(std::string(name) + " must be " + (kFloat64 ? "float32 or float64" : "float32") + "; got " +
-       DtypeName(data.scalar_type()));
-}
-
-// Runs fn(zero) with zero of the data's element type among those Op takes: float32, float64
-// (kFloat64) or uint8 (kUint8), else an error naming the argument and listing them.
+// Runs fn(zero) with zero of the data's element type among those Op takes (kDataTypes), else an
+// error naming the argument and listing them.
 template <class Op, class Fn>
 decltype(auto) ForData(const Tensor& data, const char* name, Fn&& fn) {
-  if (data.scalar_type() == ScalarType::Float) return fn(float{});
-  if constexpr (Op::kFloat64) {
-    if (data.scalar_type() == ScalarType::Double) return fn(double{});
-  }
-  if constexpr (Op::kUint8) {
-    if (data.scalar_type() == ScalarType::Byte) return fn(std::uint8_t{});
-  }
+  const std::optional<DataType> type = DataTypeOfScalar(data.scalar_type());
+  if (type && TakesDataType<Op>(*type)) return VisitDataType<Op>(*type, std::forward<Fn>(fn));
   Fail(std::string(name) + " must be " + DataTypeList<Op>() + "; got " +
        DtypeName(data.scalar_type()));
 }
@@ -316,8 +333,8 @@ Tensor RunTableOp(const Tensor& x_in, const Tables<T>& tables, const AttrValue* 
   }
   const Tensor x = Contiguous(x_in);
   Tensor y = EmptyLike(x, y_dims);
-  const T* in = x.const_data_ptr<T>();
-  T* out = y.mutable_data_ptr<T>();
+  const T* in = static_cast<const T*>(x.const_data_ptr());
+  T* out = static_cast<T*>(y.mutable_data_ptr());
   if (x.is_cpu()) {
     RunCpuOf<Op, T>(params, shape, in, out, tables, CpuThreads{});
     return y;

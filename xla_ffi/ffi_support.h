@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -25,7 +26,6 @@
 #include <utility>
 #include <vector>
 
-#include "constmem/cpu_float_mode.hpp"
 #include "constmem/op_description.hpp"
 #include "constmem/status.hpp"
 #include "constmem/table.hpp"
@@ -45,72 +45,51 @@ inline ffi::Error FfiError(const Status& status) {
   return ffi::Error(code, status.ToString());
 }
 
-inline const char* DataTypeName(ffi::DataType type) {
+// The DataType of an XLA element type, or nothing for one no op takes.
+inline std::optional<DataType> DataTypeOfElement(ffi::DataType type) {
   switch (type) {
     case ffi::DataType::F32:
-      return "float32";
+      return DataType::kFloat32;
     case ffi::DataType::F64:
-      return "float64";
-    case ffi::DataType::S32:
-      return "int32";
+      return DataType::kFloat64;
+    case ffi::DataType::F16:
+      return DataType::kFloat16;
+    case ffi::DataType::BF16:
+      return DataType::kBFloat16;
     case ffi::DataType::U8:
-      return "uint8";
+      return DataType::kUint8;
+    case ffi::DataType::S8:
+      return DataType::kInt8;
+    case ffi::DataType::S32:
+      return DataType::kInt32;
     default:
-      return "another dtype";
+      return std::nullopt;
   }
 }
 
-// Calls fn(T{}) with T the C++ type of the float32 or float64 buffer `name` (float32 alone unless
-// kFloat64).
-template <bool kFloat64 = true, class Fn>
-ffi::Error ForFloatType(ffi::DataType type, const char* name, Fn&& fn) {
-  if (type == ffi::DataType::F32) return fn(float{});
-  if constexpr (kFloat64) {
-    if (type == ffi::DataType::F64) return fn(double{});
-  }
-  return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                    std::string(name) +
-                        (kFloat64 ? " must be float32 or float64" : " must be float32") + "; got " +
-                        DataTypeName(type));
+inline const char* DataTypeName(ffi::DataType type) {
+  const std::optional<DataType> known = DataTypeOfElement(type);
+  return known ? ::constmem::DataTypeName(*known) : "another dtype";
 }
 
-// ForFloatType for a host handler: fn runs with denormals flushed (FTZ and DAZ), as the op's CPU
-// kernel does on TensorFlow's CPU threads, whichever thread XLA runs it on.
-template <bool kFloat64 = true, class Fn>
-ffi::Error ForFloatTypeOnHost(ffi::DataType type, const char* name, Fn&& fn) {
-  cpu::ScopedFlushDenormals flush;
-  return ForFloatType<kFloat64>(type, name, std::forward<Fn>(fn));
-}
-
-// Calls fn(T{}) with T the C++ type of Op's data buffer `name`: float, double (kFloat64) or
-// std::uint8_t (kUint8); else an error listing the types Op takes.
+// Calls fn(T{}) with T the C++ type of Op's data buffer `name` among those Op takes (kDataTypes);
+// else an error listing them.
 template <class Op, class Fn>
 ffi::Error ForDataType(ffi::DataType type, const char* name, Fn&& fn) {
-  if (type == ffi::DataType::F32) return fn(float{});
-  if constexpr (Op::kFloat64) {
-    if (type == ffi::DataType::F64) return fn(double{});
-  }
-  if constexpr (Op::kUint8) {
-    if (type == ffi::DataType::U8) return fn(std::uint8_t{});
-  }
+  const std::optional<DataType> known = DataTypeOfElement(type);
+  if (known && TakesDataType<Op>(*known)) return VisitDataType<Op>(*known, std::forward<Fn>(fn));
   return ffi::Error(
       ffi::ErrorCode::kInvalidArgument,
       std::string(name) + " must be " + DataTypeList<Op>() + "; got " + DataTypeName(type));
 }
 
-// ForDataType for a host handler, with denormals flushed (ForFloatTypeOnHost).
-template <class Op, class Fn>
-ffi::Error ForDataTypeOnHost(ffi::DataType type, const char* name, Fn&& fn) {
-  cpu::ScopedFlushDenormals flush;
-  return ForDataType<Op>(type, name, std::forward<Fn>(fn));
-}
-
+// The XLA element type of C++ type T.
 template <class T>
 constexpr ffi::DataType DataTypeOf() {
-  if constexpr (std::is_same<T, float>::value) return ffi::DataType::F32;
-  if constexpr (std::is_same<T, double>::value) return ffi::DataType::F64;
-  if constexpr (std::is_same<T, std::uint8_t>::value) return ffi::DataType::U8;
-  return ffi::DataType::S32;
+  constexpr ffi::DataType kTypes[] = {ffi::DataType::F32,  ffi::DataType::F64, ffi::DataType::F16,
+                                      ffi::DataType::BF16, ffi::DataType::U8,  ffi::DataType::S8,
+                                      ffi::DataType::S32};
+  return kTypes[static_cast<int>(::constmem::DataTypeOf<T>())];
 }
 
 inline Dims DimsOf(const ffi::AnyBuffer& buffer) {
@@ -263,14 +242,15 @@ struct TableHandlers {
     typename Op::Params params;
     typename Op::Shape shape;
     CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape));
-    RunCpuOf<Op, T>(params, shape, x.typed_data<T>(), y.typed_data<T>(), tables, SerialShard{});
+    RunCpuOf<Op, T>(params, shape, static_cast<const T*>(x.untyped_data()),
+                    static_cast<T*>(y.untyped_data()), tables, SerialShard{});
     return Status::Ok();
   }
 
   static ffi::Error Host(const ffi::AnyBuffer& x, const Buffers& buffers, ffi::AnyBuffer& y,
                          const ffi::Dictionary& attrs) {
     return Guarded([&] {
-      return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
+      return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
         using T = decltype(zero);
         Tables<T> tables;
         Status status = BufferTables<T>(buffers, SourceKind::kPageableHost, &tables,
@@ -283,7 +263,7 @@ struct TableHandlers {
   static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                                ffi::Dictionary attrs) {
     return Guarded([&] {
-      return ForDataTypeOnHost<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
+      return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
         using T = decltype(zero);
         Converted<T> converted;
         Tables<T> tables;
@@ -301,7 +281,8 @@ struct TableHandlers {
     typename Op::Params params;
     typename Op::Shape shape;
     CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape));
-    return LaunchOf<Op, T>(stream, params, shape, x.typed_data<T>(), y.typed_data<T>(), tables);
+    return LaunchOf<Op, T>(stream, params, shape, static_cast<const T*>(x.untyped_data()),
+                           static_cast<T*>(y.untyped_data()), tables);
   }
   static ffi::Error Cuda(GpuStream stream, const ffi::AnyBuffer& x, const Buffers& buffers,
                          ffi::AnyBuffer& y, const ffi::Dictionary& attrs) {

@@ -36,10 +36,10 @@
 // device, or a static list), checks it under its own name, and gives a gradient to each.
 //
 // The defaults below make an elementwise op on float32 and float64 data whose table has the
-// data's type and which has no attribute; an op declares what differs. An op that also takes
-// uint8 data (kUint8) computes it with float32: its table for uint8 data is float32, and its
-// RunCpu, Launch and Place are instantiated with T = std::uint8_t, taking tables of
-// ComputeTypeOf<T> (float) entries.
+// data's type and which has no attribute; an op declares what differs. kDataTypes lists the data
+// types it takes (numeric.hpp); RunCpu, Launch and Place are instantiated with T each of their C++
+// types, and take tables of ComputeTypeOf<T> entries (float32 for float16, bfloat16, uint8 and
+// int8 data, float64 for int32). Kernels read data with ToCompute and write it with FromCompute.
 #pragma once
 
 #include <algorithm>
@@ -53,6 +53,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "constmem/cpu_float_mode.hpp"
+#include "constmem/numeric.hpp"
 #include "constmem/stats.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
@@ -112,22 +114,6 @@ struct AttrSpec {
   const char* choices = "";  // a kChoice's names, comma-separated ("SAME,VALID"); the first is
                              // the default
 };
-
-// The data's type, as Params::Read sees it.
-enum class DataType { kFloat32, kFloat64, kUint8 };
-
-// The type data of type T is computed in (and a table of its type holds): float for uint8 data,
-// T itself for float and double.
-template <class T>
-using ComputeTypeOf = std::conditional_t<std::is_same<T, std::uint8_t>::value, float, T>;
-
-// The DataType of data of C++ type T (float, double or std::uint8_t).
-template <class T>
-constexpr DataType DataTypeOf() {
-  if constexpr (std::is_same<T, double>::value) return DataType::kFloat64;
-  if constexpr (std::is_same<T, std::uint8_t>::value) return DataType::kUint8;
-  return DataType::kFloat32;
-}
 
 // A call's tables, as RunCpu and Launch of an op with several tables receive them: tables[i] is
 // table i's TableView (entries of the data's compute type), tables.int32(i) that of an int32
@@ -224,11 +210,8 @@ struct OpDescription {
   // RunCpu takes the table converted to the data's type (an op that adds int32 entries in the
   // data's type, as Frobulate); else as it is.
   static constexpr bool kCpuTableInDataType = false;
-  // Data of float64 as well as float32; else float32 alone.
-  static constexpr bool kFloat64 = true;
-  // Data of uint8 as well, computed with a float32 table (T = std::uint8_t in RunCpu, Launch and
-  // Place; the table's entries ComputeTypeOf<T> = float).
-  static constexpr bool kUint8 = false;
+  // The data types the op takes, and so the C++ types T its kernels are instantiated with.
+  static constexpr DataTypeSet kDataTypes{DataType::kFloat32, DataType::kFloat64};
   // y[i] depends on x[i] alone: y may take x's buffer, and XLA may pass any dimension dynamic.
   // Otherwise the last axis is one unit (a row), as for a filter.
   static constexpr bool kElementwise = true;
@@ -303,12 +286,64 @@ template <class Op, class T>
 using CpuTableEntryOf =
     std::conditional_t<Op::kCpuTableInDataType, ComputeTypeOf<T>, TableEntryOf<Op, T>>;
 
+// Whether Op takes data of `type`, and of C++ type T.
+template <class Op>
+constexpr bool TakesDataType(DataType type) {
+  return Op::kDataTypes.Has(type);
+}
+template <class Op, class T>
+constexpr bool kTakes = TakesDataType<Op>(DataTypeOf<T>());
+
+// Whether Op takes a data type after the I-th (in DataType's order).
+template <class Op>
+constexpr bool TakesDataTypeAfter(int i) {
+  for (int j = i + 1; j < kDataTypeCount; ++j) {
+    if (Op::kDataTypes.Has(static_cast<DataType>(j))) return true;
+  }
+  return false;
+}
+
+// fn(T{}) for the C++ type T of `type`, which Op takes (the caller checks TakesDataType first:
+// every binding refuses another type with DataTypeList's words; the last type Op takes stands in
+// for one it does not). Only the types Op takes are instantiated.
+template <class Op, int I = 0, class Fn>
+decltype(auto) VisitDataType(DataType type, Fn&& fn) {
+  static_assert(TakesDataTypeAfter<Op>(-1), "an op takes at least one data type");
+  constexpr auto kType = static_cast<DataType>(I);
+  if constexpr (!TakesDataType<Op>(kType)) {
+    return VisitDataType<Op, I + 1>(type, std::forward<Fn>(fn));
+  } else if constexpr (!TakesDataTypeAfter<Op>(I)) {
+    return fn(ElementTypeOf<kType>{});
+  } else {
+    if (type == kType) return fn(ElementTypeOf<kType>{});
+    return VisitDataType<Op, I + 1>(type, std::forward<Fn>(fn));
+  }
+}
+
+// fn(T{}) for the C++ type T of each data type Op takes, in DataType's order.
+template <class Op, class Fn>
+void ForEachDataTypeOf(Fn&& fn) {
+  auto one = [&](auto zero) {
+    if constexpr (kTakes<Op, decltype(zero)>) fn(zero);
+  };
+  one(float{});
+  one(double{});
+  one(Float16{});
+  one(BFloat16{});
+  one(std::uint8_t{});
+  one(std::int8_t{});
+  one(std::int32_t{});
+}
+
 // The names of the data types Op takes, in the order every message lists them.
 template <class Op>
 std::vector<const char*> DataTypeNames() {
-  std::vector<const char*> names{"float32"};
-  if (Op::kFloat64) names.push_back("float64");
-  if (Op::kUint8) names.push_back("uint8");
+  std::vector<const char*> names;
+  for (int i = 0; i < kDataTypeCount; ++i) {
+    if (Op::kDataTypes.Has(static_cast<DataType>(i))) {
+      names.push_back(DataTypeName(static_cast<DataType>(i)));
+    }
+  }
   return names;
 }
 
@@ -385,11 +420,27 @@ Status OutputOf(const Dims& x, const typename Op::Params& params, const TableSiz
                            Op::kMaxElements);
 }
 
+// Runs a CPU kernel's pieces through `shard` with subnormals kept (IEEE arithmetic, no FTZ or DAZ)
+// on whichever thread runs them: TensorFlow's and XLA's CPU threads flush them, PyTorch's do not,
+// and an op computes the same in every framework.
+template <class Shard>
+struct KeepSubnormals {
+  const Shard& shard;
+  template <class Fn>
+  void operator()(std::int64_t count, std::int64_t cost, const Fn& fn) const {
+    shard(count, cost, [&fn](std::int64_t begin, std::int64_t end) {
+      cpu::ScopedFlushDenormals keep(false);
+      fn(begin, end);
+    });
+  }
+};
+
 // Op's CPU kernel over host tables (a single table converted to the data's type where the op
-// asks for it).
-template <class Op, class T, class Shard>
+// asks for it), subnormals kept (KeepSubnormals).
+template <class Op, class T, class AnyShard>
 void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x, T* y,
-              const Tables<T>& tables, const Shard& shard) {
+              const Tables<T>& tables, const AnyShard& any_shard) {
+  const KeepSubnormals<AnyShard> shard{any_shard};
   if constexpr (kSeveralTables<Op>) {
     Op::template RunCpu<T>(params, shape, x, y, tables, shard);
   } else {
@@ -532,7 +583,7 @@ void AppendOpJson(std::string* out) {
   number("min_table", first.min_size);
   number("max_table", first.max_size);
   flag("int32_table", first.int32);
-  flag("float64", Op::kFloat64);
+  flag("float64", TakesDataType<Op>(DataType::kFloat64));
   flag("elementwise", Op::kElementwise);
   AppendJsonString(out, "tables");
   out->append(":[");
@@ -573,20 +624,15 @@ void AppendOpJson(std::string* out) {
   out->append("]}");
 }
 
-// The data type named `dtype` ("float32", "float64", "uint8") if Op takes it.
+// The data type named `dtype` ("float32", "bfloat16", ...) if Op takes it.
 template <class Op>
 Status DataTypeNamed(std::string_view dtype, DataType* type) {
-  if (dtype == "float32") {
-    *type = DataType::kFloat32;
-    return Status::Ok();
-  }
-  if (dtype == "float64" && Op::kFloat64) {
-    *type = DataType::kFloat64;
-    return Status::Ok();
-  }
-  if (dtype == "uint8" && Op::kUint8) {
-    *type = DataType::kUint8;
-    return Status::Ok();
+  for (int i = 0; i < kDataTypeCount; ++i) {
+    const auto candidate = static_cast<DataType>(i);
+    if (dtype == DataTypeName(candidate) && TakesDataType<Op>(candidate)) {
+      *type = candidate;
+      return Status::Ok();
+    }
   }
   return InvalidArgument(std::string(Op::kNames.data) + " must be " + DataTypeList<Op>() +
                          "; got " + std::string(dtype));
@@ -705,15 +751,8 @@ const char* ExportedPlacement(const char* name, int table, const char* dtype, lo
 #if CONSTMEM_WITH_GPU
     const SourceKind kind = source == 1 ? SourceKind::kDevice : SourceKind::kPageableHost;
     const std::int64_t launch = elements < 0 ? kUnknownLaunchElements : elements;
-    Placement placement = Placement::kGlobalMemory;
-    if (type == DataType::kFloat64) {
-      if constexpr (Op::kFloat64) placement = PlaceOf<Op, double>(table, count, kind, launch);
-    } else if (type == DataType::kUint8) {
-      if constexpr (Op::kUint8) placement = PlaceOf<Op, std::uint8_t>(table, count, kind, launch);
-    } else {
-      placement = PlaceOf<Op, float>(table, count, kind, launch);
-    }
-    found = PlacementName(placement);
+    found = PlacementName(VisitDataType<Op>(
+        type, [&](auto zero) { return PlaceOf<Op, decltype(zero)>(table, count, kind, launch); }));
 #else
     (void)count;
     (void)elements;

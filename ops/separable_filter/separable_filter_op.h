@@ -24,7 +24,7 @@ struct SeparableFilterOp : OpDescription {
   static constexpr int kTableCount = 2;
   static constexpr std::int64_t kMaxElements = kSeparableMaxElements;
   static constexpr bool kElementwise = false;  // and x and y must not overlap
-  static constexpr bool kUint8 = true;
+  static constexpr DataTypeSet kDataTypes{DataType::kFloat32, DataType::kFloat64, DataType::kUint8};
   static constexpr AttrSpec kAttrs[] = {
       {"taps", AttrKind::kChoice, "shared,per_image"},
       {"border", AttrKind::kChoice, "reflect,zeros,replicate"},

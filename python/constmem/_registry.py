@@ -107,7 +107,7 @@ class OpSpec:
         return f"{self.min_table} to {self.max_table} entries"
 
     def data_dtypes(self) -> tuple[str, ...]:
-        """The data's dtypes, by name: float32, then float64 and uint8 where the op takes them."""
+        """The data's dtypes, by name, in the order the op's description lists them."""
         if self.dtypes:
             return self.dtypes
         return ("float32", "float64") if self.float64 else ("float32",)
@@ -122,8 +122,12 @@ class OpSpec:
 
 
 def compute_dtype(data_dtype: str) -> str:
-    """The dtype data of `data_dtype` is computed in: float32 for uint8, else the data's own."""
-    return "float32" if data_dtype == "uint8" else data_dtype
+    """The dtype data of `data_dtype` is computed in, and a table for it holds.
+
+    float64 for float64 and int32, float32 for float32, float16, bfloat16, uint8 and int8
+    (numeric.hpp's ComputeTypeOf).
+    """
+    return "float64" if data_dtype in ("float64", "int32") else "float32"
 
 
 def read_registry(path: str) -> dict[str, OpSpec]:

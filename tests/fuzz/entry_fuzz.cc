@@ -54,8 +54,7 @@ struct OpInfo {
   std::string name;
   std::vector<TableSpec> tables;
   std::vector<AttrSpec> attrs;
-  bool float64;
-  bool uint8;
+  std::vector<XLA_FFI_DataType> types;  // the data types the op takes
 };
 
 template <class... Ops>
@@ -63,7 +62,11 @@ std::vector<OpInfo> OpsOf() {
   std::vector<OpInfo> ops;
   auto one = [&](auto* op) {
     using Op = std::remove_pointer_t<decltype(op)>;
-    OpInfo info{Op::kNames.library, Op::kNames.name, {}, {}, Op::kFloat64, Op::kUint8};
+    OpInfo info{Op::kNames.library, Op::kNames.name, {}, {}, {}};
+    constmem::ForEachDataTypeOf<Op>([&](auto zero) {
+      info.types.push_back(
+          static_cast<XLA_FFI_DataType>(constmem::xla_ffi::DataTypeOf<decltype(zero)>()));
+    });
     for (int i = 0; i < constmem::TableCountOf<Op>(); ++i) {
       info.tables.push_back(constmem::TableSpecOf<Op>(i));
     }
@@ -263,10 +266,7 @@ class Fuzzer {
   }
   XLA_FFI_DataType DataDtype(const OpInfo& op) {
     if (Chance(85)) {
-      std::vector<XLA_FFI_DataType> types{XLA_FFI_DataType_F32};
-      if (op.float64) types.push_back(XLA_FFI_DataType_F64);
-      if (op.uint8) types.push_back(XLA_FFI_DataType_U8);
-      return types[Below(types.size())];
+      return op.types[Below(op.types.size())];
     }
     return Pick<XLA_FFI_DataType>(
         {XLA_FFI_DataType_F16, XLA_FFI_DataType_BF16, XLA_FFI_DataType_S32, XLA_FFI_DataType_S64,
@@ -274,7 +274,8 @@ class Fuzzer {
   }
   static XLA_FFI_DataType EntryDtype(const TableSpec& table, XLA_FFI_DataType data) {
     if (table.int32) return XLA_FFI_DataType_S32;
-    return data == XLA_FFI_DataType_F64 ? XLA_FFI_DataType_F64 : XLA_FFI_DataType_F32;
+    return data == XLA_FFI_DataType_F64 || data == XLA_FFI_DataType_S32 ? XLA_FFI_DataType_F64
+                                                                        : XLA_FFI_DataType_F32;
   }
 
   // x's dims: small (backed) or wild.

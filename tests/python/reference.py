@@ -26,15 +26,6 @@ def random_case(rng, shape, dtype, table_size):
     return data, table
 
 
-def flush_subnormals(data):
-    """Subnormal values read as zero of the same sign, as TensorFlow's CPU threads see them."""
-    data = np.asarray(data)
-    tiny = np.finfo(data.dtype).tiny
-    return np.where(
-        (np.abs(data) < tiny) & (data != 0), np.copysign(data.dtype.type(0), data), data
-    )
-
-
 def special_values(dtype):
     """NaN of both signs and with a payload, infinities, signed zeros, extremes and subnormals."""
     info = np.finfo(dtype)
@@ -87,21 +78,11 @@ def _round_to(exact, dtype):
     return dtype.type(min(candidates, key=key))
 
 
-def _flushed(value, dtype):
-    """A subnormal value as zero of its sign, as a CPU with FTZ and DAZ set sees and makes it."""
-    if value != 0 and abs(value) < np.finfo(dtype).tiny:
-        return dtype(np.copysign(0.0, value))
-    return dtype(value)
-
-
-def fma_exact(a, b, c, dtype, flush=False):
-    """fma(a, b, c) in `dtype` with one rounding, through exact rational arithmetic. `flush`: as
-    under TensorFlow's CPU threads, subnormal operands read as zero and subnormal results are
-    written as zero."""
+def fma_exact(a, b, c, dtype):
+    """fma(a, b, c) in `dtype` with one rounding, through exact rational arithmetic (subnormals
+    kept, as every constmem CPU kernel keeps them)."""
     from fractions import Fraction
 
-    if flush:
-        a, b, c = (_flushed(v, dtype) for v in (a, b, c))
     a, b, c = (float(v) for v in (a, b, c))
     if not all(np.isfinite(v) for v in (a, b, c)):
         # A finite product is exact inside an fma (it cannot overflow), so an infinite addend wins;
@@ -117,13 +98,11 @@ def fma_exact(a, b, c, dtype, flush=False):
         both_zero = (a == 0 or b == 0) and c == 0
         negative = both_zero and product_negative and math.copysign(1.0, c) < 0
         return dtype(-0.0 if negative else 0.0)
-    result = _round_to(exact, dtype)
-    return _flushed(result, dtype) if flush else result
+    return _round_to(exact, dtype)
 
 
-def polyval_fma_reference(coeffs, x, flush=False):
-    """Horner's rule with one rounding per step, in x's dtype: y = fma(y, x, c), exactly
-    (`flush`: with the CPU's flush of subnormals, see fma_exact)."""
+def polyval_fma_reference(coeffs, x):
+    """Horner's rule with one rounding per step, in x's dtype: y = fma(y, x, c), exactly."""
     x = np.asarray(x)
     coeffs = np.asarray(coeffs, dtype=x.dtype)
     out = np.empty_like(x)
@@ -131,8 +110,8 @@ def polyval_fma_reference(coeffs, x, flush=False):
     for i, value in enumerate(flat_x):
         y = coeffs[0]
         for c in coeffs[1:]:
-            y = fma_exact(y, value, c, x.dtype.type, flush)
-        flat_out[i] = _flushed(y, x.dtype.type) if flush else y
+            y = fma_exact(y, value, c, x.dtype.type)
+        flat_out[i] = y
     return out
 
 
@@ -152,9 +131,8 @@ def polyval_error_bound(coeffs, x):
     return 2 * (2 * n + 1) * eps * magnitude + np.finfo(x.dtype).tiny
 
 
-def fir_fma_reference(x, taps, padding, flush=False):
-    """The filter by its definition, exactly: y = fma(xp[i + j], taps[j], y) from +0, in x's dtype
-    (`flush`: with the CPU's flush of subnormals, see fma_exact)."""
+def fir_fma_reference(x, taps, padding):
+    """The filter by its definition, exactly: y = fma(xp[i + j], taps[j], y) from +0."""
     x = np.asarray(x)
     taps = np.asarray(taps, dtype=x.dtype)
     k, n = len(taps), x.shape[-1]
@@ -167,7 +145,7 @@ def fir_fma_reference(x, taps, padding, flush=False):
             y = x.dtype.type(0)
             for j, tap in enumerate(taps):
                 s = i + j - pad_left
-                y = fma_exact(row[s] if 0 <= s < n else 0.0, tap, y, x.dtype.type, flush)
+                y = fma_exact(row[s] if 0 <= s < n else 0.0, tap, y, x.dtype.type)
             out[r, i] = y
     return out.reshape((*x.shape[:-1], m))
 

@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "adapter/table_adapter.h"
+#include "constmem/numeric.hpp"
 #include "tensorflow/core/framework/kernel_def_builder.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/types.h"
 
 namespace constmem {
 namespace tf_adapter {
@@ -38,6 +40,20 @@ void RegisterKernel(tensorflow::KernelDefBuilder& builder) {
         return new Kernel(ctx);
       });
 }
+// TensorFlow's DataType of C++ element type T.
+template <class T>
+constexpr tensorflow::DataType TfDataTypeOf() {
+  constexpr tensorflow::DataType kTypes[] = {
+      tensorflow::DT_FLOAT, tensorflow::DT_DOUBLE, tensorflow::DT_HALF, tensorflow::DT_BFLOAT16,
+      tensorflow::DT_UINT8, tensorflow::DT_INT8,   tensorflow::DT_INT32};
+  return kTypes[static_cast<int>(DataTypeOf<T>())];
+}
+
+// Whether data of `dtype` is computed in float64, its tables float64 (ComputeTypeOf).
+inline bool ComputesInDouble(tensorflow::DataType dtype) {
+  return dtype == tensorflow::DT_DOUBLE || dtype == tensorflow::DT_INT32;
+}
+
 template <class Kernel>
 void RegisterKernel(tensorflow::KernelDefBuilder&& builder) {
   RegisterKernel<Kernel>(builder);
@@ -57,7 +73,7 @@ void RegisterTableFormKernels(const std::string& op, const char* device,
   auto builder = [&](const std::string& name) {
     tensorflow::KernelDefBuilder* def = new tensorflow::KernelDefBuilder(name.c_str());
     def->Device(device);
-    def->TypeConstraint<T>("T");
+    def->TypeConstraint("T", TfDataTypeOf<T>());
     return def;
   };
   auto table_type = [](tensorflow::KernelDefBuilder* def) {

@@ -78,16 +78,18 @@ std::string TableList(const std::vector<TableSpec>& tables) {
 
 void RegisterTableOpDefs(const TableOpDef& def) {
   auto table_type = [&](const TableSpec& table) {
-    return std::string(table.int32 ? "int32" : def.uint8 ? "Ttable" : "T");
+    return std::string(table.int32 ? "int32" : def.table_type ? "Ttable" : "T");
   };
   const std::string tables = TableList(def.tables);
   std::string attr_doc;
   for (const TableSpec& table : def.tables) {
-    attr_doc += "\n" + std::string(table.name) + ": " +
-                (table.int32 ? std::string("the int32 values.")
-                             : "the IEEE-754 bit patterns of the values in the data's type "
-                               "(float32 in the low 32 bits; float32 for uint8 data), which keep "
-                               "every value exact.");
+    attr_doc +=
+        "\n" + std::string(table.name) + ": " +
+        (table.int32 ? std::string("the int32 values.")
+                     : "the IEEE-754 bit patterns of the values in the data's type "
+                       "(float32 in the low 32 bits; float32 for 8- and 16-bit data, float64 for "
+                       "int32 data), which keep "
+                       "every value exact.");
   }
   struct Form {
     const char* suffix;
@@ -114,13 +116,12 @@ void RegisterTableOpDefs(const TableOpDef& def) {
       for (const TableSpec& table : def.tables) op.Input(table.name + (": " + table_type(table)));
     }
     op.Output(def.output + ": T");
-    op.Attr(def.uint8     ? (def.float64 ? "T: {float, double, uint8}" : "T: {float, uint8}")
-            : def.float64 ? "T: {float, double}"
-                          : "T: {float}");
-    // The table inputs of an op that takes uint8 data have a type of their own: float for
-    // float32 and uint8 data, double for float64 data.
-    if (def.uint8 && form.table_input) {
-      op.Attr(def.float64 ? "Ttable: {float, double}" : "Ttable: {float}");
+    op.Attr("T: {" + def.types + "}");
+    // The table inputs of an op that takes 8- or 16-bit or int32 data have a type of their own,
+    // the data's compute type: float for float32, float16, bfloat16, uint8 and int8 data, double
+    // for float64 and int32 data.
+    if (def.table_type && form.table_input) {
+      op.Attr(def.double_tables ? "Ttable: {float, double}" : "Ttable: {float}");
     }
     for (const std::string& attr : def.attrs) op.Attr(attr);
     if (!form.table_input) {

@@ -75,11 +75,45 @@ absl::Status ReadTfAttrs(const Attrs& attrs, const AttrSpec* specs, int count, A
   return absl::OkStatus();
 }
 
-// A data type as an op's Params read it.
+// A data type as an op's Params read it (the op definition's "T" allows only the op's types).
 inline DataType ToDataType(tensorflow::DataType dtype) {
-  if (dtype == tensorflow::DT_DOUBLE) return DataType::kFloat64;
-  if (dtype == tensorflow::DT_UINT8) return DataType::kUint8;
-  return DataType::kFloat32;
+  switch (dtype) {
+    case tensorflow::DT_DOUBLE:
+      return DataType::kFloat64;
+    case tensorflow::DT_HALF:
+      return DataType::kFloat16;
+    case tensorflow::DT_BFLOAT16:
+      return DataType::kBFloat16;
+    case tensorflow::DT_UINT8:
+      return DataType::kUint8;
+    case tensorflow::DT_INT8:
+      return DataType::kInt8;
+    case tensorflow::DT_INT32:
+      return DataType::kInt32;
+    default:
+      return DataType::kFloat32;
+  }
+}
+
+// Whether Op takes data whose compute type is not its own type: its table inputs then have a type
+// attr of their own, Ttable.
+template <class Op>
+constexpr bool TakesNarrowData() {
+  for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kUint8, DataType::kInt8,
+                        DataType::kInt32}) {
+    if (TakesDataType<Op>(type)) return true;
+  }
+  return false;
+}
+
+// "float, double, half": the op definition's list of the data types Op takes.
+template <class Op>
+std::string TfTypeList() {
+  std::string list;
+  ForEachDataTypeOf<Op>([&](auto zero) {
+    list += (list.empty() ? "" : ", ") + tensorflow::DataTypeString(TfDataTypeOf<decltype(zero)>());
+  });
+  return list;
 }
 
 // Op's Params from TensorFlow attrs, for data of `dtype`.
@@ -164,9 +198,10 @@ struct TableOpDef {
   std::string data;
   std::vector<TableSpec> tables;  // each an input (or an attr), named by the table, in order
   std::string output;
-  bool float64;
-  bool uint8;  // uint8 data too: the type of the tables not of int32 is the attr Ttable (float or
-               // double)
+  std::string types;   // the data types, as the attr "T" lists them ("float, double, half")
+  bool table_type;     // the type of the tables not of int32 is the attr Ttable, the data's
+                       // compute type (TakesNarrowData)
+  bool double_tables;  // Ttable may be double (for float64 or int32 data)
   std::vector<std::string> attrs;
   std::string doc;
   std::function<absl::Status(tensorflow::shape_inference::InferenceContext*)> input_shape;
@@ -195,19 +230,19 @@ absl::Status AttrTableSize(Context* c, const TableSpec& table, tensorflow::DataT
     return status;
   };
   if (table.int32) return read(std::int32_t{});
-  return dtype == tensorflow::DT_DOUBLE ? read(double{}) : read(float{});
+  return ComputesInDouble(dtype) ? read(double{}) : read(float{});
 }
 
 template <class Op, TableFrom kFrom>
 absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c) {
   tensorflow::DataType dtype;
   TF_RETURN_IF_ERROR(c->GetAttr("T", &dtype));
-  if constexpr (Op::kUint8 && HasComputeTypeTable<Op>()) {
+  if constexpr (TakesNarrowData<Op>() && HasComputeTypeTable<Op>()) {
     if (kFrom != TableFrom::kAttr) {  // the tables' type is Ttable: the data's compute type
       tensorflow::DataType table_type;
       TF_RETURN_IF_ERROR(c->GetAttr("Ttable", &table_type));
       const tensorflow::DataType expected =
-          dtype == tensorflow::DT_DOUBLE ? tensorflow::DT_DOUBLE : tensorflow::DT_FLOAT;
+          ComputesInDouble(dtype) ? tensorflow::DT_DOUBLE : tensorflow::DT_FLOAT;
       if (table_type != expected) {
         int first = 0;  // the first table of Ttable names them
         while (TableSpecOf<Op>(first).int32) ++first;
@@ -262,7 +297,7 @@ template <class Op, class T, TableFrom kFrom>
 class TableOpKernel : public tensorflow::OpKernel {
  public:
   explicit TableOpKernel(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ReadParams<Op>(*ctx, tensorflow::DataTypeToEnum<T>::value, &params_));
+    OP_REQUIRES_OK(ctx, ReadParams<Op>(*ctx, TfDataTypeOf<T>(), &params_));
     OP_REQUIRES_OK(ctx, ForEachTable<Op>([&](auto i) {
                      constexpr int kIndex = decltype(i)::value;
                      constexpr TableSpec table = TableSpecOf<Op>(kIndex);
@@ -312,12 +347,14 @@ struct TableOpKernels {
       typename Op::Shape shape;
       tensorflow::Tensor* output = nullptr;
       OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, tables.Sizes(), &shape, &output));
-      const T* x = ctx->input(0).flat<T>().data();
-      T* y = output->flat<T>().data();
+      const T* x = static_cast<const T*>(ctx->input(0).data());
+      T* y = static_cast<T*>(output->data());
       if constexpr (kConverts) {  // an attr table converted once, when the kernel was built
         if (kFrom == TableFrom::kAttr) {
+          const CpuWorkers workers{ctx};
           Op::template RunCpu<T>(this->params_, shape, x, y, converted_.data(),
-                                 static_cast<std::int64_t>(converted_.size()), CpuWorkers{ctx});
+                                 static_cast<std::int64_t>(converted_.size()),
+                                 KeepSubnormals<CpuWorkers>{workers});
           return;
         }
       }
@@ -356,8 +393,8 @@ struct TableOpKernels {
       OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, tables.Sizes(), &shape, &output));
       OP_REQUIRES_OK(ctx, LaunchOnComputeStream(ctx, [&](GpuStream stream) {
                        return LaunchOf<Op, T>(stream, this->params_, shape,
-                                              ctx->input(0).flat<T>().data(),
-                                              output->flat<T>().data(), tables);
+                                              static_cast<const T*>(ctx->input(0).data()),
+                                              static_cast<T*>(output->data()), tables);
                      }));
     }
   };
@@ -368,9 +405,10 @@ struct TableOpKernels {
 template <class Op>
 bool RegisterOneTableOp() {
   const std::string name = TfOpName(Op::kNames);
-  constexpr bool kTableType = Op::kUint8 && HasComputeTypeTable<Op>();  // tables of type Ttable
+  constexpr bool kTableType = TakesNarrowData<Op>() && HasComputeTypeTable<Op>();
   const std::vector<TableSpec> tables = TableSpecs<Op>();
-  RegisterTableOpDefs({name, Op::kNames.data, tables, "y", Op::kFloat64, kTableType,
+  RegisterTableOpDefs({name, Op::kNames.data, tables, "y", TfTypeList<Op>(), kTableType,
+                       TakesDataType<Op>(DataType::kFloat64) || TakesDataType<Op>(DataType::kInt32),
                        TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc,
                        InferTableOpShape<Op, TableFrom::kInput>,
                        InferTableOpShape<Op, TableFrom::kAttr>});
@@ -393,9 +431,7 @@ bool RegisterOneTableOp() {
   devices.push_back(tensorflow::DEVICE_GPU);
 #endif
   for (const char* device : devices) {
-    kernels(float{}, device);
-    if constexpr (Op::kFloat64) kernels(double{}, device);
-    if constexpr (Op::kUint8) kernels(std::uint8_t{}, device);
+    ForEachDataTypeOf<Op>([&](auto zero) { kernels(zero, device); });
   }
   return true;
 }

@@ -14,7 +14,7 @@ namespace example {
 struct ApplyGainOp : constmem::OpDescription {
   static constexpr constmem::OpNames kNames{"example", "ApplyGain", "apply_gain", "x", "gains"};
   static constexpr constmem::TableRule kTable{1, kMaxGains};
-  static constexpr bool kFloat64 = false;  // float32 data alone
+  static constexpr constmem::DataTypeSet kDataTypes{constmem::DataType::kFloat32};
 
   // x as a matrix: rows of row_length samples.
   struct Shape {

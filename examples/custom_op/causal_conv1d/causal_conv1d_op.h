@@ -26,7 +26,7 @@ struct CausalConv1dOp : constmem::OpDescription {
       {"bias", 1, 64 * 1024},
   };
   static constexpr int kTableCount = 2;
-  static constexpr bool kFloat64 = false;      // float32 data alone
+  static constexpr constmem::DataTypeSet kDataTypes{constmem::DataType::kFloat32};
   static constexpr bool kElementwise = false;  // y[t] reads x[t - k + 1 .. t]
 
   using Shape = CausalConvShape;

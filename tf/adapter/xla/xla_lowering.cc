@@ -59,7 +59,7 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
     if (from_ != TableFrom::kAttr) return;
     tensorflow::DataType dtype;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype));
-    double_tables_ = dtype == tensorflow::DT_DOUBLE;
+    double_tables_ = ComputesInDouble(dtype);
     attr_tables_.resize(lowering_.tables.size());
     for (std::size_t i = 0; i < lowering_.tables.size(); ++i) {
       const TableSpec& spec = lowering_.tables[i];
