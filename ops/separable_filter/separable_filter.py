@@ -537,7 +537,7 @@ def _make_separable_filter2d(ops):
         float16 and bfloat16 images are filtered in float32 and returned in their own dtype; a
         channels_last PyTorch tensor stays channels_last.
         """
-        images, restore = widened(images, "images", IMAGE_DTYPES)
+        images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
         row, column, taps = _tap_tables(row_taps, column_taps)
         return restore(_filter(ops, images, row, column, taps, border, layout, options))
 
@@ -756,6 +756,11 @@ def _wrapped_input(images, name, framework):
 _TORCHVISION_ANNOTATIONS = {"kernel_size": list[int], "sigma": typing.Optional[list[float]]}  # noqa: UP045
 
 
+def _native(ops) -> tuple:
+    """The dtypes the op takes itself (no cast around it), by name."""
+    return ops.OPS["separable_filter"].data_dtypes()
+
+
 def _make_gaussian_blur(ops):
     # _plain_key of plain calls -> (kx, ky, row taps, column taps), checked once: a call site
     # passes the same again and again, and their checks cost more than the rest of a small call.
@@ -765,7 +770,7 @@ def _make_gaussian_blur(ops):
     if framework == "torch":
         torch = sys.modules["torch"]
         tensor_type, is_compiling = torch.Tensor, torch.compiler.is_compiling
-        direct_dtypes = frozenset((torch.float32, torch.float64, torch.uint8))
+        direct_dtypes = frozenset(getattr(torch, d) for d in _native(ops))
     separable = ops.separable_filter
 
     def gaussian_blur(
@@ -838,7 +843,7 @@ def _make_gaussian_blur(ops):
                         border != "reflect" or (kx // 2 < shape[-1] and ky // 2 < shape[-2])
                     ):
                         return separable(images, row, column, border=border, layout=layout)
-                images, restore = widened(images, "images", IMAGE_DTYPES)
+                images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
                 _check_reflect_padding(images, kx, ky, border, layout)
                 return restore(_filter(ops, images, row, column, "shared", border, layout, {}))
         name = "images"
@@ -861,7 +866,7 @@ def _make_gaussian_blur(ops):
                 f"gaussian_blur takes a torch.Tensor, a tv_tensors Image or Video, or a PIL image "
                 f"as {name}; got {kind}"
             )
-        images, restore = widened(images, name, IMAGE_DTYPES)
+        images, restore = widened(images, name, IMAGE_DTYPES, _native(ops))
         kx, ky = kernel_sizes(kernel_size)
         if _framework(sigma) is not None:
             _check_reflect_padding(images, kx, ky, border, layout)

@@ -403,7 +403,7 @@ def _make_resample_poly(ops):
             return x[..., :]
         if isinstance(window, (list, np.ndarray)):
             window = tuple(float(v) for v in np.asarray(window, np.float64).reshape(-1))
-        x, restore = widened(x, "x", DATA_DTYPES)
+        x, restore = widened(x, "x", DATA_DTYPES, ops.OPS["upfirdn"].data_dtypes())
         n = _static_length(x, "resample_poly")
         taps, first = design(up, down, window, _is_float64(x), int((n * up) % down))
         y = _upfirdn_static(ops, x, taps, up, down, _fft.check_method(method))
@@ -571,7 +571,7 @@ def _make_resample(ops):
         if plan is None:  # the same rate
             return x
         new, orig, taps, first = plan
-        x, restore = widened(x, name, DATA_DTYPES)
+        x, restore = widened(x, name, DATA_DTYPES, ops.OPS["upfirdn"].data_dtypes())
         n = _static_length(x, "resample")
         y = _upfirdn_static(ops, x, taps, new, orig, _fft.check_method(method))
         return restore(y[..., first : first + _ceil_div(new * n, orig)])

@@ -411,10 +411,25 @@ def _power_sums(x, g, n: int):
 
 
 def _gradients(spec: OpSpec, attrs: dict, grad, data, tables: tuple, need_tables: tuple):
-    """The description's backward: (grad_data, *one gradient per table)."""
-    return _DESCRIPTIONS[spec.target].backward(
-        JaxArrays(spec, attrs), grad, data, *tables, attrs, True, *need_tables
-    )
+    """The description's backward: (grad_data, *one gradient per table).
+
+    float16 and bfloat16 data are computed in float32: their gradients are the float32 call's, the
+    data's cast back to its dtype (as for a cast, the op in float32 and a cast back).
+    """
+    backward = _DESCRIPTIONS[spec.target].backward
+    arrays = JaxArrays(spec, attrs)
+    if data.dtype in (jnp.float16, jnp.bfloat16):
+        grad_data, *grad_tables = backward(
+            arrays,
+            grad.astype(jnp.float32),
+            data.astype(jnp.float32),
+            *tables,
+            attrs,
+            True,
+            *need_tables,
+        )
+        return (None if grad_data is None else grad_data.astype(data.dtype), *grad_tables)
+    return backward(arrays, grad, data, *tables, attrs, True, *need_tables)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 3))
@@ -480,8 +495,7 @@ def _with_static_bwd(spec, values, attr_items, data, grad):
     if spec.several_tables:
         tables = _constant_tables(spec, str(data.dtype), values, ())
     else:
-        dtype = np.int32 if spec.int32_table else data.dtype
-        tables = (jnp.asarray(np.asarray(values, dtype)),)
+        tables = (jnp.asarray(np.asarray(values, spec.table_dtype(str(data.dtype)))),)
     needs = (False,) * len(tables)
     return (_gradients(spec, dict(attr_items), grad, data, tables, needs)[0],)
 
@@ -611,7 +625,8 @@ def _make_call(spec: OpSpec, description: ModuleType):
     def call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
         data, dtype, checked = checked_call(data, attrs)
         attr_items = tuple(checked.items())
-        differentiable = dtype != "uint8"  # no gradient flows through uint8 data
+        # No gradient flows through integer data.
+        differentiable = dtype in ("float32", "float64", "float16", "bfloat16")
         if isinstance(table, jax.Array):
             _check_array_table(spec, dtype, table)
             shape = _output_shape(spec, data.shape, table.shape[0], checked)  # refused at trace

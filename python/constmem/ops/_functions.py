@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-# Data the functions take beyond the ops' dtypes: computed in float32, returned in their own.
+# Data the functions take beyond an op's dtypes: computed in float32, returned in their own.
 WIDENED_DTYPES = ("float16", "bfloat16")
 
 
@@ -111,15 +111,16 @@ def cast(t, dtype: str):
     return np.asarray(t, dtype)
 
 
-def widened(data, name: str, accepted: tuple):
+def widened(data, name: str, accepted: tuple, native: tuple = ()):
     """(data, restore): float16 and bfloat16 data in float32, and what casts a result back.
 
-    Refuses a dtype outside `accepted` by the name the user gave the data.
+    Data of the op's own dtypes (`native`) stay as they are. Refuses a dtype outside `accepted`
+    by the name the user gave the data.
     """
     dtype = dtype_name(data)
     if dtype is not None and dtype not in accepted:
         listed = f"{', '.join(accepted[:-1])} or {accepted[-1]}"
         raise ValueError(f"{name} must be {listed}; got {dtype}")
-    if dtype not in WIDENED_DTYPES:
+    if dtype not in WIDENED_DTYPES or dtype in native:
         return data, lambda result: result
     return cast(data, "float32"), lambda result: cast(result, dtype)

@@ -57,6 +57,26 @@ def attr_bits(values: np.ndarray, dtype: tf.DType) -> list[int]:
     return [int(b) for b in bits]
 
 
+def widened_backward(backward, arrays, grad, data, tables, attrs: dict, need: list) -> list:
+    """The description's backward, float16 and bfloat16 data's in float32.
+
+    The op computes such data in float32: its gradients are the float32 call's, the data's cast
+    back to its dtype, as for a cast, the op in float32, and a cast back.
+    """
+    if data.dtype in (tf.float16, tf.bfloat16):
+        grad_data, *grad_tables = backward(
+            arrays,
+            tf.cast(grad, tf.float32),
+            tf.cast(data, tf.float32),
+            *tables,
+            attrs,
+            True,
+            *need,
+        )
+        return [None if grad_data is None else tf.cast(grad_data, data.dtype), *grad_tables]
+    return backward(arrays, grad, data, *tables, attrs, True, *need)
+
+
 def attr_floats(bits: list[int], dtype: tf.DType) -> np.ndarray:
     """The values of a float table attr (the inverse of attr_bits)."""
     if dtype == tf.float32:
@@ -320,35 +340,37 @@ class TableOp:
 
         def with_input(op, grad):
             data, *inputs = op.inputs
-            if not data.dtype.is_floating:  # uint8 data: no gradient flows
+            if not data.dtype.is_floating:  # integer data: no gradient flows
                 return [None] * len(op.inputs)
             attrs = self.decoded(op)
-            grad_data, *grad_tables = self.description.backward(
-                TfArrays(self, attrs), grad, data, *inputs, attrs, True, *need
+            grad_data, *grad_tables = widened_backward(
+                self.description.backward, TfArrays(self, attrs), grad, data, inputs, attrs, need
             )
             return [grad_data, *(g if n else None for g, n in zip(grad_tables, need, strict=True))]
 
         def with_attr(op, grad):
             dtype = op.get_attr("T")
-            if not dtype.is_floating:  # uint8 data: no gradient flows
+            if not dtype.is_floating:  # integer data: no gradient flows
                 return None
             values = [
                 tf.constant(
                     np.asarray(op.get_attr(t.name), np.int32)
                     if t.int32
-                    else attr_floats(op.get_attr(t.name), dtype)
+                    else attr_floats(
+                        op.get_attr(t.name), tf.as_dtype(_registry.compute_dtype(dtype.name))
+                    )
                 )
                 for t in tables
             ]
             attrs = self.decoded(op)
-            return self.description.backward(
+            return widened_backward(
+                self.description.backward,
                 TfArrays(self, attrs),
                 grad,
                 op.inputs[0],
-                *values,
+                values,
                 attrs,
-                True,
-                *[False] * len(tables),
+                [False] * len(tables),
             )[0]
 
         for suffix, gradient in (("", with_input), ("HostTable", with_input), ("Attr", with_attr)):

@@ -164,7 +164,7 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
             tables = ctx.inputs[1 : 1 + count]
         else:
             data, *tables = ctx.saved_tensors
-        if not data.is_floating_point():  # uint8 data: no gradient flows
+        if not data.is_floating_point():  # integer data: no gradient flows
             return None, *([None] * count), *no_attr_grads
         attrs = {a.name: v for a, v in zip(spec.attrs, ctx.inputs[1 + count :], strict=True)}
         need = [
@@ -183,9 +183,14 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
                     torch.zeros_like(data) if ctx.needs_input_grad[0] else None,
                     [torch.zeros_like(t) if n else None for t, n in zip(tables, need, strict=True)],
                 )
+            narrow = data.dtype in (torch.float16, torch.bfloat16)
+            if narrow:  # computed in float32: the float32 call's gradients, the data's cast back
+                dtype, data, grad = data.dtype, data.float(), grad.float()
             grad_data, *grad_tables = description.backward(
                 TorchArrays(spec, attrs), grad, data, *tables, attrs, ctx.needs_input_grad[0], *need
             )
+            if narrow and grad_data is not None:
+                grad_data = grad_data.to(dtype)
             grad_tables = [
                 g.to(t.device) if n and g is not None else None
                 for g, t, n in zip(grad_tables, tables, need, strict=True)
