@@ -8,7 +8,10 @@
 # by scripts/gpu-core.sh), then runs the Python tests that need no TensorFlow on the GPU, the
 # sharding checks on the devices seen (a 1-device mesh takes the sharded code path), and the
 # benchmarks of the FFT route's crossover (GPU, and the host's CPU on one thread) and of the
-# functions' cost a call. Writes RESULT_DIR/summary.txt and each step's log and JSON.
+# functions' cost a call, and float16 and bfloat16 against float32. Writes RESULT_DIR/summary.txt
+# and each step's log and JSON. CONSTMEM_GPU_CHECK_STEPS names the steps to run (all by default):
+# build gpu-core python-tests sharding-jax sharding-torch half-bench op-benches fft-crossover-gpu
+# fft-crossover-cpu call-overhead; a build directory left by an earlier call is reused.
 set -uo pipefail
 results=$(mkdir -p "${1:?result dir}" && realpath "$1")
 gtest=${2:-}
@@ -22,32 +25,43 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
 echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee -a "$summary"
 failed=0
-step() { run_step "$results" "$summary" "$1" "$2" "${@:3}" || failed=1; }
+wanted=" ${CONSTMEM_GPU_CHECK_STEPS:-all} "
+step() {
+  [[ $wanted == " all " || $wanted == *" $1 "* ]] || return 0
+  run_step "$results" "$summary" "$1" "$2" "${@:3}" || failed=1
+}
 
 args=(-G Ninja -DCONSTMEM_PYTHON=python3 -DCONSTMEM_WITH_GPU=ON -DCMAKE_CUDA_ARCHITECTURES=native
-  -DCONSTMEM_BUILD_TF_OPS=OFF -DCONSTMEM_BUILD_BENCH=OFF -DCONSTMEM_WERROR=OFF
+  -DCONSTMEM_BUILD_TF_OPS=OFF -DCONSTMEM_BUILD_BENCH=ON -DCONSTMEM_WERROR=OFF
   -DCONSTMEM_COPY_TO_PACKAGE=ON -DCONSTMEM_INSTALL_PACKAGE=OFF -DCONSTMEM_PORTABLE_LINK=OFF)
 targets=(_constmem_torch _constmem_jax)
 if [ -n "$gtest" ]; then
   args+=(-DCONSTMEM_BUILD_TESTS=ON -DCONSTMEM_BUILD_GPU_TESTS=ON -DCONSTMEM_BUILD_UNSAFE_VARIANT=ON
     -DCMAKE_PREFIX_PATH="$(realpath "$gtest")" -DCONSTMEM_TOOLS_CUDA_ARCHITECTURES=native)
   targets+=(core_gpu_test core_reliability_gpu_test frobulate_gpu_test ops_gpu_test
-    separable_filter_gpu_test upfirdn_gpu_test capture_gpu_test capture_gpu_test_unsafe)
+    separable_filter_gpu_test upfirdn_gpu_test capture_gpu_test capture_gpu_test_unsafe
+    separable_filter_bench upfirdn_bench ops_bench upload_bench)
 else
   args+=(-DCONSTMEM_BUILD_TESTS=OFF)
 fi
 step build 'error' bash -c "cmake -S . -B build-gpu ${args[*]} && cmake --build build-gpu -j$(nproc) --target ${targets[*]}"
 if [ -n "$gtest" ]; then
   step gpu-core 'passed|FAILED|ERROR SUMMARY' scripts/gpu-core.sh build-gpu "$results/core"
+  bench() { "$(find build-gpu -name "$1" -type f | head -1)" "${@:2}"; }
+  step op-benches 'float16|bfloat16|error' bash -c "$(declare -f bench)
+    bench separable_filter_bench --no-cpu && bench upfirdn_bench --no-cpu && bench ops_bench"
 fi
 counts='passed|failed|RESULT'
 step python-tests "$counts" python3 -m pytest -q -p no:cacheprovider -m "not slow" \
   tests/python/test_fft_route.py tests/python/test_upfirdn.py tests/python/test_torch.py \
-  tests/python/test_jax.py tests/python/test_separable_filter.py tests/python/test_sharding_plan.py
+  tests/python/test_jax.py tests/python/test_separable_filter.py tests/python/test_sharding_plan.py \
+  tests/python/test_half_precision.py
 step sharding-jax "$counts" python3 tests/gpu/sharding_jax.py
 if [ -e tests/gpu/sharding_torch.py ]; then
   step sharding-torch "$counts" python3 tests/gpu/sharding_torch.py
 fi
+step half-bench 'float32|float16|bfloat16' python3 bench/half_precision_bench.py \
+  --json "$results/half_precision.json"
 step fft-crossover-gpu 'butterfly|worst' python3 bench/fft_crossover_bench.py --device cuda \
   --json "$results/fft_crossover_gpu.json"
 step fft-crossover-cpu 'butterfly|worst' python3 bench/fft_crossover_bench.py --device cpu \
