@@ -47,9 +47,12 @@ fi
 step build 'error' bash -c "cmake -S . -B build-gpu ${args[*]} && cmake --build build-gpu -j$(nproc) --target ${targets[*]}"
 if [ -n "$gtest" ]; then
   step gpu-core 'passed|FAILED|ERROR SUMMARY' scripts/gpu-core.sh build-gpu "$results/core"
-  bench() { "$(find build-gpu -name "$1" -type f | head -1)" "${@:2}"; }
-  step op-benches 'float16|bfloat16|error' bash -c "$(declare -f bench)
-    bench separable_filter_bench --no-cpu && bench upfirdn_bench --no-cpu && bench ops_bench"
+  benches=()
+  for bench in separable_filter_bench upfirdn_bench ops_bench; do
+    benches+=("$(find build-gpu -name "$bench" -type f | head -1)")
+  done
+  step op-benches 'float16|bfloat16|error' bash -c "${benches[0]} --no-cpu && ${benches[1]} --no-cpu \
+    && ${benches[2]}"
 fi
 counts='passed|failed|RESULT'
 step python-tests "$counts" python3 -m pytest -q -p no:cacheprovider -m "not slow" \
