@@ -58,22 +58,47 @@ inline void ThrowIfError(const Status& status) {
   throw std::runtime_error(status.ToString());
 }
 
-// A new contiguous tensor of `dims` with like's dtype and device, straight from the allocator:
-// a dispatcher call (empty_like) costs more than the rest of a small call.
-inline Tensor EmptyLike(const Tensor& like, const Dims& dims) {
+// PyTorch's dtype code of a DataType.
+inline std::int32_t AotiDtypeOf(DataType type) {
+  switch (type) {
+    case DataType::kFloat64:
+      return aoti_torch_dtype_float64();
+    case DataType::kFloat16:
+      return aoti_torch_dtype_float16();
+    case DataType::kBFloat16:
+      return aoti_torch_dtype_bfloat16();
+    case DataType::kUint8:
+      return aoti_torch_dtype_uint8();
+    case DataType::kInt8:
+      return aoti_torch_dtype_int8();
+    case DataType::kInt32:
+      return aoti_torch_dtype_int32();
+    default:
+      return aoti_torch_dtype_float32();
+  }
+}
+
+// A new contiguous tensor of `dims` with like's device and dtype (or `dtype`), straight from the
+// allocator: a dispatcher call (empty_like) costs more than the rest of a small call.
+inline Tensor EmptyLike(const Tensor& like, const Dims& dims,
+                        std::optional<DataType> dtype = std::nullopt) {
   std::vector<std::int64_t> strides(dims.size());
   std::int64_t stride = 1;
   for (std::size_t d = dims.size(); d-- > 0;) {
     strides[d] = stride;
     stride *= std::max<std::int64_t>(dims[d], 1);
   }
-  std::int32_t dtype = 0;
+  std::int32_t code = 0;
   std::int32_t device_type = 0;
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &dtype));
+  if (dtype) {
+    code = AotiDtypeOf(*dtype);
+  } else {
+    TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &code));
+  }
   TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(like.get(), &device_type));
   AtenTensorHandle handle = nullptr;
   TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(static_cast<std::int64_t>(dims.size()),
-                                                  dims.data(), strides.data(), dtype, device_type,
+                                                  dims.data(), strides.data(), code, device_type,
                                                   like.get_device_index(), &handle));
   return Tensor(handle);
 }
@@ -299,19 +324,18 @@ inline std::string BytesString(double bytes) {
   return text;
 }
 
-// A CPU tensor of `dims` of T larger than the machine's memory is refused with its size before the
-// allocator is asked: its failure would be a RuntimeError with a C++ stack trace on stderr.
-template <class T>
-void CheckFitsInMemory(const std::string& name, const Dims& dims) {
-  const double bytes = static_cast<double>(ElementCount(dims)) * sizeof(T);
+// A CPU tensor of `dims` of `type` larger than the machine's memory is refused with its size
+// before the allocator is asked: its failure would be a RuntimeError with a C++ stack trace on
+// stderr.
+inline void CheckFitsInMemory(const std::string& name, const Dims& dims, DataType type) {
+  const double bytes = static_cast<double>(ElementCount(dims)) * DataTypeSize(type);
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return;
   const double memory = static_cast<double>(pages) * static_cast<double>(page_size);
   if (bytes <= memory) return;
   Fail(name + " of shape " + DimsString(dims) + " would need " + BytesString(bytes) + " (" +
-       DtypeName(ScalarTypeOf<T>()) + "), more than this machine's memory (" + BytesString(memory) +
-       ")");
+       DataTypeName(type) + "), more than this machine's memory (" + BytesString(memory) + ")");
 }
 
 // y = Op(x, tables) for data of type T, each table viewed as the launcher takes it.
@@ -319,6 +343,7 @@ template <class Op, class T>
 Tensor RunTableOp(const Tensor& x_in, const Tables<T>& tables, const AttrValue* values) {
   typename Op::Params params;
   ThrowIfError(ReadParams<Op>(values, DataTypeOf<T>(), &params));
+  const DataType output = OutputDataTypeOf<Op>(DataTypeOf<T>(), values);
   const auto sizes = x_in.sizes();
   const Dims x_dims(sizes.begin(), sizes.end());
   typename Op::Shape shape;
@@ -327,20 +352,21 @@ Tensor RunTableOp(const Tensor& x_in, const Tables<T>& tables, const AttrValue* 
   if (x_in.is_cpu()) {
     // An expanded x (stride 0) may stand for more elements than memory holds.
     if (!x_in.is_contiguous()) {
-      CheckFitsInMemory<T>(std::string(Op::kNames.data) + "'s contiguous copy", x_dims);
+      CheckFitsInMemory(std::string(Op::kNames.data) + "'s contiguous copy", x_dims,
+                        DataTypeOf<T>());
     }
-    CheckFitsInMemory<T>(std::string(Op::kNames.name) + "'s result", y_dims);
+    CheckFitsInMemory(std::string(Op::kNames.name) + "'s result", y_dims, output);
   }
   const Tensor x = Contiguous(x_in);
-  Tensor y = EmptyLike(x, y_dims);
+  Tensor y = EmptyLike(x, y_dims, output);
   const T* in = static_cast<const T*>(x.const_data_ptr());
-  T* out = static_cast<T*>(y.mutable_data_ptr());
+  void* out = y.mutable_data_ptr();
   if (x.is_cpu()) {
-    RunCpuOf<Op, T>(params, shape, in, out, tables, CpuThreads{});
+    RunCpuOf<Op, T>(params, shape, in, out, output, tables, CpuThreads{});
     return y;
   }
 #if CONSTMEM_WITH_GPU
-  ThrowIfError(LaunchOf<Op, T>(CurrentStream(x), params, shape, in, out, tables));
+  ThrowIfError(LaunchOf<Op, T>(CurrentStream(x), params, shape, in, out, output, tables));
 #else
   Fail("constmem was built without GPU kernels");
 #endif
@@ -405,6 +431,7 @@ void UnboxAttrs(StableIValue* stack, int first, AttrValue* values, std::string* 
     StableIValue value = stack[first + i];
     switch (Op::kAttrs[i].kind) {
       case AttrKind::kChoice:
+      case AttrKind::kDataType:
         storage[i] = torch::stable::detail::to<std::string>(value);
         values[i].choice = storage[i];
         break;

@@ -122,16 +122,17 @@ struct TableHandlers {
     return kSeveralTables<Op> ? TableSpecOf<Op>(i).name : "table";
   }
 
-  // The op's Params and launch Shape for x and tables of `sizes`, checked against y's buffer.
+  // The op's Params, launch Shape and output dtype for x and tables of `sizes`, checked against
+  // y's buffer.
   template <class T>
   static Status Prepare(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
                         const ffi::AnyBuffer& y, const TableSizes& sizes,
-                        typename Op::Params* params, typename Op::Shape* shape) {
+                        typename Op::Params* params, typename Op::Shape* shape, DataType* output) {
     std::array<AttrValue, Op::kAttrCount + 1> values{};
     for (int i = 0; i < Op::kAttrCount; ++i) {
       const AttrSpec& spec = Op::kAttrs[i];
       bool found = false;
-      if (spec.kind == AttrKind::kChoice) {
+      if (spec.kind == AttrKind::kChoice || spec.kind == AttrKind::kDataType) {
         auto value = attrs.get<std::string_view>(spec.name);
         if ((found = value.has_value())) values[i].choice = *value;
       } else if (spec.kind == AttrKind::kFloat64) {
@@ -149,12 +150,15 @@ struct TableHandlers {
     CONSTMEM_RETURN_IF_ERROR(ReadParams<Op>(values.data(), ::constmem::DataTypeOf<T>(), params));
     const std::string result = std::string(Op::kNames.name) + "'s result";
     // A direct caller's buffers are what they say they are, nothing more: each dimension known,
-    // the result of x's dtype and of the shape the description gives.
+    // the result of the output's dtype and of the shape the description gives.
     CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(x), Op::kNames.data));
     CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(y), result.c_str()));
-    if (y.element_type() != DataTypeOf<T>()) {
-      return InvalidArgument(result + " must be " + DataTypeName(DataTypeOf<T>()) + " (" +
-                             Op::kNames.data + "'s dtype); got " + DataTypeName(y.element_type()));
+    *output = OutputDataTypeOf<Op>(::constmem::DataTypeOf<T>(), values.data());
+    if (DataTypeOfElement(y.element_type()) != *output) {
+      const char* why = kOutputIsData<Op> ? "'s dtype)" : "'s output dtype)";
+      return InvalidArgument(result + " must be " + ::constmem::DataTypeName(*output) + " (" +
+                             (kOutputIsData<Op> ? Op::kNames.data : Op::kNames.name) + why +
+                             "; got " + DataTypeName(y.element_type()));
     }
     Dims y_dims;
     CONSTMEM_RETURN_IF_ERROR(OutputOf<Op>(DimsOf(x), *params, sizes, shape, &y_dims));
@@ -241,9 +245,10 @@ struct TableHandlers {
                           const Tables<T>& tables) {
     typename Op::Params params;
     typename Op::Shape shape;
-    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape));
-    RunCpuOf<Op, T>(params, shape, static_cast<const T*>(x.untyped_data()),
-                    static_cast<T*>(y.untyped_data()), tables, SerialShard{});
+    DataType output;
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape, &output));
+    RunCpuOf<Op, T>(params, shape, static_cast<const T*>(x.untyped_data()), y.untyped_data(),
+                    output, tables, SerialShard{});
     return Status::Ok();
   }
 
@@ -280,9 +285,10 @@ struct TableHandlers {
                           ffi::AnyBuffer& y, const Tables<T>& tables) {
     typename Op::Params params;
     typename Op::Shape shape;
-    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape));
+    DataType output;
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape, &output));
     return LaunchOf<Op, T>(stream, params, shape, static_cast<const T*>(x.untyped_data()),
-                           static_cast<T*>(y.untyped_data()), tables);
+                           y.untyped_data(), output, tables);
   }
   static ffi::Error Cuda(GpuStream stream, const ffi::AnyBuffer& x, const Buffers& buffers,
                          ffi::AnyBuffer& y, const ffi::Dictionary& attrs) {

@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "constmem/host_device.hpp"
+#include "constmem/visibility.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -68,6 +69,12 @@ constexpr DataType DataTypeOf() {
   return DataType::kFloat32;
 }
 
+// The bytes of an element of `type`.
+constexpr int DataTypeSize(DataType type) {
+  constexpr int kSizes[] = {4, 8, 2, 2, 1, 1, 4};
+  return kSizes[static_cast<int>(type)];
+}
+
 // The C++ type of a DataType.
 template <DataType kType>
 struct ElementType;
@@ -103,14 +110,16 @@ template <DataType kType>
 using ElementTypeOf = typename ElementType<kType>::type;
 
 // A set of DataTypes: what an op's data may be (OpDescription::kDataTypes).
-class DataTypeSet {
+class CONSTMEM_VISIBLE_TYPE DataTypeSet {
  public:
   constexpr DataTypeSet() = default;
-  constexpr DataTypeSet(std::initializer_list<DataType> types) {
+  CONSTMEM_HIDDEN constexpr DataTypeSet(std::initializer_list<DataType> types) {
     for (DataType type : types) mask_ |= 1u << static_cast<int>(type);
   }
-  constexpr bool Has(DataType type) const { return (mask_ >> static_cast<int>(type)) & 1u; }
-  constexpr bool empty() const { return mask_ == 0; }
+  CONSTMEM_HIDDEN constexpr bool Has(DataType type) const {
+    return (mask_ >> static_cast<int>(type)) & 1u;
+  }
+  CONSTMEM_HIDDEN constexpr bool empty() const { return mask_ == 0; }
 
  private:
   unsigned mask_ = 0;
@@ -135,7 +144,7 @@ CONSTMEM_HOST_DEVICE To BitCast(From from) {
 
 // IEEE binary16 <-> float, rounding to nearest even (F. Giesen's branch-light conversions; the
 // subnormal cases add a magic number so the FPU rounds).
-inline float HalfBitsToFloat(std::uint16_t h) {
+CONSTMEM_HOST_DEVICE float HalfBitsToFloat(std::uint16_t h) {
   constexpr std::uint32_t kShiftedExp = 0x7c00u << 13;
   std::uint32_t o = (h & 0x7fffu) << 13;
   const std::uint32_t exp = kShiftedExp & o;
@@ -149,7 +158,7 @@ inline float HalfBitsToFloat(std::uint16_t h) {
   return BitCast<float>(o | (static_cast<std::uint32_t>(h & 0x8000u) << 16));
 }
 
-inline std::uint16_t FloatToHalfBits(float value) {
+CONSTMEM_HOST_DEVICE std::uint16_t FloatToHalfBits(float value) {
   std::uint32_t f = BitCast<std::uint32_t>(value);
   const std::uint32_t sign = f & 0x80000000u;
   f ^= sign;
@@ -167,7 +176,7 @@ inline std::uint16_t FloatToHalfBits(float value) {
   return static_cast<std::uint16_t>(o | (sign >> 16));
 }
 
-inline std::uint16_t FloatToBFloat16Bits(float value) {
+CONSTMEM_HOST_DEVICE std::uint16_t FloatToBFloat16Bits(float value) {
   const std::uint32_t f = BitCast<std::uint32_t>(value);
   if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((f >> 16) | 0x40u);
   return static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);

@@ -106,13 +106,24 @@ struct TableSizes {
 
 // An attribute beyond the table. Every framework passes its value by kind: a choice among names
 // (a string), a float64 (TensorFlow keeps its IEEE-754 bits in an int attr, which keeps it exact),
-// or an int64.
-enum class AttrKind { kChoice, kFloat64, kInt64 };
+// an int64, or a dtype among names (a string; TensorFlow's type attr), which picks the output's
+// dtype (OutputDType).
+enum class AttrKind { kChoice, kFloat64, kInt64, kDataType };
 struct AttrSpec {
   const char* name;
   AttrKind kind;
-  const char* choices = "";  // a kChoice's names, comma-separated ("SAME,VALID"); the first is
-                             // the default
+  const char* choices = "";  // a kChoice's or kDataType's names, comma-separated ("SAME,VALID",
+                             // "bfloat16,float16,float32"); the first is the default
+};
+
+// How the output's dtype is decided: the data's (the default), a fixed one, or the one an
+// attribute of kind kDataType names. `types` lists those it may be (a fixed one's alone): the
+// kernels are instantiated with each.
+enum class OutputRule { kData, kFixed, kAttr };
+struct OutputDType {
+  OutputRule rule = OutputRule::kData;
+  DataTypeSet types = {};
+  int attr = -1;  // kAttr: the attribute's index in kAttrs
 };
 
 // A call's tables, as RunCpu and Launch of an op with several tables receive them: tables[i] is
@@ -212,6 +223,9 @@ struct OpDescription {
   static constexpr bool kCpuTableInDataType = false;
   // The data types the op takes, and so the C++ types T its kernels are instantiated with.
   static constexpr DataTypeSet kDataTypes{DataType::kFloat32, DataType::kFloat64};
+  // The output's dtype: the data's. Another rule (a fixed dtype, or one an attribute names) makes
+  // RunCpu and Launch templates of <T, Out> that write Out* y, Out each of the rule's types.
+  static constexpr OutputDType kOutputDType{};
   // y[i] depends on x[i] alone: y may take x's buffer, and XLA may pass any dimension dynamic.
   // Otherwise the last axis is one unit (a row), as for a filter.
   static constexpr bool kElementwise = true;
@@ -335,6 +349,54 @@ void ForEachDataTypeOf(Fn&& fn) {
   one(std::int32_t{});
 }
 
+// Whether Op's output has the data's dtype (else kOutputDType's rule picks it).
+template <class Op>
+constexpr bool kOutputIsData = Op::kOutputDType.rule == OutputRule::kData;
+
+// The DataType named `name`, if any.
+inline bool DataTypeFromName(std::string_view name, DataType* type) {
+  for (int i = 0; i < kDataTypeCount; ++i) {
+    if (name == DataTypeName(static_cast<DataType>(i))) {
+      *type = static_cast<DataType>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The output's dtype for data of `data` and the attributes' values (checked by ReadParams).
+template <class Op>
+DataType OutputDataTypeOf(DataType data, const AttrValue* values) {
+  constexpr OutputDType rule = Op::kOutputDType;
+  if constexpr (rule.rule == OutputRule::kData) {
+    (void)values;
+    return data;
+  } else if constexpr (rule.rule == OutputRule::kFixed) {
+    (void)values;
+    for (int i = 0; i < kDataTypeCount; ++i) {
+      if (rule.types.Has(static_cast<DataType>(i))) return static_cast<DataType>(i);
+    }
+    return data;
+  } else {
+    DataType type = data;
+    DataTypeFromName(values[rule.attr].choice, &type);
+    return type;
+  }
+}
+
+// fn(Out{}) for the C++ type Out of `type`, one of the types Op's output rule lists (checked by
+// ReadParams; only those are instantiated).
+namespace detail {
+template <class Op>
+struct OutputTypes {  // VisitDataType over the output's types
+  static constexpr DataTypeSet kDataTypes = Op::kOutputDType.types;
+};
+}  // namespace detail
+template <class Op, class Fn>
+decltype(auto) VisitOutputType(DataType type, Fn&& fn) {
+  return VisitDataType<detail::OutputTypes<Op>>(type, std::forward<Fn>(fn));
+}
+
 // The names of the data types Op takes, in the order every message lists them.
 template <class Op>
 std::vector<const char*> DataTypeNames() {
@@ -436,35 +498,94 @@ struct KeepSubnormals {
 };
 
 // Op's CPU kernel over host tables (a single table converted to the data's type where the op
-// asks for it), subnormals kept (KeepSubnormals).
-template <class Op, class T, class AnyShard>
-void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x, T* y,
-              const Tables<T>& tables, const AnyShard& any_shard) {
+// asks for it), subnormals kept (KeepSubnormals), writing y of Out (the data's type T, or one of
+// the output rule's types).
+template <class Op, class T, class Out, class AnyShard>
+void RunCpuInto(const typename Op::Params& params, const typename Op::Shape& shape, const T* x,
+                Out* y, const Tables<T>& tables, const AnyShard& any_shard) {
   const KeepSubnormals<AnyShard> shard{any_shard};
+  auto run = [&](auto&&... tail) {
+    if constexpr (kOutputIsData<Op>) {
+      Op::template RunCpu<T>(params, shape, x, y, tail..., shard);
+    } else {
+      Op::template RunCpu<T, Out>(params, shape, x, y, tail..., shard);
+    }
+  };
   if constexpr (kSeveralTables<Op>) {
-    Op::template RunCpu<T>(params, shape, x, y, tables, shard);
+    run(tables);
   } else {
     using Entry = TableEntryOf<Op, T>;
     using CpuEntry = CpuTableEntryOf<Op, T>;
     const TableView<Entry> table = tables.template View<Entry>(0);
     if constexpr (std::is_same<CpuEntry, Entry>::value) {
-      Op::template RunCpu<T>(params, shape, x, y, table.values, table.size, shard);
+      run(table.values, table.size);
     } else {
       const std::vector<CpuEntry> converted(table.values, table.values + table.size);
-      Op::template RunCpu<T>(params, shape, x, y, converted.data(), table.size, shard);
+      run(converted.data(), table.size);
     }
   }
 }
 
-// Op's launcher on `stream` (GPU builds only: Launch is defined by nvcc code).
+// RunCpuInto for an op whose output has the data's type.
+template <class Op, class T, class AnyShard>
+void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x, T* y,
+              const Tables<T>& tables, const AnyShard& shard) {
+  RunCpuInto<Op, T, T>(params, shape, x, y, tables, shard);
+}
+
+// The same for any op, y of type `output` (OutputDataTypeOf): what the bindings call.
+template <class Op, class T, class AnyShard>
+void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x,
+              void* y, DataType output, const Tables<T>& tables, const AnyShard& shard) {
+  if constexpr (kOutputIsData<Op>) {
+    (void)output;
+    RunCpuInto<Op, T, T>(params, shape, x, static_cast<T*>(y), tables, shard);
+  } else {
+    VisitOutputType<Op>(output, [&](auto out) {
+      using Out = decltype(out);
+      RunCpuInto<Op, T, Out>(params, shape, x, static_cast<Out*>(y), tables, shard);
+    });
+  }
+}
+
+// Op's launcher on `stream` (GPU builds only: Launch is defined by nvcc code), writing y of Out.
+template <class Op, class T, class Out>
+Status LaunchInto(GpuStream stream, const typename Op::Params& params,
+                  const typename Op::Shape& shape, const T* x, Out* y, const Tables<T>& tables) {
+  auto launch = [&](const auto& taken) {
+    if constexpr (kOutputIsData<Op>) {
+      return Op::template Launch<T>(stream, params, shape, x, y, taken);
+    } else {
+      return Op::template Launch<T, Out>(stream, params, shape, x, y, taken);
+    }
+  };
+  if constexpr (kSeveralTables<Op>) {
+    return launch(tables);
+  } else {
+    return launch(tables.template View<TableEntryOf<Op, T>>(0));
+  }
+}
+
+// LaunchInto for an op whose output has the data's type.
 template <class Op, class T>
 Status LaunchOf(GpuStream stream, const typename Op::Params& params,
                 const typename Op::Shape& shape, const T* x, T* y, const Tables<T>& tables) {
-  if constexpr (kSeveralTables<Op>) {
-    return Op::template Launch<T>(stream, params, shape, x, y, tables);
+  return LaunchInto<Op, T, T>(stream, params, shape, x, y, tables);
+}
+
+// The same for any op, y of type `output` (OutputDataTypeOf): what the bindings call.
+template <class Op, class T>
+Status LaunchOf(GpuStream stream, const typename Op::Params& params,
+                const typename Op::Shape& shape, const T* x, void* y, DataType output,
+                const Tables<T>& tables) {
+  if constexpr (kOutputIsData<Op>) {
+    (void)output;
+    return LaunchInto<Op, T, T>(stream, params, shape, x, static_cast<T*>(y), tables);
   } else {
-    return Op::template Launch<T>(stream, params, shape, x, y,
-                                  tables.template View<TableEntryOf<Op, T>>(0));
+    return VisitOutputType<Op>(output, [&](auto out) {
+      using Out = decltype(out);
+      return LaunchInto<Op, T, Out>(stream, params, shape, x, static_cast<Out*>(y), tables);
+    });
   }
 }
 
@@ -522,7 +643,8 @@ template <class Op>
 Status ReadParams(const AttrValue* values, DataType dtype, typename Op::Params* params) {
   for (int i = 0; i < Op::kAttrCount; ++i) {
     const AttrSpec& spec = Op::kAttrs[i];
-    if (spec.kind != AttrKind::kChoice || IsChoiceOf(spec, values[i].choice)) continue;
+    const bool named = spec.kind == AttrKind::kChoice || spec.kind == AttrKind::kDataType;
+    if (!named || IsChoiceOf(spec, values[i].choice)) continue;
     std::string expected = spec.choices;
     for (char& c : expected) {
       if (c == ',') c = '/';
@@ -607,11 +729,29 @@ void AppendOpJson(std::string* out) {
   }
   out->append("],");
   field("doc", Op::kDoc);
+  // The output's dtype: "data", or "fixed" (its one type) or "attr" (the types the attribute
+  // named picks among).
+  constexpr OutputDType output = Op::kOutputDType;
+  AppendJsonString(out, "output");
+  out->append(":{");
+  static constexpr const char* kRules[] = {"data", "fixed", "attr"};
+  field("rule", kRules[static_cast<int>(output.rule)]);
+  if constexpr (output.rule == OutputRule::kAttr) field("attr", Op::kAttrs[output.attr].name);
+  AppendJsonString(out, "dtypes");
+  out->append(":[");
+  bool first_type = true;
+  for (int i = 0; i < kDataTypeCount; ++i) {
+    if (!output.types.Has(static_cast<DataType>(i))) continue;
+    if (!first_type) out->push_back(',');
+    first_type = false;
+    AppendJsonString(out, DataTypeName(static_cast<DataType>(i)));
+  }
+  out->append("]},");
   AppendJsonString(out, "attrs");
   out->append(":[");
   for (int i = 0; i < Op::kAttrCount; ++i) {
     const AttrSpec& attr = Op::kAttrs[i];
-    static constexpr const char* kKinds[] = {"choice", "float64", "int64"};
+    static constexpr const char* kKinds[] = {"choice", "float64", "int64", "dtype"};
     if (i > 0) out->push_back(',');
     out->push_back('{');
     field("name", attr.name);
@@ -798,6 +938,50 @@ constexpr bool NamesAreDistinct() {
   return true;
 }
 
+// Whether each of `choices` (comma-separated) names a type of `types`, and every type is named.
+constexpr bool ChoicesNameTypes(const char* choices, DataTypeSet types) {
+  int named = 0;
+  const char* start = choices;
+  for (const char* p = choices;; ++p) {
+    if (*p != ',' && *p != '\0') continue;
+    bool found = false;
+    for (int t = 0; t < kDataTypeCount; ++t) {
+      const char* name = DataTypeName(static_cast<DataType>(t));
+      const char* c = start;
+      while (c != p && *name != '\0' && *c == *name) {
+        ++c;
+        ++name;
+      }
+      if (c == p && *name == '\0' && types.Has(static_cast<DataType>(t))) found = true;
+    }
+    if (!found) return false;
+    ++named;
+    if (*p == '\0') break;
+    start = p + 1;
+  }
+  int count = 0;
+  for (int t = 0; t < kDataTypeCount; ++t) count += types.Has(static_cast<DataType>(t)) ? 1 : 0;
+  return named == count;
+}
+
+// Whether Op's output rule is whole: a fixed dtype is one type; an attribute's is an attribute of
+// kind kDataType whose choices are the rule's types.
+template <class Op>
+constexpr bool OutputRuleIsWhole() {
+  constexpr OutputDType output = Op::kOutputDType;
+  if constexpr (output.rule == OutputRule::kData) {
+    return true;
+  } else if constexpr (output.rule == OutputRule::kFixed) {
+    int count = 0;
+    for (int t = 0; t < kDataTypeCount; ++t) count += output.types.Has(static_cast<DataType>(t));
+    return count == 1;
+  } else {
+    return output.attr >= 0 && output.attr < Op::kAttrCount &&
+           Op::kAttrs[output.attr].kind == AttrKind::kDataType &&
+           ChoicesNameTypes(Op::kAttrs[output.attr].choices, output.types);
+  }
+}
+
 }  // namespace detail
 
 // The registry of ops Ops... as JSON: a list of each op's names, table rule, flags and attributes,
@@ -807,6 +991,9 @@ std::string OpRegistryJson() {
   static_assert((detail::NamesAreDistinct<Ops>() && ...),
                 "an op's data, tables and attributes need a name each, and kNames.table is its "
                 "first table's");
+  static_assert((detail::OutputRuleIsWhole<Ops>() && ...),
+                "a fixed output dtype is one type; an attribute's is of kind kDataType and its "
+                "choices name the rule's types");
   std::string out = "[";
   bool first = true;
   ((out += first ? "" : ",", first = false, detail::AppendOpJson<Ops>(&out)), ...);

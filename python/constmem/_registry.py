@@ -22,7 +22,10 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class Attr:
-    """An attribute beyond the table: a choice among names, a float64 or an int64."""
+    """An attribute beyond the table: a choice among names, a float64, an int64, or a dtype.
+
+    A dtype (kind "dtype") is one of `choices`, by name, and picks the output's dtype.
+    """
 
     name: str
     kind: str
@@ -65,6 +68,11 @@ class OpSpec:
     dtypes: tuple[str, ...] = ()
     # Every table, in the order the op takes them (a library that lists none has the one above).
     tables: tuple[Table, ...] = ()
+    # The output's dtype: "data" (the data's), "fixed" (output_dtypes[0]) or "attr" (the one
+    # the attribute output_attr names, among output_dtypes).
+    output_rule: str = "data"
+    output_dtypes: tuple[str, ...] = ()
+    output_attr: str = ""
 
     def __post_init__(self) -> None:
         if not self.tables:
@@ -88,6 +96,22 @@ class OpSpec:
         return dataclasses.replace(
             self, table=t.name, min_table=t.min_size, max_table=t.max_size, int32_table=t.int32
         )
+
+    def output_dtype(self, data_dtype: str, attrs: dict[str, Any]) -> str:
+        """The output's dtype for data of `data_dtype` and the (checked) attributes."""
+        if self.output_rule == "fixed":
+            return self.output_dtypes[0]
+        if self.output_rule == "attr":
+            return attrs[self.output_attr]
+        return data_dtype
+
+    @property
+    def float_output(self) -> bool:
+        """Whether every output the op may give is a float (a gradient can flow from it)."""
+        floats = ("float32", "float64", "float16", "bfloat16")
+        if self.output_rule == "data":
+            return any(d in floats for d in self.data_dtypes())
+        return all(d in floats for d in self.output_dtypes)
 
     @property
     def tf_name(self) -> str:
@@ -130,6 +154,25 @@ def compute_dtype(data_dtype: str) -> str:
     return "float64" if data_dtype in ("float64", "int32") else "float32"
 
 
+def dtype_name(dtype: Any) -> str | None:
+    """A dtype of any framework, NumPy's or a name, as every message names it ("bfloat16").
+
+    None for what is not a dtype.
+    """
+    if isinstance(dtype, str):
+        return dtype
+    name = getattr(dtype, "name", None)  # NumPy's, JAX's, TensorFlow's
+    if isinstance(name, str):
+        return {"half": "float16", "float": "float32", "double": "float64"}.get(name, name)
+    text = str(dtype)
+    if text.startswith("torch."):
+        return text.removeprefix("torch.")
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return None
+
+
 def read_registry(path: str) -> dict[str, OpSpec]:
     """The ops of the op library at `path`, by name."""
     library = ctypes.CDLL(path)
@@ -144,6 +187,10 @@ def read_registry(path: str) -> dict[str, OpSpec]:
         op["tables"] = tuple(
             Table(t["name"], t["min_size"], t["max_size"], t["int32"]) for t in op.get("tables", ())
         )
+        output = op.pop("output", {})
+        op["output_rule"] = output.get("rule", "data")
+        op["output_dtypes"] = tuple(output.get("dtypes", ()))
+        op["output_attr"] = output.get("attr", "")
         spec = OpSpec(attrs=attrs, **op)
         ops[spec.name] = spec
     return ops
@@ -193,7 +240,7 @@ def call_checker(path: str) -> CallChecker | None:
         ints = (ctypes.c_longlong * count)()
         for i, attr in enumerate(spec.attrs):
             value = attrs[attr.name]
-            if attr.kind == "choice":
+            if attr.kind in ("choice", "dtype"):
                 choices[i] = str(value).encode()
             elif attr.kind == "float64":
                 floats[i] = float(value)
@@ -316,7 +363,14 @@ def attr_values(spec: OpSpec, given: dict[str, Any], data_dtype: str) -> dict[st
     values = {}
     for attr in spec.attrs:
         value = given[attr.name]
-        if attr.kind == "choice":
+        if attr.kind == "dtype":
+            name = dtype_name(value)
+            if name not in attr.choices:
+                names = ", ".join(attr.choices[:-1]) + f" or {attr.choices[-1]}"
+                shown = name if name is not None else repr(value)
+                raise ValueError(f"{attr.name} must be {names}; got {shown}")
+            value = name
+        elif attr.kind == "choice":
             if value not in attr.choices:
                 names = " or ".join(repr(c) for c in attr.choices)
                 raise ValueError(f"{attr.name} must be {names}; got {value!r}")

@@ -49,6 +49,35 @@ constexpr tensorflow::DataType TfDataTypeOf() {
   return kTypes[static_cast<int>(DataTypeOf<T>())];
 }
 
+// TensorFlow's DataType of a DataType.
+inline tensorflow::DataType TfDataType(DataType type) {
+  constexpr tensorflow::DataType kTypes[] = {
+      tensorflow::DT_FLOAT, tensorflow::DT_DOUBLE, tensorflow::DT_HALF, tensorflow::DT_BFLOAT16,
+      tensorflow::DT_UINT8, tensorflow::DT_INT8,   tensorflow::DT_INT32};
+  return kTypes[static_cast<int>(type)];
+}
+
+// A TensorFlow DataType as a DataType (float32 for one no op takes: an op definition's type
+// attrs allow only the op's types).
+inline DataType ToDataType(tensorflow::DataType dtype) {
+  switch (dtype) {
+    case tensorflow::DT_DOUBLE:
+      return DataType::kFloat64;
+    case tensorflow::DT_HALF:
+      return DataType::kFloat16;
+    case tensorflow::DT_BFLOAT16:
+      return DataType::kBFloat16;
+    case tensorflow::DT_UINT8:
+      return DataType::kUint8;
+    case tensorflow::DT_INT8:
+      return DataType::kInt8;
+    case tensorflow::DT_INT32:
+      return DataType::kInt32;
+    default:
+      return DataType::kFloat32;
+  }
+}
+
 // Whether data of `dtype` is computed in float64, its tables float64 (ComputeTypeOf).
 inline bool ComputesInDouble(tensorflow::DataType dtype) {
   return dtype == tensorflow::DT_DOUBLE || dtype == tensorflow::DT_INT32;

@@ -20,6 +20,23 @@ std::vector<std::string> TfAttrSpecs(const AttrSpec* attrs, int count) {
   std::vector<std::string> specs;
   for (int i = 0; i < count; ++i) {
     std::string spec = std::string(attrs[i].name) + ": ";
+    if (attrs[i].kind == AttrKind::kDataType) {  // a type attr: {bfloat16, half} = DT_BFLOAT16
+      std::string choices = attrs[i].choices;
+      std::string first;
+      spec += "{";
+      for (std::size_t start = 0; start <= choices.size();) {
+        std::size_t end = choices.find(',', start);
+        if (end == std::string::npos) end = choices.size();
+        DataType type = DataType::kFloat32;
+        DataTypeFromName(choices.substr(start, end - start), &type);
+        const std::string name = tensorflow::DataTypeString(TfDataType(type));
+        spec += (start == 0 ? "" : ", ") + name;
+        if (start == 0) first = tensorflow::DataType_Name(TfDataType(type));
+        start = end + 1;
+      }
+      specs.push_back(spec + "} = " + first);
+      continue;
+    }
     if (attrs[i].kind != AttrKind::kChoice) {
       specs.push_back(spec + "int");
       continue;
@@ -45,6 +62,7 @@ std::string XlaAttributeDictionary(const AttrSpec* specs, int count, const AttrV
     char text[64];
     switch (specs[i].kind) {
       case AttrKind::kChoice:
+      case AttrKind::kDataType:
         dictionary += " = \"" + std::string(values[i].choice) + "\"";
         break;
       case AttrKind::kFloat64: {  // by its bit pattern, which keeps it exact
@@ -115,7 +133,7 @@ void RegisterTableOpDefs(const TableOpDef& def) {
     if (form.table_input) {
       for (const TableSpec& table : def.tables) op.Input(table.name + (": " + table_type(table)));
     }
-    op.Output(def.output + ": T");
+    op.Output(def.output + ": " + def.output_type);
     op.Attr("T: {" + def.types + "}");
     // The table inputs of an op that takes 8- or 16-bit or int32 data have a type of their own,
     // the data's compute type: float for float32, float16, bfloat16, uint8 and int8 data, double

@@ -58,6 +58,13 @@ absl::Status ReadTfAttrs(const Attrs& attrs, const AttrSpec* specs, int count, A
         TF_RETURN_IF_ERROR(attrs.GetAttr(specs[i].name, &storage[i]));
         values[i].choice = storage[i];
         break;
+      case AttrKind::kDataType: {  // a type attr, by the name every other framework passes
+        tensorflow::DataType type;
+        TF_RETURN_IF_ERROR(attrs.GetAttr(specs[i].name, &type));
+        storage[i] = DataTypeName(ToDataType(type));
+        values[i].choice = storage[i];
+        break;
+      }
       case AttrKind::kFloat64: {
         std::int64_t bits = 0;
         TF_RETURN_IF_ERROR(attrs.GetAttr(specs[i].name, &bits));
@@ -75,26 +82,6 @@ absl::Status ReadTfAttrs(const Attrs& attrs, const AttrSpec* specs, int count, A
   return absl::OkStatus();
 }
 
-// A data type as an op's Params read it (the op definition's "T" allows only the op's types).
-inline DataType ToDataType(tensorflow::DataType dtype) {
-  switch (dtype) {
-    case tensorflow::DT_DOUBLE:
-      return DataType::kFloat64;
-    case tensorflow::DT_HALF:
-      return DataType::kFloat16;
-    case tensorflow::DT_BFLOAT16:
-      return DataType::kBFloat16;
-    case tensorflow::DT_UINT8:
-      return DataType::kUint8;
-    case tensorflow::DT_INT8:
-      return DataType::kInt8;
-    case tensorflow::DT_INT32:
-      return DataType::kInt32;
-    default:
-      return DataType::kFloat32;
-  }
-}
-
 // Whether Op takes data whose compute type is not its own type: its table inputs then have a type
 // attr of their own, Ttable.
 template <class Op>
@@ -104,6 +91,21 @@ constexpr bool TakesNarrowData() {
     if (TakesDataType<Op>(type)) return true;
   }
   return false;
+}
+
+// The op definition's type of Op's output: "T", the fixed type ("bfloat16"), or the name of the
+// type attr that picks it.
+template <class Op>
+std::string TfOutputType() {
+  constexpr OutputDType output = Op::kOutputDType;
+  if constexpr (output.rule == OutputRule::kData) {
+    return "T";
+  } else if constexpr (output.rule == OutputRule::kFixed) {
+    return tensorflow::DataTypeString(
+        TfDataType(OutputDataTypeOf<Op>(DataType::kFloat32, nullptr)));
+  } else {
+    return Op::kAttrs[output.attr].name;
+  }
 }
 
 // "float, double, half": the op definition's list of the data types Op takes.
@@ -198,10 +200,11 @@ struct TableOpDef {
   std::string data;
   std::vector<TableSpec> tables;  // each an input (or an attr), named by the table, in order
   std::string output;
-  std::string types;   // the data types, as the attr "T" lists them ("float, double, half")
-  bool table_type;     // the type of the tables not of int32 is the attr Ttable, the data's
-                       // compute type (TakesNarrowData)
-  bool double_tables;  // Ttable may be double (for float64 or int32 data)
+  std::string output_type;  // "T" (the data's), a type ("bfloat16") or a type attr's name
+  std::string types;        // the data types, as the attr "T" lists them ("float, double, half")
+  bool table_type;          // the type of the tables not of int32 is the attr Ttable, the data's
+                            // compute type (TakesNarrowData)
+  bool double_tables;       // Ttable may be double (for float64 or int32 data)
   std::vector<std::string> attrs;
   std::string doc;
   std::function<absl::Status(tensorflow::shape_inference::InferenceContext*)> input_shape;
@@ -348,17 +351,18 @@ struct TableOpKernels {
       tensorflow::Tensor* output = nullptr;
       OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, tables.Sizes(), &shape, &output));
       const T* x = static_cast<const T*>(ctx->input(0).data());
-      T* y = static_cast<T*>(output->data());
-      if constexpr (kConverts) {  // an attr table converted once, when the kernel was built
+      void* y = output->data();
+      if constexpr (kConverts && kOutputIsData<Op>) {  // an attr table converted once
         if (kFrom == TableFrom::kAttr) {
           const CpuWorkers workers{ctx};
-          Op::template RunCpu<T>(this->params_, shape, x, y, converted_.data(),
+          Op::template RunCpu<T>(this->params_, shape, x, static_cast<T*>(y), converted_.data(),
                                  static_cast<std::int64_t>(converted_.size()),
                                  KeepSubnormals<CpuWorkers>{workers});
           return;
         }
       }
-      RunCpuOf<Op, T>(this->params_, shape, x, y, tables, CpuWorkers{ctx});
+      RunCpuOf<Op, T>(this->params_, shape, x, y, ToDataType(output->dtype()), tables,
+                      CpuWorkers{ctx});
     }
 
    private:
@@ -394,7 +398,7 @@ struct TableOpKernels {
       OP_REQUIRES_OK(ctx, LaunchOnComputeStream(ctx, [&](GpuStream stream) {
                        return LaunchOf<Op, T>(stream, this->params_, shape,
                                               static_cast<const T*>(ctx->input(0).data()),
-                                              static_cast<T*>(output->data()), tables);
+                                              output->data(), ToDataType(output->dtype()), tables);
                      }));
     }
   };
@@ -407,11 +411,11 @@ bool RegisterOneTableOp() {
   const std::string name = TfOpName(Op::kNames);
   constexpr bool kTableType = TakesNarrowData<Op>() && HasComputeTypeTable<Op>();
   const std::vector<TableSpec> tables = TableSpecs<Op>();
-  RegisterTableOpDefs({name, Op::kNames.data, tables, "y", TfTypeList<Op>(), kTableType,
-                       TakesDataType<Op>(DataType::kFloat64) || TakesDataType<Op>(DataType::kInt32),
-                       TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc,
-                       InferTableOpShape<Op, TableFrom::kInput>,
-                       InferTableOpShape<Op, TableFrom::kAttr>});
+  RegisterTableOpDefs(
+      {name, Op::kNames.data, tables, "y", TfOutputType<Op>(), TfTypeList<Op>(), kTableType,
+       TakesDataType<Op>(DataType::kFloat64) || TakesDataType<Op>(DataType::kInt32),
+       TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc, InferTableOpShape<Op, TableFrom::kInput>,
+       InferTableOpShape<Op, TableFrom::kAttr>});
   if (KernelsAlreadyRegistered(name.c_str())) return false;
   std::vector<const char*> inputs;
   for (const TableSpec& table : tables) inputs.push_back(table.name);

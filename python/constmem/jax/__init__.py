@@ -174,7 +174,7 @@ def _ffi_local(spec: OpSpec, target: str, sizes, attrs: dict, tables: dict):
         else:
             sizes_here = sizes
         shape = _output_shape(spec, data.shape, sizes_here, attrs)
-        result = jax.ShapeDtypeStruct(shape, data.dtype)
+        result = jax.ShapeDtypeStruct(shape, spec.output_dtype(str(data.dtype), attrs))
         return jax.ffi.ffi_call(target, result)(data, *arrays, **encoded)
 
     return local
@@ -418,6 +418,9 @@ def _gradients(spec: OpSpec, attrs: dict, grad, data, tables: tuple, need_tables
     """
     backward = _DESCRIPTIONS[spec.target].backward
     arrays = JaxArrays(spec, attrs)
+    if not jnp.issubdtype(data.dtype, jnp.floating):  # integer data: the tables' gradients alone
+        _, *grad_tables = backward(arrays, grad, data, *tables, attrs, False, *need_tables)
+        return (None, *grad_tables)
     if data.dtype in (jnp.float16, jnp.bfloat16):
         grad_data, *grad_tables = backward(
             arrays,
@@ -513,12 +516,17 @@ _COMPILED_CALLS_KEPT = 256
 _STATIC_ENTRIES_KEPT = 1 << 22
 
 
+def _differentiable(spec: OpSpec, dtype: str) -> bool:
+    """Whether a gradient flows: to float data, and to the tables where the output is a float."""
+    return dtype in ("float32", "float64", "float16", "bfloat16") or spec.float_output
+
+
 @functools.lru_cache(maxsize=_COMPILED_CALLS_KEPT)
 def _compiled_array_call(spec: OpSpec, attr_items: tuple, differentiable: bool):
     """The op with a jax.Array table under jax.jit, with its gradient where one flows."""
     if differentiable:
         return jax.jit(lambda data, table: _with_array(spec, data, table, attr_items))
-    # uint8 data: no gradient flows through the rounding, to the table either (zero, as for
+    # Integer results: no gradient flows through the rounding, to the table either (zero, as for
     # JAX's own integer results).
     call = _array_call(spec, attr_items)
     return jax.jit(lambda data, table: call(data, jax.lax.stop_gradient(table)))
@@ -625,8 +633,7 @@ def _make_call(spec: OpSpec, description: ModuleType):
     def call(spec: OpSpec, data, table, attrs: tuple) -> jax.Array:
         data, dtype, checked = checked_call(data, attrs)
         attr_items = tuple(checked.items())
-        # No gradient flows through integer data.
-        differentiable = dtype in ("float32", "float64", "float16", "bfloat16")
+        differentiable = _differentiable(spec, dtype)
         if isinstance(table, jax.Array):
             _check_array_table(spec, dtype, table)
             shape = _output_shape(spec, data.shape, table.shape[0], checked)  # refused at trace
@@ -658,7 +665,7 @@ def _make_call(spec: OpSpec, description: ModuleType):
         _check_fits(spec, data, _output_shape(spec, data.shape, sizes, checked))
         _check_call(spec, dtype, data.shape, sizes, checked)
         compiled = _compiled_static_call(
-            spec, tuple(values), tuple(checked.items()), dtype != "uint8"
+            spec, tuple(values), tuple(checked.items()), _differentiable(spec, dtype)
         )
         return compiled(data, *arrays)
 

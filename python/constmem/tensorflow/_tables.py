@@ -195,7 +195,11 @@ class TableOp:
     def encoded(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """The attributes as TensorFlow's attrs: a float64 as its bits."""
         return {
-            a.name: float64_bits(attrs[a.name]) if a.kind == "float64" else attrs[a.name]
+            a.name: float64_bits(attrs[a.name])
+            if a.kind == "float64"
+            else tf.as_dtype(attrs[a.name])
+            if a.kind == "dtype"
+            else attrs[a.name]
             for a in self.spec.attrs
         }
 
@@ -207,6 +211,8 @@ class TableOp:
             values[a.name] = (
                 float64_value(value)
                 if a.kind == "float64"
+                else _registry.dtype_name(value)
+                if a.kind == "dtype"
                 else value.decode()
                 if isinstance(value, bytes)
                 else value
@@ -340,9 +346,14 @@ class TableOp:
 
         def with_input(op, grad):
             data, *inputs = op.inputs
-            if not data.dtype.is_floating:  # integer data: no gradient flows
-                return [None] * len(op.inputs)
             attrs = self.decoded(op)
+            if not data.dtype.is_floating:  # integer data: their tables' gradients alone
+                if not self.spec.float_output:
+                    return [None] * len(op.inputs)
+                _, *grad_tables = self.description.backward(
+                    TfArrays(self, attrs), grad, data, *inputs, attrs, False, *need
+                )
+                return [None, *(g if n else None for g, n in zip(grad_tables, need, strict=True))]
             grad_data, *grad_tables = widened_backward(
                 self.description.backward, TfArrays(self, attrs), grad, data, inputs, attrs, need
             )

@@ -244,11 +244,11 @@ def _make_call(spec: _registry.OpSpec, description: ModuleType):
         words of the fake kernel's, which torch.compile and meta tensors meet.
         """
         if isinstance(table, torch.Tensor):
-            # No gradient flows through uint8 data, nor to a table used with it.
+            # Gradients flow through float data, and to the tables where the output is a float.
             if _is_compiling() or (
                 torch.is_grad_enabled()
                 and (data.requires_grad or table.requires_grad)
-                and data.is_floating_point()
+                and (data.is_floating_point() or spec.float_output)
             ):
                 return tensor_op(data, table, *attrs)
             with _below_autograd():
@@ -338,7 +338,8 @@ def _several_tables_dispatch(spec: _registry.OpSpec, tensor_op, static_op):
                 table = as_tensor(i, table, data, compiling)
             needs_grad = needs_grad or table.requires_grad
             tensors.append(table)
-        if compiling or (needs_grad and torch.is_grad_enabled() and data.is_floating_point()):
+        differentiable = data.is_floating_point() or spec.float_output
+        if compiling or (needs_grad and torch.is_grad_enabled() and differentiable):
             return tensor_op(data, *tensors, *attrs)
         with _below_autograd():
             return run_below_autograd(data, *tensors, *attrs)

@@ -22,7 +22,7 @@ from constmem._registry import OpSpec
 from constmem.torch import _sharding
 
 _MINIMUM_TORCH = (2, 10)
-_SCHEMA_TYPES = {"choice": "str", "float64": "float", "int64": "int"}
+_SCHEMA_TYPES = {"choice": "str", "float64": "float", "int64": "int", "dtype": "str"}
 _DTYPES = {
     torch.float32: "float32",
     torch.float64: "float64",
@@ -137,9 +137,10 @@ def _fake(spec: OpSpec, description: ModuleType, static: bool, checker):
             shape = descriptions.output_shape(
                 description, data.shape, tuple(sizes), attrs, torch.sym_max
             )
+        dtype = getattr(torch, spec.output_dtype(dtype_name(data.dtype), attrs))
         if spec.elementwise:
-            return torch.empty_like(data, memory_format=torch.contiguous_format)
-        return data.new_empty(shape)
+            return torch.empty_like(data, dtype=dtype, memory_format=torch.contiguous_format)
+        return data.new_empty(shape, dtype=dtype)
 
     return fake
 
@@ -164,7 +165,9 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
             tables = ctx.inputs[1 : 1 + count]
         else:
             data, *tables = ctx.saved_tensors
-        if not data.is_floating_point():  # integer data: no gradient flows
+        # Integer data take no gradient; their tables do where the output is a float.
+        integer = not data.is_floating_point()
+        if integer and not spec.float_output:
             return None, *([None] * count), *no_attr_grads
         attrs = {a.name: v for a, v in zip(spec.attrs, ctx.inputs[1 + count :], strict=True)}
         need = [
@@ -186,8 +189,9 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
             narrow = data.dtype in (torch.float16, torch.bfloat16)
             if narrow:  # computed in float32: the float32 call's gradients, the data's cast back
                 dtype, data, grad = data.dtype, data.float(), grad.float()
+            need_data = ctx.needs_input_grad[0] and not integer
             grad_data, *grad_tables = description.backward(
-                TorchArrays(spec, attrs), grad, data, *tables, attrs, ctx.needs_input_grad[0], *need
+                TorchArrays(spec, attrs), grad, data, *tables, attrs, need_data, *need
             )
             if narrow and grad_data is not None:
                 grad_data = grad_data.to(dtype)

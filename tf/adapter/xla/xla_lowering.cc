@@ -136,7 +136,7 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
       data = xla::RemoveDynamicDimension(data, d);
     }
     operands[0] = data;
-    const xla::Shape result = xla::ShapeUtil::MakeShape(ctx->input_xla_type(0), dims);
+    const xla::Shape result = xla::ShapeUtil::MakeShape(ctx->output_xla_type(0), dims);
     xla::XlaOp output = xla::CustomCall(builder, lowering_.target, operands, result, attributes,
                                         /*has_side_effect=*/false,
                                         /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
