@@ -70,6 +70,14 @@ inline TableLocation LocationOf(SourceKind source) {
 enum class TableAccess {
   kUniform,    // every lane of a warp reads the same entry at a time (a walk over the table)
   kDivergent,  // lanes read entries computed from their data (a lookup)
+  // A run of consecutive outputs shares one entry (a scale per block of 64 outputs): a warp reads
+  // one or a few neighbouring entries, and each entry is read only by the warps of its run. No
+  // reuse for a cache to keep, so nothing is copied that need not be: a device table is read in
+  // place (the warp's lanes merge into one or two sectors of one L1 request), a host table goes by
+  // value (a broadcast or two from the parameter bank) or, larger, is copied once into global
+  // memory. Neither a constant bank (a copy of the whole table per call) nor staging (every block
+  // would copy the whole table to read its slice).
+  kPerBlock,
 };
 
 enum class Placement {
@@ -122,6 +130,8 @@ struct CONSTMEM_VISIBLE_TYPE StrategyLimits {
 // host wait. Everything larger than the bank is read from global memory. A table read at
 // divergent indices goes to shared memory or global memory from any source (a host table larger
 // than the by-value size is then uploaded into a device buffer: LaunchWithTable's DeviceBankOf).
+// A table read per block of outputs (kPerBlock) goes by value from the host up to the by-value
+// size, and otherwise to global memory (a device table in place), at any launch size.
 //
 // A launch of at most limits.small_launch_elements output elements (`launch_elements`; unknown: a
 // large launch) copies nothing it can avoid: a device table bound for the bank is read in place,
@@ -137,6 +147,9 @@ inline Placement ChoosePlacement(std::size_t table_bytes, TableLocation location
   const bool small_launch = launch_elements <= limits.small_launch_elements;
   const bool fits_by_value =
       location == TableLocation::kHost && table_bytes <= limits.by_value_bytes;
+  if (access == TableAccess::kPerBlock) {
+    return fits_by_value ? Placement::kByValue : Placement::kGlobalMemory;
+  }
   if (access == TableAccess::kDivergent) {
     if (fits_by_value && small_launch) return Placement::kByValue;
     if (fits_by_value && table_bytes <= limits.shared_memory_bytes) return Placement::kSharedMemory;

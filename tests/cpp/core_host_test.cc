@@ -168,6 +168,68 @@ TEST(Strategy, DivergentReadsGoToSharedOrGlobalMemoryFromAnySource) {
   EXPECT_STREQ(PlacementName(Placement::kSharedMemory), "shared_memory");
 }
 
+TEST(Strategy, PerBlockTablesAreNeverCopiedIntoABankNorStaged) {
+  const auto host = SourceKind::kPageableHost, device = SourceKind::kDevice;
+  const std::int64_t small = kSmallLaunchElements, large = kSmallLaunchElements + 1;
+  struct Case {
+    std::int64_t entries;
+    SourceKind source;
+    Placement expected;
+  };
+  // float32 entries: 64 bytes, 4 KiB (the by-value size), 64 KiB (the bank), 4 MiB.
+  const Case cases[] = {
+      {16, host, Placement::kByValue},
+      {1024, host, Placement::kByValue},
+      {16384, host, Placement::kGlobalMemory},
+      {std::int64_t{1} << 20, host, Placement::kGlobalMemory},
+      {16, device, Placement::kGlobalMemory},
+      {1024, device, Placement::kGlobalMemory},
+      {16384, device, Placement::kGlobalMemory},
+      {std::int64_t{1} << 20, device, Placement::kGlobalMemory},
+  };
+  for (const Case& c : cases) {
+    for (const std::int64_t launch : {std::int64_t{1}, small, large, kUnknownLaunchElements}) {
+      EXPECT_EQ(ChoosePlacementFor<float>(c.entries, c.source, StrategyLimits(),
+                                          TableAccess::kPerBlock, launch),
+                c.expected)
+          << c.entries << " entries, " << (c.source == host ? "host" : "device") << ", " << launch
+          << " elements";
+    }
+  }
+  // Where the other patterns copy into the bank or stage, per-block tables stay in global memory.
+  EXPECT_EQ(
+      ChoosePlacementFor<float>(16384, device, StrategyLimits(), TableAccess::kUniform, large),
+      Placement::kConstantBank);
+  EXPECT_EQ(
+      ChoosePlacementFor<float>(16384, device, StrategyLimits(), TableAccess::kDivergent, large),
+      Placement::kSharedMemory);
+  EXPECT_EQ(ChoosePlacementFor<float>(1025, host, StrategyLimits(), TableAccess::kUniform, small),
+            Placement::kConstantBank);
+  EXPECT_EQ(ChoosePlacementFor<float>(1025, host, StrategyLimits(), TableAccess::kPerBlock, small),
+            Placement::kGlobalMemory);
+  // Only the by-value size moves the choice: the bank, staging and in-place limits do not.
+  StrategyLimits generous;  // limits under which the other patterns copy or stage every table
+  generous.constant_bank_bytes = 1 << 20;
+  generous.shared_memory_bytes = 1 << 20;
+  generous.divergent_global_bytes = 0;
+  generous.small_launch_elements = 0;
+  EXPECT_EQ(ChoosePlacementFor<float>(64, device, generous, TableAccess::kPerBlock, large),
+            Placement::kGlobalMemory);
+  EXPECT_EQ(ChoosePlacementFor<float>(64, host, generous, TableAccess::kPerBlock, large),
+            Placement::kByValue);
+  generous.by_value_bytes = 0;
+  EXPECT_EQ(ChoosePlacementFor<float>(64, host, generous, TableAccess::kPerBlock, large),
+            Placement::kGlobalMemory);
+  StrategyLimits wide_parameters;
+  wide_parameters.by_value_bytes = kMaxKernelParamBytes;
+  EXPECT_EQ(ChoosePlacementFor<double>(2048, SourceKind::kPinnedHost, wide_parameters,
+                                       TableAccess::kPerBlock),
+            Placement::kByValue);
+  EXPECT_EQ(ChoosePlacementFor<double>(4096, SourceKind::kPinnedHost, wide_parameters,
+                                       TableAccess::kPerBlock),
+            Placement::kGlobalMemory);
+}
+
 TEST(SlotPlanner, CountsSlotsAndRejectsWhatDoesNotFit) {
   SlotPlanner planner(4, 256);
   EXPECT_EQ(planner.SlotsNeeded(0), 0);
