@@ -49,3 +49,37 @@ def test_bad_input_is_a_value_error_when_traced(ops):
     with pytest.raises(ValueError, match="gains must be float32; got int32"):
         ops.apply_gain(jnp.ones((2, 2)), jnp.ones(2, jnp.int32))
     assert float(ops.apply_gain(jnp.ones((2, 4)), [2.0, 3.0])[1, 0]) == 3.0
+
+
+def test_placement_of_answers_for_the_librarys_own_ops(ops):
+    import constmem.jax as cm
+
+    with pytest.raises(ValueError, match="op must be one of apply_gain; got 'polyval'"):
+        ops.placement_of("polyval", 4)
+    with pytest.raises(ValueError, match="got 'apply_gain'"):
+        cm.placement_of("apply_gain", 4)
+    with pytest.raises(ValueError, match="gains must have 1 to 4096 entries; got 4097"):
+        ops.placement_of("apply_gain", 4097)
+    on_host = ops.placement_of("apply_gain", 4, "float32", "host")
+    if on_host is None:
+        pytest.skip("built without GPU kernels")
+    assert on_host == "by_value"
+    assert ops.placement_of("apply_gain", 4, "float32", "device") == "constant_bank"
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_table_placements_count_the_librarys_own_launches(ops, device):
+    """upload_stats and table_placements read this library's counters, not constmem's."""
+    import constmem.jax as cm
+
+    assert ops.library_path() != cm.library_path()
+    assert set(ops.upload_stats()) == set(cm.upload_stats())
+    x = jax.device_put(np.ones((3, 8), np.float32), device)
+    with cm.table_placements() as constmems, ops.table_placements() as seen:
+        ops.apply_gain(x, [1.0, 2.0, 3.0]).block_until_ready()
+    # CPU handlers place nothing; a GPU launch puts a small host table by value.
+    on_gpu = device.platform == "gpu"
+    assert seen.placement == (
+        ops.placement_of("apply_gain", 3, "float32", "host") if on_gpu else None
+    )
+    assert constmems.counts == {}  # constmem's own library launched nothing

@@ -53,3 +53,37 @@ def test_gradients_match_the_definition(ops):
         grad_x.numpy(), 2.0 * np.broadcast_to(gains.numpy().reshape(2, 3, 1), x.shape), rtol=1e-6
     )
     np.testing.assert_allclose(grad_gains.numpy(), 2.0 * x.numpy().sum(-1).reshape(-1), rtol=1e-5)
+
+
+def test_placement_of_answers_for_the_librarys_own_ops(ops):
+    import constmem.tensorflow as cm
+
+    with pytest.raises(ValueError, match="op must be one of apply_gain; got 'polyval'"):
+        ops.placement_of("polyval", 4)
+    with pytest.raises(ValueError, match="got 'apply_gain'"):
+        cm.placement_of("apply_gain", 4)
+    with pytest.raises(ValueError, match="gains must have 1 to 4096 entries; got 4097"):
+        ops.placement_of("apply_gain", 4097)
+    on_host = ops.placement_of("apply_gain", 4, "float32", "host")
+    if on_host is None:
+        pytest.skip("built without GPU kernels")
+    assert on_host == "by_value"
+    assert ops.placement_of("apply_gain", 4, "float32", "device") == "constant_bank"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_table_placements_count_the_librarys_own_launches(ops, device):
+    """upload_stats and table_placements read this library's counters, not constmem's."""
+    import constmem.tensorflow as cm
+
+    assert ops.library_path() != cm.library_path()
+    assert set(ops.upload_stats()) == set(cm.upload_stats())
+    x = np.ones((3, 8), np.float32)
+    with cm.table_placements() as constmems, ops.table_placements() as seen, tf.device(device):
+        ops.apply_gain(x, [1.0, 2.0, 3.0], source="attr").numpy()
+    # CPU kernels place nothing; a GPU launch puts a small host table by value.
+    on_gpu = "GPU" in device
+    assert seen.placement == (
+        ops.placement_of("apply_gain", 3, "float32", "host") if on_gpu else None
+    )
+    assert constmems.counts == {}  # constmem's own library launched nothing

@@ -9,6 +9,9 @@ ops is made here from the same op registry and the ops' Python descriptions (con
 
 from __future__ import annotations
 
+import functools
+import os
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -108,6 +111,49 @@ def register_library(
         _sharding.register(spec, described[spec.name])
     torch.ops.load_library(path)
     return ops, described
+
+
+# The op libraries of one's own loaded in this process: each module load_library made, as an
+# attribute of its own (library_0, ...) that torch.compile reads when it meets it (a dictionary's
+# entries it reads as of its first look, which misses a library loaded later in the same trace);
+# and by real path, the attribute's name and the descriptions the module was made from.
+_LOADED = ModuleType("constmem.torch.loaded_libraries")
+_LOADED_BY_PATH: dict[str, tuple[str, dict[str, ModuleType]]] = {}
+
+
+def loads_once(
+    load: Callable[[str, dict[str, ModuleType]], ModuleType],
+) -> Callable[[str, Mapping[str, ModuleType]], ModuleType]:
+    """`load(path, descriptions)` as load_library: once a library, and first called anywhere.
+
+    Loading defines the ops' schemas and opens the library, which torch.compile cannot trace. The
+    load runs as a constant of the trace (torch.compiler.assume_constant_result): eagerly, when
+    torch.compile first meets it, which is also when the ops it defines are needed. What the trace
+    sees is a lookup of the loaded module, so a function that loads its library on its first call
+    compiles with fullgraph=True, before or after the load, and every later call, compiled or not,
+    gets the same module. The same library with other descriptions is a ValueError: its ops are
+    defined already.
+    """
+
+    @torch.compiler.assume_constant_result
+    def load_eagerly(path: str, descriptions: dict[str, ModuleType]) -> str:
+        key = os.path.realpath(path)
+        if key not in _LOADED_BY_PATH:
+            name = f"library_{len(_LOADED_BY_PATH)}"
+            setattr(_LOADED, name, load(path, descriptions))
+            _LOADED_BY_PATH[key] = (name, descriptions)
+        elif _LOADED_BY_PATH[key][1] != descriptions:
+            raise ValueError(
+                f"{path} is loaded already, with the descriptions of "
+                f"{', '.join(sorted(_LOADED_BY_PATH[key][1]))}; a library loads once a process"
+            )
+        return _LOADED_BY_PATH[key][0]
+
+    @functools.wraps(load)
+    def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleType:
+        return getattr(_LOADED, load_eagerly(path, dict(descriptions)))
+
+    return load_library
 
 
 def _fake(spec: OpSpec, description: ModuleType, static: bool, checker):
