@@ -47,6 +47,7 @@ from constmem.torch._library import (
     TorchArrays,
     check_table,
     dtype_name,
+    loads_once,
     register_library,
 )
 from constmem.torch._sharding import is_dtensor, mixed_message, replicated_like
@@ -354,12 +355,15 @@ NumPy sequence (a static table). Raises ValueError for bad input, naming the arg
 """
 
 
+@loads_once
 def load_library(path: str, descriptions: Mapping[str, ModuleType]) -> ModuleType:
     """The ops of an op library of one's own, built on constmem (constmem_add_torch_op_library).
 
     Defines each op's `torch.ops` schemas, fake kernel and autograd from the library's registry
     and `descriptions` (each op's Python description, by name), loads its kernels and returns a
-    module with a function per op, as this package has for constmem's own.
+    module with a function per op, as this package has for constmem's own. A library loads once
+    a process: a later call returns the same module, and a first call inside a function that
+    torch.compile traces loads it then, without breaking the graph.
     """
     ops, described = register_library(path, dict(descriptions))
     _register_checker(path, ops)
