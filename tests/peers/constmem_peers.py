@@ -31,10 +31,11 @@ import warnings
 
 import pytest
 
+_TV_F = "torchvision.transforms.v2.functional"
 _SWAPS = (
-    ("torchvision.transforms.v2.functional", "gaussian_blur", "constmem.torch", "gaussian_blur"),
-    ("torchvision.transforms.v2.functional", "gaussian_blur_image", "constmem.torch", "gaussian_blur"),
-    ("torchvision.transforms.v2.functional", "gaussian_blur_video", "constmem.torch", "gaussian_blur"),
+    (_TV_F, "gaussian_blur", "constmem.torch", "gaussian_blur"),
+    (_TV_F, "gaussian_blur_image", "constmem.torch", "gaussian_blur"),
+    (_TV_F, "gaussian_blur_video", "constmem.torch", "gaussian_blur"),
     ("torchvision.transforms.v2", "GaussianBlur", "constmem.torch.transforms", "GaussianBlur"),
     ("torchaudio.functional", "resample", "constmem.torch", "resample"),
     ("torchaudio.transforms", "Resample", "constmem.torch.transforms", "Resample"),

@@ -68,7 +68,7 @@ def _sigma_range(sigma: Any) -> tuple[float, float]:
 
 
 def _kernel_size(kernel_size: Any) -> tuple[int, int]:
-    """(kx, ky) of GaussianBlur's kernel_size, with torchvision.transforms.v2.GaussianBlur's messages.
+    """(kx, ky) of GaussianBlur's kernel_size, with torchvision's v2 GaussianBlur's messages.
 
     An integer, or a sequence of one (k, k) or two; a TypeError for what is neither.
     """
