@@ -47,8 +47,7 @@ def _sigma_range(sigma: Any) -> tuple[float, float]:
     elif isinstance(sigma, Sequence) and not isinstance(sigma, str):
         if len(sigma) not in (1, 2):
             raise ValueError(
-                f"If sigma is a sequence its length should be 1 or 2 (min, max). Got {len(sigma)}: "
-                f"{sigma!r}"
+                f"If sigma is a sequence its length should be 1 or 2. Got {len(sigma)}: {sigma!r}"
             )
         values = (sigma[0], sigma[-1])
     else:
@@ -66,6 +65,26 @@ def _sigma_range(sigma: Any) -> tuple[float, float]:
             f"sigma values should be positive and of the form (min, max). Got {sigma!r}"
         )
     return low, high
+
+
+def _kernel_size(kernel_size: Any) -> tuple[int, int]:
+    """(kx, ky) of GaussianBlur's kernel_size, with torchvision's v2 GaussianBlur's messages.
+
+    An integer, or a sequence of one (k, k) or two; a TypeError for what is neither.
+    """
+    if isinstance(kernel_size, Sequence) and not isinstance(kernel_size, str):
+        if len(kernel_size) == 1:
+            kernel_size = (kernel_size[0], kernel_size[0])
+        elif len(kernel_size) != 2:
+            raise ValueError(
+                f"Kernel size should be a tuple/list of two integers. Got {kernel_size!r}"
+            )
+    try:
+        return kernel_sizes(kernel_size)
+    except ValueError:  # the one left: sizes that are not odd and positive
+        raise ValueError(
+            f"Kernel size value should be an odd and positive number. Got {kernel_size!r}"
+        ) from None
 
 
 class GaussianBlur(nn.Module):
@@ -92,9 +111,7 @@ class GaussianBlur(nn.Module):
         border: str = "reflect",
     ) -> None:
         super().__init__()
-        if isinstance(kernel_size, Sequence) and len(kernel_size) == 1:
-            kernel_size = (kernel_size[0], kernel_size[0])
-        self.kernel_size = kernel_sizes(kernel_size)
+        self.kernel_size = _kernel_size(kernel_size)
         self.sigma = _sigma_range(sigma)
         self.per_image = bool(per_image)
         self.border = border
