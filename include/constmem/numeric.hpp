@@ -167,7 +167,7 @@ inline std::uint16_t FloatToHalfBits(float value) {
   return static_cast<std::uint16_t>(o | (sign >> 16));
 }
 
-inline std::uint16_t FloatToBFloat16Bits(float value) {
+CONSTMEM_HOST_DEVICE std::uint16_t FloatToBFloat16Bits(float value) {
   const std::uint32_t f = BitCast<std::uint32_t>(value);
   if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((f >> 16) | 0x40u);
   return static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
