@@ -12,7 +12,7 @@ namespace constmem {
 namespace ops {
 
 // y[i] for i in [begin, end), computed in T (ComputeTypeOf<In>; InterpolateData).
-template <class In, class T>
+template <class In, class T = ComputeTypeOf<In>>
 void InterpolateCpuRange(const In* x, In* y, std::int64_t begin, std::int64_t end, const T* knots,
                          const InterpolateGrid<T>& grid);
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "constmem/numeric.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -20,7 +21,7 @@ namespace ops {
 // stages, each block stages the first 16,384 all the same (a shared prefix); the placement stays
 // kGlobalMemory. In is the data's type, T the type it is computed in and the knots'
 // (ComputeTypeOf<In>: float for float16 and bfloat16 data).
-template <class In, class T>
+template <class In, class T = ComputeTypeOf<In>>
 Status LaunchInterpolate(GpuStream stream, const In* x, In* y, std::int64_t count,
                          const TableView<T>& knots, double lo, double hi,
                          LaunchReport* report = nullptr);
@@ -30,7 +31,7 @@ Status LaunchInterpolate(GpuStream stream, const In* x, In* y, std::int64_t coun
 enum class InterpolatePrefix { kAuto, kAlways, kNever };
 
 // The same with the placement chosen by the caller (benchmarks, tests of every placement).
-template <class In, class T>
+template <class In, class T = ComputeTypeOf<In>>
 Status LaunchInterpolateWithPlacement(GpuStream stream, const In* x, In* y, std::int64_t count,
                                       const TableView<T>& knots, double lo, double hi,
                                       Placement placement, LaunchReport* report = nullptr,

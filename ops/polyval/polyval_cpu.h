@@ -15,7 +15,7 @@ namespace ops {
 // y[i] for i in [begin, end), computed in T (ComputeTypeOf<In>): float16 and bfloat16 data is
 // read as float and each result rounded to nearest even, as the float kernel's result cast to In.
 // `isa` must be supported (cpu::IsaSupported).
-template <class In, class T>
+template <class In, class T = ComputeTypeOf<In>>
 void PolyvalCpuRange(const In* x, In* y, std::int64_t begin, std::int64_t end, const T* coeffs,
                      std::int64_t count, cpu::Isa isa = cpu::BestIsa());
 

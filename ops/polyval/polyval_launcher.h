@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "constmem/numeric.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -16,12 +17,12 @@ namespace ops {
 // Enqueues y = polyval(coeffs, x) on `stream` and returns without waiting; coefficients highest
 // degree first, 1 to kPolyvalMaxCoefficients of them. In is the data's type, T the type it is
 // computed in and the coefficients' (ComputeTypeOf<In>: float for float16 and bfloat16 data).
-template <class In, class T>
+template <class In, class T = ComputeTypeOf<In>>
 Status LaunchPolyval(GpuStream stream, const In* x, In* y, std::int64_t count,
                      const TableView<T>& coeffs, LaunchReport* report = nullptr);
 
 // The same with the placement chosen by the caller (benchmarks, tests of every placement).
-template <class In, class T>
+template <class In, class T = ComputeTypeOf<In>>
 Status LaunchPolyvalWithPlacement(GpuStream stream, const In* x, In* y, std::int64_t count,
                                   const TableView<T>& coeffs, Placement placement,
                                   LaunchReport* report = nullptr);
