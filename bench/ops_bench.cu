@@ -7,7 +7,10 @@
 //   - Polyval at degree 16 (memory-bound) and 256 (FMA-bound) on 16 Mi float32 elements;
 //   - FirFilter with 17, 63 and 513 taps on a [4096, 16384] float32 input, SAME;
 // each with its table by value, in a constant bank and in global memory, to show what the
-// placement buys.
+// placement buys;
+//   - Polyval (degree 16 and 256) and Interpolate (4,096 knots) on 16 Mi float32, float16 and
+//     bfloat16 elements (computed in float32), each against a copy of its own bytes and against
+//     float32's time.
 //   ops_bench [--json FILE]
 #include <cstdio>
 #include <cstring>
@@ -17,8 +20,10 @@
 #include "bench_util.cuh"
 #include "checks.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/numeric.hpp"
 #include "constmem/testing/gpu_testing.cuh"
 #include "fir_filter/fir_filter_launcher.h"
+#include "interpolate/interpolate_launcher.h"
 #include "polyval/polyval_launcher.h"
 
 namespace {
@@ -96,6 +101,102 @@ struct Row {
   int table = 0;
   double ms = 0, memory_fraction = 0, copy_fraction = 0, fma_fraction = 0;
 };
+
+template <class In>
+__global__ void NarrowFromFloatKernel(const float* in, In* out, std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = constmem::FromCompute<In>(in[i]);
+  }
+}
+
+struct NarrowRow {
+  std::string op, dtype;
+  int table = 0;
+  double ms = 0, copy_fraction = 0, float32_speedup = 0;
+};
+
+// Polyval and Interpolate on `n` elements of float32, float16 and bfloat16, in one run: each
+// one's time, its share of a copy of its own bytes, and its speed over float32's. `x` holds n
+// float32 values in [-1000, 1000].
+std::vector<NarrowRow> BenchNarrow(cudaStream_t stream, int sms, const float* x, std::int64_t n) {
+  using namespace constmem;
+  using namespace constmem::ops;
+  float* y = nullptr;
+  void *narrow_x = nullptr, *narrow_y = nullptr;
+  CHECK_CUDA(cudaMalloc(&y, n * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&narrow_x, n * 2));
+  CHECK_CUDA(cudaMalloc(&narrow_y, n * 2));
+  auto copy_bytes_per_s = [&](std::int64_t bytes) {
+    const double ms = MedianMs(stream, [&] {
+      CopyKernel<<<sms * 8, 512, 0, stream>>>(reinterpret_cast<const float4*>(x),
+                                              reinterpret_cast<float4*>(y), bytes / 16);
+    });
+    return 2.0 * bytes / (ms * 1e-3);
+  };
+  const double copy32 = copy_bytes_per_s(n * 4), copy16 = copy_bytes_per_s(n * 2);
+  std::vector<NarrowRow> rows;
+  // launch(data, out) for each dtype, float32 first.
+  auto run = [&](const std::string& op, int table, auto&& launch) {
+    double float32_ms = 0;
+    auto one = [&](auto zero, const char* dtype) {
+      using In = decltype(zero);
+      const In* in = reinterpret_cast<const In*>(x);
+      In* out = reinterpret_cast<In*>(y);
+      if constexpr (sizeof(In) == 2) {
+        NarrowFromFloatKernel<In><<<sms * 8, 256, 0, stream>>>(x, static_cast<In*>(narrow_x), n);
+        in = static_cast<const In*>(narrow_x);
+        out = static_cast<In*>(narrow_y);
+      }
+      const double ms = MedianMs(stream, [&] { launch(in, out); });
+      if (sizeof(In) == 4) float32_ms = ms;
+      NarrowRow row;
+      row.op = op;
+      row.dtype = dtype;
+      row.table = table;
+      row.ms = ms;
+      row.copy_fraction = 2.0 * n * sizeof(In) / (ms * 1e-3) / (sizeof(In) == 4 ? copy32 : copy16);
+      row.float32_speedup = float32_ms / ms;
+      std::printf("%-12s %6d %9s %10.4f %9.1f%% %9.2fx\n", op.c_str(), table, dtype, ms,
+                  100 * row.copy_fraction, row.float32_speedup);
+      rows.push_back(row);
+    };
+    one(float{}, "float32");
+    one(Float16{}, "float16");
+    one(BFloat16{}, "bfloat16");
+  };
+  std::printf("\n16 Mi elements, host tables; copy: of the same bytes, this run\n");
+  std::printf("%-12s %6s %9s %10s %10s %10s\n", "op", "table", "dtype", "ms", "copy", "x float32");
+  for (int degree : {16, 256}) {
+    std::vector<float> coeffs(degree + 1);
+    for (int j = 0; j <= degree; ++j) coeffs[j] = 1.0f / static_cast<float>(j + 2);
+    const TableView<float> view{coeffs.data(), degree + 1, SourceKind::kPageableHost};
+    run("polyval", degree,
+        [&](const auto* in, auto* out) { CHECK_OK(LaunchPolyval(stream, in, out, n, view)); });
+  }
+  std::vector<float> knots(4096);
+  for (std::size_t j = 0; j < knots.size(); ++j) knots[j] = static_cast<float>(j % 97) / 97.0f;
+  const TableView<float> knot_view{knots.data(), 4096, SourceKind::kPageableHost};
+  run("interpolate", 4096, [&](const auto* in, auto* out) {
+    CHECK_OK(LaunchInterpolate(stream, in, out, n, knot_view, -1000.0, 1000.0));
+  });
+  CHECK_CUDA(cudaFree(y));
+  CHECK_CUDA(cudaFree(narrow_x));
+  CHECK_CUDA(cudaFree(narrow_y));
+  return rows;
+}
+
+std::string NarrowJson(const std::vector<NarrowRow>& rows) {
+  std::string list = "[";
+  for (const NarrowRow& row : rows) {
+    list += std::string(list.size() > 1 ? ",\n  " : "\n  ") + "{\"op\": \"" + row.op +
+            "\", \"table\": " + std::to_string(row.table) + ", \"dtype\": \"" + row.dtype +
+            "\", \"ms\": " + Num(row.ms) + ", \"copy_fraction\": " + Num(row.copy_fraction) +
+            ", \"float32_speedup\": " + Num(row.float32_speedup) + "}";
+  }
+  return list + "]";
+}
 
 }  // namespace
 
@@ -222,6 +323,8 @@ int main(int argc, char** argv) {
     });
   }
 
+  const std::vector<NarrowRow> narrow = BenchNarrow(stream, sms, in, polyval_elements);
+
   if (json_path != nullptr) {
     Json json;
     json.Add("device", "\"" + std::string(prop.name) + "\"");
@@ -241,6 +344,7 @@ int main(int argc, char** argv) {
               ", \"fma_fraction\": " + Num(row.fma_fraction) + "}";
     }
     json.Add("kernels", list + "]");
+    json.Add("narrow_kernels", NarrowJson(narrow));
     std::FILE* file = std::fopen(json_path, "w");
     if (file == nullptr) return 1;
     std::fprintf(file, "%s\n}\n", json.text.c_str());  // Json leaves the object open

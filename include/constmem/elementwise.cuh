@@ -20,21 +20,48 @@
 //
 // and launches with LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, n, size, reader)
 // from the callable it gives LaunchWithTable (dispatch.cuh).
+//
+// The steps work in the type Finish returns (the compute type C). The data may be narrower
+// (float16 or bfloat16 data computed in float): the kernel reads each element with ToCompute<C>,
+// converts each table entry to C, and writes each result with FromCompute (numeric.hpp). For data
+// of type C both are no-ops.
 // clang-format on
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "constmem/cuda_support.cuh"
 #include "constmem/dispatch.cuh"
+#include "constmem/numeric.hpp"
 
 // Private to each library that compiles it (visibility.hpp).
 #pragma GCC visibility push(hidden)
 namespace constmem {
 
 constexpr int kElementwiseThreads = 256;
+
+// The type Op computes in: what its Finish returns.
+template <class Op>
+using ElementwiseComputeOf =
+    std::decay_t<decltype(Op::Finish(std::declval<const typename Op::State&>()))>;
+
+// The 16-byte vector one load or store of T moves: Vector16's, or 8 16-bit floats as a uint4.
+template <class T>
+struct ElementwiseVector {
+  using type = typename Vector16<T>::type;
+};
+template <>
+struct ElementwiseVector<Float16> {
+  using type = uint4;
+};
+template <>
+struct ElementwiseVector<BFloat16> {
+  using type = uint4;
+};
 
 // Tiles of kElementwiseThreads x kVectors vectors, visited grid-stride from element `begin`: read
 // and written fully coalesced (vector k of every thread is contiguous across the block), so that
@@ -43,7 +70,8 @@ template <class Op, int kVectors, class T, class Table>
 __device__ __forceinline__ std::int64_t ElementwiseTiles(const T* data, T* out, std::int64_t begin,
                                                          std::int64_t tiles, int table_size,
                                                          const Table& table) {
-  using V = typename Vector16<T>::type;
+  using V = typename ElementwiseVector<T>::type;
+  using C = ElementwiseComputeOf<Op>;
   using State = typename Op::State;
   constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(T));
   constexpr std::int64_t kTileVectors = static_cast<std::int64_t>(kElementwiseThreads) * kVectors;
@@ -52,17 +80,19 @@ __device__ __forceinline__ std::int64_t ElementwiseTiles(const T* data, T* out, 
   for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const std::int64_t first = tile * kTileVectors + threadIdx.x;
     State state[kVectors * kLanes];
-    const T entry0 = static_cast<T>(table[0]);
+    const C entry0 = static_cast<C>(table[0]);
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
       const V v = in_vectors[first + k * kElementwiseThreads];
       const T* lanes = reinterpret_cast<const T*>(&v);
 #pragma unroll
-      for (int l = 0; l < kLanes; ++l) state[k * kLanes + l] = Op::Start(lanes[l], entry0);
+      for (int l = 0; l < kLanes; ++l) {
+        state[k * kLanes + l] = Op::Start(ToCompute<C>(lanes[l]), entry0);
+      }
     }
 #pragma unroll Op::kTableUnroll
     for (int j = 1; j < table_size; ++j) {
-      const T entry = static_cast<T>(table[j]);
+      const C entry = static_cast<C>(table[j]);
 #pragma unroll
       for (int e = 0; e < kVectors * kLanes; ++e) Op::Step(state[e], entry);
     }
@@ -71,7 +101,7 @@ __device__ __forceinline__ std::int64_t ElementwiseTiles(const T* data, T* out, 
       V v;
       T* lanes = reinterpret_cast<T*>(&v);
 #pragma unroll
-      for (int l = 0; l < kLanes; ++l) lanes[l] = Op::Finish(state[k * kLanes + l]);
+      for (int l = 0; l < kLanes; ++l) lanes[l] = FromCompute<T>(Op::Finish(state[k * kLanes + l]));
       out_vectors[first + k * kElementwiseThreads] = v;
     }
   }
@@ -87,7 +117,8 @@ template <class Op, class T, class Table, bool kVectorized>
 __global__ void __launch_bounds__(kElementwiseThreads)
     ElementwiseTableKernel(const T* data, T* out, std::int64_t count, int table_size,
                            const __grid_constant__ Table table) {
-  constexpr int kLanes = static_cast<int>(sizeof(typename Vector16<T>::type) / sizeof(T));
+  using C = ElementwiseComputeOf<Op>;
+  constexpr int kLanes = static_cast<int>(sizeof(typename ElementwiseVector<T>::type) / sizeof(T));
   constexpr int kLarge = Op::kVectorsPerThread;
   constexpr int kSmall = kLarge >= 4 ? kLarge / 4 : 1;
   constexpr std::int64_t kLargeElements =
@@ -104,9 +135,9 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = done + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += stride) {
-    typename Op::State state = Op::Start(data[i], static_cast<T>(table[0]));
-    for (int j = 1; j < table_size; ++j) Op::Step(state, static_cast<T>(table[j]));
-    out[i] = Op::Finish(state);
+    typename Op::State state = Op::Start(ToCompute<C>(data[i]), static_cast<C>(table[0]));
+    for (int j = 1; j < table_size; ++j) Op::Step(state, static_cast<C>(table[j]));
+    out[i] = FromCompute<T>(Op::Finish(state));
   }
 }
 
@@ -116,7 +147,7 @@ template <class Op, class T, class Table>
 Status LaunchElementwiseTable(int device, cudaStream_t stream, const T* data, T* out,
                               std::int64_t count, int table_size, const Table& table) {
   if (count <= 0) return Status::Ok();
-  constexpr int kLanes = static_cast<int>(sizeof(typename Vector16<T>::type) / sizeof(T));
+  constexpr int kLanes = static_cast<int>(sizeof(typename ElementwiseVector<T>::type) / sizeof(T));
   constexpr std::int64_t kTileElements =
       static_cast<std::int64_t>(kElementwiseThreads) * Op::kVectorsPerThread * kLanes;
   const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 &&

@@ -8,7 +8,9 @@
 //   y = knots[n-1]                  t >= n - 1
 //   y = fma(f, knots[i+1] - knots[i], knots[i])     i = floor(t), f = t - i
 //
-// NaN stays NaN. Plain C++ (CONSTMEM_HOST_DEVICE under nvcc): no framework and no CUDA include.
+// NaN stays NaN. float16 and bfloat16 data is computed in float32 (InterpolateData), the grid and
+// the knots float32's. Plain C++ (CONSTMEM_HOST_DEVICE under nvcc): no framework and no CUDA
+// include.
 #pragma once
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "constmem/host_device.hpp"
+#include "constmem/numeric.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -76,6 +79,13 @@ CONSTMEM_HOST_DEVICE T InterpolateElement(T x, const Table& knots, const Interpo
   const int i = static_cast<int>(t);
   const T below = knots[i];
   return Fma(t - static_cast<T>(i), static_cast<T>(knots[i + 1]) - below, below);
+}
+
+// An element of data In computed in T (ComputeTypeOf<In>): float16 and bfloat16 read as float,
+// the result rounded to nearest even. For In = T both conversions are no-ops.
+template <class In, class T, class Table>
+CONSTMEM_HOST_DEVICE In InterpolateData(In x, const Table& knots, const InterpolateGrid<T>& grid) {
+  return FromCompute<In>(InterpolateElement(ToCompute<T>(x), knots, grid));
 }
 
 }  // namespace ops

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "constmem/constmem.cuh"
+#include "constmem/numeric.hpp"
 #include "constmem/shared_table.cuh"
 #include "interpolate/interpolate_functor.h"
 #include "interpolate/interpolate_kernel.cuh"
@@ -63,13 +64,13 @@ int PrefixKnots(std::int64_t knots, InterpolatePrefix prefix) {
   return prefix == InterpolatePrefix::kAlways || sizeof(T) == 4 ? static_cast<int>(budget) : 0;
 }
 
-template <class T, class Table, bool kVectorized>
-Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, std::int64_t count,
+template <class In, class T, class Table, bool kVectorized>
+Status LaunchKernel(int device, cudaStream_t stream, const In* x, In* y, std::int64_t count,
                     const InterpolateGrid<T>& grid, const Table& table) {
   constexpr int kBlockThreads = IsSharedTableSource<Table>::value ? kStagingThreads : kThreads;
-  constexpr auto kernel = InterpolateKernel<T, Table, kVectorized, kBlockThreads>;
+  constexpr auto kernel = InterpolateKernel<In, T, Table, kVectorized, kBlockThreads>;
   constexpr std::int64_t kBlockElements =
-      static_cast<std::int64_t>(kBlockThreads) * kVectorsPerThread * (16 / sizeof(T));
+      static_cast<std::int64_t>(kBlockThreads) * kVectorsPerThread * (16 / sizeof(In));
   const std::size_t shared = StagedTableBytes(table, grid.last + 1);
   int resident = 0;
   CONSTMEM_RETURN_IF_ERROR(SharedResidentBlocks<kernel>(kBlockThreads, device, shared, &resident));
@@ -100,11 +101,12 @@ bool InterpolateStagesPrefix(std::int64_t count, SourceKind source, std::int64_t
          PrefixKnots<T>(count, InterpolatePrefix::kAuto) > 0;
 }
 
-template <class T>
-Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
+template <class In, class T>
+Status LaunchInterpolateWithPlacement(GpuStream stream, const In* x, In* y, std::int64_t count,
                                       const TableView<T>& knots, double lo, double hi,
                                       Placement placement, LaunchReport* report,
                                       InterpolatePrefix prefix) {
+  static_assert(std::is_same<T, ComputeTypeOf<In>>::value, "In is computed in ComputeTypeOf<In>");
   if (report != nullptr) *report = LaunchReport(placement);
   InterpolateGrid<T> grid{};
   CONSTMEM_RETURN_IF_ERROR(MakeInterpolateGrid<T>(lo, hi, knots.size, &grid));
@@ -118,8 +120,8 @@ Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::i
                        reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
   const auto launch = [&](int device, const auto& table) {
     using Table = std::decay_t<decltype(table)>;
-    return aligned ? LaunchKernel<T, Table, true>(device, stream, x, y, count, grid, table)
-                   : LaunchKernel<T, Table, false>(device, stream, x, y, count, grid, table);
+    return aligned ? LaunchKernel<In, T, Table, true>(device, stream, x, y, count, grid, table)
+                   : LaunchKernel<In, T, Table, false>(device, stream, x, y, count, grid, table);
   };
   const int prefix_knots = PrefixKnots<T>(knots.size, prefix);
   return LaunchWithTable<DefaultByValueTable<T>, interpolate_knots_banks::Of<T>,
@@ -138,24 +140,31 @@ Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::i
       report);
 }
 
-template <class T>
-Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
+template <class In, class T>
+Status LaunchInterpolate(GpuStream stream, const In* x, In* y, std::int64_t count,
                          const TableView<T>& knots, double lo, double hi, LaunchReport* report) {
   return LaunchInterpolateWithPlacement(stream, x, y, count, knots, lo, hi,
                                         InterpolatePlacement<T>(knots.size, knots.source, count),
                                         report);
 }
 
-#define CONSTMEM_INSTANTIATE_INTERPOLATE(T)                                                        \
-  template Placement InterpolatePlacement<T>(std::int64_t, SourceKind, std::int64_t);              \
-  template bool InterpolateStagesPrefix<T>(std::int64_t, SourceKind, std::int64_t);                \
-  template Status LaunchInterpolate<T>(GpuStream, const T*, T*, std::int64_t, const TableView<T>&, \
-                                       double, double, LaunchReport*);                             \
-  template Status LaunchInterpolateWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,         \
-                                                    const TableView<T>&, double, double,           \
-                                                    Placement, LaunchReport*, InterpolatePrefix);
-CONSTMEM_INSTANTIATE_INTERPOLATE(float)
-CONSTMEM_INSTANTIATE_INTERPOLATE(double)
+#define CONSTMEM_INSTANTIATE_INTERPOLATE_PLACEMENT(T)                                 \
+  template Placement InterpolatePlacement<T>(std::int64_t, SourceKind, std::int64_t); \
+  template bool InterpolateStagesPrefix<T>(std::int64_t, SourceKind, std::int64_t);
+CONSTMEM_INSTANTIATE_INTERPOLATE_PLACEMENT(float)
+CONSTMEM_INSTANTIATE_INTERPOLATE_PLACEMENT(double)
+#undef CONSTMEM_INSTANTIATE_INTERPOLATE_PLACEMENT
+
+#define CONSTMEM_INSTANTIATE_INTERPOLATE(In, T)                                                 \
+  template Status LaunchInterpolate<In, T>(GpuStream, const In*, In*, std::int64_t,             \
+                                           const TableView<T>&, double, double, LaunchReport*); \
+  template Status LaunchInterpolateWithPlacement<In, T>(                                        \
+      GpuStream, const In*, In*, std::int64_t, const TableView<T>&, double, double, Placement,  \
+      LaunchReport*, InterpolatePrefix);
+CONSTMEM_INSTANTIATE_INTERPOLATE(float, float)
+CONSTMEM_INSTANTIATE_INTERPOLATE(double, double)
+CONSTMEM_INSTANTIATE_INTERPOLATE(Float16, float)
+CONSTMEM_INSTANTIATE_INTERPOLATE(BFloat16, float)
 #undef CONSTMEM_INSTANTIATE_INTERPOLATE
 
 }  // namespace ops

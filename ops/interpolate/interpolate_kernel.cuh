@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "constmem/async_copy.cuh"
+#include "constmem/numeric.hpp"
 #include "constmem/shared_table.cuh"
 #include "interpolate/interpolate_functor.h"
 
@@ -19,17 +20,32 @@ namespace interpolate_kernels {
 // blocks a large staged table leaves room for.
 constexpr int kVectorsPerThread = 4;
 
-template <class T, class Table, bool kVectorized, int kBlockThreads>
+// The 16-byte vector one access of data In moves: float4, double2, or 8 16-bit floats as a uint4.
+template <class In>
+struct DataVector {
+  using type = typename Vector16<In>::type;
+};
+template <>
+struct DataVector<Float16> {
+  using type = uint4;
+};
+template <>
+struct DataVector<BFloat16> {
+  using type = uint4;
+};
+
+// In: the data's type; T: the type it is computed in, the knots' and the grid's.
+template <class In, class T, class Table, bool kVectorized, int kBlockThreads>
 __global__ void __launch_bounds__(kBlockThreads)
-    InterpolateKernel(const T* x, T* y, std::int64_t count, InterpolateGrid<T> grid,
+    InterpolateKernel(const In* x, In* y, std::int64_t count, InterpolateGrid<T> grid,
                       const __grid_constant__ Table table) {
   const auto& knots = StageTable(table, grid.last + 1, DynamicSharedMemory());
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   std::int64_t done = 0;
   if (kVectorized) {
-    using V = typename Vector16<T>::type;
-    constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(T));
+    using V = typename DataVector<In>::type;
+    constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(In));
     const std::int64_t vectors = count / kLanes;
     const V* in = reinterpret_cast<const V*>(x);
     V* out = reinterpret_cast<V*>(y);
@@ -41,23 +57,23 @@ __global__ void __launch_bounds__(kBlockThreads)
       for (int k = 0; k < kVectorsPerThread; ++k) v[k] = in[i + k * stride];
 #pragma unroll
       for (int k = 0; k < kVectorsPerThread; ++k) {
-        T* lanes = reinterpret_cast<T*>(&v[k]);
+        In* lanes = reinterpret_cast<In*>(&v[k]);
 #pragma unroll
-        for (int l = 0; l < kLanes; ++l) lanes[l] = InterpolateElement(lanes[l], knots, grid);
+        for (int l = 0; l < kLanes; ++l) lanes[l] = InterpolateData(lanes[l], knots, grid);
         out[i + k * stride] = v[k];
       }
     }
     for (; i < vectors; i += stride) {
       V v = in[i];
-      T* lanes = reinterpret_cast<T*>(&v);
+      In* lanes = reinterpret_cast<In*>(&v);
 #pragma unroll
-      for (int l = 0; l < kLanes; ++l) lanes[l] = InterpolateElement(lanes[l], knots, grid);
+      for (int l = 0; l < kLanes; ++l) lanes[l] = InterpolateData(lanes[l], knots, grid);
       out[i] = v;
     }
     done = vectors * kLanes;
   }
   for (std::int64_t i = done + first; i < count; i += stride) {
-    y[i] = InterpolateElement(x[i], knots, grid);
+    y[i] = InterpolateData(x[i], knots, grid);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "constmem/numeric.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -18,9 +19,10 @@ namespace ops {
 // to shared memory (each block stages them; small host knots from the kernel's parameter) or
 // global memory, from any source. Of float32 knots in global memory past the 64 KiB that a block
 // stages, each block stages the first 16,384 all the same (a shared prefix); the placement stays
-// kGlobalMemory.
-template <class T>
-Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
+// kGlobalMemory. In is the data's type, T the type it is computed in and the knots'
+// (ComputeTypeOf<In>: float for float16 and bfloat16 data).
+template <class In, class T = ComputeTypeOf<In>>
+Status LaunchInterpolate(GpuStream stream, const In* x, In* y, std::int64_t count,
                          const TableView<T>& knots, double lo, double hi,
                          LaunchReport* report = nullptr);
 
@@ -29,14 +31,14 @@ Status LaunchInterpolate(GpuStream stream, const T* x, T* y, std::int64_t count,
 enum class InterpolatePrefix { kAuto, kAlways, kNever };
 
 // The same with the placement chosen by the caller (benchmarks, tests of every placement).
-template <class T>
-Status LaunchInterpolateWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
+template <class In, class T = ComputeTypeOf<In>>
+Status LaunchInterpolateWithPlacement(GpuStream stream, const In* x, In* y, std::int64_t count,
                                       const TableView<T>& knots, double lo, double hi,
                                       Placement placement, LaunchReport* report = nullptr,
                                       InterpolatePrefix prefix = InterpolatePrefix::kAuto);
 
 // Where LaunchInterpolate puts `count` knots of T from `source` in a launch of `launch_elements`
-// output elements (ChoosePlacement).
+// output elements (ChoosePlacement): the same for all data computed in T.
 template <class T>
 Placement InterpolatePlacement(std::int64_t count, SourceKind source,
                                std::int64_t launch_elements = kUnknownLaunchElements);

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "constmem/constmem.cuh"
 #include "constmem/dispatch.cuh"
 #include "constmem/elementwise.cuh"
+#include "constmem/numeric.hpp"
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_launcher.h"
 
@@ -20,14 +22,16 @@ namespace constmem {
 namespace ops {
 namespace {
 
-template <class T>
+// In: the data's type; T: the compute type.
+template <class In, class T>
 struct PolyvalStep {
   struct State {
     T x;
     T y;
   };
-  // 32 floats or 16 doubles per thread: every coefficient read feeds that many independent FMAs.
-  static constexpr int kVectorsPerThread = 8;
+  // 32 floats, 32 halves or 16 doubles per thread: every coefficient read feeds that many
+  // independent FMAs.
+  static constexpr int kVectorsPerThread = sizeof(In) == 2 ? 4 : 8;
   static constexpr int kTableUnroll = 8;
   __device__ __forceinline__ static State Start(T x, T first) { return {x, first}; }
   __device__ __forceinline__ static void Step(State& state, T coeff) {
@@ -55,10 +59,11 @@ Placement PolyvalPlacement(std::int64_t count, SourceKind source, std::int64_t l
                                launch_elements);
 }
 
-template <class T>
-Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64_t count,
+template <class In, class T>
+Status LaunchPolyvalWithPlacement(GpuStream stream, const In* x, In* y, std::int64_t count,
                                   const TableView<T>& coeffs, Placement placement,
                                   LaunchReport* report) {
+  static_assert(std::is_same<T, ComputeTypeOf<In>>::value, "In is computed in ComputeTypeOf<In>");
   if (report != nullptr) *report = LaunchReport(placement);
   if (coeffs.values == nullptr || coeffs.size < 1 || coeffs.size > kPolyvalMaxCoefficients) {
     return InvalidArgument("Polyval needs 1 to " + std::to_string(kPolyvalMaxCoefficients) +
@@ -72,27 +77,31 @@ Status LaunchPolyvalWithPlacement(GpuStream stream, const T* x, T* y, std::int64
   return LaunchWithTable<DefaultByValueTable<T>, polyval_coeffs_banks::Of<T>>(
       stream, coeffs, placement,
       [&](int device, const auto& reader) {
-        return LaunchElementwiseTable<PolyvalStep<T>>(device, stream, x, y, count,
-                                                      static_cast<int>(coeffs.size), reader);
+        return LaunchElementwiseTable<PolyvalStep<In, T>>(device, stream, x, y, count,
+                                                          static_cast<int>(coeffs.size), reader);
       },
       report);
 }
 
-template <class T>
-Status LaunchPolyval(GpuStream stream, const T* x, T* y, std::int64_t count,
+template <class In, class T>
+Status LaunchPolyval(GpuStream stream, const In* x, In* y, std::int64_t count,
                      const TableView<T>& coeffs, LaunchReport* report) {
   return LaunchPolyvalWithPlacement(stream, x, y, count, coeffs,
                                     PolyvalPlacement<T>(coeffs.size, coeffs.source, count), report);
 }
 
-#define CONSTMEM_INSTANTIATE_POLYVAL(T)                                                        \
-  template Placement PolyvalPlacement<T>(std::int64_t, SourceKind, std::int64_t);              \
-  template Status LaunchPolyval<T>(GpuStream, const T*, T*, std::int64_t, const TableView<T>&, \
-                                   LaunchReport*);                                             \
-  template Status LaunchPolyvalWithPlacement<T>(GpuStream, const T*, T*, std::int64_t,         \
-                                                const TableView<T>&, Placement, LaunchReport*);
-CONSTMEM_INSTANTIATE_POLYVAL(float)
-CONSTMEM_INSTANTIATE_POLYVAL(double)
+template Placement PolyvalPlacement<float>(std::int64_t, SourceKind, std::int64_t);
+template Placement PolyvalPlacement<double>(std::int64_t, SourceKind, std::int64_t);
+
+#define CONSTMEM_INSTANTIATE_POLYVAL(In, T)                                     \
+  template Status LaunchPolyval<In, T>(GpuStream, const In*, In*, std::int64_t, \
+                                       const TableView<T>&, LaunchReport*);     \
+  template Status LaunchPolyvalWithPlacement<In, T>(                            \
+      GpuStream, const In*, In*, std::int64_t, const TableView<T>&, Placement, LaunchReport*);
+CONSTMEM_INSTANTIATE_POLYVAL(float, float)
+CONSTMEM_INSTANTIATE_POLYVAL(double, double)
+CONSTMEM_INSTANTIATE_POLYVAL(Float16, float)
+CONSTMEM_INSTANTIATE_POLYVAL(BFloat16, float)
 #undef CONSTMEM_INSTANTIATE_POLYVAL
 
 }  // namespace ops

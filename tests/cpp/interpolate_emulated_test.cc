@@ -3,8 +3,9 @@
 // real, shared memory starts as NaN, the knots fenced), bit for bit against the CPU kernel, with
 // its knots staged in part (SharedPrefixSource): points in the staged prefix, in the rest, on the
 // segment that straddles the two and at the ends; prefixes that are not whole 16-byte pieces,
-// knots that start off a 16-byte boundary, vectorised and scalar loops. The launcher's choices and
-// timing are ops_gpu_test's.
+// knots that start off a 16-byte boundary, vectorised and scalar loops; float16 and bfloat16 data
+// (eight elements a 16-byte access) over float32 knots. The launcher's choices and timing are
+// ops_gpu_test's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,8 +14,11 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "constmem/numeric.hpp"
 #include "constmem/shared_table.cuh"
 #include "interpolate/interpolate_cpu.h"
 #include "interpolate/interpolate_kernel.cuh"
@@ -55,7 +59,7 @@ template <class T, bool kVectorized>
 void Run(const T* x, T* y, std::int64_t count, const InterpolateGrid<T>& grid,
          const SharedPrefixSource<T>& knots) {
   emulated_gpu::Launch(dim3(kBlocks), dim3(kThreads), StagedTableBytes(knots, grid.last + 1),
-                       InterpolateKernel<T, SharedPrefixSource<T>, kVectorized, kThreads>, x, y,
+                       InterpolateKernel<T, T, SharedPrefixSource<T>, kVectorized, kThreads>, x, y,
                        count, grid, knots);
 }
 
@@ -114,6 +118,58 @@ TEST(InterpolateEmulated, APrefixStagesOnlyItsOwnEntries) {
   EXPECT_EQ(StagedTableBytes(SharedPrefixSource<float>{nullptr, 1001}, 5000), 1001 * sizeof(float));
   EXPECT_EQ(StagedTableBytes(SharedPrefixSource<double>{nullptr, 4096}, 300), 300 * sizeof(double));
   EXPECT_TRUE(IsSharedTableSource<SharedPrefixSource<float>>::value);
+}
+
+// float16 and bfloat16 data over float32 knots, partly staged: the kernel against the CPU kernel
+// bit for bit (both convert on the host here), every 16-bit pattern among the points, vectorised
+// (eight elements a vector, a scalar tail) and not.
+template <class In>
+void CheckNarrow(std::int64_t knot_count, int staged, std::int64_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<float> table(static_cast<std::size_t>(knot_count));
+  for (auto& v : table) v = static_cast<float>(normal(rng));
+  InterpolateGrid<float> grid{};
+  ASSERT_TRUE(MakeInterpolateGrid<float>(-1.5, 2.25, knot_count, &grid).ok());
+  const std::vector<float> points = Points<float>(rng, count, grid, staged);
+  std::vector<In> x(points.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = i % 3 == 0 ? In{static_cast<std::uint16_t>(rng())} : FromCompute<In>(points[i]);
+  }
+  std::vector<In> expected(x.size());
+  InterpolateCpuRange(x.data(), expected.data(), 0, count, table.data(), grid);
+  emulated_gpu::FencedArray<float> knots(table.size(),
+                                         emulated_gpu::FencedArray<float>::Fence::kAfter);
+  std::copy(table.begin(), table.end(), knots.data());
+  const SharedPrefixSource<float> source{knots.data(), staged};
+  for (bool vectorized : {true, false}) {
+    std::vector<In> y(x.size());
+    std::memset(y.data(), 0x5A, y.size() * sizeof(In));
+    const std::size_t shared = StagedTableBytes(source, grid.last + 1);
+    if (vectorized) {
+      emulated_gpu::Launch(dim3(kBlocks), dim3(kThreads), shared,
+                           InterpolateKernel<In, float, SharedPrefixSource<float>, true, kThreads>,
+                           x.data(), y.data(), count, grid, source);
+    } else {
+      emulated_gpu::Launch(dim3(kBlocks), dim3(kThreads), shared,
+                           InterpolateKernel<In, float, SharedPrefixSource<float>, false, kThreads>,
+                           x.data(), y.data(), count, grid, source);
+    }
+    ASSERT_EQ(std::memcmp(y.data(), expected.data(), x.size() * sizeof(In)), 0)
+        << knot_count << " knots, " << staged << " staged, " << sizeof(In) << "-byte "
+        << (std::is_same<In, Float16>::value ? "float16" : "bfloat16") << " data, "
+        << (vectorized ? "vectorised" : "scalar");
+  }
+}
+
+TEST(InterpolateEmulated, Float16AndBFloat16DataBitwiseEqualToTheCpuKernel) {
+  std::uint64_t seed = 100;
+  // 8,197 elements: whole vectors of eight and a tail; 3 blocks of 128 threads walk them.
+  for (auto [knots, staged] : {std::pair<std::int64_t, int>{5000, 1001}, {300, 300}, {2, 2}}) {
+    CheckNarrow<Float16>(knots, staged, 8197, seed++);
+    CheckNarrow<BFloat16>(knots, staged, 8197, seed++);
+    if (HasFatalFailure()) return;
+  }
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // stream, against their scalar definitions (std::fma on the host: the GPU's fma rounds the same
 // way): bit for bit, every table source and placement, aligned and misaligned data, partial
 // tiles, and for Interpolate's global bank concurrent streams and a captured graph, and its
-// tables past what a block stages (a staged prefix).
+// tables past what a block stages (a staged prefix). float16 and bfloat16 data against the CPU
+// kernels, bit for bit (a NaN as any NaN: the GPU's float arithmetic makes canonical ones).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,13 +15,16 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "constmem/constmem.cuh"
+#include "constmem/numeric.hpp"
 #include "fir_filter/fir_filter_functor.h"
 #include "fir_filter/fir_filter_launcher.h"
 #include "interpolate/interpolate_cpu.h"
 #include "interpolate/interpolate_launcher.h"
+#include "polyval/polyval_cpu.h"
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_launcher.h"
 #include "test_support.cuh"
@@ -604,6 +608,162 @@ TEST(InterpolateGpu, KnotsPastWhatABlockStagesReadAStagedPrefixBitwise) {
     EXPECT_TRUE(SameBitsOrBothNan(out.Read(), expected)) << knot_count << " knots, replayed";
     ASSERT_CUDA(cudaGraphExecDestroy(exec));
     ASSERT_CUDA(cudaGraphDestroy(graph));
+  }
+}
+
+// float16 and bfloat16 data, computed in float32: the GPU kernels against the CPU kernels (tested
+// against the float32 kernels rounded, ops_cpu_test), every source and placement, aligned (eight
+// elements a 16-byte access) and misaligned data, partial tiles. Values compare bit for bit, a NaN
+// as any NaN.
+
+template <class In>
+const char* NarrowName() {
+  return std::is_same<In, Float16>::value ? "float16" : "bfloat16";
+}
+
+// `count` values over [-scale, scale] rounded to In, with every 16-bit pattern among them (NaNs,
+// infinities, subnormals, the largest values) where there is room.
+template <class In>
+std::vector<In> NarrowData(std::mt19937_64& rng, std::int64_t count, double lo, double hi) {
+  std::uniform_real_distribution<double> uniform(lo, hi);
+  std::vector<In> x(count);
+  for (auto& v : x) v = FromCompute<In>(static_cast<float>(uniform(rng)));
+  for (std::int64_t i = 0; i < count && i < 65536; ++i) {
+    x[(i * 7919) % count] = In{static_cast<std::uint16_t>(i)};
+  }
+  return x;
+}
+
+template <class In>
+bool SameNarrowBitsOrBothNan(const std::vector<In>& a, const std::vector<In>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(ToCompute<float>(a[i])) && std::isnan(ToCompute<float>(b[i]))) continue;
+    if (a[i].bits != b[i].bits) return false;
+  }
+  return true;
+}
+
+template <class In>
+void CheckNarrowPolyval(std::int64_t count, std::int64_t coeff_count, int misalign,
+                        std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto x = NarrowData<In>(rng, count, -1.5, 1.5);
+  const Tables<float> coeffs(Random<float>(rng, coeff_count, 1.0));
+  std::vector<In> expected(count);
+  PolyvalCpuRange(x.data(), expected.data(), 0, count, coeffs.host.data(), coeff_count);
+  Stream stream;
+  DeviceBuffer<In> in(count + 1), out(count + 1);
+  ASSERT_CUDA(cudaMemcpyAsync(in.get() + misalign, x.data(), count * sizeof(In), cudaMemcpyDefault,
+                              stream));
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    for (Placement placement :
+         {Placement::kByValue, Placement::kConstantBank, Placement::kGlobalMemory}) {
+      const bool host = source != SourceKind::kDevice;
+      if (placement == Placement::kByValue &&
+          (!host || coeff_count * sizeof(float) > kDefaultByValueBytes))
+        continue;
+      if (placement == Placement::kConstantBank && coeff_count > 4096) continue;
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (count + 1) * sizeof(In), stream));
+      LaunchReport report;
+      ASSERT_OK(LaunchPolyvalWithPlacement<In>(stream, in.get() + misalign, out.get() + misalign,
+                                               count, coeffs.View(source), placement, &report));
+      ASSERT_EQ(report.placement, placement);
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      const auto all = out.Read();
+      ASSERT_TRUE(SameNarrowBitsOrBothNan(
+          std::vector<In>(all.begin() + misalign, all.begin() + misalign + count), expected))
+          << NarrowName<In>() << ", " << count << " elements, " << coeff_count << " coefficients, "
+          << PlacementName(placement) << ", misaligned by " << misalign;
+      ASSERT_EQ(all[misalign == 0 ? count : 0].bits, 0xFFFF) << "wrote outside the output";
+    }
+  }
+}
+
+TEST(PolyvalGpu, Float16AndBFloat16EveryPlacementBitwiseEqualToTheCpuKernel) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 2000;
+  // 2,048 elements make a small tile, 8,192 a large one.
+  for (std::int64_t count : {1, 7, 8, 2048 + 9, 8192 * 4 + 77, 1 << 20}) {
+    for (std::int64_t coeffs : {1, 2, 17, 1024, 4097}) {
+      if (count * coeffs > (std::int64_t{1} << (UnderSanitizer() ? 16 : 25))) continue;
+      for (int misalign : {0, 1}) {
+        CheckNarrowPolyval<Float16>(count, coeffs, misalign, seed++);
+        CheckNarrowPolyval<BFloat16>(count, coeffs, misalign, seed++);
+      }
+    }
+  }
+}
+
+template <class In>
+void CheckNarrowInterpolate(std::int64_t count, std::int64_t knot_count, int misalign,
+                            std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const double lo = -1.5, hi = 2.25;
+  const auto x = NarrowData<In>(rng, count, lo - 0.4, hi + 0.4);
+  // Knots past float16's range and among its subnormals as well.
+  auto knot_values = Random<float>(rng, knot_count, 3.0);
+  for (std::int64_t k = 0; k < knot_count; k += 7) knot_values[k] *= k % 2 ? 1e5f : 1e-6f;
+  const Tables<float> knots(knot_values);
+  InterpolateGrid<float> grid{};
+  ASSERT_TRUE(MakeInterpolateGrid<float>(lo, hi, knot_count, &grid).ok());
+  std::vector<In> expected(count);
+  InterpolateCpuRange(x.data(), expected.data(), 0, count, knots.host.data(), grid);
+  Stream stream;
+  DeviceBuffer<In> in(count + 1), out(count + 1);
+  ASSERT_CUDA(cudaMemcpyAsync(in.get() + misalign, x.data(), count * sizeof(In), cudaMemcpyDefault,
+                              stream));
+  for (SourceKind source :
+       {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
+    for (Placement placement : {Placement::kByValue, Placement::kConstantBank,
+                                Placement::kGlobalMemory, Placement::kSharedMemory}) {
+      const bool host = source != SourceKind::kDevice;
+      if (placement == Placement::kByValue &&
+          (!host || knot_count * sizeof(float) > kDefaultByValueBytes))
+        continue;
+      if (placement == Placement::kConstantBank && knot_count > 4096) continue;
+      ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (count + 1) * sizeof(In), stream));
+      LaunchReport report;
+      ASSERT_OK(LaunchInterpolateWithPlacement<In>(stream, in.get() + misalign,
+                                                   out.get() + misalign, count, knots.View(source),
+                                                   lo, hi, placement, &report));
+      ASSERT_EQ(report.placement, placement);
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      const auto all = out.Read();
+      ASSERT_TRUE(SameNarrowBitsOrBothNan(
+          std::vector<In>(all.begin() + misalign, all.begin() + misalign + count), expected))
+          << NarrowName<In>() << ", " << count << " elements, " << knot_count << " knots, "
+          << PlacementName(placement) << ", misaligned by " << misalign;
+      ASSERT_EQ(all[misalign == 0 ? count : 0].bits, 0xFFFF) << "wrote outside the output";
+    }
+  }
+  // Past what a block stages: global memory with a staged prefix, as LaunchInterpolate chooses.
+  if (knot_count > 16384) {
+    ASSERT_CUDA(cudaMemsetAsync(out.get(), 0xFF, (count + 1) * sizeof(In), stream));
+    LaunchReport report;
+    ASSERT_OK(LaunchInterpolate<In>(stream, in.get() + misalign, out.get() + misalign, count,
+                                    knots.View(SourceKind::kDevice), lo, hi, &report));
+    EXPECT_EQ(report.placement, Placement::kGlobalMemory);
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const auto all = out.Read();
+    ASSERT_TRUE(SameNarrowBitsOrBothNan(
+        std::vector<In>(all.begin() + misalign, all.begin() + misalign + count), expected))
+        << NarrowName<In>() << ", " << knot_count << " knots, a staged prefix";
+  }
+}
+
+TEST(InterpolateGpu, Float16AndBFloat16EveryPlacementBitwiseEqualToTheCpuKernel) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 3000;
+  for (std::int64_t count : {1, 9, 4096 + 5, 1 << 20}) {
+    for (std::int64_t knots : {2, 16, 1000, 4096, 16384, 20000}) {
+      if (UnderSanitizer() && count * 2 > (1 << 16)) continue;
+      for (int misalign : {0, 1}) {
+        CheckNarrowInterpolate<Float16>(count, knots, misalign, seed++);
+        CheckNarrowInterpolate<BFloat16>(count, knots, misalign, seed++);
+      }
+    }
   }
 }
 
