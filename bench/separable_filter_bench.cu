@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // SeparableFilter's figures, each against a ceiling measured in the same run:
-//   - GPU: the fused kernel on float32 and uint8 planes [32, 3, 1080, 1920] and [256, 3, 224, 224]
-//     (NCHW), k x k taps for k = 3, 5, 7, 9, 17, 31, 63, reflect borders, shared taps by value from
-//     the host (and, for float32, a device table in a constant bank or read in place), as GB/s of
-//     one read and one write of the images, against a device-to-device cudaMemcpyAsync of as many
-//     bytes (read + write);
+//   - GPU: the op on float32, float16, bfloat16 and uint8 planes [32, 3, 1080, 1920] and
+//     [256, 3, 224, 224] (NCHW), k x k taps for k = 3, 5, 7, 9, 17, 31, 63, reflect borders, shared
+//     taps by value from the host (and, for float32, a device table in a constant bank or read in
+//     place), as GB/s of one read and one write of the images, against a device-to-device
+//     cudaMemcpyAsync of as many bytes (read + write); for float16 and bfloat16 also their speed
+//     over float32's (by value, same shape and k);
 //   - GPU: the fused kernel's longest filter on this GPU (its large tile's: k = 297 on an H200)
 //     against the two passes just past it, float32 [32, 3, 1080, 1920]: the cost of a call one
 //     step past the limit (--long-filters: every path over longer filters);
-//   - CPU: the CPU kernel over every hardware thread on [256, 3, 224, 224], against a memcpy of the
-//     same bytes over the same threads.
+//   - CPU: the CPU kernel over every hardware thread on [256, 3, 224, 224] in the same four types,
+//     against a memcpy of the same bytes over the same threads (16-bit types also against
+//     float32's time).
 //   separable_filter_bench [--json FILE] [--no-cpu] [--long-filters]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -18,6 +23,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "bench_util.cuh"
@@ -35,7 +41,28 @@ struct Row {
   std::string device, dtype, shape, placement;
   int k = 0;
   double ms = 0, bytes_per_s = 0, ceiling_bytes_per_s = 0;
+  double over_float32 = 0;  // float32's time over this one's (16-bit types), else 0
 };
+
+// The data types measured, float32 first (the others' speed is stated against it).
+struct BenchType {
+  const char* name;
+  int bytes;
+};
+constexpr BenchType kBenchTypes[] = {{"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"uint8", 1}};
+
+// out[i] = in[i] as float16 or bfloat16, rounded to nearest even.
+template <class Out>
+__global__ void ToSixteenBitKernel(const float* in, Out* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_same<Out, constmem::Float16>::value) {
+      out[i] = Out{__half_as_ushort(__float2half_rn(in[i]))};
+    } else {
+      out[i] = Out{__bfloat16_as_ushort(__float2bfloat16_rn(in[i]))};
+    }
+  }
+}
 
 SeparableShape Planes(std::int64_t b, std::int64_t c, std::int64_t h, std::int64_t w, int k) {
   SeparableShape s;
@@ -121,27 +148,43 @@ int main(int argc, char** argv) {
     std::uint8_t *in8 = nullptr, *out8 = nullptr;
     CHECK_CUDA(cudaMalloc(&in8, most));
     CHECK_CUDA(cudaMalloc(&out8, most));
+    // float16 and bfloat16 images: the float32 ones rounded.
+    Float16 *in_half = nullptr, *out_half = nullptr;
+    BFloat16 *in_bf16 = nullptr, *out_bf16 = nullptr;
+    CHECK_CUDA(cudaMalloc(&in_half, most * 2));
+    CHECK_CUDA(cudaMalloc(&out_half, most * 2));
+    CHECK_CUDA(cudaMalloc(&in_bf16, most * 2));
+    CHECK_CUDA(cudaMalloc(&out_bf16, most * 2));
+    ToSixteenBitKernel<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(in, in_half, most);
+    ToSixteenBitKernel<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(in, in_bf16, most);
     std::printf(
         "device: %s, %d SMs; median of %d after warm-up (CUDA events); GB/s = (read + "
         "write) / time\n",
         prop.name, prop.multiProcessorCount, kRepetitions);
-    std::printf("%-6s %-18s %4s %14s %10s %10s %10s %8s\n", "dtype", "shape", "k", "placement",
-                "ms", "GB/s", "copy GB/s", "of copy");
+    std::printf("%-8s %-18s %4s %14s %10s %10s %10s %8s %8s\n", "dtype", "shape", "k", "placement",
+                "ms", "GB/s", "copy GB/s", "of copy", "x f32");
+    CHECK_CUDA(constmem::testing::CopyToDevice(in8, bytes.data(), static_cast<std::size_t>(most)));
     for (const SeparableShape& base : {Planes(32, 3, 1080, 1920, 3), Planes(256, 3, 224, 224, 3)}) {
       const std::int64_t n = base.Elements();
-      for (int element_bytes : {4, 1}) {
-        const std::size_t data_bytes = static_cast<std::size_t>(n) * element_bytes;
-        void* copy_in = element_bytes == 4 ? static_cast<void*>(in) : static_cast<void*>(in8);
-        void* copy_out = element_bytes == 4 ? static_cast<void*>(out) : static_cast<void*>(out8);
-        if (element_bytes == 1) {
-          CHECK_CUDA(constmem::testing::CopyToDevice(in8, bytes.data(), data_bytes));
-        }
+      std::vector<double> float32_ms(ks.size());  // by value, for the 16-bit types' ratio
+      for (const BenchType& type : kBenchTypes) {
+        const std::string dtype = type.name;
+        const std::size_t data_bytes = static_cast<std::size_t>(n) * type.bytes;
+        void* copy_in = dtype == "float32"    ? static_cast<void*>(in)
+                        : dtype == "float16"  ? static_cast<void*>(in_half)
+                        : dtype == "bfloat16" ? static_cast<void*>(in_bf16)
+                                              : static_cast<void*>(in8);
+        void* copy_out = dtype == "float32"    ? static_cast<void*>(out)
+                         : dtype == "float16"  ? static_cast<void*>(out_half)
+                         : dtype == "bfloat16" ? static_cast<void*>(out_bf16)
+                                               : static_cast<void*>(out8);
         const double copy_ms = MedianMs(stream, [&] {
           CHECK_CUDA(
               cudaMemcpyAsync(copy_out, copy_in, data_bytes, cudaMemcpyDeviceToDevice, stream));
         });
         const double copy_rate = 2.0 * data_bytes / (copy_ms * 1e-3);
-        for (int k : ks) {
+        for (std::size_t ki = 0; ki < ks.size(); ++ki) {
+          const int k = ks[ki];
           SeparableShape s = base;
           s.kh = s.kw = k;
           const std::vector<float> taps = SmoothTaps(k);
@@ -153,12 +196,18 @@ int main(int argc, char** argv) {
           // memory: what launches of up to kSeparableSmallLaunchElements outputs do).
           for (Placement placement :
                {Placement::kByValue, Placement::kConstantBank, Placement::kGlobalMemory}) {
-            if (element_bytes == 1 && placement != Placement::kByValue) continue;
+            if (dtype != "float32" && placement != Placement::kByValue) continue;
             const TableView<float>& view = placement == Placement::kByValue ? host : device;
             const double ms = MedianMs(stream, [&] {
-              if (element_bytes == 4) {
+              if (dtype == "float32") {
                 CHECK_OK((LaunchSeparableFilterWithPlacement<float, float>(stream, in, out, s, view,
                                                                            placement)));
+              } else if (dtype == "float16") {
+                CHECK_OK((LaunchSeparableFilterWithPlacement<Float16, float>(
+                    stream, in_half, out_half, s, view, placement)));
+              } else if (dtype == "bfloat16") {
+                CHECK_OK((LaunchSeparableFilterWithPlacement<BFloat16, float>(
+                    stream, in_bf16, out_bf16, s, view, placement)));
               } else {
                 CHECK_OK((LaunchSeparableFilterWithPlacement<std::uint8_t, float>(
                     stream, in8, out8, s, view, placement)));
@@ -166,16 +215,21 @@ int main(int argc, char** argv) {
             });
             Row row;
             row.device = "gpu";
-            row.dtype = element_bytes == 4 ? "float32" : "uint8";
+            row.dtype = dtype;
             row.shape = ShapeName(s);
             row.placement = PlacementName(placement);
             row.k = k;
             row.ms = ms;
             row.bytes_per_s = 2.0 * data_bytes / (ms * 1e-3);
             row.ceiling_bytes_per_s = copy_rate;
-            std::printf("%-6s %-18s %4d %14s %10.4f %10.0f %10.0f %7.1f%%\n", row.dtype.c_str(),
+            if (dtype == "float32" && placement == Placement::kByValue) float32_ms[ki] = ms;
+            if (type.bytes == 2) row.over_float32 = float32_ms[ki] / ms;
+            char ratio[16] = "";
+            if (row.over_float32 > 0)
+              std::snprintf(ratio, sizeof(ratio), "%.2fx", row.over_float32);
+            std::printf("%-8s %-18s %4d %14s %10.4f %10.0f %10.0f %7.1f%% %8s\n", row.dtype.c_str(),
                         row.shape.c_str(), k, row.placement.c_str(), ms, row.bytes_per_s / 1e9,
-                        copy_rate / 1e9, 100 * row.bytes_per_s / copy_rate);
+                        copy_rate / 1e9, 100 * row.bytes_per_s / copy_rate, ratio);
             rows.push_back(row);
           }
         }
@@ -242,6 +296,10 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaFree(device_taps));
     CHECK_CUDA(cudaFree(in8));
     CHECK_CUDA(cudaFree(out8));
+    for (void* p : {static_cast<void*>(in_half), static_cast<void*>(out_half),
+                    static_cast<void*>(in_bf16), static_cast<void*>(out_bf16)}) {
+      CHECK_CUDA(cudaFree(p));
+    }
     CHECK_CUDA(cudaStreamDestroy(stream));
   }
 
@@ -251,33 +309,47 @@ int main(int argc, char** argv) {
     const std::int64_t n = base.Elements();
     std::printf("CPU: %d threads, %s, median of 3 after warm-up\n", threads,
                 cpu::IsaName(cpu::BestIsa()));
-    for (int element_bytes : {4, 1}) {
-      std::vector<float> x(n), y(n);
-      for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 251) / 251.0f;
-      std::vector<std::uint8_t> x8(n), y8(n);
-      for (std::int64_t i = 0; i < n; ++i) x8[i] = static_cast<std::uint8_t>(i * 2654435761u >> 24);
-      const std::size_t data_bytes = static_cast<std::size_t>(n) * element_bytes;
+    std::vector<float> x(n), y(n);
+    for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 251) / 251.0f;
+    std::vector<std::uint8_t> x8(n), y8(n);
+    for (std::int64_t i = 0; i < n; ++i) x8[i] = static_cast<std::uint8_t>(i * 2654435761u >> 24);
+    std::vector<Float16> x_half(n), y_half(n);
+    std::vector<BFloat16> x_bf16(n), y_bf16(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      x_half[i] = FromCompute<Float16>(x[i]);
+      x_bf16[i] = FromCompute<BFloat16>(x[i]);
+    }
+    std::vector<double> float32_s(ks.size());
+    for (const BenchType& type : kBenchTypes) {
+      const std::string dtype = type.name;
+      const std::size_t data_bytes = static_cast<std::size_t>(n) * type.bytes;
+      const char* from = dtype == "float32"    ? reinterpret_cast<const char*>(x.data())
+                         : dtype == "float16"  ? reinterpret_cast<const char*>(x_half.data())
+                         : dtype == "bfloat16" ? reinterpret_cast<const char*>(x_bf16.data())
+                                               : reinterpret_cast<const char*>(x8.data());
+      char* to = dtype == "float32"    ? reinterpret_cast<char*>(y.data())
+                 : dtype == "float16"  ? reinterpret_cast<char*>(y_half.data())
+                 : dtype == "bfloat16" ? reinterpret_cast<char*>(y_bf16.data())
+                                       : reinterpret_cast<char*>(y8.data());
       const double copy_s = MedianSeconds([&] {
         OnThreads(threads, static_cast<std::int64_t>(data_bytes),
-                  [&](std::int64_t b, std::int64_t e) {
-                    if (element_bytes == 4) {
-                      std::memcpy(reinterpret_cast<char*>(y.data()) + b,
-                                  reinterpret_cast<const char*>(x.data()) + b, e - b);
-                    } else {
-                      std::memcpy(y8.data() + b, x8.data() + b, e - b);
-                    }
-                  });
+                  [&](std::int64_t b, std::int64_t e) { std::memcpy(to + b, from + b, e - b); });
       });
       const double copy_rate = 2.0 * data_bytes / copy_s;
-      for (int k : ks) {
+      for (std::size_t ki = 0; ki < ks.size(); ++ki) {
+        const int k = ks[ki];
         SeparableShape s = base;
         s.kh = s.kw = k;
         const std::vector<float> taps = SmoothTaps(k);
         const std::int64_t units = SeparableFilterCpuUnits(s);
         const double sec = MedianSeconds([&] {
           OnThreads(threads, units, [&](std::int64_t b, std::int64_t e) {
-            if (element_bytes == 4) {
+            if (dtype == "float32") {
               SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), b, e);
+            } else if (dtype == "float16") {
+              SeparableFilterCpuRange(x_half.data(), y_half.data(), s, taps.data(), b, e);
+            } else if (dtype == "bfloat16") {
+              SeparableFilterCpuRange(x_bf16.data(), y_bf16.data(), s, taps.data(), b, e);
             } else {
               SeparableFilterCpuRange(x8.data(), y8.data(), s, taps.data(), b, e);
             }
@@ -285,16 +357,19 @@ int main(int argc, char** argv) {
         });
         Row row;
         row.device = "cpu";
-        row.dtype = element_bytes == 4 ? "float32" : "uint8";
+        row.dtype = dtype;
         row.shape = ShapeName(s);
         row.placement = "host";
         row.k = k;
         row.ms = sec * 1e3;
         row.bytes_per_s = 2.0 * data_bytes / sec;
         row.ceiling_bytes_per_s = copy_rate;
-        std::printf("cpu %-7s %-18s %4d %10.2f ms %8.1f GB/s, memcpy %8.1f GB/s (%5.1f%%)\n",
-                    row.dtype.c_str(), row.shape.c_str(), k, row.ms, row.bytes_per_s / 1e9,
-                    copy_rate / 1e9, 100 * row.bytes_per_s / copy_rate);
+        if (dtype == "float32") float32_s[ki] = sec;
+        if (type.bytes == 2) row.over_float32 = float32_s[ki] / sec;
+        std::printf(
+            "cpu %-8s %-18s %4d %10.2f ms %8.1f GB/s, memcpy %8.1f GB/s (%5.1f%%), %.2fx float32\n",
+            row.dtype.c_str(), row.shape.c_str(), k, row.ms, row.bytes_per_s / 1e9, copy_rate / 1e9,
+            100 * row.bytes_per_s / copy_rate, dtype == "float32" ? 1.0 : float32_s[ki] / sec);
         rows.push_back(row);
       }
     }
@@ -310,7 +385,9 @@ int main(int argc, char** argv) {
               "\", \"k\": " + std::to_string(row.k) + ", \"placement\": \"" + row.placement +
               "\", \"ms\": " + Num(row.ms) + ", \"bytes_per_s\": " + Num(row.bytes_per_s) +
               ", \"copy_bytes_per_s\": " + Num(row.ceiling_bytes_per_s) +
-              ", \"copy_fraction\": " + Num(row.bytes_per_s / row.ceiling_bytes_per_s) + "}";
+              ", \"copy_fraction\": " + Num(row.bytes_per_s / row.ceiling_bytes_per_s) +
+              (row.over_float32 > 0 ? ", \"speed_over_float32\": " + Num(row.over_float32) : "") +
+              "}";
     }
     json.Add("runs", list + "]");
     std::FILE* file = std::fopen(json_path, "w");

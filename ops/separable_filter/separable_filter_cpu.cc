@@ -11,7 +11,10 @@
 // past: every tap is broadcast once and applied to every accumulator, so each element still gets
 // its FMAs one by one in tap order. The column pass computes several output rows at once (their
 // rows of tmp overlap: each loaded vector feeds an FMA of each), and uint8 rows of short filters
-// are converted tap by tap inside the row pass rather than into a float copy first.
+// are converted tap by tap inside the row pass rather than into a float copy first. float16 and
+// bfloat16 rows are always converted into the float copy, exactly (numeric.hpp's conversions lane
+// by lane), so that the passes are the float32 kernel's own, operation for operation; each output
+// is rounded to nearest even as it is stored.
 #include "separable_filter/separable_filter_cpu.h"
 
 #include <algorithm>
@@ -99,7 +102,7 @@ CONSTMEM_TARGET_AVX2 inline void NarrowToBytes<Int8>(std::uint8_t* to, const Int
 #endif
 
 // to[0, lanes of V) = the float values of `acc` rounded half to even and clamped to [0, 255] (NaN
-// to 0): SeparableToOutput<std::uint8_t> lane by lane.
+// to 0): FromCompute<std::uint8_t> lane by lane.
 template <class V, class IntV>
 __attribute__((always_inline)) inline void RoundToBytes(std::uint8_t* to, const V& acc) {
   const V high = V{} + 255.0f, zero = V{}, magic = V{} + 8388608.0f;
@@ -112,11 +115,11 @@ __attribute__((always_inline)) inline void RoundToBytes(std::uint8_t* to, const 
 // The same in four instructions: the minimum with 255 keeps a NaN (vminps returns its second
 // operand then), the conversion rounds half to even and makes a NaN or -inf INT_MIN, the maximum
 // with 0 takes those and the negatives to 0, and the narrowing stores the bytes.
-using Float16 = cpu::Vector<float, 64>::type;
-using Float8 = cpu::Vector<float, 32>::type;
+using Floats16 = cpu::Vector<float, 64>::type;
+using Floats8 = cpu::Vector<float, 32>::type;
 template <>
-CONSTMEM_TARGET_AVX512 inline void RoundToBytes<Float16, Int16>(std::uint8_t* to,
-                                                                const Float16& acc) {
+CONSTMEM_TARGET_AVX512 inline void RoundToBytes<Floats16, Int16>(std::uint8_t* to,
+                                                                 const Floats16& acc) {
   // The masked forms: GCC 12 warns of the unmasked ones' undefined sources.
   constexpr __mmask16 kAll = 0xffff;
   __m512 v;
@@ -129,7 +132,7 @@ CONSTMEM_TARGET_AVX512 inline void RoundToBytes<Float16, Int16>(std::uint8_t* to
   _mm_storeu_si128(reinterpret_cast<__m128i*>(to), _mm512_maskz_cvtepi32_epi8(kAll, ints));
 }
 template <>
-CONSTMEM_TARGET_AVX2 inline void RoundToBytes<Float8, Int8>(std::uint8_t* to, const Float8& acc) {
+CONSTMEM_TARGET_AVX2 inline void RoundToBytes<Floats8, Int8>(std::uint8_t* to, const Floats8& acc) {
   __m256 v;
   std::memcpy(&v, &acc, sizeof(v));
   const __m256 low = _mm256_round_ps(_mm256_min_ps(_mm256_set1_ps(255.0f), v),
@@ -141,19 +144,105 @@ CONSTMEM_TARGET_AVX2 inline void RoundToBytes<Float8, Int8>(std::uint8_t* to, co
 }
 #endif
 
+// float16 and bfloat16: held as their bits, computed in float32.
+template <class In>
+constexpr bool kSixteenBit = std::is_same<In, Float16>::value || std::is_same<In, BFloat16>::value;
+
+// to = the lanes of V (float) of the 16-bit floats at `from`: ToCompute<float> lane by lane, with
+// numeric.hpp's operations (its branches as selects), so exact for every value, NaN's payload too.
+template <class In, class V>
+__attribute__((always_inline)) inline void WidenSixteenBit(V& to, const In* from) {
+  constexpr int kLanes = static_cast<int>(sizeof(V) / 4);
+  using U16 = typename cpu::Vector<std::uint16_t, kLanes * 2>::type;
+  using U = typename cpu::Vector<std::uint32_t, kLanes * 4>::type;
+  U16 narrow;
+  std::memcpy(&narrow, from, sizeof(narrow));
+  const U h = __builtin_convertvector(narrow, U);
+  U o;
+  if constexpr (std::is_same<In, BFloat16>::value) {
+    o = h << 16;
+  } else {  // detail::HalfBitsToFloat
+    constexpr std::uint32_t kShiftedExp = 0x7c00u << 13;
+    o = (h & 0x7fffu) << 13;
+    const U exp = o & kShiftedExp;
+    o += (127u - 15u) << 23;
+    // Zero and subnormal: renormalised by the FPU.
+    const U renormalise = o + (1u << 23);
+    V renormalised;
+    std::memcpy(&renormalised, &renormalise, sizeof(V));
+    const U magic = U{} + (113u << 23);
+    V magic_value;
+    std::memcpy(&magic_value, &magic, sizeof(V));
+    renormalised -= magic_value;
+    U renormalised_bits;
+    std::memcpy(&renormalised_bits, &renormalised, sizeof(V));
+    o = exp == kShiftedExp ? o + ((128u - 16u) << 23) : o;  // Inf and NaN
+    o = exp == 0u ? renormalised_bits : o;
+    o |= (h & 0x8000u) << 16;
+  }
+  std::memcpy(&to, &o, sizeof(V));
+}
+
+// to[0, lanes of V) = the float lanes of `v` rounded to nearest even as In: FromCompute<In> lane by
+// lane, with numeric.hpp's operations (FloatToHalfBits, FloatToBFloat16Bits; branches as selects).
+template <class In, class V>
+__attribute__((always_inline)) inline void NarrowSixteenBit(In* to, const V& v) {
+  constexpr int kLanes = static_cast<int>(sizeof(V) / 4);
+  using U16 = typename cpu::Vector<std::uint16_t, kLanes * 2>::type;
+  using U = typename cpu::Vector<std::uint32_t, kLanes * 4>::type;
+  using I = typename cpu::Vector<std::int32_t, kLanes * 4>::type;
+  U f;
+  std::memcpy(&f, &v, sizeof(V));
+  U o;
+  if constexpr (std::is_same<In, BFloat16>::value) {
+    // Signed comparisons: the magnitudes are below 2^31.
+    const I magnitude = reinterpret_cast<I>(f & 0x7fffffffu);
+    const U rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+    o = magnitude > 0x7f800000 ? (f >> 16) | 0x40u : rounded;
+  } else {
+    const U sign = f & 0x80000000u;
+    f ^= sign;
+    const I magnitude = reinterpret_cast<I>(f);
+    // Below 2^-14 (half's subnormals, and zero): rounded by the FPU's addition.
+    const U kMagic = U{} + (((127u - 15u) + (23u - 10u) + 1u) << 23);
+    V small, magic_value;
+    std::memcpy(&small, &f, sizeof(V));
+    std::memcpy(&magic_value, &kMagic, sizeof(V));
+    small += magic_value;
+    U small_bits;
+    std::memcpy(&small_bits, &small, sizeof(V));
+    small_bits -= kMagic;
+    const U normal = (f + (((15u - 127u) << 23) + 0xfffu) + ((f >> 13) & 1u)) >> 13;
+    const U huge = magnitude > 0x7f800000 ? U{} + 0x7e00u : U{} + 0x7c00u;
+    o = magnitude >= static_cast<std::int32_t>((127u + 16u) << 23)
+            ? huge
+            : (magnitude < static_cast<std::int32_t>(113u << 23) ? small_bits : normal);
+    o |= sign >> 16;
+  }
+  const U16 narrow = __builtin_convertvector(o, U16);
+  std::memcpy(to, &narrow, sizeof(narrow));
+}
+
 template <class In, class T, int kBytes, int kAccumulators>
 struct Kernel {
   using V = typename cpu::Vector<T, kBytes>::type;
   static constexpr int kLanes = cpu::Vector<T, kBytes>::kLanes;
   static constexpr std::int64_t kTile = std::int64_t{kLanes} * kAccumulators;
-  // kLanes values of In, and of int for the conversion to uint8.
-  using InV = typename cpu::Vector<In, kLanes* static_cast<int>(sizeof(In))>::type;
+  // kLanes values of int, for the conversion to and from uint8.
   using IntV = typename cpu::Vector<std::int32_t, kLanes * 4>::type;
 
   // to[0, n) = in[0, n) converted to T, whole vectors at a time.
   __attribute__((always_inline)) static inline void Convert(const In* in, std::int64_t n, T* to) {
     if constexpr (std::is_same<In, T>::value) {
       std::memcpy(to, in, static_cast<std::size_t>(n) * sizeof(T));
+    } else if constexpr (kSixteenBit<In>) {
+      std::int64_t e = 0;
+      for (; e + kLanes <= n; e += kLanes) {
+        V wide;
+        WidenSixteenBit(wide, in + e);
+        std::memcpy(to + e, &wide, kBytes);
+      }
+      for (; e < n; ++e) to[e] = ToCompute<T>(in[e]);
     } else {
       std::int64_t e = 0;
       for (; e + kLanes <= n; e += kLanes) {
@@ -162,16 +251,18 @@ struct Kernel {
         const V wide = __builtin_convertvector(bytes, V);
         std::memcpy(to + e, &wide, kBytes);
       }
-      for (; e < n; ++e) to[e] = static_cast<T>(in[e]);
+      for (; e < n; ++e) to[e] = ToCompute<T>(in[e]);
     }
   }
 
-  // The first n (<= kLanes) values of `acc` to `out` as In: SeparableToOutput lane by lane, the
-  // same operations in the same order.
+  // The first n (<= kLanes) values of `acc` to `out` as In: FromCompute lane by lane, the same
+  // operations in the same order.
   __attribute__((always_inline)) static inline void Store(const V& acc, In* out, std::int64_t n) {
     In values[kLanes];
     if constexpr (std::is_same<In, T>::value) {
       std::memcpy(values, &acc, kBytes);
+    } else if constexpr (kSixteenBit<In>) {
+      NarrowSixteenBit(values, acc);
     } else {
       RoundToBytes<V, IntV>(values, acc);
     }
@@ -373,19 +464,21 @@ __attribute__((always_inline)) inline void RowPass(const In* row, const RowsView
     const std::int64_t source_px = SeparableFold<std::int64_t>(p - cw, v.width, s.border);
     for (std::int64_t c = 0; c < v.stride; ++c) {
       padded[p * v.stride + c] =
-          source_px < 0 ? Sample(0) : static_cast<Sample>(row[source_px * v.stride + c]);
+          source_px < 0 ? Sample(0) : ToCompute<Sample>(row[source_px * v.stride + c]);
     }
   }
   if (direct_end == direct_begin) {
     K::Pass(padded, v.stride, row_taps, s.kw, tiles, tmp_row);
     return;
   }
-  K::Pass(padded, v.stride, row_taps, s.kw, direct_begin, tmp_row);
-  const std::int64_t first = direct_begin * K::kTile;
-  K::Pass(row + (first - front), v.stride, row_taps, s.kw, direct_end - direct_begin,
-          tmp_row + first);
-  const std::int64_t last = direct_end * K::kTile;
-  K::Pass(padded + last, v.stride, row_taps, s.kw, tiles - direct_end, tmp_row + last);
+  if constexpr (std::is_same<Sample, In>::value) {  // (else no tile reads the row itself)
+    K::Pass(padded, v.stride, row_taps, s.kw, direct_begin, tmp_row);
+    const std::int64_t first = direct_begin * K::kTile;
+    K::Pass(row + (first - front), v.stride, row_taps, s.kw, direct_end - direct_begin,
+            tmp_row + first);
+    const std::int64_t last = direct_end * K::kTile;
+    K::Pass(padded + last, v.stride, row_taps, s.kw, tiles - direct_end, tmp_row + last);
+  }
 }
 
 template <class In, class T, int kBytes, int kAccumulators>
@@ -401,12 +494,13 @@ __attribute__((always_inline)) inline void Range(const In* x, In* y, const Separ
   const std::int64_t pitch = tiles * K::kTile;  // a row of tmp, whole tiles
   const std::int64_t most_tmp_rows = std::min(band, v.rows) + s.kh - 1;
   const std::int64_t most_sources = std::min(most_tmp_rows, v.rows);
-  // One input row padded or folded along W (and zeros to whole tiles), of T or of In (whose
+  // One input row padded or folded along W (and zeros to whole tiles), of T or of uint8 (whose
   // values are no larger); the rows of tmp of the unit's distinct source rows, then a row of zeros,
   // 64-byte aligned; for each virtual row of tmp the row it reads.
-  const bool convert_per_tap = !std::is_same<In, T>::value && s.kw <= kConvertPerTapMostTaps;
+  constexpr bool kBytesIn = sizeof(In) == 1;
+  const bool convert_per_tap = kBytesIn && s.kw <= kConvertPerTapMostTaps;
   std::vector<T> padded(static_cast<std::size_t>(pitch + (s.kw - 1) * v.stride), T(0));
-  In* const padded_in = reinterpret_cast<In*>(padded.data());
+  [[maybe_unused]] In* const padded_in = reinterpret_cast<In*>(padded.data());
   AlignedRows<T> tmp(most_sources + 1, pitch);
   std::vector<const T*> tmp_rows(static_cast<std::size_t>(most_tmp_rows));
   std::vector<std::int64_t> slot_of(static_cast<std::size_t>(v.rows), -1);
@@ -440,11 +534,13 @@ __attribute__((always_inline)) inline void Range(const In* x, In* y, const Separ
       slot_of[sources[slot]] = -1;  // free for the next unit
       const In* row = x_plane + sources[slot] * v.elements;
       T* const tmp_row = tmp.Row(static_cast<std::int64_t>(slot));
-      if (convert_per_tap) {
-        RowPass<K>(row, v, s, cw, row_taps, tiles, padded_in, tmp_row);
-      } else {
-        RowPass<K>(row, v, s, cw, row_taps, tiles, padded.data(), tmp_row);
+      if constexpr (kBytesIn) {
+        if (convert_per_tap) {
+          RowPass<K>(row, v, s, cw, row_taps, tiles, padded_in, tmp_row);
+          continue;
+        }
       }
+      RowPass<K>(row, v, s, cw, row_taps, tiles, padded.data(), tmp_row);
     }
     // Output rows kGroupRows at a time, then the last ones (and those of short filters) one at a
     // time.
@@ -507,8 +603,7 @@ std::int64_t SeparableFilterCpuUnitCost(const SeparableShape& s) {
 template <class In, class T>
 void SeparableFilterCpuRange(const In* x, In* y, const SeparableShape& shape, const T* taps,
                              std::int64_t begin, std::int64_t end, cpu::Isa isa) {
-  static_assert(std::is_same<T, typename SeparableCompute<In>::type>::value,
-                "taps of the compute type");
+  static_assert(std::is_same<T, ComputeTypeOf<In>>::value, "taps of the compute type");
   end = std::min(end, SeparableFilterCpuUnits(shape));
   if (begin >= end) return;
   switch (isa) {
@@ -529,6 +624,12 @@ template void SeparableFilterCpuRange<float, float>(const float*, float*, const 
 template void SeparableFilterCpuRange<double, double>(const double*, double*, const SeparableShape&,
                                                       const double*, std::int64_t, std::int64_t,
                                                       cpu::Isa);
+template void SeparableFilterCpuRange<Float16, float>(const Float16*, Float16*,
+                                                      const SeparableShape&, const float*,
+                                                      std::int64_t, std::int64_t, cpu::Isa);
+template void SeparableFilterCpuRange<BFloat16, float>(const BFloat16*, BFloat16*,
+                                                       const SeparableShape&, const float*,
+                                                       std::int64_t, std::int64_t, cpu::Isa);
 template void SeparableFilterCpuRange<std::uint8_t, float>(const std::uint8_t*, std::uint8_t*,
                                                            const SeparableShape&, const float*,
                                                            std::int64_t, std::int64_t, cpu::Isa);

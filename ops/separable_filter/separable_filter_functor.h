@@ -29,9 +29,11 @@
 //              kReplicate: clamped to the edge.
 //              Filtering along W commutes with reflecting or replicating rows, so rows of tmp
 //              outside the image are tmp of the folded row: one fused pass is exact for all three.
-//   dtypes     float32 and float64: compute type = data type = tap type. uint8 in and out: float32
-//              taps and compute, the result clamped to [0, 255] (NaN to 0) and rounded half to
-//              even (torch.round, what torchvision does for uint8 tensors).
+//   dtypes     float32 and float64: compute type = data type = tap type. float16, bfloat16 and
+//              uint8 in and out: float32 taps and compute (ComputeTypeOf, ToCompute), the result
+//              written by FromCompute: 16-bit floats rounded to nearest even (a float32 filter of
+//              the converted images, cast back), uint8 clamped to [0, 255] (NaN to 0) and rounded
+//              half to even (torch.round, what torchvision does for uint8 tensors).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,7 @@
 #include <vector>
 
 #include "constmem/host_device.hpp"
+#include "constmem/numeric.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 
@@ -128,16 +131,6 @@ std::vector<T> JoinSeparableTaps(const SeparableShape& s, const T* row, const T*
   return joined;
 }
 
-// The compute (and tap) type of data type In: float for uint8, In itself otherwise.
-template <class In>
-struct SeparableCompute {
-  using type = In;
-};
-template <>
-struct SeparableCompute<std::uint8_t> {
-  using type = float;
-};
-
 // The source index along an axis of n pixels for virtual index i, or -1 for a zero sample.
 template <class I>
 CONSTMEM_HOST_DEVICE I SeparableFold(I i, I n, SeparableBorder border) {
@@ -149,30 +142,6 @@ CONSTMEM_HOST_DEVICE I SeparableFold(I i, I n, SeparableBorder border) {
   I m = i % period;
   if (m < 0) m += period;
   return m < n ? m : period - m;
-}
-
-// A computed value as data type Out: itself for float and double; for uint8 clamped to [0, 255]
-// (NaN to 0) and rounded half to even. Adding and subtracting 2^23 rounds a float in [0, 2^23) to
-// an integer in the default rounding mode, to nearest even: rint, on the CPU and the GPU alike (no
-// compiler folds the pair without -ffast-math, which nothing here is built with).
-template <class Out, class T>
-CONSTMEM_HOST_DEVICE Out SeparableToOutput(T v) {
-  if constexpr (sizeof(Out) == 1) {
-#if defined(__CUDA_ARCH__)
-    // The same in one instruction: round to nearest even, saturate to [0, 255], NaN to 0.
-    unsigned rounded;
-    asm("cvt.rni.sat.u8.f32 %0, %1;" : "=r"(rounded) : "f"(v));
-    return static_cast<Out>(rounded);
-#else
-    constexpr float kMagic = 8388608.0f;
-    float f = v > 255.0f ? 255.0f : v;
-    f = f >= 0.0f ? f : 0.0f;
-    const float rounded = f + kMagic;
-    return static_cast<Out>(static_cast<int>(rounded - kMagic));
-#endif
-  } else {
-    return v;
-  }
 }
 
 // Element offset of pixel (yy, xx) of channel c of image b.
@@ -191,7 +160,7 @@ T SeparableRowPass(const In* x, const SeparableShape& s, const T* row_taps, std:
   T acc = T(0);
   for (std::int64_t j = 0; j < s.kw; ++j) {
     const std::int64_t source = SeparableFold<std::int64_t>(xx + j - cw, s.width, s.border);
-    const T sample = source < 0 ? T(0) : static_cast<T>(x[SeparableOffset(s, b, c, yy, source)]);
+    const T sample = source < 0 ? T(0) : ToCompute<T>(x[SeparableOffset(s, b, c, yy, source)]);
     acc = Fma(sample, row_taps[j], acc);
   }
   return acc;
@@ -210,7 +179,7 @@ In SeparableOutput(const In* x, const SeparableShape& s, const T* taps, std::int
     const T t = row < 0 ? T(0) : SeparableRowPass(x, s, row_taps, b, c, row, xx);
     acc = Fma(t, col_taps[i], acc);
   }
-  return SeparableToOutput<In>(acc);
+  return FromCompute<In>(acc);
 }
 
 }  // namespace ops

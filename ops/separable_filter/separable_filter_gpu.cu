@@ -351,7 +351,7 @@ Placement SeparableFilterPlacement(std::int64_t count, SourceKind source,
 
 template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block) {
-  using T = typename SeparableCompute<In>::type;
+  using T = ComputeTypeOf<In>;
   bool interleave = false;
   const int tile = Fused(shape) ? ChooseTile<In, T>(shape, shared_bytes_per_block, &interleave) : 0;
   if (tile != 0) return tile;
@@ -364,8 +364,7 @@ Status LaunchSeparableFilterWithSharedMemory(GpuStream stream, const In* x, In* 
                                              Placement placement,
                                              std::size_t shared_bytes_per_block,
                                              LaunchReport* report) {
-  static_assert(std::is_same<T, typename SeparableCompute<In>::type>::value,
-                "taps of the compute type");
+  static_assert(std::is_same<T, ComputeTypeOf<In>>::value, "taps of the compute type");
   if (report != nullptr) *report = LaunchReport(placement);
   CONSTMEM_RETURN_IF_ERROR(CheckSeparableArguments(shape, taps.size));
   if (taps.values == nullptr && taps.size > 0) return InvalidArgument("SeparableFilter: null taps");
@@ -470,6 +469,8 @@ Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const Separab
   template int SeparableFilterBlockThreads<In>(const SeparableShape&, std::size_t);
 CONSTMEM_INSTANTIATE_SEPARABLE(float, float)
 CONSTMEM_INSTANTIATE_SEPARABLE(double, double)
+CONSTMEM_INSTANTIATE_SEPARABLE(Float16, float)
+CONSTMEM_INSTANTIATE_SEPARABLE(BFloat16, float)
 CONSTMEM_INSTANTIATE_SEPARABLE(std::uint8_t, float)
 #undef CONSTMEM_INSTANTIATE_SEPARABLE
 template Placement SeparableFilterPlacement<float>(std::int64_t, SourceKind, std::int64_t);

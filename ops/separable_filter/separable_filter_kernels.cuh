@@ -7,7 +7,8 @@
 // a segment of rows (usually the whole height), and walks down it kRows rows a step:
 //   1. the input rows of the step, kWidth elements plus the halo of kw - 1 pixels, are staged in
 //      shared memory (asynchronous copies, zeros or folded columns through a column map the block
-//      computes once per strip; uint8 as bytes, 4-byte copies, converted as the row pass reads);
+//      computes once per strip; uint8, float16 and bfloat16 as their bits, 4-byte copies of 4 or
+//      2 elements, converted to float as the row pass reads them);
 //   2. the row pass turns them into kRows new rows of tmp, kept in a ring of kRows + kh - 1 rows
 //      of shared memory: the rows the column pass still needs stay, so each input pixel is read
 //      about once (the row halo excepted) and each row of tmp computed once per segment;
@@ -26,9 +27,12 @@
 // runs each channel as a plane of its own, C elements between pixels (correct at any C; its loads
 // are strided).
 //
-// Square filters of 3 to 9 taps on aligned rows of whole vectors of one channel, and of 3 or 5
-// taps on rows of three interleaved ones, take a kernel with no shared tile instead
-// (SeparableRegisterKernel below): rows in registers, the halo from the lanes beside.
+// Square filters of 3 to 9 taps on aligned rows of whole vectors of one channel or of three
+// interleaved ones take a kernel with no shared tile instead (SeparableRegisterKernel below): rows
+// in registers, the halo from the lanes beside.
+//
+// Every kernel computes in ComputeTypeOf<In> (float for float16, bfloat16 and uint8), reads an
+// element with ToCompute and writes one with FromCompute: the CPU kernel's operations.
 //
 // Filters whose tiles do not fit shared memory (from about 300 taps float32 on an H200; past
 // kSeparableSmallTileMaxTaps only the large tile is tried) run in two passes through an
@@ -166,6 +170,22 @@ __device__ __forceinline__ void Slide(Lanes<T, N> (&acc)[R], const Taps& taps, i
   }
 }
 
+// A computed value as data type Out: FromCompute, but for bfloat16 below compute capability 8.0,
+// whose path in numeric.hpp is host code, CUDA's conversion (the same rounding, and NaN the
+// canonical NaN, as cvt.rn.bf16.f32 gives from 8.0 on).
+template <class Out, class C>
+__host__ __device__ __forceinline__ Out ToData(C v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  if constexpr (std::is_same<Out, BFloat16>::value) {
+    return Out{__bfloat16_as_ushort(__float2bfloat16_rn(static_cast<float>(v)))};
+  } else {
+    return FromCompute<Out>(v);
+  }
+#else
+  return FromCompute<Out>(v);
+#endif
+}
+
 // The row and column taps as two readers: of two tables, or two views of one table that holds each
 // image's (or the shared) row taps followed by its column taps. The kernels read taps through
 // RowTaps and ColumnTaps; a by-value table is one parameter that both read.
@@ -230,7 +250,7 @@ struct Geometry {
   std::int64_t work;  // planes * segments * tile_columns
   // Shared memory: staged rows' pitch and width (elements of StagedType), the map's size.
   int staged_pitch, staged_width, map_entries;
-  bool vector_input;   // uint8 rows start on 4-byte boundaries and are contiguous: 4-byte copies
+  bool vector_input;   // narrow rows start on 4-byte boundaries and are contiguous: 4-byte copies
   bool vector_output;  // rows start on 4-element boundaries and element_stride is 1
 };
 
@@ -261,10 +281,13 @@ __host__ __device__ constexpr int CoveredElements(int interleaved) {
   return interleaved == 1 ? Tile::kWidth : (Tile::kWidth + group - 1) / group * group;
 }
 
-// What a row is staged as: uint8 as its bytes (converted as the row pass reads them), other types
-// as themselves.
+// What a row is staged as: the data's own elements, the narrow ones (uint8, float16, bfloat16) as
+// their bits, converted as the row pass reads them.
 template <class In, class T>
-using StagedType = typename std::conditional<sizeof(In) == 1, std::uint8_t, T>::type;
+using StagedType = In;
+// Elements of a 4-byte word of staged narrow rows (their copies' unit); 1 for float and double.
+template <class In>
+constexpr int kWordElements = sizeof(In) < 4 ? 4 / static_cast<int>(sizeof(In)) : 1;
 
 template <class Tile, class In, class T>
 struct SharedLayout {
@@ -274,11 +297,12 @@ struct SharedLayout {
     using Staged = StagedType<In, T>;
     const int covered = CoveredElements<Tile>(interleaved);
     staged_width = covered + (kw - 1) * interleaved;
-    // What the row pass's ring loads past the taps (and, for bytes, the up to 3 bytes a staged row
-    // starts before its first element, for whole 4-byte words), then an odd number of 4-byte
-    // words: the 32 rows' lanes of the row pass read 32 banks.
+    // What the row pass's ring loads past the taps (and, for narrow elements, the up to E - 1 a
+    // staged row starts before its first element, for whole 4-byte words of E), then an odd
+    // number of 4-byte words: the 32 rows' lanes of the row pass read 32 banks.
     const int reach = covered + (kw + RingSegments<Tile::kRowOutputs>() * kChunk) * interleaved;
-    staged_pitch = sizeof(Staged) == 1 ? ((reach + 3 + 3) / 4 | 1) * 4 : reach | 1;
+    constexpr int E = kWordElements<Staged>;
+    staged_pitch = sizeof(Staged) < 4 ? ((reach + 2 * (E - 1)) / E | 1) * E : reach | 1;
     map_entries = (staged_width + 3) / 4 * 4;
     ring_bytes = static_cast<std::size_t>(Tile::kRows + kh - 1) * Tile::kTmpPitch * sizeof(T);
     staged_bytes =
@@ -331,12 +355,13 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
     }
     __syncthreads();
 
-    // The row element of staged element 0, and for bytes the whole 4-byte word it starts in:
-    // staged element s is at staged[shift + s] of its row.
+    // The row element of staged element 0, and for narrow elements the whole 4-byte word (of E)
+    // it starts in: staged element s is at staged[shift + s] of its row.
+    constexpr int E = kWordElements<Staged>;
     const int first_element = e0 - g.cw * g.interleaved;
-    const int word_base = first_element & ~3;
+    const int word_base = first_element & ~(E - 1);
     const int shift = std::is_same<Staged, T>::value ? 0 : first_element - word_base;
-    const int staged_words = (shift + layout.staged_width + 3) / 4;
+    const int staged_words = (shift + layout.staged_width + E - 1) / E;
     // Whether the tile's staged elements are consecutive elements of the row, none a border's.
     const bool contiguous = g.element_stride == 1 && first_element >= 0 &&
                             first_element + layout.staged_width <= g.row_elements;
@@ -368,25 +393,25 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             CopyAsync(to + s, offset >= 0 ? row + offset : row, offset >= 0);
           }
         } else {
-          // Bytes: a 4-byte asynchronous copy where a word of the row lies whole in it and rows
-          // are aligned (their words past the row's ends are filled once the copies land:
-          // fill_folds), else byte by byte through the column map (misaligned rows).
+          // Narrow elements: a 4-byte asynchronous copy where a word of the row lies whole in it
+          // and rows are aligned (their words past the row's ends are filled once the copies land:
+          // fill_folds), else element by element through the column map (misaligned rows).
           for (int w = lane; w < staged_words; w += 32) {
-            const int a = word_base + 4 * w;  // the row element of the word's first byte
-            Staged* const word = to + 4 * w;
+            const int a = word_base + E * w;  // the row element of the word's first element
+            Staged* const word = to + E * w;
             if (g.vector_input) {
-              if (a >= 0 && a + 4 <= g.row_elements) {
+              if (a >= 0 && a + E <= g.row_elements) {
                 CopyAsync(reinterpret_cast<unsigned*>(word),
                           reinterpret_cast<const unsigned*>(row + a), true);
               }
               continue;
             }
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {
+            for (int k = 0; k < E; ++k) {
               const int s = a + k - first_element;
               if (s < 0 || s >= layout.staged_width) continue;
               const int offset = map[s];
-              word[k] = offset >= 0 ? row[offset] : Staged(0);
+              word[k] = offset >= 0 ? row[offset] : Staged{};
             }
           }
         }
@@ -394,7 +419,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
       CopyAsyncCommit();
     };
 
-    // Aligned uint8 rows, once a warp's copies of its rows have landed: the elements past the
+    // Aligned narrow rows, once a warp's copies of its rows have landed: the elements past the
     // row's ends that an output reads, from the staged row where their fold lies in it (else from
     // global memory), or zeros. Elements further out only reach outputs past the row's end.
     const int left_folds = max(0, min(layout.staged_width, -first_element));
@@ -414,8 +439,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             const int s = i < left_folds ? i : right_first + (i - left_folds);
             const int offset = map[s];
             const int at = offset - word_base;  // where the staged row holds it, if it does
-            to[shift + s] = offset < 0 ? Staged(0)
-                            : at >= 0 && at < 4 * staged_words
+            to[shift + s] = offset < 0 ? Staged{}
+                            : at >= 0 && at < E * staged_words
                                 ? to[at]
                                 : x_plane[source * g.row_stride + offset];
           }
@@ -449,7 +474,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             const Staged* const samples = staged_row + first;
             const int step = g.interleaved;
             Slide<RH>(acc, RowTaps(taps), row_taps, g.kw,
-                      [&](int n) { return Lanes<T, 1>{{static_cast<T>(samples[n * step])}}; });
+                      [&](int n) { return Lanes<T, 1>{{ToCompute<T>(samples[n * step])}}; });
           }
           if (g.interleaved == 1) {
 #pragma unroll
@@ -502,7 +527,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             if (g.vector_output && e + NV <= g.row_elements) {
               Lanes<In, NV> v;
 #pragma unroll
-              for (int l = 0; l < NV; ++l) v.v[l] = SeparableToOutput<In>(acc[k].v[l]);
+              for (int l = 0; l < NV; ++l) v.v[l] = ToData<In>(acc[k].v[l]);
               if constexpr (sizeof(In) * NV == 32) {  // double: two 16-byte stores
                 auto* to = reinterpret_cast<Lanes<In, 2>*>(out + e);
                 to[0] = Lanes<In, 2>{{v.v[0], v.v[1]}};
@@ -515,7 +540,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
               for (int l = 0; l < NV; ++l) {
                 if (e + l < g.row_elements) {
                   out[static_cast<std::int64_t>(e + l) * g.element_stride] =
-                      SeparableToOutput<In>(acc[k].v[l]);
+                      ToData<In>(acc[k].v[l]);
                 }
               }
             }
@@ -635,10 +660,9 @@ __global__ void __launch_bounds__(kTwoPassThreads)
       // Staged sample e is virtual pixel x0 - cw + c0 + e, folded by the border.
       for (int e = lane; e < kRowStaged; e += 32) {
         const int source = SeparableFold(x0 - g.cw + c0 + e, g.width, g.border);
-        staged[e] =
-            source < 0
-                ? T(0)
-                : static_cast<T>(x_row[static_cast<std::int64_t>(source) * g.element_stride]);
+        staged[e] = source < 0
+                        ? T(0)
+                        : ToCompute<T>(x_row[static_cast<std::int64_t>(source) * g.element_stride]);
       }
       __syncwarp();
       const T* const samples = staged + lane * R;
@@ -694,7 +718,7 @@ __global__ void __launch_bounds__(kTwoPassThreads)
     for (int r = 0; r < R; ++r) {
       const int yy = y0 + r;
       if (yy < g.height) {
-        y_column[static_cast<std::int64_t>(yy) * g.row_stride] = SeparableToOutput<In>(acc[r].v[0]);
+        y_column[static_cast<std::int64_t>(yy) * g.row_stride] = ToData<In>(acc[r].v[0]);
       }
     }
   }
@@ -721,12 +745,12 @@ inline void PlanSegments(Geometry* g, int span, std::int64_t resident, int per_w
 template <class Tile, class In>
 void PlanTiles(Geometry* g, std::int64_t resident, const In* x, const In* y) {
   PlanSegments(g, Tile::kWidth, resident, 2, std::max<std::int64_t>(Tile::kRows, 4 * (g->kh - 1)));
-  g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 && g->row_stride % 4 == 0 &&
+  g->vector_input = reinterpret_cast<std::uintptr_t>(x) % 4 == 0 &&
+                    g->row_stride * static_cast<std::int64_t>(sizeof(In)) % 4 == 0 &&
                     g->element_stride == 1;
   g->vector_output = g->element_stride == 1 && g->row_stride % 4 == 0 &&
                      reinterpret_cast<std::uintptr_t>(y) % (4 * sizeof(In)) == 0;
-  const SharedLayout<Tile, In, typename SeparableCompute<In>::type> layout(g->interleaved, g->kw,
-                                                                           g->kh);
+  const SharedLayout<Tile, In, ComputeTypeOf<In>> layout(g->interleaved, g->kw, g->kh);
   g->staged_pitch = layout.staged_pitch;
   g->staged_width = layout.staged_width;
   g->map_entries = layout.map_entries;
@@ -749,7 +773,8 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 // A filter of kK x kK taps (3, 5, 7 or kRegisterMaxTaps = 9) on rows of whole vectors, aligned, of
 // one channel or of kC = 3 interleaved ones (RegisterChannels), needs no shared tile: a warp owns a
 // strip of RegisterSpan elements of one plane (or interleaved image) over a segment of rows, its
-// lanes taking consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8).
+// lanes taking consecutive vectors of kRegisterVector elements (16 bytes of float32, 8 of uint8, 8
+// of float16 or bfloat16: a lane computes 4 floats, as float32's, or 8, as uint8's).
 // Lanes RegisterHaloLanes to 31 - RegisterHaloLanes compute outputs; the lanes at either end only
 // hold the halo. Each lane takes the kK / 2 pixels on either side of its vector from the lanes
 // beside it (__shfl_sync) and computes its elements of a row of tmp; the last kK rows of tmp stay
@@ -761,11 +786,22 @@ __host__ __device__ __forceinline__ float ByteAsFloat(unsigned word, int i) {
 // order as the fused kernel and the CPU: bit for bit.
 constexpr int kRegisterThreads = 128;
 constexpr int kRegisterMaxTaps = 9;
+// Elements a lane of float16 or bfloat16 rows: 4 (8-byte copies and stores, float32's 4 floats a
+// lane), or 8 where the compile definition CONSTMEM_SEPARABLE_SIXTEEN_BIT_VECTOR says so (16-byte
+// ones, uint8's 8 floats a lane), to compare the two on a GPU.
+#ifndef CONSTMEM_SEPARABLE_SIXTEEN_BIT_VECTOR
+#define CONSTMEM_SEPARABLE_SIXTEEN_BIT_VECTOR 4
+#endif
 template <class In>
-constexpr int kRegisterVector = sizeof(In) == 1 ? 8 : 16 / static_cast<int>(sizeof(In));
-// Rows a lane's copies run ahead: enough bytes in flight to cover the memory's latency.
+constexpr int kRegisterVector = sizeof(In) == 1   ? 8
+                                : sizeof(In) == 2 ? CONSTMEM_SEPARABLE_SIXTEEN_BIT_VECTOR
+                                                  : 16 / static_cast<int>(sizeof(In));
+// Rows a lane's copies run ahead: enough bytes in flight to cover the memory's latency (16-bit
+// rows keep float32's 64 bytes a lane).
 template <class In>
-constexpr int kRegisterStages = sizeof(In) == 1 ? 8 : 4;
+constexpr int kRegisterStages = sizeof(In) == 1   ? 8
+                                : sizeof(In) == 2 ? 32 / kRegisterVector<In>
+                                                  : 4;
 // Lanes at either end of a warp that only hold the halo: (kK / 2) * channels elements.
 template <class In>
 __host__ __device__ constexpr int RegisterHaloLanes(int k, int channels) {
@@ -777,22 +813,32 @@ __host__ __device__ constexpr int RegisterSpan(int k, int channels) {
 }
 
 // Blocks a multiprocessor that the registers must allow: enough warps to keep the FMAs and the
-// copies going (the longer rings of tmp take more registers; uint8 RGB rows at 9 taps, whose
-// samples hold 8 + 2 * 12 floats, spilled 1 KiB a thread within 4 blocks' registers).
+// copies going (the longer rings of tmp take more registers; RGB rows of 8 elements a lane at 9
+// taps, whose samples hold 8 + 2 * 12 floats, spilled 1 KiB a thread within 4 blocks' registers).
 template <class In>
 constexpr int RegisterMinBlocks(int k, int channels) {
-  return sizeof(In) == 1 && channels == 3 && k >= 9 ? 3
-         : k >= 7                                   ? 4
-         : sizeof(In) == 1                          ? (k <= 3 ? 6 : 5)
-                                                    : (k <= 3 ? 8 : 5);
+  constexpr bool kEight = kRegisterVector<In> == 8;  // 8 floats a lane, as uint8's
+  return kEight && channels == 3 && k >= 9 ? 3
+         : k >= 7                          ? 4
+         : kEight                          ? (k <= 3 ? 6 : 5)
+                                           : (k <= 3 ? 8 : 5);
 }
 
 // A row of a warp's strip in shared memory: each lane's vector, and for bytes the second half of
-// the 16 bytes at a row's end that a lane outside the row picks its elements from.
-template <class In>
+// the 16 bytes at a row's end that a lane outside the row picks its elements from. A lane of
+// 16-bit elements outside the row holds instead, for each of its elements, the 4-byte word of the
+// row its fold lies in (cp.async copies no 2-byte unit), in the place of its vector.
+template <class In, bool kSixteenBit = sizeof(In) == 2>
 struct RegisterStage {
   Lanes<In, kRegisterVector<In>> vector[32];
   Lanes<In, kRegisterVector<In>> window[sizeof(In) == 1 ? 32 : 1];
+};
+template <class In>
+struct RegisterStage<In, true> {
+  union Slot {
+    Lanes<In, kRegisterVector<In>> vector;
+    std::uint32_t words[kRegisterVector<In>];
+  } lane[32];
 };
 
 template <class In, class T, class Taps, int kK, int kC>
@@ -802,7 +848,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC
   constexpr int V = kRegisterVector<In>, kStages = kRegisterStages<In>;
   constexpr int kReach = kK / 2, kHalo = kReach * kC, H = RegisterHaloLanes<In>(kK, kC);
   constexpr int kSpan = RegisterSpan<In>(kK, kC);
-  constexpr bool kBytes = sizeof(In) == 1;
+  constexpr bool kBytes = sizeof(In) == 1, kSixteenBit = sizeof(In) == 2;
   static_assert(kK % 2 == 1 && H < 16, "a warp's lanes hold the halo");
   // A byte lane outside the row picks its elements from the 16 bytes at the row's end: those the
   // outputs read fold to within kReach + 1 pixels of it.
@@ -813,9 +859,10 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC
   __shared__ RegisterStage<In> stages[kWarps][kStages];
   RegisterStage<In>(&ring_in)[kStages] = stages[threadIdx.x / 32];
   // A vector outside the row (the halo lanes at its ends) takes its V elements where the border
-  // folds them, worked out once a strip: for 4-byte elements their offsets in the row (-1: a
-  // zero), copied one by one; for bytes their places in the 16 bytes at the row's end on their
-  // side (-1: a zero), copied as two vectors (the elements a computed output reads lie in them).
+  // folds them, worked out once a strip: for 2- and 4-byte elements their offsets in the row (-1: a
+  // zero), copied one by one (16-bit ones as the words that hold them); for bytes their places in
+  // the 16 bytes at the row's end on their side (-1: a zero), copied as two vectors (the elements a
+  // computed output reads lie in them).
   __shared__ int folded[kWarps][32][V];
   int (&fold)[V] = folded[threadIdx.x / 32][lane];
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
@@ -856,7 +903,20 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC
       const bool inside = t < rows && source >= 0;
       const In* const row = x_plane + static_cast<std::int64_t>(inside ? source : 0) * g.row_stride;
       RegisterStage<In>& stage = ring_in[t % kStages];
-      if (whole) {
+      if constexpr (kSixteenBit) {
+        if (whole) {
+          CopyAsync(&stage.lane[lane].vector, reinterpret_cast<const Vector*>(row + e), inside);
+        } else {
+          // An element's word starts at its even offset, or an element before an odd one: rows
+          // start on 8-byte boundaries and hold whole vectors.
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            CopyAsync(&stage.lane[lane].words[i],
+                      reinterpret_cast<const std::uint32_t*>(row + (max(fold[i], 0) & ~1)),
+                      inside && fold[i] >= 0);
+          }
+        }
+      } else if (whole) {
         CopyAsync(&stage.vector[lane], reinterpret_cast<const Vector*>(row + e), inside);
       } else if constexpr (kBytes) {
         const auto* const from = reinterpret_cast<const Vector*>(row + window);
@@ -882,7 +942,20 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC
         const RegisterStage<In>& stage = ring_in[t % kStages];
         // Elements -kHalo .. V + kHalo - 1 of the lane's vector, the outer ones other lanes'.
         T sample[V + 2 * kHalo];
-        if constexpr (kBytes) {
+        if constexpr (kSixteenBit) {
+          if (whole) {
+            const Vector current = stage.lane[lane].vector;
+#pragma unroll
+            for (int i = 0; i < V; ++i) sample[kHalo + i] = ToCompute<T>(current.v[i]);
+          } else {  // each element the half of its word its offset's parity says (zeros: +0)
+#pragma unroll
+            for (int i = 0; i < V; ++i) {
+              const std::uint32_t word = stage.lane[lane].words[i];
+              const In element{static_cast<std::uint16_t>(fold[i] & 1 ? word >> 16 : word)};
+              sample[kHalo + i] = ToCompute<T>(element);
+            }
+          }
+        } else if constexpr (kBytes) {
           static_assert(sizeof(Vector) == 8, "a vector of 8 bytes");
           std::uint64_t bytes;
           std::memcpy(&bytes, &stage.vector[lane], 8);
@@ -934,7 +1007,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC
           T acc = T(0);
 #pragma unroll
           for (int k = 0; k < kK; ++k) acc = fma(ring[(slot + 1 + k) % kK][i], column_taps[k], acc);
-          out.v[i] = SeparableToOutput<In>(acc);
+          out.v[i] = ToData<In>(acc);
         }
         In* const to = y_plane + static_cast<std::int64_t>(y_first + t - (kK - 1)) * g.row_stride;
         if (whole) {

@@ -27,7 +27,8 @@ Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const Separab
 // Enqueues y = SeparableFilter(x, taps) on `stream` and returns without waiting. `x` and `y` hold
 // shape.Elements() values in shape.layout and must not overlap; `taps` holds shape.TableSize()
 // entries (row taps then column taps, per image when shape.per_image_taps). (In, T) is (float,
-// float), (double, double) or (uint8_t, float): T = SeparableCompute<In>::type.
+// float), (double, double), (Float16, float), (BFloat16, float) or (uint8_t, float):
+// T = ComputeTypeOf<In>.
 template <class In, class T>
 Status LaunchSeparableFilter(GpuStream stream, const In* x, In* y, const SeparableShape& shape,
                              const TableView<T>& taps, LaunchReport* report = nullptr);

@@ -24,7 +24,9 @@ struct SeparableFilterOp : OpDescription {
   static constexpr int kTableCount = 2;
   static constexpr std::int64_t kMaxElements = kSeparableMaxElements;
   static constexpr bool kElementwise = false;  // and x and y must not overlap
-  static constexpr DataTypeSet kDataTypes{DataType::kFloat32, DataType::kFloat64, DataType::kUint8};
+  static constexpr DataTypeSet kDataTypes{DataType::kFloat32, DataType::kFloat64,
+                                          DataType::kFloat16, DataType::kBFloat16,
+                                          DataType::kUint8};
   static constexpr AttrSpec kAttrs[] = {
       {"taps", AttrKind::kChoice, "shared,per_image"},
       {"border", AttrKind::kChoice, "reflect,zeros,replicate"},
@@ -37,10 +39,12 @@ width with the kw row taps, then along its height with the kh column taps, one f
 multiply-add per tap in tap order (the CPU and the GPU agree bit for bit), the centre of k taps at
 (k - 1) // 2.
 images: channels_first [..., C, H, W] (every axis before C an image axis; rank 2 is one plane) or
-  channels_last [..., H, W, C] (every axis before H an image axis); float32, float64, or uint8
-  (computed in float32, rounded half to even and clamped to [0, 255]).
+  channels_last [..., H, W, C] (every axis before H an image axis); float32, float64, float16 or
+  bfloat16 (computed in float32, rounded to nearest even: the float32 filter of the images cast
+  to float32, cast back), or uint8 (computed in float32, rounded half to even and clamped to
+  [0, 255]).
 row_taps: the kw taps along the width, shared ([kw]) or per image ([B * kw], image b's at b * kw);
-  float32 for float32 and uint8 images, float64 for float64 images; at most 1048576 (2^20).
+  float64 for float64 images, float32 for the others; at most 1048576 (2^20).
 column_taps: the kh taps along the height, shared ([kh]) or per image ([B * kh]), as row_taps.
 taps: shared (default) or per_image (B sets of each, B the number of images).
 border: reflect (reflect-101, as torch's and OpenCV's default), zeros or replicate.

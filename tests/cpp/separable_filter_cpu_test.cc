@@ -3,7 +3,10 @@
 // within rounding of an independent reference (two 1-D passes in long double, borders folded by
 // repeated reflection), every border, both layouts, shared and per-image taps, odd and even
 // kernels, kernels larger than the image, uint8 rounding and clamping, and every instruction set
-// bitwise equal to the portable kernel.
+// bitwise equal to the portable kernel. float16 and bfloat16 against the float32 kernel of the
+// converted images, rounded by FromCompute, bit for bit (NaN, infinities, subnormals and sums past
+// the type's range among them), and their rounding against an independent reference for every
+// 16-bit value.
 #include "separable_filter/separable_filter_cpu.h"
 
 #include <gtest/gtest.h>
@@ -101,7 +104,8 @@ Reference ReferenceFilter(const std::vector<In>& x, const SeparableShape& s,
 template <class In, class T>
 std::vector<In> RunCpu(const std::vector<In>& x, const SeparableShape& s,
                        const std::vector<T>& taps, Isa isa, std::int64_t split = -1) {
-  std::vector<In> y(x.size(), In(7));
+  std::vector<In> y(x.size());
+  std::memset(y.data(), 7, y.size() * sizeof(In));  // what a missed output would keep
   const std::int64_t units = SeparableFilterCpuUnits(s);
   if (split < 0) split = units / 2;
   SeparableFilterCpuRange(x.data(), y.data(), s, taps.data(), 0, split, isa);  // two shards
@@ -135,7 +139,7 @@ void RandomData(std::mt19937_64& rng, const SeparableShape& s, std::vector<In>* 
 // reference within rounding (both worked out once for all of them).
 template <class In>
 void CheckCase(const SeparableShape& s, std::uint64_t seed) {
-  using T = typename SeparableCompute<In>::type;
+  using T = ComputeTypeOf<In>;
   ASSERT_TRUE(CheckSeparableArguments(s, s.TableSize()).ok()) << Describe(s);
   std::mt19937_64 rng(seed);
   std::vector<In> x;
@@ -241,13 +245,149 @@ TEST(SeparableCpuEveryIsa, EveryBorderLayoutAndTapFormAgainstTheDefinitionAndARe
   }
 }
 
+// 16-bit images (`special` of them SpecialValues) and float32 taps in [-1, 1].
+template <class In>
+void SixteenBitData(std::mt19937_64& rng, const SeparableShape& s, double special,
+                    std::vector<In>* x, std::vector<float>* taps) {
+  *x = RandomImages<In>(rng, s.Elements(), special);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  taps->resize(s.TableSize());
+  for (auto& v : *taps) v = static_cast<float>(u(rng));
+}
+
+// What a 16-bit result must be: the float32 kernel on `isa` over the images converted to float32,
+// each output converted back by FromCompute.
+template <class In>
+std::vector<In> ThroughFloat32(const std::vector<In>& x, const SeparableShape& s,
+                               const std::vector<float>& taps, Isa isa) {
+  std::vector<float> wide(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) wide[i] = ToCompute<float>(x[i]);
+  const std::vector<float> filtered = RunCpu(wide, s, taps, isa);
+  std::vector<In> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = FromCompute<In>(filtered[i]);
+  return y;
+}
+
+// float16 or bfloat16 on every instruction set of this CPU: bit for bit the float32 kernel's
+// result rounded (NaN's sign and payload too), and the definition's (any NaN for a NaN).
+template <class In>
+void CheckSixteenBit(const SeparableShape& s, std::uint64_t seed, double special) {
+  std::mt19937_64 rng(seed);
+  std::vector<In> x;
+  std::vector<float> taps;
+  SixteenBitData(rng, s, special, &x, &taps);
+  std::vector<In> defined(x.size());
+  for (std::int64_t b = 0; b < s.images; ++b) {
+    for (std::int64_t c = 0; c < s.channels; ++c) {
+      for (std::int64_t yy = 0; yy < s.height; ++yy) {
+        for (std::int64_t xx = 0; xx < s.width; ++xx) {
+          defined[SeparableOffset(s, b, c, yy, xx)] =
+              SeparableOutput(x.data(), s, taps.data(), b, c, yy, xx);
+        }
+      }
+    }
+  }
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+    if (!cpu::IsaSupported(isa)) continue;
+    const std::vector<In> got = RunCpu(x, s, taps, isa);
+    const std::vector<In> expected = ThroughFloat32(x, s, taps, isa);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got[i].bits, expected[i].bits)
+          << Describe(s) << ", " << cpu::IsaName(isa) << ", specials " << special << " at " << i
+          << ": " << Printable(got[i]) << " vs the float32 kernel's " << Printable(expected[i]);
+      ASSERT_TRUE(SameResult(got[i], defined[i]))
+          << Describe(s) << ", " << cpu::IsaName(isa) << " at " << i << ": " << Printable(got[i])
+          << " vs the definition's " << Printable(defined[i]);
+    }
+  }
+}
+
+TEST(SeparableCpuEveryIsa, SixteenBitFloatsAreTheFloat32KernelRounded) {
+  std::uint64_t seed = 7000;
+  for (const SeparableShape& s : Shapes()) {
+    for (double special : {0.0, 0.004}) {
+      CheckSixteenBit<Float16>(s, seed++, special);
+      CheckSixteenBit<BFloat16>(s, seed++, special);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// The nearest 16-bit float to v (ties to even), worked out in double from the format's parameters
+// (kMantissa bits, exponents down to kMinExponent): independent of numeric.hpp. NaN is any NaN.
+template <class In>
+std::uint16_t ReferenceRounding(float v) {
+  constexpr bool kHalf = std::is_same<In, Float16>::value;
+  constexpr int kMantissa = kHalf ? 10 : 7, kMinExponent = kHalf ? -14 : -126;
+  constexpr int kBias = kHalf ? 15 : 127, kMaxExponent = kHalf ? 15 : 127;
+  const std::uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const std::uint16_t infinity = static_cast<std::uint16_t>((2 * kBias + 1) << kMantissa);
+  if (std::isnan(v)) return static_cast<std::uint16_t>(infinity | 1);
+  const double a = std::fabs(static_cast<double>(v));
+  // The largest finite value plus half its ulp, a tie that rounds to the even infinity.
+  const double overflow = std::ldexp(2.0 - std::ldexp(1.0, -kMantissa - 1), kMaxExponent);
+  if (a >= overflow) return sign | infinity;
+  const int e = a == 0 ? kMinExponent : std::max(std::ilogb(a), kMinExponent);
+  const double ulp = std::ldexp(1.0, e - kMantissa);
+  const double rounded = std::nearbyint(a / ulp) * ulp;  // a / ulp is exact in double
+  if (rounded < std::ldexp(1.0, kMinExponent)) {         // subnormal (or zero)
+    return sign | static_cast<std::uint16_t>(rounded / std::ldexp(1.0, kMinExponent - kMantissa));
+  }
+  const int exponent = std::ilogb(rounded);
+  const auto mantissa = static_cast<std::uint16_t>(rounded / std::ldexp(1.0, exponent - kMantissa) -
+                                                   (1 << kMantissa));
+  return sign | static_cast<std::uint16_t>((exponent + kBias) << kMantissa) | mantissa;
+}
+
+// One tap a pass: y = fma(fma(x, a, +0), 1, +0), the float product rounded to In. Every one of the
+// 65,536 values of In, times taps that put many products on ties, into the subnormals and past the
+// largest finite value, against ReferenceRounding on every instruction set.
+template <class In>
+void CheckRoundingOfEveryValue() {
+  SeparableShape s;
+  s.images = 1;
+  s.height = 256;
+  s.width = 256;
+  s.kw = 1;
+  s.kh = 1;
+  std::vector<In> x(65536);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = FromBits<In>(static_cast<std::uint16_t>(i));
+  const int mantissa = std::is_same<In, Float16>::value ? 10 : 7;
+  const float near_one = 1.0f + std::ldexp(1.0f, -mantissa - 1);  // products on ties
+  for (float tap :
+       {1.0f, near_one, -near_one, 0.5f, 1.5f, 3.0f, 0.001f, 1e-30f, 1.0009765625f, 1e30f, 0.0f}) {
+    const std::vector<float> taps{tap, 1.0f};
+    for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+      if (!cpu::IsaSupported(isa)) continue;
+      const std::vector<In> y = RunCpu(x, s, taps, isa);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const float product = std::fma(std::fma(ToCompute<float>(x[i]), tap, 0.0f), 1.0f, 0.0f);
+        const std::uint16_t expected = ReferenceRounding<In>(product);
+        const bool both_nan = IsNaN(y[i]) && IsNaN(FromBits<In>(expected));
+        ASSERT_TRUE(y[i].bits == expected || both_nan)
+            << cpu::IsaName(isa) << ", tap " << tap << ", x " << Printable(x[i]) << ": "
+            << Printable(y[i]) << " vs " << Printable(FromBits<In>(expected));
+      }
+    }
+  }
+}
+
+TEST(SeparableSixteenBit, EveryValueRoundsToNearestEvenAsAnIndependentReference) {
+  CheckRoundingOfEveryValue<Float16>();
+  CheckRoundingOfEveryValue<BFloat16>();
+}
+
 template <class In>
 void ExpectSameAsPortable(Isa isa, const SeparableShape& s, std::uint64_t seed) {
-  using T = typename SeparableCompute<In>::type;
+  using T = ComputeTypeOf<In>;
   std::mt19937_64 rng(seed);
   std::vector<In> x;
   std::vector<T> taps;
-  RandomData(rng, s, &x, &taps);
+  if constexpr (kSixteenBitFloat<In>) {
+    SixteenBitData(rng, s, 0.001, &x, &taps);
+  } else {
+    RandomData(rng, s, &x, &taps);
+  }
   const auto units = SeparableFilterCpuUnits(s);
   const auto split = units == 0 ? 0 : static_cast<std::int64_t>(rng() % (units + 1));
   const std::vector<In> got = RunCpu(x, s, taps, isa, split);
@@ -272,11 +412,13 @@ TEST_P(SeparableCpu, BitwiseEqualToThePortableKernelOnRandomShapes) {
     ExpectSameAsPortable<float>(GetParam(), s, rng());
     ExpectSameAsPortable<double>(GetParam(), s, rng());
     ExpectSameAsPortable<std::uint8_t>(GetParam(), s, rng());
+    ExpectSameAsPortable<Float16>(GetParam(), s, rng());
+    ExpectSameAsPortable<BFloat16>(GetParam(), s, rng());
   }
 }
 
 // uint8 results of sums past [0, 255] both ways, of exact halves, of infinities and NaN: rounded
-// and clamped by every instruction set as SeparableToOutput does (NaN to 0).
+// and clamped by every instruction set as FromCompute does (NaN to 0).
 TEST_P(SeparableCpu, Uint8ExtremesRoundAndClampAsTheDefinition) {
   SeparableShape s;
   s.images = 1;
@@ -295,7 +437,7 @@ TEST_P(SeparableCpu, Uint8ExtremesRoundAndClampAsTheDefinition) {
     for (std::size_t i = 0; i < x.size(); ++i) {
       const float sum = std::fma(static_cast<float>(x[i]), row_tap, 0.0f);
       const float value = std::fma(sum, 1.0f, 0.0f);
-      ASSERT_EQ(got[i], SeparableToOutput<std::uint8_t>(value))
+      ASSERT_EQ(got[i], FromCompute<std::uint8_t>(value))
           << "tap " << row_tap << ", pixel " << static_cast<int>(x[i]) << ", "
           << cpu::IsaName(GetParam());
     }
@@ -347,7 +489,8 @@ TEST(SeparableFold, ReflectsAsReflect101AndFoldsAgain) {
 
 // The operation sequence written out plainly, independent of the functor: per output, a row pass
 // of std::fma in tap order from +0 for each row of tmp it reads (rounded to T), then a column pass
-// of std::fma in tap order from +0; uint8 clamped to [0, 255] (NaN to 0) and rounded half to even.
+// of std::fma in tap order from +0; uint8 clamped to [0, 255] (NaN to 0) and rounded half to even,
+// 16-bit floats rounded to nearest even (ReferenceRounding).
 template <class In, class T>
 In PlainChain(const std::vector<In>& x, const SeparableShape& s, const std::vector<T>& taps,
               std::int64_t b, std::int64_t c, std::int64_t yy, std::int64_t xx) {
@@ -364,11 +507,13 @@ In PlainChain(const std::vector<In>& x, const SeparableShape& s, const std::vect
     T tmp = 0;
     for (std::int64_t j = 0; r >= 0 && j < s.kw; ++j) {
       const std::int64_t q = ReferenceIndex(xx + j - (s.kw - 1) / 2, s.width, s.border);
-      tmp = std::fma(q < 0 ? T(0) : static_cast<T>(x[at(r, q)]), row[j], tmp);
+      tmp = std::fma(q < 0 ? T(0) : ToCompute<T>(x[at(r, q)]), row[j], tmp);
     }
     acc = std::fma(tmp, col[i], acc);
   }
-  if constexpr (sizeof(In) == 1) {
+  if constexpr (kSixteenBitFloat<In>) {
+    return FromBits<In>(ReferenceRounding<In>(acc));
+  } else if constexpr (sizeof(In) == 1) {
     if (!(acc >= 0)) return 0;  // negative or NaN
     return static_cast<In>(std::nearbyint(std::min<T>(acc, 255)));
   } else {
@@ -378,11 +523,15 @@ In PlainChain(const std::vector<In>& x, const SeparableShape& s, const std::vect
 
 template <class In>
 void ExpectPlainChain(Isa isa, const SeparableShape& s, std::uint64_t seed) {
-  using T = typename SeparableCompute<In>::type;
+  using T = ComputeTypeOf<In>;
   std::mt19937_64 rng(seed);
   std::vector<In> x;
   std::vector<T> taps;
-  RandomData(rng, s, &x, &taps);
+  if constexpr (kSixteenBitFloat<In>) {
+    SixteenBitData(rng, s, 0, &x, &taps);
+  } else {
+    RandomData(rng, s, &x, &taps);
+  }
   if constexpr (sizeof(In) == 1) {
     // Taps of 0.5 and 1.5 make many outputs exact halves: the ties round to even.
     for (std::size_t i = 0; i < taps.size(); i += 3) taps[i] = i % 2 ? 0.5f : 1.5f;
@@ -396,7 +545,7 @@ void ExpectPlainChain(Isa isa, const SeparableShape& s, std::uint64_t seed) {
           const std::int64_t i = SeparableOffset(s, b, c, yy, xx);
           ASSERT_EQ(std::memcmp(&y[i], &expected, sizeof(In)), 0)
               << Describe(s) << ", " << cpu::IsaName(isa) << " at b " << b << " c " << c << " y "
-              << yy << " x " << xx << ": " << +y[i] << " vs " << +expected;
+              << yy << " x " << xx << ": " << Printable(y[i]) << " vs " << Printable(expected);
         }
       }
     }
@@ -425,6 +574,8 @@ TEST_P(SeparableCpu, BitwiseEqualToAPlainFmaChain) {
           ExpectPlainChain<float>(GetParam(), s, seed++);
           ExpectPlainChain<double>(GetParam(), s, seed++);
           ExpectPlainChain<std::uint8_t>(GetParam(), s, seed++);
+          ExpectPlainChain<Float16>(GetParam(), s, seed++);
+          ExpectPlainChain<BFloat16>(GetParam(), s, seed++);
           if (HasFatalFailure()) return;
         }
       }
@@ -452,9 +603,9 @@ TEST(SeparableUint8, RoundsHalfToEvenAndClamps) {
   EXPECT_EQ(run(std::numeric_limits<float>::infinity(), 1.0f),
             (std::vector<std::uint8_t>{255, 255, 255, 255, 255, 255, 0, 255}));
   for (int v = 0; v < 256; ++v) {  // every half-integer below 256, and the integers
-    EXPECT_EQ(SeparableToOutput<std::uint8_t>(v + 0.5f),
+    EXPECT_EQ(FromCompute<std::uint8_t>(v + 0.5f),
               static_cast<std::uint8_t>(std::min(255.0f, std::nearbyint(v + 0.5f))));
-    EXPECT_EQ(SeparableToOutput<std::uint8_t>(static_cast<float>(v)), v);
+    EXPECT_EQ(FromCompute<std::uint8_t>(static_cast<float>(v)), v);
   }
 }
 

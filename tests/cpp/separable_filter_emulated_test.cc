@@ -3,9 +3,11 @@
 // late, barriers are real, shared memory starts as NaN), bit for bit against the CPU kernel: the
 // fused kernel in both tiles over every border and layout, interleaved channels and one channel at
 // a time, shared and per-image taps in one table or two, odd and even kernels and kernels larger
-// than the image, uint8 with aligned and misaligned rows (copied as words, or byte by byte), a grid
-// smaller than the work and rows cut into segments; and the two passes. What a GPU adds (timing,
-// the real cp.async, the launcher's placement and choice of tile) is separable_filter_gpu_test's.
+// than the image, uint8, float16 and bfloat16 with aligned and misaligned rows (copied as words, or
+// element by element; NaN, infinities and subnormals among the 16-bit images), a grid smaller than
+// the work and rows cut into segments; the register kernel; and the two passes. What a GPU adds
+// (timing, the real cp.async, the launcher's placement and choice of tile) is
+// separable_filter_gpu_test's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,12 +124,15 @@ void RunTwoPass(const In* x, In* y, const SeparableShape& s, const std::vector<T
 
 enum class Kernel { kLargeTile, kSmallTile, kTwoPass, kRegisters };
 
+// 16-bit images with this share of special values (SpecialValues).
+constexpr double kSpecials = 0.002;
+
 template <class In>
 void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offset = 0,
            bool two_tables = false, std::int64_t resident = 3) {
   std::mt19937_64 rng(seed);
   const std::int64_t n = s.Elements();
-  const auto x = RandomImages<In>(rng, n);
+  const auto x = RandomImages<In>(rng, n, kSpecials);
   const auto taps = RandomTaps<In>(rng, s);
   const auto expected = OnCpu(x, s, taps);
   // The input against an inaccessible page after it, then before it: a read past either end
@@ -154,11 +159,16 @@ void Check(const SeparableShape& s, Kernel kernel, std::uint64_t seed, int offse
         break;
     }
     const char* names[] = {"large tile", "small tile", "two passes", "registers"};
-    ASSERT_EQ(std::memcmp(out.data(), expected.data(), static_cast<std::size_t>(n) * sizeof(In)), 0)
-        << Describe(s) << ", " << sizeof(In) << "-byte data, " << names[static_cast<int>(kernel)]
-        << ", y offset " << offset << (two_tables ? ", two tables" : ", one table") << ", "
-        << resident << " blocks resident, x fenced "
-        << (fence == emulated_gpu::FencedArray<In>::Fence::kAfter ? "after" : "before");
+    std::int64_t first = 0;  // the first element that differs
+    while (first < n && SameResult(out.data()[first], expected[first])) ++first;
+    ASSERT_EQ(first, n) << Describe(s) << ", " << sizeof(In) << "-byte data, "
+                        << names[static_cast<int>(kernel)] << ", element " << first << ": "
+                        << Printable(out.data()[first]) << ", the CPU's "
+                        << Printable(expected[first]) << ", y offset " << offset
+                        << (two_tables ? ", two tables" : ", one table") << ", " << resident
+                        << " blocks resident, x fenced "
+                        << (fence == emulated_gpu::FencedArray<In>::Fence::kAfter ? "after"
+                                                                                  : "before");
     EXPECT_TRUE(out.UntouchedOutside(n)) << Describe(s) << ": wrote outside y";
   }
 }
@@ -204,6 +214,8 @@ TEST_P(SeparableEmulated, LargeTileBitwiseEqualToTheCpuKernel) {
     Check<std::uint8_t>(s, Kernel::kLargeTile, seed++);
     Check<std::uint8_t>(s, Kernel::kLargeTile, seed++, /*offset=*/1);
     Check<double>(s, Kernel::kLargeTile, seed++, /*offset=*/0, /*two_tables=*/true);
+    Check<Float16>(s, Kernel::kLargeTile, seed++);
+    Check<BFloat16>(s, Kernel::kLargeTile, seed++, /*offset=*/1, /*two_tables=*/true);
     if (HasFatalFailure()) return;
   }
 }
@@ -214,6 +226,8 @@ TEST_P(SeparableEmulated, SmallTileBitwiseEqualToTheCpuKernel) {
     Check<float>(s, Kernel::kSmallTile, seed++, /*offset=*/1, /*two_tables=*/true);
     Check<std::uint8_t>(s, Kernel::kSmallTile, seed++);
     Check<std::uint8_t>(s, Kernel::kSmallTile, seed++, /*offset=*/1);
+    Check<Float16>(s, Kernel::kSmallTile, seed++, /*offset=*/1);
+    Check<BFloat16>(s, Kernel::kSmallTile, seed++);
     if (HasFatalFailure()) return;
   }
 }
@@ -223,6 +237,8 @@ TEST_P(SeparableEmulated, TwoPassesBitwiseEqualToTheCpuKernel) {
   for (const SeparableShape& s : Shapes(GetParam())) {
     Check<float>(s, Kernel::kTwoPass, seed++);
     Check<std::uint8_t>(s, Kernel::kTwoPass, seed++, /*offset=*/1);
+    Check<Float16>(s, Kernel::kTwoPass, seed++);
+    Check<BFloat16>(s, Kernel::kTwoPass, seed++, /*offset=*/1);
     if (HasFatalFailure()) return;
   }
 }
@@ -234,6 +250,8 @@ TEST_P(SeparableEmulated, RowsInSegments) {
   Check<float>(s, Kernel::kLargeTile, 300, 0, false, /*resident=*/64);
   Check<std::uint8_t>(s, Kernel::kSmallTile, 301, 0, false, /*resident=*/64);
   Check<float>(s, Kernel::kSmallTile, 302, 0, false, /*resident=*/64);
+  Check<Float16>(s, Kernel::kLargeTile, 303, 0, false, /*resident=*/64);
+  Check<BFloat16>(s, Kernel::kSmallTile, 304, 0, false, /*resident=*/64);
 }
 
 // Past the small tile's 127 taps the large tile takes filters as long as its shared memory holds
@@ -243,11 +261,13 @@ TEST_P(SeparableEmulated, LongFiltersInTheLargeTile) {
                Kernel::kLargeTile, 400);
   Check<std::uint8_t>(MakeShape(2, 1, 50, 90, 129, 255, GetParam(), SeparableBorder::kZeros, false),
                       Kernel::kLargeTile, 401, /*offset=*/1);
+  Check<Float16>(MakeShape(1, 2, 40, 150, 129, 255, GetParam(), SeparableBorder::kReplicate, true),
+                 Kernel::kLargeTile, 402);
 }
 
-// Square filters of 3 to 9 taps on rows of whole vectors (4 float32, 8 uint8): the register
-// kernel, over every border, several strips a row and partial ones, rows shorter than the filter,
-// planes and RGB channels-last, and rows cut into segments.
+// Square filters of 3 to 9 taps on rows of whole vectors (4 float32, 8 uint8, 4 float16 or
+// bfloat16): the register kernel, over every border, several strips a row and partial ones, rows
+// shorter than the filter, planes and RGB channels-last, and rows cut into segments.
 TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
   struct Size {
     std::int64_t b, c, h, w, k, resident;
@@ -290,6 +310,8 @@ TEST_P(SeparableEmulated, RegisterKernelBitwiseEqualToTheCpuKernel) {
         MakeShape(z.b, z.c, z.h, z.w, z.k, z.k, GetParam(), border, i % 2 == 1);
     Check<float>(s, Kernel::kRegisters, seed++, 0, /*two_tables=*/i % 2 == 0, z.resident);
     Check<std::uint8_t>(s, Kernel::kRegisters, seed++, 0, /*two_tables=*/i % 2 == 1, z.resident);
+    Check<Float16>(s, Kernel::kRegisters, seed++, 0, /*two_tables=*/i % 2 == 0, z.resident);
+    Check<BFloat16>(s, Kernel::kRegisters, seed++, 0, /*two_tables=*/i % 2 == 1, z.resident);
     if (HasFatalFailure()) return;
     ++i;
   }

@@ -3,9 +3,10 @@
 // the CPU kernel (itself checked against the definition and an exact reference by
 // separable_filter_cpu_test): every border, both layouts (channels-last interleaved and one channel
 // at a time), shared and per-image taps, odd and even kernels, kernels larger than the image,
-// uint8, every placement and table source, sizes that leave tiles partial, misaligned data, the
-// small tiles of GPUs with 64 KiB of shared memory a block, and a captured graph replayed with
-// changed taps.
+// uint8, float16 and bfloat16 (NaN, infinities and subnormals among them: any NaN for a NaN, the
+// GPU's being canonical), every placement and table source, sizes that leave tiles partial,
+// misaligned data, the small tiles of GPUs with 64 KiB of shared memory a block, and a captured
+// graph replayed with changed taps.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -40,11 +41,12 @@ constexpr std::size_t kHopperSharedBytes = 227 * 1024;
 // offering `shared_bytes`; bitwise against the CPU kernel, nothing written outside y.
 template <class In>
 void Check(const SeparableShape& s, std::uint64_t seed, int offset = 0,
-           std::size_t shared_bytes = std::numeric_limits<std::size_t>::max()) {
-  using T = typename SeparableCompute<In>::type;
+           std::size_t shared_bytes = std::numeric_limits<std::size_t>::max(),
+           double specials = 0) {
+  using T = ComputeTypeOf<In>;
   std::mt19937_64 rng(seed);
   const std::int64_t n = s.Elements();
-  const auto x = RandomImages<In>(rng, n);
+  const auto x = RandomImages<In>(rng, n, specials);
   const Tables<T> taps(RandomTaps<In>(rng, s));
   const auto expected = OnCpu(x, s, taps.host);
   Stream stream;
@@ -69,13 +71,12 @@ void Check(const SeparableShape& s, std::uint64_t seed, int offset = 0,
       const auto all = out.Read();
       // The first element that differs, to tell a border, a tile edge or an image's taps apart.
       std::int64_t first = 0;
-      while (first < n && std::memcmp(&all[offset + first], &expected[first], sizeof(In)) == 0) {
-        ++first;
-      }
+      while (first < n && SameResult(all[offset + first], expected[first])) ++first;
       ASSERT_EQ(first, n) << Describe(s) << ", " << sizeof(In) << "-byte data, "
                           << PlacementName(placement) << ", offset " << offset << ", "
                           << shared_bytes << " bytes of shared memory: element " << first << " is "
-                          << +all[offset + first] << ", the CPU's " << +expected[first];
+                          << Printable(all[offset + first]) << ", the CPU's "
+                          << Printable(expected[first]);
       const In poison = [] {
         In v;
         std::memset(&v, 0x5A, sizeof(In));
@@ -131,7 +132,38 @@ TEST(SeparableFilterGpu, EveryCaseAndPlacementBitwiseEqualToTheCpuKernel) {
     Check<float>(s, seed++);
     Check<double>(s, seed++);
     Check<std::uint8_t>(s, seed++);
+    Check<Float16>(s, seed++);
+    Check<BFloat16>(s, seed++);
     if (HasFatalFailure()) return;
+  }
+}
+
+// float16 and bfloat16 images with NaN, infinities, subnormals and values whose sums overflow, over
+// every kernel: the register kernel (square filters of 3 to 9 taps on aligned rows of whole
+// vectors, planes and RGB), the fused kernel's large and small tiles (other filters, misaligned
+// rows), the two passes; every placement (Check).
+TEST(SeparableFilterGpu, SixteenBitSpecialValuesOnEveryKernel) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 5000;
+  constexpr double kSpecials = 0.002;
+  for (auto border :
+       {SeparableBorder::kZeros, SeparableBorder::kReflect, SeparableBorder::kReplicate}) {
+    const bool per_image = border == SeparableBorder::kReflect;
+    std::vector<std::pair<SeparableShape, int>> cases = {
+        {MakeShape(2, 3, 37, 248, 3, 3, SeparableLayout::kPlanes, border, per_image), 0},
+        {MakeShape(2, 3, 37, 248, 9, 9, SeparableLayout::kPlanes, border, !per_image), 0},
+        {MakeShape(2, 19, 160, 3, 5, 5, SeparableLayout::kChannelsLast, border, per_image), 0},
+        {MakeShape(2, 3, 37, 250, 5, 7, SeparableLayout::kPlanes, border, per_image), 0},
+        {MakeShape(2, 3, 37, 248, 5, 5, SeparableLayout::kPlanes, border, per_image), 1},
+        {MakeShape(2, 3, 31, 70, 17, 9, SeparableLayout::kChannelsLast, border, !per_image), 0},
+        {MakeShape(1, 2, 20, 40, 513, 5, SeparableLayout::kPlanes, border, per_image), 0},
+    };
+    for (const auto& [s, offset] : cases) {
+      Check<Float16>(s, seed++, offset, std::numeric_limits<std::size_t>::max(), kSpecials);
+      Check<BFloat16>(s, seed++, offset, std::numeric_limits<std::size_t>::max(), kSpecials);
+      Check<Float16>(s, seed++, offset, kTuringSharedBytes, kSpecials);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 
@@ -167,6 +199,12 @@ TEST(SeparableFilterGpu, LargeImagesAndLongFilters) {
     Check<std::uint8_t>(
         MakeShape(2, 3, 224, 224, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, true),
         seed++);
+    Check<Float16>(
+        MakeShape(2, 3, 301, 512, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, false),
+        seed++);
+    Check<BFloat16>(MakeShape(2, 224, 224, 3, k, k, SeparableLayout::kChannelsLast,
+                              SeparableBorder::kZeros, true),
+                    seed++);
     Check<float>(MakeShape(2, 224, 224, 3, k, k, SeparableLayout::kChannelsLast,
                            SeparableBorder::kReplicate, false),
                  seed++);
@@ -189,6 +227,8 @@ TEST(SeparableFilterGpu, MisalignedDataTakesTheScalarPaths) {
       Check<float>(s, seed++, offset);
       Check<double>(s, seed++, offset);
       Check<std::uint8_t>(s, seed++, offset);
+      Check<Float16>(s, seed++, offset);
+      Check<BFloat16>(s, seed++, offset);
     }
   }
 }
@@ -214,9 +254,18 @@ TEST(SeparableFilterGpu, ShortSquareFiltersBitwiseEqualToTheCpuKernel) {
       // Rows of whole strips (the last ends at the row's end), RGB channels-last.
       Check<std::uint8_t>(
           MakeShape(2, 1, 45, 960, k, k, SeparableLayout::kPlanes, border, per_image), seed++);
+      Check<Float16>(MakeShape(2, 3, 37, 248, k, k, SeparableLayout::kPlanes, border, per_image),
+                     seed++);
+      Check<BFloat16>(MakeShape(1, 2, 700, 40, k, k, SeparableLayout::kPlanes, border, !per_image),
+                      seed++);
       for (std::int64_t w : {160, 224}) {
         Check<float>(MakeShape(2, 3, 19, w, k, k, SeparableLayout::kChannelsLast, border, false),
                      seed++);
+        Check<Float16>(MakeShape(2, 3, 19, w, k, k, SeparableLayout::kChannelsLast, border, false),
+                       seed++);
+        Check<BFloat16>(
+            MakeShape(2, 3, 19, w, k, k, SeparableLayout::kChannelsLast, border, per_image),
+            seed++);
         Check<std::uint8_t>(
             MakeShape(2, 3, 19, w, k, k, SeparableLayout::kChannelsLast, border, per_image),
             seed++);
@@ -234,6 +283,8 @@ TEST(SeparableFilterGpu, SmallTilesBitwiseEqualToTheCpuKernel) {
     Check<float>(shapes[i], seed++, 0, kTuringSharedBytes);
     Check<double>(shapes[i], seed++, 0, kTuringSharedBytes);
     Check<std::uint8_t>(shapes[i], seed++, 0, kTuringSharedBytes);
+    Check<Float16>(shapes[i], seed++, 0, kTuringSharedBytes);
+    Check<BFloat16>(shapes[i], seed++, 0, kTuringSharedBytes);
     if (HasFatalFailure()) return;
   }
   Check<double>(
@@ -260,6 +311,8 @@ TEST(SeparableFilterGpu, EveryKernelAtItsBoundaryAndFarPast) {
                        shared);
           Check<std::uint8_t>(MakeShape(2, 3, 40, 64, k - 1, k, layout, border, true), seed++, 0,
                               shared);
+          Check<BFloat16>(MakeShape(1, 3, 40, 64, k, k - 1, layout, border, false), seed++, 0,
+                          shared);
           if (UnderSanitizer()) break;
           Check<double>(MakeShape(1, 2, 33, 300, k, k, layout, border, false), seed++, 0, shared);
         }
@@ -309,6 +362,10 @@ TEST(SeparableFilterLaunch, TilesShrinkWhereSharedMemoryIsSmall) {
         MakeShape(1, 3, 100, 100, k, k, SeparableLayout::kPlanes, SeparableBorder::kReflect, false);
     EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kHopperSharedBytes), 256) << k;
     EXPECT_EQ(SeparableFilterBlockThreads<std::uint8_t>(s, kHopperSharedBytes), 256) << k;
+    EXPECT_EQ(SeparableFilterBlockThreads<Float16>(s, kHopperSharedBytes), 256) << k;
+    // Rows staged as 16-bit values: the large tile holds 63 taps in 64 KiB (62.6 KiB).
+    EXPECT_EQ(SeparableFilterBlockThreads<BFloat16>(s, kTuringSharedBytes), k <= 63 ? 256 : 64)
+        << k;
     EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kHopperSharedBytes), k <= 63 ? 256 : 64) << k;
     EXPECT_EQ(SeparableFilterBlockThreads<float>(s, kTuringSharedBytes), k <= 31 ? 256 : 64) << k;
     EXPECT_EQ(SeparableFilterBlockThreads<double>(s, kTuringSharedBytes) > 0, true) << k;

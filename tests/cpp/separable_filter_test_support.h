@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // SeparableFilter's test data and reference, shared by the GPU test and the emulated kernels' test:
-// shapes, random images and taps, the CPU kernel's result.
+// shapes, random images and taps, the CPU kernel's result, comparisons that take any NaN for any
+// NaN in 16-bit floats (a GPU's NaN is canonical, the CPU's keeps the operands' sign and payload).
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "constmem/numeric.hpp"
 #include "separable_filter/separable_filter_cpu.h"
 #include "separable_filter/separable_filter_functor.h"
 
@@ -40,10 +45,74 @@ inline SeparableShape MakeShape(std::int64_t b, std::int64_t c, std::int64_t h, 
 }
 
 template <class In>
-std::vector<In> RandomImages(std::mt19937_64& rng, std::int64_t n) {
+constexpr bool kSixteenBitFloat =
+    std::is_same<In, Float16>::value || std::is_same<In, BFloat16>::value;
+
+template <class In>
+In FromBits(std::uint16_t bits) {
+  return In{bits};
+}
+
+// The special values of a 16-bit float type: NaNs of either sign (one signalling, with a payload),
+// infinities, the smallest and largest subnormals, the smallest normal, and the largest finite
+// values (a filter's sums of them overflow).
+template <class In>
+std::vector<In> SpecialValues() {
+  const std::vector<std::uint16_t> bits =
+      std::is_same<In, Float16>::value
+          ? std::vector<std::uint16_t>{0x7e00, 0xfe00, 0x7d01, 0x7c00, 0xfc00,
+                                       0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff}
+          : std::vector<std::uint16_t>{0x7fc0, 0xffc0, 0x7f81, 0x7f80, 0xff80,
+                                       0x0001, 0x807f, 0x0080, 0x7f7f, 0xff7f};
+  std::vector<In> values;
+  for (std::uint16_t b : bits) values.push_back(FromBits<In>(b));
+  return values;
+}
+
+template <class In>
+bool IsNaN(const In& v) {
+  if constexpr (kSixteenBitFloat<In>) {
+    const float f = ToCompute<float>(v);
+    return f != f;
+  } else {
+    return v != v;
+  }
+}
+
+// a and b are the same bits, or both NaN in a 16-bit float type.
+template <class In>
+bool SameResult(const In& a, const In& b) {
+  if (std::memcmp(&a, &b, sizeof(In)) == 0) return true;
+  if constexpr (kSixteenBitFloat<In>) return IsNaN(a) && IsNaN(b);
+  return false;
+}
+
+// An element as a message shows it: 16-bit floats as their value and bits.
+template <class In>
+std::string Printable(const In& v) {
+  if constexpr (kSixteenBitFloat<In>) {
+    char bits[16];
+    std::snprintf(bits, sizeof(bits), " (0x%04x)", static_cast<unsigned>(v.bits));
+    return std::to_string(ToCompute<float>(v)) + bits;
+  } else {
+    return std::to_string(+v);
+  }
+}
+
+// Random images: uint8 anywhere in [0, 255], the others uniform in [-1, 1] (rounded to the type);
+// 16-bit floats with `special` of them (a share) SpecialValues.
+template <class In>
+std::vector<In> RandomImages(std::mt19937_64& rng, std::int64_t n, double special = 0) {
   std::vector<In> x(n);
   if constexpr (sizeof(In) == 1) {
     for (auto& v : x) v = static_cast<In>(rng() % 256);
+  } else if constexpr (kSixteenBitFloat<In>) {
+    const std::vector<In> specials = SpecialValues<In>();
+    std::uniform_real_distribution<double> u(-1.0, 1.0), share(0.0, 1.0);
+    for (auto& v : x) {
+      v = share(rng) < special ? specials[rng() % specials.size()]
+                               : FromCompute<In>(static_cast<float>(u(rng)));
+    }
   } else {
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     for (auto& v : x) v = static_cast<In>(u(rng));
@@ -51,7 +120,7 @@ std::vector<In> RandomImages(std::mt19937_64& rng, std::int64_t n) {
   return x;
 }
 
-template <class In, class T = typename SeparableCompute<In>::type>
+template <class In, class T = ComputeTypeOf<In>>
 std::vector<T> RandomTaps(std::mt19937_64& rng, const SeparableShape& s) {
   std::vector<T> taps(s.TableSize());
   // For uint8 a smoothing kernel with some negative taps: results anywhere in [0, 255], some
