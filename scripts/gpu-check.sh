@@ -10,8 +10,9 @@
 # benchmarks of the FFT route's crossover (GPU, and the host's CPU on one thread) and of the
 # functions' cost a call, and float16 and bfloat16 against float32. Writes RESULT_DIR/summary.txt
 # and each step's log and JSON. CONSTMEM_GPU_CHECK_STEPS names the steps to run (all by default):
-# build gpu-core python-tests sharding-jax sharding-torch half-bench op-benches fft-crossover-gpu
-# fft-crossover-cpu call-overhead; a build directory left by an earlier call is reused.
+# build gpu-core op-benches python-tests example sharding-jax sharding-torch half-bench
+# fft-crossover-gpu fft-crossover-cpu call-overhead; a build directory left by an earlier call is
+# reused.
 set -uo pipefail
 results=$(mkdir -p "${1:?result dir}" && realpath "$1")
 gtest=${2:-}
@@ -59,6 +60,24 @@ step python-tests "$counts" python3 -m pytest -q -p no:cacheprovider -m "not slo
   tests/python/test_fft_route.py tests/python/test_upfirdn.py tests/python/test_torch.py \
   tests/python/test_jax.py tests/python/test_separable_filter.py tests/python/test_sharding_plan.py \
   tests/python/test_half_precision.py
+# The dequantize example built against the build's installed package, run on the GPU (eagerly,
+# under CUDA graphs and torch.compile; against bitsandbytes where CONSTMEM_GPU_CHECK_PYTHONPATH
+# adds it).
+# shellcheck disable=SC2317  # called through step
+example() {
+  local prefix=/tmp/constmem-install
+  for component in core torch jax; do
+    cmake --install build-gpu --prefix "$prefix" --component "$component" >/dev/null || return 1
+  done
+  cmake -S examples/custom_op -B build-gpu/custom_op -G Ninja -DCONSTMEM_PYTHON=python3 \
+    -Dconstmem_DIR="$(dirname "$(find "$prefix" -name constmemConfig.cmake | head -1)")" \
+    -DCMAKE_CUDA_ARCHITECTURES=native -DAPPLY_GAIN_FRAMEWORKS="torch;jax" >/dev/null &&
+    cmake --build build-gpu/custom_op -j "$(nproc)" --target _dequantize_torch _dequantize_jax &&
+    (cd examples/custom_op && APPLY_GAIN_BUILD=$OLDPWD/build-gpu/custom_op \
+      PYTHONPATH=$PYTHONPATH:.:${CONSTMEM_GPU_CHECK_PYTHONPATH:-} python3 -m pytest -q \
+      -p no:cacheprovider test_dequantize_torch.py test_dequantize_jax.py)
+}
+step example "$counts" example
 step sharding-jax "$counts" python3 tests/gpu/sharding_jax.py
 if [ -e tests/gpu/sharding_torch.py ]; then
   step sharding-torch "$counts" python3 tests/gpu/sharding_torch.py

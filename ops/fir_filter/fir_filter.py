@@ -25,9 +25,10 @@ shared memory; filters of more than 2,048 taps read theirs from global memory an
 samples in chunks of 2,048 taps, with the same results.
 
 Args:
-  x: float32 or float64 of rank 1 or more; every leading dimension is a batch.
-  taps: 1 to 1,048,576 (2^20) taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed
-    per call site, rounded to x's dtype).
+  x: float32, float64, float16 or bfloat16 (computed in float32, each output rounded once to
+    x's dtype) of rank 1 or more; every leading dimension is a batch.
+  taps: 1 to 1,048,576 (2^20) taps: a tensor of x's compute dtype (x's own; float32 for float16
+    and bfloat16 x), or a Python or NumPy sequence (fixed per call site, rounded to it).
   padding: "SAME" or "VALID".
   method: "direct" (the kernel above: bit for bit the same on every device and in every
     framework), "fft" (overlap-save FFT convolution on the framework's own FFT, within a few

@@ -18,9 +18,10 @@ block's shared memory (up to 64 KiB) or read from global memory (float32: with t
 staged all the same), never from constant memory, which serialises such reads.
 
 Args:
-  x: float32 or float64, any shape.
-  knots: 2 to 1,048,576 values: a tensor of x's dtype, or a Python or NumPy sequence (fixed per
-    call site, rounded to x's dtype).
+  x: float32, float64, float16 or bfloat16 (computed in float32, each result rounded once to
+    x's dtype), any shape.
+  knots: 2 to 1,048,576 values: a tensor of x's compute dtype (x's own; float32 for float16 and
+    bfloat16 x), or a Python or NumPy sequence (fixed per call site, rounded to it).
   lo: where the first knot lies; finite, below hi in x's dtype.
   hi: where the last knot lies; finite.
 

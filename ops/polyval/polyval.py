@@ -16,10 +16,11 @@ step (a fused multiply-add), on the CPU as on the GPU, so that the two agree bit
 read from `__constant__` memory (or a by-value kernel parameter) with warp-uniform indices.
 
 Args:
-  coeffs: 1 to 1,048,576 coefficients: a tensor of x's dtype, or a Python or NumPy sequence
-    (fixed per call site, rounded to x's dtype). Up to 4,096 are read from constant memory on a
+  coeffs: 1 to 1,048,576 coefficients: a tensor of x's compute dtype (x's own; float32 for
+    float16 and bfloat16 x), or a Python or NumPy sequence (fixed per call site, rounded to it). Up to 4,096 are read from constant memory on a
     GPU, more from global memory.
-  x: float32 or float64, any shape, including 0-d and empty.
+  x: float32, float64, float16 or bfloat16 (computed in float32, each result rounded once to
+    x's dtype), any shape, including 0-d and empty.
 
 Gradients flow to x (the derivative polynomial, evaluated by the same op) and to a tensor
 `coeffs` (`sum(grad * x**k)`).

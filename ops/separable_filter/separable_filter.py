@@ -277,7 +277,8 @@ def backward(
 
 # ---- Functions built on the op ----
 
-# The images the functions take: the op's dtypes, and float16 and bfloat16 filtered in float32.
+# The images the functions take: float16 and bfloat16 are the op's own where its library takes
+# them (computed in float32 in one pass), else cast to float32 and back (widened).
 IMAGE_DTYPES = ("float32", "float64", "uint8", *WIDENED_DTYPES)
 # gaussian_blur's other names for the images: torchvision's (v2's, then v1's).
 IMAGE_ALIASES = ("inpt", "img")

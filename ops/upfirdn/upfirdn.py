@@ -46,9 +46,10 @@ table travels as a by-value kernel parameter; other taps are staged in each bloc
 where they fit (64 KiB), else read from global memory.
 
 Args:
-  x: float32 or float64 of rank 1 or more; every leading dimension is a batch.
-  taps: 1 to 1,048,576 (2^20) taps: a tensor of x's dtype, or a Python or NumPy sequence (fixed
-    per call site, rounded to x's dtype).
+  x: float32, float64, float16 or bfloat16 (computed in float32, each output rounded once to
+    x's dtype) of rank 1 or more; every leading dimension is a batch.
+  taps: 1 to 1,048,576 (2^20) taps: a tensor of x's compute dtype (x's own; float32 for float16
+    and bfloat16 x), or a Python or NumPy sequence (fixed per call site, rounded to it).
   up: the upsampling factor, 1 to 2,147,483,647 (2^31 - 1).
   down: the downsampling factor, 1 to 2,147,483,647.
   method: "direct" (the polyphase kernel above: bit for bit the same on every device and in
@@ -377,7 +378,7 @@ def _make_resample_poly(ops):
 
         Args:
           x: float32 or float64 of rank 1 or more, its last dimension known; float16 and
-            bfloat16 are resampled in float32 and returned in their own dtype.
+            bfloat16 are resampled in float32 in the same pass and returned in their own dtype.
           up: a positive integer. After the gcd with down, the filter's taps (about 21 * max(up,
             down) for the default filter) are within the op's 1,048,576 (2^20): rates up to
             about 50,000.

@@ -207,7 +207,9 @@ def test_torch_kernels_free_the_arguments_of_a_call_they_refuse(static):
 
     table = torch.ones(3)
     ref = weakref.ref(table)
-    with pytest.raises(ValueError, match="x must be float32 or float64; got int32"):
+    with pytest.raises(
+        ValueError, match="x must be float32, float64, float16 or bfloat16; got int32"
+    ):
         torch.ops.constmem.polyval(torch.ones(2, dtype=torch.int32), table)
     del table
     gc.collect()

@@ -85,11 +85,17 @@ def test_one_version_number_everywhere():
         assert binding["constmem"] == version
 
 
-OPS = [("Frobulate", "table"), ("Polyval", "coeffs"), ("FirFilter", "taps")]
+# Each op, its table, and TensorFlow's DataType enum of each data type it takes: DT_FLOAT 1,
+# DT_DOUBLE 2, DT_BFLOAT16 14, DT_HALF 19.
+OPS = [
+    ("Frobulate", "table", (1, 2)),
+    ("Polyval", "coeffs", (1, 2, 14, 19)),
+    ("FirFilter", "taps", (1, 2, 14, 19)),
+]
 
 
-@pytest.mark.parametrize("op,table", OPS)
-def test_every_op_registers_its_three_forms_per_device_and_dtype(op, table):
+@pytest.mark.parametrize("op,table,types", OPS)
+def test_every_op_registers_its_three_forms_per_device_and_dtype(op, table, types):
     # CPU kernels always; GPU kernels when the library has them, the host form's table in host
     # memory.
     import constmem.tensorflow as cm
@@ -103,7 +109,7 @@ def test_every_op_registers_its_three_forms_per_device_and_dtype(op, table):
             if not k.device_type.startswith("XLA_")
         ]
         found = {(k.device_type, k.constraint[0].allowed_values.list.type[0]) for k in registered}
-        assert found == {(d, t) for d in devices for t in (1, 2)}, (form, found)  # float, double
+        assert found == {(d, t) for d in devices for t in types}, (form, found)
         for kernel in registered:
             expected = [table] if form == "HostTable" and kernel.device_type == "GPU" else []
             assert list(kernel.host_memory_arg) == expected, (form, kernel.device_type)

@@ -100,7 +100,9 @@ def test_table_placements_say_where_each_table_went(
 def test_placement_of_refuses_bad_questions():
     with pytest.raises(ValueError, match="op must be one of"):
         cm.placement_of("nope", 3)
-    with pytest.raises(ValueError, match="x must be float32 or float64; got uint8"):
+    with pytest.raises(
+        ValueError, match="x must be float32, float64, float16 or bfloat16; got uint8"
+    ):
         cm.placement_of("polyval", 3, "uint8")
     with pytest.raises(ValueError, match="source must be 'device' or 'host'"):
         cm.placement_of("polyval", 3, "float32", "gpu")
@@ -228,19 +230,19 @@ def test_non_contiguous_data_is_read_by_value(device):
             lambda d: torch.ops.constmem.polyval(
                 torch.ones(3, dtype=torch.int16, device=d), torch.ones(2)
             ),
-            "x must be float32 or float64; got int16",
+            "x must be float32, float64, float16 or bfloat16; got int16",
         ),
         (
             lambda d: torch.ops.constmem.polyval(
                 torch.ones(3, dtype=torch.bool, device=d), torch.ones(2)
             ),
-            "x must be float32 or float64; got bool",
+            "x must be float32, float64, float16 or bfloat16; got bool",
         ),
         (
             lambda d: torch.ops.constmem.polyval(
                 torch.ones(3, dtype=torch.complex64, device=d), torch.ones(2)
             ),
-            "x must be float32 or float64; got complex64",
+            "x must be float32, float64, float16 or bfloat16; got complex64",
         ),
         (
             lambda d: cm.polyval(torch.ones(1048577, device=d), torch.ones(3, device=d)),
