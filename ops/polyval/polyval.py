@@ -17,8 +17,8 @@ read from `__constant__` memory (or a by-value kernel parameter) with warp-unifo
 
 Args:
   coeffs: 1 to 1,048,576 coefficients: a tensor of x's compute dtype (x's own; float32 for
-    float16 and bfloat16 x), or a Python or NumPy sequence (fixed per call site, rounded to it). Up to 4,096 are read from constant memory on a
-    GPU, more from global memory.
+    float16 and bfloat16 x), or a Python or NumPy sequence (fixed per call site, rounded to it).
+    Up to 4,096 are read from constant memory on a GPU, more from global memory.
   x: float32, float64, float16 or bfloat16 (computed in float32, each result rounded once to
     x's dtype), any shape, including 0-d and empty.
 
