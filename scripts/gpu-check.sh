@@ -63,7 +63,7 @@ step python-tests "$counts" python3 -m pytest -q -p no:cacheprovider -m "not slo
 # The dequantize example built against the build's installed package, run on the GPU (eagerly,
 # under CUDA graphs and torch.compile; against bitsandbytes where CONSTMEM_GPU_CHECK_PYTHONPATH
 # adds it).
-# shellcheck disable=SC2317  # called through step
+# shellcheck disable=SC2317,SC2329  # called through step
 example() {
   local prefix=/tmp/constmem-install
   for component in core torch jax; do
