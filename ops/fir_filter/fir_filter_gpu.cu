@@ -168,9 +168,8 @@ int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block)
 
 template <class T>
 Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                                       const TableView<ComputeTypeOf<T>>& taps,
-                                       Placement placement, std::size_t shared_bytes_per_block,
-                                       LaunchReport* report) {
+                                       const TableView<ComputeTypeOf<T>>& taps, Placement placement,
+                                       std::size_t shared_bytes_per_block, LaunchReport* report) {
   using C = ComputeTypeOf<T>;
   if (report != nullptr) *report = LaunchReport(placement);
   if (taps.values == nullptr || taps.size < 1 || taps.size > kFirMaxTaps ||
@@ -215,15 +214,15 @@ Status LaunchFirFilter(GpuStream stream, const T* x, T* y, const FirShape& shape
 // FirFilterPlacement answers for the taps' type (float for 16-bit data); the rest for the data's.
 template Placement FirFilterPlacement<float>(std::int64_t, SourceKind, std::int64_t);
 template Placement FirFilterPlacement<double>(std::int64_t, SourceKind, std::int64_t);
-#define CONSTMEM_INSTANTIATE_FIR(T)                                                               \
-  template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,                    \
-                                     const TableView<ComputeTypeOf<T>>&, LaunchReport*);          \
-  template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&,       \
-                                                  const TableView<ComputeTypeOf<T>>&, Placement,  \
-                                                  LaunchReport*);                                 \
-  template Status LaunchFirFilterWithSharedMemory<T>(GpuStream, const T*, T*, const FirShape&,    \
-                                                     const TableView<ComputeTypeOf<T>>&,          \
-                                                     Placement, std::size_t, LaunchReport*);      \
+#define CONSTMEM_INSTANTIATE_FIR(T)                                                              \
+  template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,                   \
+                                     const TableView<ComputeTypeOf<T>>&, LaunchReport*);         \
+  template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&,      \
+                                                  const TableView<ComputeTypeOf<T>>&, Placement, \
+                                                  LaunchReport*);                                \
+  template Status LaunchFirFilterWithSharedMemory<T>(GpuStream, const T*, T*, const FirShape&,   \
+                                                     const TableView<ComputeTypeOf<T>>&,         \
+                                                     Placement, std::size_t, LaunchReport*);     \
   template int FirFilterBlockThreads<T>(std::int64_t, std::size_t);
 CONSTMEM_INSTANTIATE_FIR(float)
 CONSTMEM_INSTANTIATE_FIR(double)

@@ -39,6 +39,23 @@ namespace constmem {
 namespace ops {
 namespace fir_kernels {
 
+// FromCompute in device code. numeric.hpp rounds to bfloat16 before sm_80 with a host function:
+// the same rounding here (to nearest even; a NaN stays a quiet NaN).
+template <class Out, class C>
+__host__ __device__ __forceinline__ Out ToData(C v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  if constexpr (std::is_same<Out, BFloat16>::value) {
+    const unsigned f = __float_as_uint(static_cast<float>(v));
+    if ((f & 0x7fffffffu) > 0x7f800000u) return Out{static_cast<std::uint16_t>((f >> 16) | 0x40u)};
+    return Out{static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
+  } else {
+    return FromCompute<Out>(v);
+  }
+#else
+  return FromCompute<Out>(v);
+#endif
+}
+
 // Threads a block: 256, or 64 on GPUs that offer too little shared memory a block for tiles of
 // 256 threads (64 KiB on compute capability 7.5; 99 KiB on 8.6 and 8.9, less than float64 filters
 // of more than 64 taps need).
@@ -160,16 +177,14 @@ constexpr std::size_t MostSharedBytes(bool warp_teams) {
 }
 // Small blocks fit every GPU CUDA 13 builds for (64 KiB a block on compute capability 7.5).
 constexpr std::size_t kSmallestSharedBytesPerBlock = 64 * 1024;
-static_assert(MostSharedBytes<Float16, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<Float16, kSmallBlockThreads>(true) <=
-                      kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<float, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<double, kSmallBlockThreads>(false) <=
-                      kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<float, kSmallBlockThreads>(true) <=
-                      kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<double, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock,
-              "small blocks fit 64 KiB");
+static_assert(
+    MostSharedBytes<Float16, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<Float16, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<float, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<double, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<float, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<double, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock,
+    "small blocks fit 64 KiB");
 
 // Tiles are walked as (row, column) pairs, stepping without a 64-bit division per tile.
 template <class Tune>
@@ -256,7 +271,7 @@ template <class T, int kTeam, class Out>
 __device__ __forceinline__ void StoreOutputs(const T* staged, Out* tile_y, int from_output,
                                              int tile_outputs, unsigned thread) {
   for (int e = from_output + thread; e < tile_outputs; e += kTeam) {
-    tile_y[e] = FromCompute<Out>(staged[Padded<T, kTeam>(e)]);
+    tile_y[e] = ToData<Out>(staged[Padded<T, kTeam>(e)]);
   }
 }
 
@@ -298,11 +313,10 @@ __device__ __forceinline__ void LandSamples(T* staged, const In* landing, const 
   if (shift % 4 == 0) {
     for (int v = thread; v < count / 4; v += kTeam) {
       const uint2 w = *reinterpret_cast<const uint2*>(from + 4 * v);
-      const float4 f = make_float4(
-          ToCompute<float>(In{static_cast<std::uint16_t>(w.x & 0xffffu)}),
-          ToCompute<float>(In{static_cast<std::uint16_t>(w.x >> 16)}),
-          ToCompute<float>(In{static_cast<std::uint16_t>(w.y & 0xffffu)}),
-          ToCompute<float>(In{static_cast<std::uint16_t>(w.y >> 16)}));
+      const float4 f = make_float4(ToCompute<float>(In{static_cast<std::uint16_t>(w.x & 0xffffu)}),
+                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.x >> 16)}),
+                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.y & 0xffffu)}),
+                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.y >> 16)}));
       *reinterpret_cast<float4*>(staged + Padded<T, kTeam>(4 * v)) = f;
     }
     for (int e = count / 4 * 4 + thread; e < count; e += kTeam) {
@@ -314,7 +328,8 @@ __device__ __forceinline__ void LandSamples(T* staged, const In* landing, const 
 }
 
 // A tile's outputs from the team's float buffer (at Padded(e)) to 16-bit data, rounded
-// (FromCompute): 8 a 16-byte store where `vectors` (tile_y 16-byte aligned), the rest one at a time.
+// (FromCompute): 8 a 16-byte store where `vectors` (tile_y 16-byte aligned), the rest one at a
+// time.
 template <class T, int kTeam, class In>
 __device__ __forceinline__ void StoreNarrowOutputs(const T* staged, In* tile_y, int tile_outputs,
                                                    unsigned thread, bool vectors) {
@@ -328,10 +343,11 @@ __device__ __forceinline__ void StoreNarrowOutputs(const T* staged, In* tile_y, 
       unsigned words[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        words[i] = static_cast<unsigned>(FromCompute<In>(v[2 * i]).bits) |
-                   static_cast<unsigned>(FromCompute<In>(v[2 * i + 1]).bits) << 16;
+        words[i] = static_cast<unsigned>(ToData<In>(v[2 * i]).bits) |
+                   static_cast<unsigned>(ToData<In>(v[2 * i + 1]).bits) << 16;
       }
-      *reinterpret_cast<uint4*>(tile_y + 8 * c) = make_uint4(words[0], words[1], words[2], words[3]);
+      *reinterpret_cast<uint4*>(tile_y + 8 * c) =
+          make_uint4(words[0], words[1], words[2], words[3]);
     }
     done = chunks * 8;
   }

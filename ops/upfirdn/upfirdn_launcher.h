@@ -76,9 +76,9 @@ Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const Up
 
 // Where a table of `count` taps of T (float or double) from `source` goes when every lane of a
 // warp reads the same tap (kPhasePerWarp): by value (a host table of up to 4 KiB), a constant bank
-// (up to 4,096 taps), or global memory. What a framework adapter asks to prepare the table; LaunchUpfirdn may stage it
-// in shared memory or read it from global memory instead (UpfirdnPlacementForShape), which takes
-// a table from any source.
+// (up to 4,096 taps), or global memory. What a framework adapter asks to prepare the table;
+// LaunchUpfirdn may stage it in shared memory or read it from global memory instead
+// (UpfirdnPlacementForShape), which takes a table from any source.
 template <class T>
 Placement UpfirdnPlacement(std::int64_t count, SourceKind source,
                            std::int64_t launch_elements = kUnknownLaunchElements);

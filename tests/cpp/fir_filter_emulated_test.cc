@@ -32,8 +32,8 @@ enum class Team { kWarp, kBlock, kChunked };
 
 // `kernel` in blocks of kBlock threads over a grid of at most `blocks`.
 template <class T, int kShift, int kBlock>
-void RunShifted(Team team, const T* x, T* y, const FirShape& shape, const HostTable<ComputeTypeOf<T>>& taps,
-                unsigned blocks) {
+void RunShifted(Team team, const T* x, T* y, const FirShape& shape,
+                const HostTable<ComputeTypeOf<T>>& taps, unsigned blocks) {
   using C = ComputeTypeOf<T>;
   auto launch = [&](auto kernel, auto tune, std::size_t shared) {
     using Tune = decltype(tune);
@@ -63,8 +63,8 @@ void RunShifted(Team team, const T* x, T* y, const FirShape& shape, const HostTa
 }
 
 template <class T, int kBlock>
-void Run(Team team, const T* x, T* y, const FirShape& shape, const HostTable<ComputeTypeOf<T>>& taps,
-         unsigned blocks) {
+void Run(Team team, const T* x, T* y, const FirShape& shape,
+         const HostTable<ComputeTypeOf<T>>& taps, unsigned blocks) {
   constexpr int L = FirTuning<ComputeTypeOf<T>>::kLanes;
   switch ((L - shape.pad_left % L) % L) {
     case 0:
@@ -128,13 +128,14 @@ void Check(const Case& c, std::uint64_t seed, unsigned blocks = 3, int offset = 
       }
       bool same = std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)) == 0;
       if constexpr (kNarrow) {
-        same = FirstNarrowDifference(
-                   std::vector<T>(y.begin() + offset, y.begin() + offset + total), expected) == -1;
+        same = FirstNarrowDifference(std::vector<T>(y.begin() + offset, y.begin() + offset + total),
+                                     expected) == -1;
       }
-      ASSERT_TRUE(same) << (kNarrow ? NarrowName<T>() : "") << " " << c.rows << " x " << c.length << ", " << c.taps << " taps, "
-          << (c.padding == FirPadding::kSame ? "SAME" : "VALID") << ", " << sizeof(T)
-          << "-byte data, blocks of " << block << ", x fenced "
-          << (fence == Fenced::Fence::kAfter ? "after" : "before");
+      ASSERT_TRUE(same) << (kNarrow ? NarrowName<T>() : "") << " " << c.rows << " x " << c.length
+                        << ", " << c.taps << " taps, "
+                        << (c.padding == FirPadding::kSame ? "SAME" : "VALID") << ", " << sizeof(T)
+                        << "-byte data, blocks of " << block << ", x fenced "
+                        << (fence == Fenced::Fence::kAfter ? "after" : "before");
       for (std::size_t i = 0; i < y.size(); ++i) {
         if (i == static_cast<std::size_t>(offset)) i += total;  // y itself
         if (i == y.size()) break;

@@ -17,10 +17,10 @@
 
 #include "constmem/cpu_isa.hpp"
 #include "cpu_test_support.h"
-#include "narrow_test_support.h"
 #include "fir_filter/fir_filter_cpu.h"
 #include "fir_filter/fir_filter_functor.h"
 #include "interpolate/interpolate_cpu.h"
+#include "narrow_test_support.h"
 #include "polyval/polyval_cpu.h"
 #include "polyval/polyval_functor.h"
 
@@ -228,9 +228,12 @@ void FirNarrowCases(Isa isa, bool flush) {
   std::mt19937_64 rng(31 + static_cast<unsigned>(isa) + flush);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const auto specials = NarrowSpecialValues<H>();
-  const std::vector<float> tap_specials = {
-      std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), -0.0f,
-      std::numeric_limits<float>::denorm_min(), 1e5f, -3e38f};
+  const std::vector<float> tap_specials = {std::numeric_limits<float>::quiet_NaN(),
+                                           std::numeric_limits<float>::infinity(),
+                                           -0.0f,
+                                           std::numeric_limits<float>::denorm_min(),
+                                           1e5f,
+                                           -3e38f};
   for (int trial = 0; trial < (flush ? 8 : 24); ++trial) {
     const std::int64_t rows = trial % 3 == 0 ? 16 + rng() % 25 : 1 + rng() % 4;
     const std::int64_t length = trial % 8 == 0 ? 9000 + rng() % 300 : rng() % 400;

@@ -489,9 +489,12 @@ void CheckNarrow(Isa isa, const Case& c, std::uint64_t seed, bool specials) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const auto narrow_specials = NarrowSpecialValues<H>();
-  const std::vector<float> tap_specials = {
-      std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), -0.0f,
-      std::numeric_limits<float>::denorm_min(), 1e5f, -3e38f};
+  const std::vector<float> tap_specials = {std::numeric_limits<float>::quiet_NaN(),
+                                           std::numeric_limits<float>::infinity(),
+                                           -0.0f,
+                                           std::numeric_limits<float>::denorm_min(),
+                                           1e5f,
+                                           -3e38f};
   std::vector<H> x(c.rows * c.n);
   std::vector<float> h(c.k);
   for (auto& v : x) {

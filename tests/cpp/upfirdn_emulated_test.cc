@@ -156,14 +156,15 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
                                  ", taps by value staged in shared memory"};
         bool same = std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)) == 0;
         if constexpr (kNarrow) {
-          same = FirstNarrowDifference(std::vector<T>(y.begin() + offset,
-                                                      y.begin() + offset + total),
-                                       expected) == -1;
+          same =
+              FirstNarrowDifference(std::vector<T>(y.begin() + offset, y.begin() + offset + total),
+                                    expected) == -1;
         }
-        ASSERT_TRUE(same) << (kNarrow ? NarrowName<T>() : "") << " " << Describe(c) << ", " << names[static_cast<int>(kernel)]
-            << sources[static_cast<int>(source)] << ", y offset " << offset << ", x fenced "
-            << (fence == Fenced::Fence::kAfter ? "after" : "before") << ", halo chunks of "
-            << chunk_terms << " terms";
+        ASSERT_TRUE(same) << (kNarrow ? NarrowName<T>() : "") << " " << Describe(c) << ", "
+                          << names[static_cast<int>(kernel)] << sources[static_cast<int>(source)]
+                          << ", y offset " << offset << ", x fenced "
+                          << (fence == Fenced::Fence::kAfter ? "after" : "before")
+                          << ", halo chunks of " << chunk_terms << " terms";
         for (std::size_t i = 0; i < y.size(); ++i) {
           if (i == static_cast<std::size_t>(offset)) i += total;  // y itself
           if (i == y.size()) break;
