@@ -38,6 +38,12 @@
 // chunk of the halo) and shapes whose indices pass int run a direct kernel instead: one output a
 // thread over a grid-stride loop, samples and taps read where they are (taps staged in shared
 // memory only by that placement), the same fused multiply-adds in the same order.
+//
+// float16 and bfloat16 data are computed in float with float's tiles, registers and FMAs: a step's
+// 16-bit samples land in a buffer of their own (16-byte asynchronous copies, in order), are
+// converted once into one float tile buffer in the layout the step reads (in order, padded or by
+// residue), and the outputs leave rounded to nearest even, 8 a 16-byte store; the direct kernel
+// converts each sample as it reads it. The results are the CPU kernel's bit for bit.
 #pragma once
 
 #include <algorithm>
