@@ -10,11 +10,15 @@
 // placement buys;
 //   - Polyval (degree 16 and 256) and Interpolate (4,096 knots) on 16 Mi float32, float16 and
 //     bfloat16 elements (computed in float32), each against a copy of its own bytes and against
-//     float32's time.
+//     float32's time;
+//   - FirFilter on float16 and bfloat16 input as LaunchFirFilter places the taps, beside float32
+//     placed the same way: each dtype's time, its share of a same-run copy of its own bytes, and
+//     float32's time over its time.
 //   ops_bench [--json FILE]
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench_util.cuh"
@@ -97,9 +101,10 @@ __global__ void CopyKernel(const float4* __restrict__ in, float4* __restrict__ o
 }
 
 struct Row {
-  std::string op, placement;
+  std::string op, placement, dtype = "float32";
   int table = 0;
   double ms = 0, memory_fraction = 0, copy_fraction = 0, fma_fraction = 0;
+  double float32_ratio = 1;  // float32's time over this row's, where measured beside it
 };
 
 template <class In>
@@ -322,6 +327,49 @@ int main(int argc, char** argv) {
              static_cast<double>(elements) * taps, fir_elementwise, fir_copy);
     });
   }
+  // float16 and bfloat16 (the same buffers' bytes as 16-bit data: the timing does not depend on
+  // the values), the taps from the device where LaunchFirFilter places them, against float32 so.
+  const double half_copy = copy_bytes_per_s(elements / 2);
+  std::printf("%-10s %6s %-9s %14s %10s %10s %10s %10s\n", "op", "table", "dtype", "placement",
+              "ms", "GB/s", "copy", "x float32");
+  for (int taps : {17, 63, 513}) {
+    std::vector<float> values(taps);
+    for (int j = 0; j < taps; ++j) values[j] = 1.0f / static_cast<float>(taps);
+    float* device_taps = nullptr;
+    CHECK_CUDA(cudaMalloc(&device_taps, taps * sizeof(float)));
+    CHECK_CUDA(constmem::testing::CopyToDevice(device_taps, values.data(), taps * sizeof(float)));
+    const TableView<float> view{device_taps, taps, SourceKind::kDevice};
+    const FirShape shape = MakeFirShape(fir_rows, fir_length, taps, FirPadding::kSame);
+    double float32_ms = 0;
+    auto run = [&](auto tag, const char* dtype, double copy_ceiling) {
+      using T = decltype(tag);
+      LaunchReport launch;
+      const double ms = MedianMs(stream, [&] {
+        CHECK_OK(LaunchFirFilter<T>(stream, reinterpret_cast<const T*>(in),
+                                    reinterpret_cast<T*>(out), shape, view, &launch));
+      });
+      if (std::is_same<T, float>::value) float32_ms = ms;
+      const double bytes_per_s = 2.0 * elements * sizeof(T) / (ms * 1e-3);
+      Row row;
+      row.op = "fir_filter";
+      row.dtype = dtype;
+      row.placement = PlacementName(launch.placement);
+      row.table = taps;
+      row.ms = ms;
+      row.memory_fraction = bytes_per_s / (sizeof(T) == 4 ? fir_elementwise : half_copy);
+      row.copy_fraction = bytes_per_s / copy_ceiling;
+      row.fma_fraction = static_cast<double>(elements) * taps / (ms * 1e-3) / fma_per_s;
+      row.float32_ratio = float32_ms / ms;
+      std::printf("%-10s %6d %-9s %14s %10.4f %10.0f %9.1f%% %10.2f\n", "fir_filter", taps, dtype,
+                  row.placement.c_str(), ms, bytes_per_s / 1e9, 100 * row.copy_fraction,
+                  row.float32_ratio);
+      rows.push_back(row);
+    };
+    run(float{}, "float32", fir_copy);
+    run(Float16{}, "float16", half_copy);
+    run(BFloat16{}, "bfloat16", half_copy);
+    CHECK_CUDA(cudaFree(device_taps));
+  }
 
   const std::vector<NarrowRow> narrow = BenchNarrow(stream, sms, in, polyval_elements);
 
@@ -337,9 +385,9 @@ int main(int argc, char** argv) {
     std::string list = "[";
     for (const Row& row : rows) {
       list += std::string(list.size() > 1 ? ",\n  " : "\n  ") + "{\"op\": \"" + row.op +
-              "\", \"table\": " + std::to_string(row.table) + ", \"placement\": \"" +
-              row.placement + "\", \"ms\": " + Num(row.ms) +
-              ", \"memory_fraction\": " + Num(row.memory_fraction) +
+              "\", \"dtype\": \"" + row.dtype + "\", \"float32_ratio\": " + Num(row.float32_ratio) +
+              ", \"table\": " + std::to_string(row.table) + ", \"placement\": \"" + row.placement +
+              "\", \"ms\": " + Num(row.ms) + ", \"memory_fraction\": " + Num(row.memory_fraction) +
               ", \"copy_fraction\": " + Num(row.copy_fraction) +
               ", \"fma_fraction\": " + Num(row.fma_fraction) + "}";
     }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Upfirdn on the GPU and the CPU, float32, against a memory ceiling measured in the same run:
+// Upfirdn on the GPU and the CPU, float32, against a memory ceiling measured in the same run (and
+// float16 and bfloat16 as LaunchUpfirdn and the CPU kernel run them: each dtype's time, its share
+// of a same-run copy of its own bytes, and float32's time over its time):
 //   - resampling with scipy.signal.resample_poly's default filter (20 * max(up, down) + 1 taps):
 //     48 kHz -> 16 kHz (up/down 1/3), 16 -> 48 kHz (3/1), 44.1 -> 48 kHz (160/147) and
 //     48 -> 44.1 kHz (147/160); torchaudio's filters for 32, 48 and 96 kHz -> 8 kHz (1/4, 1/6,
@@ -28,11 +30,13 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "bench_util.cuh"
 #include "checks.cuh"
 #include "constmem/constmem.cuh"
+#include "constmem/numeric.hpp"
 #include "constmem/testing/gpu_testing.cuh"
 #include "upfirdn/upfirdn_cpu.h"
 #include "upfirdn/upfirdn_functor.h"
@@ -49,10 +53,38 @@ struct Case {
 };
 
 struct Row {
-  std::string name, variant, placement, arrangement;
+  std::string name, variant, placement, arrangement, dtype = "float32";
   std::int64_t rows = 0, length = 0, up = 0, down = 0, taps = 0;
   double ms = 0, bytes_per_s = 0, ceiling_fraction = 0, terms_per_s = 0;
+  double float32_ratio = 1;  // float32's time over this row's (1 for float32)
 };
+
+template <class H>
+const char* DtypeName() {
+  return std::is_same<H, Float16>::value ? "float16" : "bfloat16";
+}
+
+// The 16-bit twin of Spot: outputs of y against the float definition on the converted samples,
+// rounded to nearest even.
+template <class H>
+void SpotNarrow(const std::vector<float>& x_wide, const H* y_device, const UpfirdnShape& shape,
+                const std::vector<float>& taps, const std::string& what) {
+  std::mt19937_64 rng(shape.rows * 37 + shape.up * 5 + shape.down);
+  const std::int64_t total = shape.rows * shape.outputs;
+  for (int k = 0; k < 48; ++k) {
+    const std::int64_t i = k < 8 ? k : k < 16 ? total - 1 - (k - 8) : rng() % total;
+    H got{};
+    CHECK_CUDA(cudaMemcpy(&got, y_device + i, sizeof(H), cudaMemcpyDeviceToHost));
+    const std::int64_t row = i / shape.outputs;
+    const H want = FromCompute<H>(
+        UpfirdnOutput(x_wide.data() + row * shape.length, shape, taps.data(), i % shape.outputs));
+    if (got.bits != want.bits) {
+      std::fprintf(stderr, "%s: output %lld is 0x%04x, the definition's 0x%04x\n", what.c_str(),
+                   static_cast<long long>(i), got.bits, want.bits);
+      std::exit(1);
+    }
+  }
+}
 
 // A low-pass filter of `taps` taps (a windowed sinc, as resample_poly's default): the values do
 // not change the timing, only keep the outputs finite.
@@ -248,6 +280,7 @@ int main(int argc, char** argv) {
       };
       measure("LaunchUpfirdn", device_view, Placement::kConstantBank, UpfirdnArrangement::kAuto,
               true);
+      const std::size_t chosen_row = rows.size() - 1;
       auto tiled = [&](Placement placement) {
         return UpfirdnChosenArrangement<float>(shape, placement) != UpfirdnArrangement::kDirect;
       };
@@ -269,6 +302,66 @@ int main(int argc, char** argv) {
       }
       measure("global_memory", device_view, Placement::kGlobalMemory, UpfirdnArrangement::kDirect,
               false);
+      // float16 and bfloat16 as LaunchUpfirdn runs them, against a copy of their own bytes.
+      const double float32_ms = rows[chosen_row].ms;
+      auto measure_narrow = [&](auto tag) {
+        using H = decltype(tag);
+        std::vector<H> x16(x.size());
+        std::vector<float> x_wide(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          x16[i] = FromCompute<H>(x[i]);
+          x_wide[i] = ToCompute<float>(x16[i]);
+        }
+        H *in16 = nullptr, *out16 = nullptr;
+        CHECK_CUDA(cudaMalloc(&in16, x16.size() * sizeof(H)));
+        CHECK_CUDA(cudaMalloc(&out16, total * sizeof(H)));
+        CHECK_CUDA(constmem::testing::CopyToDevice(in16, x16.data(), x16.size() * sizeof(H)));
+        const double narrow_bytes = static_cast<double>(x16.size() + total) * sizeof(H);
+        const std::size_t narrow_copy = static_cast<std::size_t>(narrow_bytes / 2) / 16 * 16;
+        void* from = nullptr;
+        void* to = nullptr;
+        CHECK_CUDA(cudaMalloc(&from, narrow_copy));
+        CHECK_CUDA(cudaMalloc(&to, narrow_copy));
+        CHECK_CUDA(cudaMemset(from, 0, narrow_copy));
+        const double narrow_copy_ms = MedianMs(stream, [&] {
+          CHECK_CUDA(cudaMemcpyAsync(to, from, narrow_copy, cudaMemcpyDeviceToDevice, stream));
+        });
+        CHECK_CUDA(cudaFree(from));
+        CHECK_CUDA(cudaFree(to));
+        LaunchReport report;
+        const double ms = MedianMs(stream, [&] {
+          CHECK_OK(LaunchUpfirdn<H>(stream, in16, out16, shape, device_view, &report));
+        });
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        SpotNarrow(x_wide, out16, shape, taps, c.name + " " + DtypeName<H>());
+        Row row;
+        row.name = c.name;
+        row.variant = "LaunchUpfirdn";
+        row.dtype = DtypeName<H>();
+        row.placement = PlacementName(report.placement);
+        row.arrangement =
+            UpfirdnArrangementName(UpfirdnChosenArrangement<H>(shape, report.placement));
+        row.rows = n_rows;
+        row.length = length;
+        row.up = c.up;
+        row.down = c.down;
+        row.taps = c.taps;
+        row.ms = ms;
+        row.bytes_per_s = narrow_bytes / (ms * 1e-3);
+        row.ceiling_fraction = narrow_copy_ms / ms;
+        row.terms_per_s = terms / (ms * 1e-3);
+        row.float32_ratio = float32_ms / ms;
+        const std::string label = std::string("LaunchUpfirdn ") + DtypeName<H>() + " (" +
+                                  row.placement + ", " + row.arrangement + ")";
+        std::printf("%-20s %-13s %-34s %9.4f %8.0f %7.1f%% %8.0f  x%.2f float32's speed\n",
+                    c.name.c_str(), shape_name.c_str(), label.c_str(), ms, row.bytes_per_s / 1e9,
+                    100 * row.ceiling_fraction, row.terms_per_s / 1e9, row.float32_ratio);
+        rows.push_back(row);
+        CHECK_CUDA(cudaFree(in16));
+        CHECK_CUDA(cudaFree(out16));
+      };
+      measure_narrow(Float16{});
+      measure_narrow(BFloat16{});
       CHECK_CUDA(cudaFree(out));
     }
     CHECK_CUDA(cudaFree(in));
@@ -287,37 +380,59 @@ int main(int argc, char** argv) {
     std::printf("\nCPU: %d threads, %s, [%lld, %lld], best of 3\n", threads,
                 cpu::IsaName(cpu::BestIsaForShuffles()), static_cast<long long>(n_rows),
                 static_cast<long long>(length));
-    std::printf("%-20s %6s %9s %8s %8s\n", "case", "taps", "ms", "GB/s", "Gterm/s");
+    std::printf("%-20s %6s %-9s %9s %8s %8s %10s\n", "case", "taps", "dtype", "ms", "GB/s",
+                "Gterm/s", "x float32");
+    const std::vector<Float16> x_half = [&] {
+      std::vector<Float16> v(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) v[i] = FromCompute<Float16>(x[i]);
+      return v;
+    }();
+    const std::vector<BFloat16> x_bf16 = [&] {
+      std::vector<BFloat16> v(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) v[i] = FromCompute<BFloat16>(x[i]);
+      return v;
+    }();
     for (const Case& c : cases) {
       UpfirdnShape shape;
       CHECK_OK(MakeUpfirdnShape(n_rows, length, c.taps, c.up, c.down, &shape));
       const std::int64_t total = shape.rows * shape.outputs;
-      std::vector<float> y(total);
       const auto taps = Filter(c.taps, c.up, c.down);
-      const double seconds = SecondsOfBest(3, [&] {
-        std::vector<std::thread> pool;
-        for (int t = 0; t < threads; ++t) {
-          pool.emplace_back([&, t] {
-            UpfirdnCpuRange(x.data(), y.data(), shape, taps.data(), total * t / threads,
-                            total * (t + 1) / threads);
-          });
-        }
-        for (auto& thread : pool) thread.join();
-      });
-      Row row;
-      row.name = c.name;
-      row.variant = "cpu";
-      row.rows = n_rows;
-      row.length = length;
-      row.up = c.up;
-      row.down = c.down;
-      row.taps = c.taps;
-      row.ms = seconds * 1e3;
-      row.bytes_per_s = static_cast<double>(x.size() + total) * sizeof(float) / seconds;
-      row.terms_per_s = static_cast<double>(total) * ((c.taps + c.up - 1) / c.up) / seconds;
-      std::printf("%-20s %6lld %9.3f %8.1f %8.1f\n", c.name.c_str(), static_cast<long long>(c.taps),
-                  row.ms, row.bytes_per_s / 1e9, row.terms_per_s / 1e9);
-      cpu_rows.push_back(row);
+      double float32_ms = 0;
+      auto time = [&](const auto& data, const char* dtype) {
+        using T = typename std::decay_t<decltype(data)>::value_type;
+        std::vector<T> y(total);
+        const double seconds = SecondsOfBest(3, [&] {
+          std::vector<std::thread> pool;
+          for (int t = 0; t < threads; ++t) {
+            pool.emplace_back([&, t] {
+              UpfirdnCpuRange(data.data(), y.data(), shape, taps.data(), total * t / threads,
+                              total * (t + 1) / threads);
+            });
+          }
+          for (auto& thread : pool) thread.join();
+        });
+        Row row;
+        row.name = c.name;
+        row.variant = "cpu";
+        row.dtype = dtype;
+        row.rows = n_rows;
+        row.length = length;
+        row.up = c.up;
+        row.down = c.down;
+        row.taps = c.taps;
+        row.ms = seconds * 1e3;
+        if (std::is_same<T, float>::value) float32_ms = row.ms;
+        row.float32_ratio = float32_ms / row.ms;
+        row.bytes_per_s = static_cast<double>(data.size() + total) * sizeof(T) / seconds;
+        row.terms_per_s = static_cast<double>(total) * ((c.taps + c.up - 1) / c.up) / seconds;
+        std::printf("%-20s %6lld %-9s %9.3f %8.1f %8.1f %10.2f\n", c.name.c_str(),
+                    static_cast<long long>(c.taps), dtype, row.ms, row.bytes_per_s / 1e9,
+                    row.terms_per_s / 1e9, row.float32_ratio);
+        cpu_rows.push_back(row);
+      };
+      time(x, "float32");
+      time(x_half, "float16");
+      time(x_bf16, "bfloat16");
     }
   }
 
@@ -331,12 +446,13 @@ int main(int argc, char** argv) {
                 "\", \"rows\": " + std::to_string(row.rows) +
                 ", \"length\": " + std::to_string(row.length) +
                 ", \"up\": " + std::to_string(row.up) + ", \"down\": " + std::to_string(row.down) +
-                ", \"taps\": " + std::to_string(row.taps) + ", \"variant\": \"" + row.variant +
-                "\", \"placement\": \"" + row.placement + "\", \"arrangement\": \"" +
-                row.arrangement + "\", \"ms\": " + Num(row.ms) +
+                ", \"taps\": " + std::to_string(row.taps) + ", \"dtype\": \"" + row.dtype +
+                "\", \"variant\": \"" + row.variant + "\", \"placement\": \"" + row.placement +
+                "\", \"arrangement\": \"" + row.arrangement + "\", \"ms\": " + Num(row.ms) +
                 ", \"bytes_per_s\": " + Num(row.bytes_per_s) +
                 ", \"memcpy_fraction\": " + Num(row.ceiling_fraction) +
-                ", \"terms_per_s\": " + Num(row.terms_per_s) + "}";
+                ", \"terms_per_s\": " + Num(row.terms_per_s) +
+                ", \"float32_ratio\": " + Num(row.float32_ratio) + "}";
       }
       return text + "]";
     };

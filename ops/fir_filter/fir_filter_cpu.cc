@@ -425,27 +425,144 @@ CONSTMEM_TARGET_AVX2 __attribute__((flatten)) void Avx2Grouped(const float* x, f
 #pragma GCC diagnostic pop
 #endif
 
+// Rows of 16-bit data to float and back, with the bits of ToCompute and FromCompute. With F16C
+// (every AVX2 CPU) 8 at a time: float16's conversions in hardware (rounding to nearest even; a
+// NaN result rewritten to FromCompute's NaN), bfloat16's in integer lanes; else one at a time.
+#if CONSTMEM_CPU_X86
+__attribute__((target("avx2,f16c"))) inline void WidenVectors(const Float16* from, float* to,
+                                                              std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i));
+    _mm256_storeu_ps(to + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) to[i] = ToCompute<float>(from[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void NarrowVectors(const float* from, Float16* to,
+                                                               std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(from + i);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      for (std::int64_t j = i; j < i + 8; ++j) to[j] = FromCompute<Float16>(from[j]);
+    }
+  }
+  for (; i < n; ++i) to[i] = FromCompute<Float16>(from[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void WidenVectors(const BFloat16* from, float* to,
+                                                              std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) to[i] = ToCompute<float>(from[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void NarrowVectors(const float* from, BFloat16* to,
+                                                               std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t f;
+    std::memcpy(&f, from + i, sizeof(f));
+    const std::uint32_t rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+    const std::uint32_t nan = (f >> 16) | 0x40u;  // FromCompute's NaN
+    to[i].bits = static_cast<std::uint16_t>((f & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+  }
+}
+inline bool HasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c");
+  return has;
+}
+#endif
+
+template <class T>
+void WidenRow(const T* from, float* to, std::int64_t n, cpu::Isa isa) {
+#if CONSTMEM_CPU_X86
+  if (isa != cpu::Isa::kPortable && HasF16c()) return WidenVectors(from, to, n);
+#endif
+  (void)isa;
+  for (std::int64_t i = 0; i < n; ++i) to[i] = ToCompute<float>(from[i]);
+}
+
+template <class T>
+void NarrowRow(const float* from, T* to, std::int64_t n, cpu::Isa isa) {
+#if CONSTMEM_CPU_X86
+  if (isa != cpu::Isa::kPortable && HasF16c()) return NarrowVectors(from, to, n);
+#endif
+  (void)isa;
+  for (std::int64_t i = 0; i < n; ++i) to[i] = FromCompute<T>(from[i]);
+}
+
+// 16-bit data: chunks of outputs of up to 16 rows at once (whole rows where the range holds them,
+// so that the float kernel's transposed groups take them), each the float kernel's VALID filter of
+// the chunk's samples converted to float with the padding's zeros written out, then rounded
+// (FromCompute): out-of-row samples are zeros in both, so every output takes the same fused
+// multiply-adds in the same order.
+template <class T>
+void NarrowRange(const T* x, T* y, const FirShape& shape, const float* taps, std::int64_t begin,
+                 std::int64_t end, cpu::Isa isa) {
+  constexpr std::int64_t kMostRows = 16;
+  const std::int64_t n = shape.length, m = shape.outputs, k = shape.taps;
+  // A chunk's samples cost k - 1 conversions beyond its outputs; its outputs, k FMAs each.
+  const std::int64_t chunk_outputs = std::max<std::int64_t>(4096, k);
+  std::vector<float> samples, outputs;
+  while (begin < end) {
+    const std::int64_t row = begin / m, first = begin % m;
+    const std::int64_t last = std::min(m, first + (end - begin));
+    const std::int64_t rows = first == 0 && last == m ? std::min(kMostRows, (end - begin) / m) : 1;
+    for (std::int64_t i0 = first; i0 < last;) {
+      const std::int64_t i1 = std::min(last, i0 + chunk_outputs);
+      FirShape chunk;
+      chunk.rows = rows;
+      chunk.outputs = i1 - i0;
+      chunk.taps = k;
+      chunk.length = chunk.outputs + k - 1;
+      chunk.pad_left = 0;
+      samples.resize(static_cast<std::size_t>(rows * chunk.length));
+      outputs.resize(static_cast<std::size_t>(rows * chunk.outputs));
+      const std::int64_t start = i0 - shape.pad_left;  // the chunk's first sample
+      const std::int64_t from = std::min(std::max<std::int64_t>(start, 0), start + chunk.length);
+      const std::int64_t to = std::max(std::min(start + chunk.length, n), from);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        float* const to_row = samples.data() + r * chunk.length;
+        const T* const from_row = x + (row + r) * n;
+        std::fill(to_row, to_row + (from - start), 0.0f);
+        WidenRow(from_row + from, to_row + (from - start), to - from, isa);
+        std::fill(to_row + (to - start), to_row + chunk.length, 0.0f);
+      }
+      FirFilterCpuRange(samples.data(), outputs.data(), chunk, taps, 0, rows * chunk.outputs, isa);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        T* const out = y + (row + r) * m + i0;
+        const float* const values = outputs.data() + r * chunk.outputs;
+        NarrowRow(values, out, chunk.outputs, isa);
+      }
+      i0 = i1;
+    }
+    begin += rows * (last - first);
+  }
+}
+
 }  // namespace
 
 template <class T>
-void FirFilterCpuRange(const T* x, T* y, const FirShape& shape, const T* taps, std::int64_t begin,
-                       std::int64_t end, cpu::Isa isa) {
+void FirFilterCpuRange(const T* x, T* y, const FirShape& shape, const ComputeTypeOf<T>* taps,
+                       std::int64_t begin, std::int64_t end, cpu::Isa isa) {
   if (begin >= end || shape.outputs == 0 || shape.taps < 1) return;
-  switch (isa) {
+  if constexpr (!std::is_same<T, ComputeTypeOf<T>>::value) {
+    NarrowRange(x, y, shape, taps, begin, end, isa);
+  } else {
+    switch (isa) {
 #if CONSTMEM_CPU_X86
-    case cpu::Isa::kAvx512:
-      if constexpr (std::is_same<T, float>::value) {
-        if (shape.taps <= kGroupedMaxTaps) return Avx512Grouped(x, y, shape, taps, begin, end);
-      }
-      return Avx512(x, y, shape, taps, begin, end);
-    case cpu::Isa::kAvx2:
-      if constexpr (std::is_same<T, float>::value) {
-        if (shape.taps <= kGroupedMaxTaps) return Avx2Grouped(x, y, shape, taps, begin, end);
-      }
-      return Avx2(x, y, shape, taps, begin, end);
+      case cpu::Isa::kAvx512:
+        if constexpr (std::is_same<T, float>::value) {
+          if (shape.taps <= kGroupedMaxTaps) return Avx512Grouped(x, y, shape, taps, begin, end);
+        }
+        return Avx512(x, y, shape, taps, begin, end);
+      case cpu::Isa::kAvx2:
+        if constexpr (std::is_same<T, float>::value) {
+          if (shape.taps <= kGroupedMaxTaps) return Avx2Grouped(x, y, shape, taps, begin, end);
+        }
+        return Avx2(x, y, shape, taps, begin, end);
 #endif
-    default:
-      return Portable(x, y, shape, taps, begin, end);
+      default:
+        return Portable(x, y, shape, taps, begin, end);
+    }
   }
 }
 
@@ -453,6 +570,10 @@ template void FirFilterCpuRange<float>(const float*, float*, const FirShape&, co
                                        std::int64_t, std::int64_t, cpu::Isa);
 template void FirFilterCpuRange<double>(const double*, double*, const FirShape&, const double*,
                                         std::int64_t, std::int64_t, cpu::Isa);
+template void FirFilterCpuRange<Float16>(const Float16*, Float16*, const FirShape&, const float*,
+                                         std::int64_t, std::int64_t, cpu::Isa);
+template void FirFilterCpuRange<BFloat16>(const BFloat16*, BFloat16*, const FirShape&, const float*,
+                                          std::int64_t, std::int64_t, cpu::Isa);
 
 }  // namespace ops
 }  // namespace constmem

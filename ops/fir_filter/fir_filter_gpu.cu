@@ -38,11 +38,12 @@ StrategyLimits FirLimits() {
   return limits;
 }
 
-// kChunked: FirChunkedKernel, for filters of more than kFirTiledMaxTaps (block teams).
+// T: the data's type (its tiles are its compute type's). kChunked: FirChunkedKernel, for filters
+// of more than kFirTiledMaxTaps (block teams).
 template <class T, class Taps, int kShift, int kTeam, int kBlock, bool kChunked = false>
 Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                      const Taps& taps) {
-  using Tune = FirTuning<T, kTeam, kBlock>;
+  using Tune = FirTuning<ComputeTypeOf<T>, kTeam, kBlock>;
   static_assert(!kChunked || kTeam == kBlock, "chunked filters run in block teams");
   constexpr auto kernel = kChunked      ? FirChunkedKernel<T, Taps, kShift, kBlock>
                           : kTeam == 32 ? FirWarpTeamKernel<T, Taps, kShift, kBlock>
@@ -92,7 +93,7 @@ Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const Fi
   const bool chunked = shape.taps > kFirTiledMaxTaps;
   // A filter longer than the tiles is past the constant bank and the by-value block: its taps are
   // in global memory, the one reader the chunked kernel is compiled for (a third of the code).
-  constexpr bool kGlobalTaps = std::is_same<Taps, GlobalTableReader<T>>::value;
+  constexpr bool kGlobalTaps = std::is_same<Taps, GlobalTableReader<ComputeTypeOf<T>>>::value;
   if (chunked && !kGlobalTaps) {
     return InvalidArgument("FirFilter: a filter of " + std::to_string(shape.taps) +
                            " taps is read from global memory");
@@ -128,11 +129,11 @@ Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const Fi
                     std::to_string(shared_bytes_per_block));
 }
 
-// One kernel for each offset of a tile's first sample within a vector.
+// One kernel for each offset of a tile's first sample within a vector (of the compute type).
 template <class T, class Taps>
 Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                     const Taps& taps, std::size_t shared_bytes_per_block) {
-  constexpr int L = FirTuning<T>::kLanes;
+  constexpr int L = FirTuning<ComputeTypeOf<T>>::kLanes;
   switch ((L - shape.pad_left % L) % L) {
     case 0:
       return LaunchForTeam<T, Taps, 0>(device, stream, x, y, shape, taps, shared_bytes_per_block);
@@ -167,8 +168,9 @@ int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block)
 
 template <class T>
 Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                                       const TableView<T>& taps, Placement placement,
+                                       const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                        std::size_t shared_bytes_per_block, LaunchReport* report) {
+  using C = ComputeTypeOf<T>;
   if (report != nullptr) *report = LaunchReport(placement);
   if (taps.values == nullptr || taps.size < 1 || taps.size > kFirMaxTaps ||
       taps.size != shape.taps) {
@@ -180,7 +182,7 @@ Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const
     return InvalidArgument("FirFilter: invalid shape");
   }
   if (shape.rows == 0 || shape.outputs == 0) return Status::Ok();
-  return LaunchWithTable<DefaultByValueTable<T>, fir_taps_banks::Of<T>>(
+  return LaunchWithTable<DefaultByValueTable<C>, fir_taps_banks::Of<C>>(
       stream, taps, placement,
       [&](int device, const auto& reader) {
         std::size_t device_bytes = 0;
@@ -193,7 +195,7 @@ Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const
 
 template <class T>
 Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                                    const TableView<T>& taps, Placement placement,
+                                    const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                     LaunchReport* report) {
   return LaunchFirFilterWithSharedMemory(stream, x, y, shape, taps, placement,
                                          std::numeric_limits<std::size_t>::max(), report);
@@ -201,25 +203,31 @@ Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const Fi
 
 template <class T>
 Status LaunchFirFilter(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                       const TableView<T>& taps, LaunchReport* report) {
+                       const TableView<ComputeTypeOf<T>>& taps, LaunchReport* report) {
   return LaunchFirFilterWithPlacement(
       stream, x, y, shape, taps,
-      FirFilterPlacement<T>(taps.size, taps.source, LaunchElements(shape.rows, shape.outputs)),
+      FirFilterPlacement<ComputeTypeOf<T>>(taps.size, taps.source,
+                                           LaunchElements(shape.rows, shape.outputs)),
       report);
 }
 
-#define CONSTMEM_INSTANTIATE_FIR(T)                                                               \
-  template Placement FirFilterPlacement<T>(std::int64_t, SourceKind, std::int64_t);               \
-  template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,                    \
-                                     const TableView<T>&, LaunchReport*);                         \
-  template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&,       \
-                                                  const TableView<T>&, Placement, LaunchReport*); \
-  template Status LaunchFirFilterWithSharedMemory<T>(GpuStream, const T*, T*, const FirShape&,    \
-                                                     const TableView<T>&, Placement, std::size_t, \
-                                                     LaunchReport*);                              \
+// FirFilterPlacement answers for the taps' type (float for 16-bit data); the rest for the data's.
+template Placement FirFilterPlacement<float>(std::int64_t, SourceKind, std::int64_t);
+template Placement FirFilterPlacement<double>(std::int64_t, SourceKind, std::int64_t);
+#define CONSTMEM_INSTANTIATE_FIR(T)                                                              \
+  template Status LaunchFirFilter<T>(GpuStream, const T*, T*, const FirShape&,                   \
+                                     const TableView<ComputeTypeOf<T>>&, LaunchReport*);         \
+  template Status LaunchFirFilterWithPlacement<T>(GpuStream, const T*, T*, const FirShape&,      \
+                                                  const TableView<ComputeTypeOf<T>>&, Placement, \
+                                                  LaunchReport*);                                \
+  template Status LaunchFirFilterWithSharedMemory<T>(GpuStream, const T*, T*, const FirShape&,   \
+                                                     const TableView<ComputeTypeOf<T>>&,         \
+                                                     Placement, std::size_t, LaunchReport*);     \
   template int FirFilterBlockThreads<T>(std::int64_t, std::size_t);
 CONSTMEM_INSTANTIATE_FIR(float)
 CONSTMEM_INSTANTIATE_FIR(double)
+CONSTMEM_INSTANTIATE_FIR(Float16)
+CONSTMEM_INSTANTIATE_FIR(BFloat16)
 #undef CONSTMEM_INSTANTIATE_FIR
 
 }  // namespace ops

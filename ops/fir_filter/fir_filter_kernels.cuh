@@ -19,6 +19,12 @@
 // offset, and the outputs stay in registers across the chunks, so each output takes the same FMAs
 // in the same order as on the CPU. Their taps, larger than the constant bank, are read from global
 // memory with the same warp-uniform indices.
+//
+// float16 and bfloat16 data (kLanded) are computed in float, with float's tiles and registers: a
+// tile's 16-bit samples land in a buffer of their own by 16-byte asynchronous copies (whatever the
+// row's alignment), are converted once into the team's float buffer, and the outputs leave rounded
+// to nearest even (FromCompute), 8 a 16-byte store; one float buffer a team, no bulk copies. The
+// FMAs are float32's, in the same order, so the results are the CPU kernel's bit for bit.
 #pragma once
 
 #include <cstddef>
@@ -26,11 +32,29 @@
 #include <type_traits>
 
 #include "constmem/async_copy.cuh"
+#include "constmem/numeric.hpp"
 #include "fir_filter/fir_filter_functor.h"
 
 namespace constmem {
 namespace ops {
 namespace fir_kernels {
+
+// FromCompute in device code. numeric.hpp rounds to bfloat16 before sm_80 with a host function:
+// the same rounding here (to nearest even; a NaN stays a quiet NaN).
+template <class Out, class C>
+__host__ __device__ __forceinline__ Out ToData(C v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  if constexpr (std::is_same<Out, BFloat16>::value) {
+    const unsigned f = __float_as_uint(static_cast<float>(v));
+    if ((f & 0x7fffffffu) > 0x7f800000u) return Out{static_cast<std::uint16_t>((f >> 16) | 0x40u)};
+    return Out{static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
+  } else {
+    return FromCompute<Out>(v);
+  }
+#else
+  return FromCompute<Out>(v);
+#endif
+}
 
 // Threads a block: 256, or 64 on GPUs that offer too little shared memory a block for tiles of
 // 256 threads (64 KiB on compute capability 7.5; 99 KiB on 8.6 and 8.9, less than float64 filters
@@ -109,10 +133,25 @@ template <class T, int kTeam>
 __host__ __device__ constexpr int BufferElements(int taps) {
   return Padded<T, kTeam>(StagedSamples<T, kTeam>(taps)) + FirTuning<T>::kLanes;
 }
-// Each team's buffers, then (warp teams) one transaction barrier a buffer for its bulk copies.
-template <class T, int kTeam, int kBlock = (kTeam == 32 ? kThreads : kTeam)>
+// Whether data of type In is staged through a landing buffer (16-bit data, computed in float).
+template <class In>
+constexpr bool kLanded = !std::is_same<In, ComputeTypeOf<In>>::value;
+// The elements of a team's landing buffer: a tile's samples of In, shifted by up to 7 (StageSpan).
+template <class In, int kTeam>
+__host__ __device__ constexpr int LandingElements(int taps) {
+  return (7 + StagedSamples<ComputeTypeOf<In>, kTeam>(taps) + 7) / 8 * 8;
+}
+// Each team's buffers, then (warp teams) one transaction barrier a buffer for its bulk copies; for
+// 16-bit data each team's float buffer, then each team's landing buffer. In: the data's type.
+template <class In, int kTeam, int kBlock = (kTeam == 32 ? kThreads : kTeam)>
 constexpr std::size_t SharedBytes(int taps) {
+  using T = ComputeTypeOf<In>;
   using Tune = FirTuning<T, kTeam, kBlock>;
+  if constexpr (kLanded<In>) {
+    return Tune::kTeamsPerBlock *
+           (static_cast<std::size_t>(BufferElements<T, kTeam>(taps)) * sizeof(T) +
+            static_cast<std::size_t>(LandingElements<In, kTeam>(taps)) * sizeof(In));
+  }
   return Tune::kTeamsPerBlock * Tune::kBuffers *
          (static_cast<std::size_t>(BufferElements<T, kTeam>(taps)) * sizeof(T) +
           (kTeam == 32 ? sizeof(std::uint64_t) : 0));
@@ -127,6 +166,8 @@ static_assert(SharedBytes<float, kThreads>(kFirTiledMaxTaps) <= 113 * 1024, "two
 static_assert(SharedBytes<double, kThreads>(kFirTiledMaxTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<float, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
 static_assert(SharedBytes<double, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<Float16, kThreads>(kFirTiledMaxTaps) <= 113 * 1024, "two blocks an SM");
+static_assert(SharedBytes<Float16, 32>(kMaxWarpTeamTaps) <= 113 * 1024, "two blocks an SM");
 // The most shared memory a block of warp teams or of one block team asks for, at their longest
 // filter (or chunk of a longer one).
 template <class T, int kBlock>
@@ -136,13 +177,14 @@ constexpr std::size_t MostSharedBytes(bool warp_teams) {
 }
 // Small blocks fit every GPU CUDA 13 builds for (64 KiB a block on compute capability 7.5).
 constexpr std::size_t kSmallestSharedBytesPerBlock = 64 * 1024;
-static_assert(MostSharedBytes<float, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<double, kSmallBlockThreads>(false) <=
-                      kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<float, kSmallBlockThreads>(true) <=
-                      kSmallestSharedBytesPerBlock &&
-                  MostSharedBytes<double, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock,
-              "small blocks fit 64 KiB");
+static_assert(
+    MostSharedBytes<Float16, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<Float16, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<float, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<double, kSmallBlockThreads>(false) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<float, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock &&
+        MostSharedBytes<double, kSmallBlockThreads>(true) <= kSmallestSharedBytesPerBlock,
+    "small blocks fit 64 KiB");
 
 // Tiles are walked as (row, column) pairs, stepping without a 64-bit division per tile.
 template <class Tune>
@@ -225,22 +267,104 @@ struct ThreadOutputs {
 
 // The outputs of a tile from vector `from_vector` on, one at a time (a tile's tail, or outputs
 // that do not start on 16-byte boundaries).
-template <class T, int kTeam>
-__device__ __forceinline__ void StoreOutputs(const T* staged, T* tile_y, int from_output,
+template <class T, int kTeam, class Out>
+__device__ __forceinline__ void StoreOutputs(const T* staged, Out* tile_y, int from_output,
                                              int tile_outputs, unsigned thread) {
   for (int e = from_output + thread; e < tile_outputs; e += kTeam) {
-    tile_y[e] = staged[Padded<T, kTeam>(e)];
+    tile_y[e] = ToData<Out>(staged[Padded<T, kTeam>(e)]);
   }
+}
+
+// 16-bit samples: StageSpan's layout (element first + i at to[SpanShift(row, first) + i], zeros
+// outside the row), 16-byte asynchronous copies where a chunk lies inside the row; the chunks at
+// the row's ends are copied element by element, synchronously (cp.async copies no fewer than 4
+// bytes). Their stores land before the barrier that precedes the buffer's reads.
+template <class In>
+__device__ __forceinline__ void StageNarrowSpan(In* to, const In* row, std::int64_t first,
+                                                int count, std::int64_t length, int thread,
+                                                int threads) {
+  static_assert(sizeof(In) == 2, "16-bit elements");
+  constexpr int kPerChunk = 8;
+  const int shift = SpanShift(row, first);
+  const std::int64_t base = first - shift;
+  const int chunks = SpanElements<In>(shift + count) / kPerChunk;
+  for (int c = thread; c < chunks; c += threads) {
+    const std::int64_t e = base + static_cast<std::int64_t>(c) * kPerChunk;
+    In* const chunk = to + c * kPerChunk;
+    if (e >= 0 && e + kPerChunk <= length) {
+      CopyAsync(reinterpret_cast<int4*>(chunk), reinterpret_cast<const int4*>(row + e), true);
+      continue;
+    }
+#pragma unroll
+    for (int i = 0; i < kPerChunk; ++i) {
+      chunk[i] = e + i >= 0 && e + i < length ? row[e + i] : In{0};
+    }
+  }
+}
+
+// A team's landed samples (StageNarrowSpan of `count` samples from row_x[first]) into its float
+// buffer at Padded(e), converted (ToCompute): 4 a load and a 16-byte store where the landing
+// buffer's shift leaves them 8-byte aligned (rows of whole 16-byte vectors), else one at a time.
+template <class T, int kTeam, class In>
+__device__ __forceinline__ void LandSamples(T* staged, const In* landing, const In* row_x,
+                                            std::int64_t first, int count, unsigned thread) {
+  const int shift = SpanShift(row_x, first);
+  const In* const from = landing + shift;
+  if (shift % 4 == 0) {
+    for (int v = thread; v < count / 4; v += kTeam) {
+      const uint2 w = *reinterpret_cast<const uint2*>(from + 4 * v);
+      const float4 f = make_float4(ToCompute<float>(In{static_cast<std::uint16_t>(w.x & 0xffffu)}),
+                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.x >> 16)}),
+                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.y & 0xffffu)}),
+                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.y >> 16)}));
+      *reinterpret_cast<float4*>(staged + Padded<T, kTeam>(4 * v)) = f;
+    }
+    for (int e = count / 4 * 4 + thread; e < count; e += kTeam) {
+      staged[Padded<T, kTeam>(e)] = ToCompute<T>(from[e]);
+    }
+    return;
+  }
+  for (int e = thread; e < count; e += kTeam) staged[Padded<T, kTeam>(e)] = ToCompute<T>(from[e]);
+}
+
+// A tile's outputs from the team's float buffer (at Padded(e)) to 16-bit data, rounded
+// (FromCompute): 8 a 16-byte store where `vectors` (tile_y 16-byte aligned), the rest one at a
+// time.
+template <class T, int kTeam, class In>
+__device__ __forceinline__ void StoreNarrowOutputs(const T* staged, In* tile_y, int tile_outputs,
+                                                   unsigned thread, bool vectors) {
+  int done = 0;
+  if (vectors) {
+    const int chunks = tile_outputs / 8;
+    for (int c = thread; c < chunks; c += kTeam) {
+      const float4 lo = reinterpret_cast<const float4*>(staged)[PaddedVector<T, kTeam>(2 * c)];
+      const float4 hi = reinterpret_cast<const float4*>(staged)[PaddedVector<T, kTeam>(2 * c + 1)];
+      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      unsigned words[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        words[i] = static_cast<unsigned>(ToData<In>(v[2 * i]).bits) |
+                   static_cast<unsigned>(ToData<In>(v[2 * i + 1]).bits) << 16;
+      }
+      *reinterpret_cast<uint4*>(tile_y + 8 * c) =
+          make_uint4(words[0], words[1], words[2], words[3]);
+    }
+    done = chunks * 8;
+  }
+  StoreOutputs<T, kTeam>(staged, tile_y, done, tile_outputs, thread);
 }
 
 // kShift: how far a tile's first sample lies past the vector boundary its staging starts from
 // (the row's samples are staged as whole vectors, so SAME padding of an odd count shifts them).
 // Filters of up to kMaxWarpTeamTaps taps, a warp a tile, kBlock / 32 teams a block.
-template <class T, class Taps, int kShift, int kBlock>
+// In: the data's type; T, its compute type (kLanded: float for 16-bit data).
+template <class In, class Taps, int kShift, int kBlock>
 __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock)
-    FirWarpTeamKernel(const T* x, T* y, std::int64_t rows, std::int64_t length,
+    FirWarpTeamKernel(const In* x, In* y, std::int64_t rows, std::int64_t length,
                       std::int64_t outputs, int tap_count, int pad_left,
                       const __grid_constant__ Taps taps) {
+  using T = ComputeTypeOf<In>;
+  constexpr bool kLandedSamples = kLanded<In>;
   constexpr int kTeam = 32;
   using Tune = FirTuning<T, kTeam, kBlock>;
   using V = typename Vector16<T>::type;
@@ -248,27 +372,35 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
   constexpr int S = RingSegments<T, kShift, kTeam>();
-  constexpr int B = Tune::kBuffers;
+  constexpr int B = kLandedSamples ? 1 : Tune::kBuffers;
   constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
+  constexpr int kDataLanes = 16 / static_cast<int>(sizeof(In));
+  constexpr bool kBulk = kBulkCopies && !kLandedSamples;
   unsigned char* const shared_bytes = DynamicSharedMemory();
   const int staged_count = StagedSamples<T, kTeam>(tap_count);
   const int buffer_elements = BufferElements<T, kTeam>(tap_count);
   const unsigned team_in_block = threadIdx.x / kTeam;
   T* const buffers = reinterpret_cast<T*>(shared_bytes) + team_in_block * B * buffer_elements;
+  // 16-bit data: each team's landing buffer, after every team's float buffer.
+  [[maybe_unused]] In* const landing =
+      reinterpret_cast<In*>(reinterpret_cast<T*>(shared_bytes) +
+                            Tune::kTeamsPerBlock * B * buffer_elements) +
+      team_in_block * LandingElements<In, kTeam>(tap_count);
   const unsigned thread = threadIdx.x % kTeam;
   // Rows start on 16-byte boundaries: the staging copies whole vectors.
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
-  const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
+  const bool vector_output =
+      reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % kDataLanes == 0;
   // Whole-vector rows and outputs move by bulk copies, each buffer's arrival signalled on its
   // barrier (after the block's buffers); bit b of `parities` is the phase of buffer b's barrier to
   // wait for.
-  [[maybe_unused]] const bool bulk = kBulkCopies && vector_rows && vector_output;
+  [[maybe_unused]] const bool bulk = kBulk && vector_rows && vector_output;
   const unsigned barriers =
       static_cast<unsigned>(__cvta_generic_to_shared(shared_bytes)) +
       static_cast<unsigned>((Tune::kTeamsPerBlock * B * buffer_elements * sizeof(T)) +
                             team_in_block * B * sizeof(std::uint64_t));
   [[maybe_unused]] unsigned parities = 0;
-  if constexpr (kBulkCopies) {
+  if constexpr (kBulk) {
     if (bulk) {
       if (thread == 0) {
         for (int b = 0; b < B; ++b) BarrierInit(barriers + b * sizeof(std::uint64_t));
@@ -286,9 +418,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   constexpr int kStageRounds = (StagedSamples<T, kTeam>(kMaxWarpTeamTaps) / L + kTeam - 1) / kTeam;
   auto stage = [&](int buffer_index, std::int64_t row, std::int64_t column) {
     T* const buffer = buffers + buffer_index * buffer_elements;
-    const T* row_x = x + row * length;
+    const In* row_x = x + row * length;
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
-    if (!vector_rows) {
+    if constexpr (kLandedSamples) {
+      (void)buffer;
+      StageNarrowSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
+      return;
+    } else if (!vector_rows) {
       for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
         const std::int64_t s = first_sample + e;
         const bool inside = s >= 0 && s < length;
@@ -299,7 +435,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     const V* row_vectors = reinterpret_cast<const V*>(row_x);
     const std::int64_t first = first_sample / L;  // exact: pad_left + kShift is whole vectors
     const int staged_vectors = staged_count / L;
-    if constexpr (kBulkCopies) {
+    if constexpr (kBulk) {
       if (bulk) {  // one copy of the samples inside the row; threads write the zeros outside it
         auto clamp = [&](std::int64_t k) {
           return static_cast<int>(k < 0 ? 0 : k > staged_vectors ? staged_vectors : k);
@@ -356,7 +492,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   CopyAsyncCommit();
   for (int current = 0; row < rows; walk.Advance(&row, &column), current = (current + 1) % B) {
     T* const staged = buffers + current * buffer_elements;
-    if constexpr (kBulkCopies) {
+    if constexpr (kBulk) {
       if (bulk) {
         BarrierWait(barriers + current * sizeof(std::uint64_t), parities >> current & 1);
         parities ^= 1u << current;
@@ -366,6 +502,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     // This tile's samples are visible to the warp; every thread is done with the buffer the next
     // tile goes to.
     __syncwarp();
+    if constexpr (kLandedSamples) {
+      LandSamples<T, kTeam>(staged, landing, x + row * length,
+                            column * Tune::kTile - pad_left - kShift, staged_count, thread);
+      __syncwarp();  // the float tile is whole and the landing buffer free
+    }
     {
       std::int64_t next_row = row, next_column = column;
       walk.Advance(&next_row, &next_column);
@@ -434,10 +575,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     __syncwarp();  // every thread is done reading the staged samples
     out.StoreToShared(thread_samples);
     const std::int64_t first_output = column * Tune::kTile;
-    T* tile_y = y + row * outputs + first_output;
+    In* tile_y = y + row * outputs + first_output;
     const std::int64_t remaining = outputs - first_output;
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
-    if constexpr (kBulkCopies) {
+    if constexpr (kBulk) {
       if (bulk) {  // unpadded: the tile's outputs lie in order from the buffer's start
         FenceForBulkCopies();
         __syncwarp();
@@ -449,7 +590,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
       }
     }
     __syncwarp();
-    if (!vector_output) {
+    if constexpr (kLandedSamples) {
+      StoreNarrowOutputs<T, kTeam>(staged, tile_y, tile_outputs, thread, vector_output);
+      continue;
+    } else if (!vector_output) {
       StoreOutputs<T, kTeam>(staged, tile_y, 0, tile_outputs, thread);
       continue;
     }
@@ -469,7 +613,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     }
     StoreOutputs<T, kTeam>(staged, tile_y, vectors * L, tile_outputs, thread);
   }
-  if constexpr (kBulkCopies) {
+  if constexpr (kBulk) {
     // Before the block's shared memory goes.
     if (bulk && thread == 0) BulkStoresDone();
   }
@@ -520,26 +664,31 @@ __device__ __forceinline__ void ApplyStagedTaps(ThreadOutputs<T, Tune, kShift, S
 }
 
 // Longer filters: the block of kBlock threads is one team, whose tiles carry less halo.
-template <class T, class Taps, int kShift, int kBlock>
+template <class In, class Taps, int kShift, int kBlock>
 __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock)
-    FirBlockTeamKernel(const T* x, T* y, std::int64_t rows, std::int64_t length,
+    FirBlockTeamKernel(const In* x, In* y, std::int64_t rows, std::int64_t length,
                        std::int64_t outputs, int tap_count, int pad_left,
                        const __grid_constant__ Taps taps) {
+  using T = ComputeTypeOf<In>;
+  constexpr bool kLandedSamples = kLanded<In>;
   constexpr int kTeam = kBlock;
   using Tune = FirTuning<T, kTeam, kBlock>;
   using V = typename Vector16<T>::type;
   constexpr int R = Tune::kOutputs;
   constexpr int L = Tune::kLanes;
   constexpr int S = RingSegments<T, kShift, kTeam>();
-  constexpr int B = Tune::kBuffers;
+  constexpr int B = kLandedSamples ? 1 : Tune::kBuffers;
   constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
+  constexpr int kDataLanes = 16 / static_cast<int>(sizeof(In));
   unsigned char* const shared_bytes = DynamicSharedMemory();
   const int staged_count = StagedSamples<T, kTeam>(tap_count);
   const int buffer_elements = BufferElements<T, kTeam>(tap_count);
   T* const buffers = reinterpret_cast<T*>(shared_bytes);
+  [[maybe_unused]] In* const landing = reinterpret_cast<In*>(buffers + B * buffer_elements);
   const unsigned thread = threadIdx.x;
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
-  const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
+  const bool vector_output =
+      reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % kDataLanes == 0;
 
   const TileWalk<Tune> walk(outputs);
   // Staged vector k = thread + i * kTeam sits at PaddedVector(k); a loop of the block's own, which
@@ -547,9 +696,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   constexpr int kRoundStride = PaddedVector<T, kTeam>(kTeam);
   auto stage = [&](int buffer_index, std::int64_t row, std::int64_t column) {
     T* const buffer = buffers + buffer_index * buffer_elements;
-    const T* row_x = x + row * length;
+    const In* row_x = x + row * length;
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
-    if (!vector_rows) {
+    if constexpr (kLandedSamples) {
+      (void)buffer;
+      StageNarrowSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
+      return;
+    } else if (!vector_rows) {
       for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
         const std::int64_t s = first_sample + e;
         const bool inside = s >= 0 && s < length;
@@ -602,6 +755,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     // This tile's samples are visible to the block; every thread is done with the buffer the next
     // tile goes to.
     __syncthreads();
+    if constexpr (kLandedSamples) {
+      LandSamples<T, kTeam>(staged, landing, x + row * length,
+                            column * Tune::kTile - pad_left - kShift, staged_count, thread);
+      __syncthreads();  // the float tile is whole and the landing buffer free
+    }
     {
       std::int64_t next_row = row, next_column = column;
       walk.Advance(&next_row, &next_column);
@@ -616,11 +774,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     __syncthreads();  // every thread is done reading the staged samples
     out.StoreToShared(thread_samples);
     const std::int64_t first_output = column * Tune::kTile;
-    T* tile_y = y + row * outputs + first_output;
+    In* tile_y = y + row * outputs + first_output;
     const std::int64_t remaining = outputs - first_output;
     const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
     __syncthreads();
-    if (!vector_output) {
+    if constexpr (kLandedSamples) {
+      StoreNarrowOutputs<T, kTeam>(staged, tile_y, tile_outputs, thread, vector_output);
+      continue;
+    } else if (!vector_output) {
       StoreOutputs<T, kTeam>(staged, tile_y, 0, tile_outputs, thread);
       continue;
     }
@@ -650,10 +811,13 @@ struct TapsFrom {
 // chunk's halo) are staged afresh, while the outputs stay in registers from chunk to chunk: each
 // output still takes one FMA per tap in tap order. A step is one chunk of one tile; the next
 // step's samples arrive in the other buffer while this one computes.
-template <class T, class Taps, int kShift, int kBlock>
+template <class In, class Taps, int kShift, int kBlock>
 __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock)
-    FirChunkedKernel(const T* x, T* y, std::int64_t rows, std::int64_t length, std::int64_t outputs,
-                     int tap_count, int pad_left, const __grid_constant__ Taps taps) {
+    FirChunkedKernel(const In* x, In* y, std::int64_t rows, std::int64_t length,
+                     std::int64_t outputs, int tap_count, int pad_left,
+                     const __grid_constant__ Taps taps) {
+  using T = ComputeTypeOf<In>;
+  constexpr bool kLandedSamples = kLanded<In>;
   constexpr int kTeam = kBlock;
   constexpr int kChunkTaps = static_cast<int>(kFirTiledMaxTaps);
   using Tune = FirTuning<T, kTeam, kBlock>;
@@ -662,28 +826,35 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
   constexpr int K = Tune::kChunk;
   constexpr int L = Tune::kLanes;
   constexpr int S = RingSegments<T, kShift, kTeam>();
-  constexpr int B = Tune::kBuffers;
+  constexpr int B = kLandedSamples ? 1 : Tune::kBuffers;
   constexpr int kTileVectorsPerThread = Tune::kTile / L / kTeam;
+  constexpr int kDataLanes = 16 / static_cast<int>(sizeof(In));
   static_assert(kChunkTaps % K == 0 && kChunkTaps % L == 0, "chunks start on whole vectors");
   unsigned char* const shared_bytes = DynamicSharedMemory();
   const int buffer_elements = BufferElements<T, kTeam>(kChunkTaps);
   const int chunks = (tap_count + kChunkTaps - 1) / kChunkTaps;
   T* const buffers = reinterpret_cast<T*>(shared_bytes);
+  [[maybe_unused]] In* const landing = reinterpret_cast<In*>(buffers + B * buffer_elements);
   const unsigned thread = threadIdx.x;
   const bool vector_rows = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && length % L == 0;
-  const bool vector_output = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % L == 0;
+  const bool vector_output =
+      reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && outputs % kDataLanes == 0;
 
   const TileWalk<Tune> walk(outputs);
   // The samples chunk `chunk` of the tile at (row, column) reads: staged sample e is row sample
   // column * kTile - pad_left - kShift + chunk * kChunkTaps + e.
   auto stage = [&](int buffer_index, std::int64_t row, std::int64_t column, int chunk) {
     T* const buffer = buffers + buffer_index * buffer_elements;
-    const T* row_x = x + row * length;
+    const In* row_x = x + row * length;
     const int chunk_taps = min(kChunkTaps, tap_count - chunk * kChunkTaps);
     const int staged_count = StagedSamples<T, kTeam>(chunk_taps);
     const std::int64_t first_sample =
         column * Tune::kTile - pad_left - kShift + static_cast<std::int64_t>(chunk) * kChunkTaps;
-    if (!vector_rows) {
+    if constexpr (kLandedSamples) {
+      (void)buffer;
+      StageNarrowSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
+      return;
+    } else if (!vector_rows) {
       for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
         const std::int64_t s = first_sample + e;
         const bool inside = s >= 0 && s < length;
@@ -720,6 +891,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     // This step's samples are visible to the block; every thread is done with the buffer the next
     // step goes to.
     __syncthreads();
+    if constexpr (kLandedSamples) {
+      LandSamples<T, kTeam>(
+          staged, landing, x + row * length,
+          column * Tune::kTile - pad_left - kShift + static_cast<std::int64_t>(chunk) * kChunkTaps,
+          StagedSamples<T, kTeam>(min(kChunkTaps, tap_count - chunk * kChunkTaps)), thread);
+      __syncthreads();  // the float tile is whole and the landing buffer free
+    }
     std::int64_t next_row = row, next_column = column;
     int next_chunk = chunk + 1;
     if (next_chunk == chunks) {
@@ -742,11 +920,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
       __syncthreads();          // every thread is done reading the staged samples
       out.StoreToShared(thread_samples);
       const std::int64_t first_output = column * Tune::kTile;
-      T* tile_y = y + row * outputs + first_output;
+      In* tile_y = y + row * outputs + first_output;
       const std::int64_t remaining = outputs - first_output;
       const int tile_outputs = remaining < Tune::kTile ? static_cast<int>(remaining) : Tune::kTile;
       __syncthreads();
-      if (!vector_output) {
+      if constexpr (kLandedSamples) {
+        StoreNarrowOutputs<T, kTeam>(staged, tile_y, tile_outputs, thread, vector_output);
+      } else if (!vector_output) {
         StoreOutputs<T, kTeam>(staged, tile_y, 0, tile_outputs, thread);
       } else {
         const int vectors = tile_outputs / L;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "constmem/numeric.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -16,22 +17,24 @@ namespace constmem {
 namespace ops {
 
 // Enqueues y = FirFilter(x, taps) on `stream` and returns without waiting: `x` holds shape.rows x
-// shape.length samples, `y` shape.rows x shape.outputs outputs (MakeFirShape).
+// shape.length samples, `y` shape.rows x shape.outputs outputs (MakeFirShape). T is float, double,
+// Float16 or BFloat16, the taps of its compute type (float for the 16-bit types, computed in float
+// and rounded once: bitwise the CPU kernel's).
 template <class T>
 Status LaunchFirFilter(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                       const TableView<T>& taps, LaunchReport* report = nullptr);
+                       const TableView<ComputeTypeOf<T>>& taps, LaunchReport* report = nullptr);
 
 // The same with the placement chosen by the caller (benchmarks, tests of every placement).
 template <class T>
 Status LaunchFirFilterWithPlacement(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                                    const TableView<T>& taps, Placement placement,
+                                    const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                     LaunchReport* report = nullptr);
 
 // LaunchFirFilterWithPlacement as on a GPU that offers at most `shared_bytes_per_block` of shared
 // memory a block: tests run the kernels of GPUs with less shared memory on a larger one.
 template <class T>
 Status LaunchFirFilterWithSharedMemory(GpuStream stream, const T* x, T* y, const FirShape& shape,
-                                       const TableView<T>& taps, Placement placement,
+                                       const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                        std::size_t shared_bytes_per_block,
                                        LaunchReport* report = nullptr);
 
@@ -48,8 +51,8 @@ int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block)
 // section 15).
 constexpr std::int64_t kFirFilterSmallLaunchElements = std::int64_t{1} << 25;
 
-// Where LaunchFirFilter puts `count` taps of T from `source` in a launch of `launch_elements`
-// output elements (ChoosePlacement).
+// Where LaunchFirFilter puts `count` taps of T (float or double) from `source` in a launch of
+// `launch_elements` output elements (ChoosePlacement).
 template <class T>
 Placement FirFilterPlacement(std::int64_t count, SourceKind source,
                              std::int64_t launch_elements = kUnknownLaunchElements);

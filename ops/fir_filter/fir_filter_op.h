@@ -18,14 +18,17 @@ struct FirFilterOp : OpDescription {
   static constexpr TableRule kTable{1, kFirMaxTaps};
   static constexpr std::int64_t kMaxElements = kFirMaxElements;
   static constexpr bool kElementwise = false;  // a row is filtered as a whole
+  static constexpr DataTypeSet kDataTypes{DataType::kFloat32, DataType::kFloat64,
+                                          DataType::kFloat16, DataType::kBFloat16};
   static constexpr AttrSpec kAttrs[] = {{"padding", AttrKind::kChoice, "SAME,VALID"}};
   static constexpr int kAttrCount = 1;
   static constexpr const char* kDoc = R"doc(
 A 1-D FIR filter along the last axis, as a correlation (what tf.nn.conv1d computes):
 y[..., i] = sum_j xp[..., i + j] * taps[j], the taps applied in order with one fused multiply-add
 each, xp the row with zero padding ((k-1)/2 zeros before it for SAME, none for VALID).
-x: rank 1 or more, float32 or float64.
-taps: vector of 1 to 1048576 (2^20) taps of x's dtype.
+x: rank 1 or more, float32, float64, float16 or bfloat16. float16 and bfloat16 are computed in
+float32 and rounded to nearest even: the float32 op's result on x cast to float32, cast back.
+taps: vector of 1 to 1048576 (2^20) taps of x's dtype (float32 for float16 and bfloat16).
 padding: SAME (as many outputs as samples) or VALID (n - k + 1 outputs, none if k > n).
 )doc";
 
@@ -57,20 +60,20 @@ padding: SAME (as many outputs as samples) or VALID (n - k + 1 outputs, none if 
   }
 
   template <class T, class Shard>
-  static void RunCpu(const Params&, const Shape& shape, const T* x, T* y, const T* taps,
-                     std::int64_t count, const Shard& shard) {
+  static void RunCpu(const Params&, const Shape& shape, const T* x, T* y,
+                     const ComputeTypeOf<T>* taps, std::int64_t count, const Shard& shard) {
     shard(shape.rows * shape.outputs, count + 2, [&](std::int64_t begin, std::int64_t end) {
       FirFilterCpuRange(x, y, shape, taps, begin, end);
     });
   }
   template <class T>
   static Status Launch(GpuStream stream, const Params&, const Shape& shape, const T* x, T* y,
-                       const TableView<T>& taps) {
+                       const TableView<ComputeTypeOf<T>>& taps) {
     return LaunchFirFilter<T>(stream, x, y, shape, taps);
   }
   template <class T>
   static Placement Place(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
-    return FirFilterPlacement<T>(count, source, launch_elements);
+    return FirFilterPlacement<ComputeTypeOf<T>>(count, source, launch_elements);
   }
 };
 

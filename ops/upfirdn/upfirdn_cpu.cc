@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "constmem/cpu_elementwise.hpp"
@@ -207,21 +208,138 @@ CONSTMEM_TARGET_AVX512 __attribute__((flatten)) void Avx512(const T* x, T* y,
 }
 #endif
 
+// Rows of 16-bit data to float and back, with the bits of ToCompute and FromCompute. With F16C
+// (every AVX2 CPU) 8 at a time: float16's conversions in hardware (rounding to nearest even; a
+// NaN result rewritten to FromCompute's NaN), bfloat16's in integer lanes; else one at a time.
+#if CONSTMEM_CPU_X86
+__attribute__((target("avx2,f16c"))) inline void WidenVectors(const Float16* from, float* to,
+                                                              std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i));
+    _mm256_storeu_ps(to + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) to[i] = ToCompute<float>(from[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void NarrowVectors(const float* from, Float16* to,
+                                                               std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(from + i);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      for (std::int64_t j = i; j < i + 8; ++j) to[j] = FromCompute<Float16>(from[j]);
+    }
+  }
+  for (; i < n; ++i) to[i] = FromCompute<Float16>(from[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void WidenVectors(const BFloat16* from, float* to,
+                                                              std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) to[i] = ToCompute<float>(from[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void NarrowVectors(const float* from, BFloat16* to,
+                                                               std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t f;
+    std::memcpy(&f, from + i, sizeof(f));
+    const std::uint32_t rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+    const std::uint32_t nan = (f >> 16) | 0x40u;  // FromCompute's NaN
+    to[i].bits = static_cast<std::uint16_t>((f & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+  }
+}
+inline bool HasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c");
+  return has;
+}
+#endif
+
+template <class T>
+void WidenRow(const T* from, float* to, std::int64_t n, cpu::Isa isa) {
+#if CONSTMEM_CPU_X86
+  if (isa != cpu::Isa::kPortable && HasF16c()) return WidenVectors(from, to, n);
+#endif
+  (void)isa;
+  for (std::int64_t i = 0; i < n; ++i) to[i] = ToCompute<float>(from[i]);
+}
+
+template <class T>
+void NarrowRow(const float* from, T* to, std::int64_t n, cpu::Isa isa) {
+#if CONSTMEM_CPU_X86
+  if (isa != cpu::Isa::kPortable && HasF16c()) return NarrowVectors(from, to, n);
+#endif
+  (void)isa;
+  for (std::int64_t i = 0; i < n; ++i) to[i] = FromCompute<T>(from[i]);
+}
+
+// 16-bit data: each chunk of a row's outputs is the float kernel's over the chunk's samples
+// converted to float, then rounded (FromCompute). A chunk starts at a whole period of outputs
+// (output s * P has phase 0 and base s * Q) and its samples a halo of whole periods before its
+// first output's, so that the chunk's outputs, in a row of those samples, meet exactly the terms
+// they meet in the whole row: the same fused multiply-adds in the same order.
+template <class T>
+void NarrowRange(const T* x, T* y, const UpfirdnShape& shape, const float* taps, std::int64_t begin,
+                 std::int64_t end, cpu::Isa isa) {
+  const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
+  const std::int64_t P = phases.period, Q = phases.stride;
+  const std::int64_t n = shape.length;
+  const std::int64_t halo_periods = CeilDiv((shape.taps + shape.up - 1) / shape.up - 1, Q);
+  // Periods a chunk: about 64 Ki samples, at least a vector of each class at every ISA.
+  const std::int64_t chunk_periods = std::max<std::int64_t>(64, (std::int64_t{1} << 16) / Q);
+  std::vector<float> samples, outputs;
+  while (begin < end) {
+    const std::int64_t row = begin / shape.outputs;
+    const std::int64_t first = begin % shape.outputs;
+    const std::int64_t last = std::min(shape.outputs, first + (end - begin));
+    const T* const row_x = x + row * n;
+    T* const row_y = y + row * shape.outputs;
+    for (std::int64_t i0 = first; i0 < last;) {
+      const std::int64_t s = i0 / P;
+      const std::int64_t i1 = std::min(last, (s + chunk_periods) * P);
+      const std::int64_t s_lo = std::max<std::int64_t>(0, s - halo_periods);
+      const std::int64_t from = s_lo * Q;  // the chunk row's first sample
+      const std::int64_t to = std::min(n, (i1 - 1) * shape.down / shape.up + 1);
+      if (from >= to) {
+        // Every term lies past the row's end.
+        for (std::int64_t i = i0; i < i1; ++i) row_y[i] = FromCompute<T>(0.0f);
+        i0 = i1;
+        continue;
+      }
+      UpfirdnShape chunk = shape;
+      chunk.rows = 1;
+      chunk.length = to - from;
+      chunk.outputs = i1 - s_lo * P;
+      samples.resize(static_cast<std::size_t>(chunk.length));
+      WidenRow(row_x + from, samples.data(), chunk.length, isa);
+      outputs.resize(static_cast<std::size_t>(chunk.outputs));
+      UpfirdnCpuRange(samples.data(), outputs.data(), chunk, taps, i0 - s_lo * P, chunk.outputs,
+                      isa);
+      NarrowRow(outputs.data() + (i0 - s_lo * P), row_y + i0, i1 - i0, isa);
+      i0 = i1;
+    }
+    begin += last - first;
+  }
+}
+
 }  // namespace
 
 template <class T>
-void UpfirdnCpuRange(const T* x, T* y, const UpfirdnShape& shape, const T* taps, std::int64_t begin,
-                     std::int64_t end, cpu::Isa isa) {
+void UpfirdnCpuRange(const T* x, T* y, const UpfirdnShape& shape, const ComputeTypeOf<T>* taps,
+                     std::int64_t begin, std::int64_t end, cpu::Isa isa) {
   if (begin >= end || shape.outputs == 0 || shape.taps < 1) return;
-  switch (isa) {
+  if constexpr (!std::is_same<T, ComputeTypeOf<T>>::value) {
+    NarrowRange(x, y, shape, taps, begin, end, isa);
+  } else {
+    switch (isa) {
 #if CONSTMEM_CPU_X86
-    case cpu::Isa::kAvx512:
-      return Avx512(x, y, shape, taps, begin, end);
-    case cpu::Isa::kAvx2:
-      return Avx2(x, y, shape, taps, begin, end);
+      case cpu::Isa::kAvx512:
+        return Avx512(x, y, shape, taps, begin, end);
+      case cpu::Isa::kAvx2:
+        return Avx2(x, y, shape, taps, begin, end);
 #endif
-    default:
-      return Portable(x, y, shape, taps, begin, end);
+      default:
+        return Portable(x, y, shape, taps, begin, end);
+    }
   }
 }
 
@@ -229,6 +347,10 @@ template void UpfirdnCpuRange<float>(const float*, float*, const UpfirdnShape&, 
                                      std::int64_t, std::int64_t, cpu::Isa);
 template void UpfirdnCpuRange<double>(const double*, double*, const UpfirdnShape&, const double*,
                                       std::int64_t, std::int64_t, cpu::Isa);
+template void UpfirdnCpuRange<Float16>(const Float16*, Float16*, const UpfirdnShape&, const float*,
+                                       std::int64_t, std::int64_t, cpu::Isa);
+template void UpfirdnCpuRange<BFloat16>(const BFloat16*, BFloat16*, const UpfirdnShape&,
+                                        const float*, std::int64_t, std::int64_t, cpu::Isa);
 
 }  // namespace ops
 }  // namespace constmem

@@ -51,10 +51,11 @@ constexpr bool kDivergentReader =
     IsSharedTableSource<Taps>::value || std::is_same<Taps, GlobalTableReader<float>>::value ||
     std::is_same<Taps, GlobalTableReader<double>>::value;
 
+// T: the data's type or its taps' (ComputeTypeOf).
 template <class T>
 StrategyLimits UpfirdnLimits() {
   StrategyLimits limits;
-  limits.constant_bank_bytes = upfirdn_taps_banks::Of<T>::kBytes;
+  limits.constant_bank_bytes = upfirdn_taps_banks::Of<ComputeTypeOf<T>>::kBytes;
   return limits;
 }
 
@@ -82,7 +83,7 @@ bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader, UpfirdnArran
 template <class T>
 std::size_t StagedTapsBytes(std::int64_t taps, Placement placement) {
   if (placement != Placement::kSharedMemory) return 0;
-  return RoundUpTo16(static_cast<std::size_t>(taps) * sizeof(T));
+  return RoundUpTo16(static_cast<std::size_t>(taps) * sizeof(ComputeTypeOf<T>));
 }
 
 // Whether the tiled kernel takes `shape` beside `taps_bytes` of staged taps on a GPU that offers
@@ -170,6 +171,7 @@ Status LaunchDirect(int device, cudaStream_t stream, const T* x, T* y, const Upf
 template <class T, class Taps>
 Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const UpfirdnShape& shape,
                     const Taps& taps, UpfirdnArrangement arrangement) {
+  using C = ComputeTypeOf<T>;
   if (arrangement == UpfirdnArrangement::kDirect) {
     return LaunchDirect<T>(device, stream, x, y, shape, taps);
   }
@@ -192,17 +194,17 @@ Status LaunchKernel(int device, cudaStream_t stream, const T* x, T* y, const Upf
       // up to kTapRowsMostBytes where a tile fits beside it; else read where they are.
       const std::size_t rows_bytes = TapRowsBytes<T>(shape);
       const bool rows_fit = Tiled<T>(shape, rows_bytes, device_bytes);
-      if constexpr (std::is_same<Taps, GlobalTableReader<T>>::value) {
+      if constexpr (std::is_same<Taps, GlobalTableReader<C>>::value) {
         if (TapRows(shape) > 0 && rows_fit && rows_bytes <= kTapRowsMostBytes) {
-          return LaunchForStride<T, SharedTableSource<T>, false>(device, stream, x, y, shape,
-                                                                 SharedTableSource<T>{taps.values});
+          return LaunchForStride<T, SharedTableSource<C>, false>(device, stream, x, y, shape,
+                                                                 SharedTableSource<C>{taps.values});
         }
       }
-      if constexpr (std::is_same<Taps, SharedTableSource<T>>::value) {
+      if constexpr (std::is_same<Taps, SharedTableSource<C>>::value) {
         // Rows that leave no room for a tile: the taps read where they are.
         if (!rows_fit) {
-          return LaunchForStride<T, GlobalTableReader<T>, false>(device, stream, x, y, shape,
-                                                                 GlobalTableReader<T>{taps.values});
+          return LaunchForStride<T, GlobalTableReader<C>, false>(device, stream, x, y, shape,
+                                                                 GlobalTableReader<C>{taps.values});
         }
       } else if constexpr (kStagedByPhase<Taps>) {
         if (!rows_fit) {
@@ -236,16 +238,17 @@ Placement UpfirdnPlacement(std::int64_t count, SourceKind source, std::int64_t l
 
 template <class T>
 Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source) {
+  using C = ComputeTypeOf<T>;
   // An invalid shape has no tile (its phases may divide by zero): the launch refuses it.
-  if (!ValidUpfirdnShape(shape)) return UpfirdnPlacement<T>(shape.taps, source);
+  if (!ValidUpfirdnShape(shape)) return UpfirdnPlacement<C>(shape.taps, source);
   const bool one_phase = MakeUpfirdnPhases(shape.up, shape.down).period == 1;
   const std::int64_t launch = LaunchElements(shape.rows, shape.outputs);
-  const Placement divergent = ChoosePlacementFor<T>(shape.taps, source, UpfirdnLimits<T>(),
+  const Placement divergent = ChoosePlacementFor<C>(shape.taps, source, UpfirdnLimits<T>(),
                                                     TableAccess::kDivergent, launch);
   if (!Tiled<T>(shape, 0)) {
     // The direct kernel: consecutive lanes read the taps of consecutive phases, unless there is
     // one phase (up dividing down).
-    return one_phase ? UpfirdnPlacement<T>(shape.taps, source, launch) : divergent;
+    return one_phase ? UpfirdnPlacement<C>(shape.taps, source, launch) : divergent;
   }
   // A small launch takes a small host table by value in any arrangement (ChoosePlacement).
   if (divergent == Placement::kByValue) return divergent;
@@ -255,7 +258,7 @@ Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source)
     // at every size upfirdn_bench measured on the H200 (3-22% from 31 to 255 taps, 3.4x at 4,096:
     // each tap read feeds a thread's 7 outputs, too few to keep a long table in the constant
     // cache).
-    const Placement uniform = UpfirdnPlacement<T>(shape.taps, source);
+    const Placement uniform = UpfirdnPlacement<C>(shape.taps, source);
     if (uniform == Placement::kByValue) return uniform;
   }
   // The taps in shared memory where they fit beside the tile, else in global memory.
@@ -279,8 +282,9 @@ UpfirdnArrangement UpfirdnChosenArrangement(const UpfirdnShape& shape, Placement
 
 template <class T>
 Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
-                                    const TableView<T>& taps, Placement placement,
+                                    const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                     UpfirdnArrangement arrangement, LaunchReport* report) {
+  using C = ComputeTypeOf<T>;
   if (report != nullptr) *report = LaunchReport(placement);
   if (!ValidUpfirdnShape(shape)) return InvalidArgument("Upfirdn: invalid shape");
   if (taps.values == nullptr || taps.size != shape.taps) {
@@ -288,8 +292,8 @@ Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const Up
                            std::to_string(kUpfirdnMaxTaps) + "); got " + std::to_string(taps.size));
   }
   if (shape.rows == 0 || shape.outputs == 0) return Status::Ok();
-  return LaunchWithTable<DefaultByValueTable<T>, upfirdn_taps_banks::Of<T>,
-                         upfirdn_global_taps_banks::Of<T>>(
+  return LaunchWithTable<DefaultByValueTable<C>, upfirdn_taps_banks::Of<C>,
+                         upfirdn_global_taps_banks::Of<C>>(
       stream, taps, placement,
       [&](int device, const auto& reader) {
         return LaunchKernel<T>(device, stream, x, y, shape, reader, arrangement);
@@ -299,7 +303,7 @@ Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const Up
 
 template <class T>
 Status LaunchUpfirdnWithPlacement(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
-                                  const TableView<T>& taps, Placement placement,
+                                  const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                   LaunchReport* report) {
   return LaunchUpfirdnWithArrangement(stream, x, y, shape, taps, placement,
                                       UpfirdnArrangement::kAuto, report);
@@ -307,24 +311,29 @@ Status LaunchUpfirdnWithPlacement(GpuStream stream, const T* x, T* y, const Upfi
 
 template <class T>
 Status LaunchUpfirdn(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
-                     const TableView<T>& taps, LaunchReport* report) {
+                     const TableView<ComputeTypeOf<T>>& taps, LaunchReport* report) {
   return LaunchUpfirdnWithPlacement(stream, x, y, shape, taps,
                                     UpfirdnPlacementForShape<T>(shape, taps.source), report);
 }
 
-#define CONSTMEM_INSTANTIATE_UPFIRDN(T)                                                         \
-  template Placement UpfirdnPlacement<T>(std::int64_t, SourceKind, std::int64_t);               \
-  template Placement UpfirdnPlacementForShape<T>(const UpfirdnShape&, SourceKind);              \
-  template UpfirdnArrangement UpfirdnChosenArrangement<T>(const UpfirdnShape&, Placement);      \
-  template Status LaunchUpfirdn<T>(GpuStream, const T*, T*, const UpfirdnShape&,                \
-                                   const TableView<T>&, LaunchReport*);                         \
-  template Status LaunchUpfirdnWithPlacement<T>(GpuStream, const T*, T*, const UpfirdnShape&,   \
-                                                const TableView<T>&, Placement, LaunchReport*); \
-  template Status LaunchUpfirdnWithArrangement<T>(GpuStream, const T*, T*, const UpfirdnShape&, \
-                                                  const TableView<T>&, Placement,               \
+// UpfirdnPlacement answers for the taps' type (float for 16-bit data); the launches for the data's.
+template Placement UpfirdnPlacement<float>(std::int64_t, SourceKind, std::int64_t);
+template Placement UpfirdnPlacement<double>(std::int64_t, SourceKind, std::int64_t);
+#define CONSTMEM_INSTANTIATE_UPFIRDN(T)                                                          \
+  template Placement UpfirdnPlacementForShape<T>(const UpfirdnShape&, SourceKind);               \
+  template UpfirdnArrangement UpfirdnChosenArrangement<T>(const UpfirdnShape&, Placement);       \
+  template Status LaunchUpfirdn<T>(GpuStream, const T*, T*, const UpfirdnShape&,                 \
+                                   const TableView<ComputeTypeOf<T>>&, LaunchReport*);           \
+  template Status LaunchUpfirdnWithPlacement<T>(GpuStream, const T*, T*, const UpfirdnShape&,    \
+                                                const TableView<ComputeTypeOf<T>>&, Placement,   \
+                                                LaunchReport*);                                  \
+  template Status LaunchUpfirdnWithArrangement<T>(GpuStream, const T*, T*, const UpfirdnShape&,  \
+                                                  const TableView<ComputeTypeOf<T>>&, Placement, \
                                                   UpfirdnArrangement, LaunchReport*);
 CONSTMEM_INSTANTIATE_UPFIRDN(float)
 CONSTMEM_INSTANTIATE_UPFIRDN(double)
+CONSTMEM_INSTANTIATE_UPFIRDN(Float16)
+CONSTMEM_INSTANTIATE_UPFIRDN(BFloat16)
 #undef CONSTMEM_INSTANTIATE_UPFIRDN
 
 }  // namespace ops

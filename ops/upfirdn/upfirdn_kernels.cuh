@@ -38,6 +38,12 @@
 // chunk of the halo) and shapes whose indices pass int run a direct kernel instead: one output a
 // thread over a grid-stride loop, samples and taps read where they are (taps staged in shared
 // memory only by that placement), the same fused multiply-adds in the same order.
+//
+// float16 and bfloat16 data are computed in float with float's tiles, registers and FMAs: a step's
+// 16-bit samples land in a buffer of their own (16-byte asynchronous copies, in order), are
+// converted once into one float tile buffer in the layout the step reads (in order, padded or by
+// residue), and the outputs leave rounded to nearest even, 8 a 16-byte store; the direct kernel
+// converts each sample as it reads it. The results are the CPU kernel's bit for bit.
 #pragma once
 
 #include <algorithm>
@@ -49,6 +55,7 @@
 
 #include "constmem/async_copy.cuh"
 #include "constmem/host_device.hpp"
+#include "constmem/numeric.hpp"
 #include "constmem/shared_table.cuh"
 #include "upfirdn/upfirdn_functor.h"
 
@@ -56,14 +63,36 @@ namespace constmem {
 namespace ops {
 namespace upfirdn_kernels {
 
+// FromCompute in device code. numeric.hpp rounds to bfloat16 before sm_80 with a host function:
+// the same rounding here (to nearest even; a NaN stays a quiet NaN).
+template <class Out, class C>
+__host__ __device__ __forceinline__ Out ToData(C v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  if constexpr (std::is_same<Out, BFloat16>::value) {
+    const unsigned f = __float_as_uint(static_cast<float>(v));
+    if ((f & 0x7fffffffu) > 0x7f800000u) return Out{static_cast<std::uint16_t>((f >> 16) | 0x40u)};
+    return Out{static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
+  } else {
+    return FromCompute<Out>(v);
+  }
+#else
+  return FromCompute<Out>(v);
+#endif
+}
+
 // Threads a block: up to 256, fewer where that leaves fewer of them idle for a tile's items
 // (BlockThreads).
 constexpr int kThreads = 256;
 // Outputs a thread: odd, so that the samples of lanes 7 Q apart fall in distinct banks for odd Q.
 constexpr int kOutputs = 7;
-// Taps a chunk: the window a chunk loads holds 6 Q + kChunk samples for 7 kChunk FMAs.
+// Taps a chunk: the window a chunk loads holds 6 Q + kChunk samples for 7 kChunk FMAs. T is the
+// data or its compute type: float16 and bfloat16 are computed in float.
 template <class T>
-constexpr int kChunk = sizeof(T) == 4 ? 16 : 8;
+constexpr int kChunk = sizeof(ComputeTypeOf<T>) == 4 ? 16 : 8;
+// Whether data of type T is staged through a landing buffer: 16-bit samples arrive there in
+// 16-byte copies and are converted once into the float tile the kernel computes from (Geometry).
+template <class T>
+constexpr bool kLanded = !std::is_same<T, ComputeTypeOf<T>>::value;
 // Shared memory for a tile's buffers (two of samples, one of outputs), not counting the halo each
 // sample buffer carries (up to kHaloChunkTerms - 1 samples), nor the taps staged apart: with the
 // halo inside the budget, a long filter at a small `up` (4,096 taps at 1/3) would leave room for
@@ -126,6 +155,10 @@ struct Geometry {
   // Each thread's item w names its phase c and group of outputs: by groups (a phase a warp) or by
   // P (a phase a lane); then c * down by up.
   FastDivisor by_groups, by_period, by_up, by_stride;
+  // 16-bit data (kLanded): the bytes of the landing buffer after the staged taps, which holds a
+  // step's samples as they are, in order and shifted as StageSpan shifts them; one tile buffer of
+  // float follows it. 0 for float and double, whose samples are staged in the tile buffers.
+  int landing_bytes;
 };
 
 // The terms m of an output of base `b` (less m0) that meet samples inside the row: lo ... hi.
@@ -483,20 +516,97 @@ __device__ __forceinline__ decltype(auto) StageUpfirdnTaps(const Taps& taps, con
   }
 }
 
-// kQ: Q where it is 1 to 3, else 0 (Q from the geometry). kPerWarp: the arrangement. kShortTiles:
-// tiles of fewer than kOutputs outputs a phase, at a run-time Q a phase a lane. kPhaseBlocks:
-// kPhaseBlock phases an item, an integer upsampling's (WithTiledKernel).
-template <class T, class Taps, int kQ, bool kPerWarp, bool kShortTiles = false,
+// 16-bit samples: StageSpan's layout (element first + i at to[SpanShift(row, first) + i], zeros
+// outside the row), 16-byte asynchronous copies where a chunk lies inside the row; the chunks at
+// the row's ends are copied element by element, synchronously (cp.async copies no fewer than 4
+// bytes). Their stores land before the barrier that precedes the buffer's reads.
+template <class In>
+__device__ __forceinline__ void StageNarrowSpan(In* to, const In* row, std::int64_t first,
+                                                int count, std::int64_t length, int thread,
+                                                int threads) {
+  static_assert(sizeof(In) == 2, "16-bit elements");
+  constexpr int kPerChunk = 8;
+  const int shift = SpanShift(row, first);
+  const std::int64_t base = first - shift;
+  const int chunks = SpanElements<In>(shift + count) / kPerChunk;
+  for (int c = thread; c < chunks; c += threads) {
+    const std::int64_t e = base + static_cast<std::int64_t>(c) * kPerChunk;
+    In* const chunk = to + c * kPerChunk;
+    if (e >= 0 && e + kPerChunk <= length) {
+      CopyAsync(reinterpret_cast<int4*>(chunk), reinterpret_cast<const int4*>(row + e), true);
+      continue;
+    }
+#pragma unroll
+    for (int i = 0; i < kPerChunk; ++i) {
+      chunk[i] = e + i >= 0 && e + i < length ? row[e + i] : In{0};
+    }
+  }
+}
+
+// The 8 samples of 16 bytes of 16-bit data, as floats (ToCompute).
+template <class In>
+__device__ __forceinline__ void WidenChunk(const In* from, float (&to)[8]) {
+  const uint4 v = *reinterpret_cast<const uint4*>(from);
+  const unsigned words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    to[2 * i] = ToCompute<float>(In{static_cast<std::uint16_t>(words[i] & 0xffffu)});
+    to[2 * i + 1] = ToCompute<float>(In{static_cast<std::uint16_t>(words[i] >> 16)});
+  }
+}
+
+// The reverse for 16-bit data: row[0, count) from a 16-byte aligned float buffer that holds
+// row[i] at from[SpanShift(row, 0) + i], rounded (FromCompute), one 16-byte store for each chunk
+// of 8 that is whole.
+template <class In>
+__device__ __forceinline__ void StoreNarrowSpan(In* row, const float* from, int count, int thread,
+                                                int threads) {
+  constexpr int kPerChunk = 8;
+  const int shift = SpanShift(row, 0);
+  const int chunks = SpanElements<In>(shift + count) / kPerChunk;
+  for (int c = thread; c < chunks; c += threads) {
+    const int e = c * kPerChunk - shift;
+    const float* const values = from + c * kPerChunk;
+    if (e >= 0 && e + kPerChunk <= count) {
+      const float4 lo = reinterpret_cast<const float4*>(values)[0];
+      const float4 hi = reinterpret_cast<const float4*>(values)[1];
+      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      unsigned words[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        words[i] = static_cast<unsigned>(ToData<In>(v[2 * i]).bits) |
+                   static_cast<unsigned>(ToData<In>(v[2 * i + 1]).bits) << 16;
+      }
+      *reinterpret_cast<uint4*>(row + e) = make_uint4(words[0], words[1], words[2], words[3]);
+      continue;
+    }
+#pragma unroll
+    for (int i = 0; i < kPerChunk; ++i) {
+      if (e + i >= 0 && e + i < count) row[e + i] = ToData<In>(values[i]);
+    }
+  }
+}
+
+// In: the data's type; T, its compute type (float for float16 and bfloat16, whose samples land in
+// a buffer of their own and are converted into one tile buffer: kLanded). kQ: Q where it is 1 to
+// 3, else 0 (Q from the geometry). kPerWarp: the arrangement. kShortTiles: tiles of fewer than
+// kOutputs outputs a phase, at a run-time Q a phase a lane. kPhaseBlocks: kPhaseBlock phases an
+// item, an integer upsampling's (WithTiledKernel).
+template <class In, class Taps, int kQ, bool kPerWarp, bool kShortTiles = false,
           bool kPhaseBlocks = false>
 __global__ void __launch_bounds__(kThreads)
-    UpfirdnKernel(const T* __restrict__ x, T* __restrict__ y, const Geometry g,
+    UpfirdnKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
                   const __grid_constant__ Taps taps) {
+  using T = ComputeTypeOf<In>;
+  constexpr bool kLandedSamples = kLanded<In>;
   unsigned char* const shared_bytes = DynamicSharedMemory();
   constexpr bool kByPhase = !kPerWarp && kStagedByPhase<Taps>;
   const auto& h = StageUpfirdnTaps<kByPhase, T>(taps, g, shared_bytes);
   const bool by_phase = kByPhase && g.tap_rows > 0;
-  T* const in_buffers = reinterpret_cast<T*>(shared_bytes + g.tiles_offset);
-  T* const out_buffer = in_buffers + 2 * g.in_elements;
+  In* const landing = reinterpret_cast<In*>(shared_bytes + g.tiles_offset);
+  T* const in_buffers =
+      reinterpret_cast<T*>(shared_bytes + g.tiles_offset + (kLandedSamples ? g.landing_bytes : 0));
+  T* const out_buffer = in_buffers + (kLandedSamples ? 1 : 2) * g.in_elements;
   constexpr bool kPaddedSlots = kPadded<kQ, kPerWarp>;
   const int q = kQ > 0 ? kQ : g.stride;
   const int P = g.period, S = g.tile_s;
@@ -505,16 +615,19 @@ __global__ void __launch_bounds__(kThreads)
   const bool by_residue = kQ >= 4 || (kPaddedSlots && g.residue_rows > 0);
 
   // The row of `tile` and the row sample its staged sample 0 is for the chunk of terms from m0.
-  auto first_sample = [&](std::int64_t tile, int m0, const T** row_x) {
+  auto first_sample = [&](std::int64_t tile, int m0, const In** row_x) {
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     *row_x = x + row * g.length;
     return t * tile_samples - m0 - (g.halo_terms - 1) - g.lead;
   };
   auto stage = [&](int buffer, std::int64_t tile, int chunk) {
-    const T* row_x;
+    const In* row_x;
     const std::int64_t first = first_sample(tile, chunk * g.halo_terms, &row_x);
     T* const to = in_buffers + buffer * g.in_elements;
-    if (by_residue) {
+    if constexpr (kLandedSamples) {
+      (void)to;
+      StageNarrowSpan(landing, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
+    } else if (by_residue) {
       // Sample e at (e mod q) * rows + e div q. The first `copiers` threads, a multiple of q, take
       // samples e = t, t + copiers, ...: each thread stays on residue t mod q and its entries step
       // by copiers / q, so that a step adds constants to both addresses (a warp's lanes still read
@@ -584,6 +697,34 @@ __global__ void __launch_bounds__(kThreads)
     // This step's samples are visible to the block, the last tile's outputs are out, and every
     // thread is done with the buffer the next step goes to.
     __syncthreads();
+    if constexpr (kLandedSamples) {
+      // The landed samples into the tile buffer as the layout says, as floats; then the landing
+      // buffer is free for the next step's.
+      const In* row_x;
+      const std::int64_t first = first_sample(tile, chunk * g.halo_terms, &row_x);
+      const In* const from = landing + SpanShift(row_x, first);  // sample e at from[e]
+      if (by_residue) {
+        for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
+          const int row = static_cast<int>(g.by_stride.Divide(static_cast<std::uint32_t>(e)));
+          in_buffers[(e - row * q) * g.residue_rows + row] = ToCompute<T>(from[e]);
+        }
+      } else if constexpr (kPaddedSlots) {
+        for (int e = threadIdx.x; e < g.staged; e += blockDim.x) {
+          in_buffers[Slot<true>(e)] = ToCompute<T>(from[e]);
+        }
+      } else {
+        // Aligned: the tile holds sample e where the landing buffer does, 8 a chunk.
+        const int chunks = SpanElements<In>(SpanShift(row_x, first) + g.staged) / 8;
+        for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+          float v[8];
+          WidenChunk(landing + c * 8, v);
+          float4* const to = reinterpret_cast<float4*>(in_buffers + c * 8);
+          to[0] = make_float4(v[0], v[1], v[2], v[3]);
+          to[1] = make_float4(v[4], v[5], v[6], v[7]);
+        }
+      }
+      __syncthreads();
+    }
     const bool last_chunk = chunk + 1 == g.halo_chunks;
     const std::int64_t next_tile = last_chunk ? tile + gridDim.x : tile;
     const int next_chunk = last_chunk ? 0 : chunk + 1;
@@ -591,13 +732,13 @@ __global__ void __launch_bounds__(kThreads)
     CopyAsyncCommit();
 
     const int m0 = chunk * g.halo_terms;
-    const T* row_x;
+    const In* row_x;
     const std::int64_t first = first_sample(tile, m0, &row_x);
-    const T* const in = in_buffers + current * g.in_elements +
+    const T* const in = in_buffers + (kLandedSamples ? 0 : current * g.in_elements) +
                         (kPaddedSlots || by_residue ? 0 : SpanShift(row_x, first));
     const std::int64_t row = tile / g.tiles_per_row, t = tile - row * g.tiles_per_row;
     const std::int64_t tile_s0 = t * S;  // the tile's first s
-    T* const row_y = y + row * g.outputs + tile_s0 * P;
+    In* const row_y = y + row * g.outputs + tile_s0 * P;
     // Output j of the tile at out[j]: shifted as StoreSpan writes it out. Between chunks it holds
     // the outputs' partial sums, each read and written by the thread that owns it.
     T* const out = out_buffer + SpanShift(row_y, 0);
@@ -732,7 +873,11 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // the tile's outputs are in shared memory
       const std::int64_t left = g.outputs - tile_s0 * P;
       const int tile_outputs = left < S * P ? static_cast<int>(left) : S * P;
-      StoreSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
+      if constexpr (kLandedSamples) {
+        StoreNarrowSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
+      } else {
+        StoreSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
+      }
     }
     tile = next_tile;
     chunk = next_chunk;
@@ -750,7 +895,7 @@ decltype(auto) WithTiledKernel(const Geometry& g, F&& f) {
     constexpr auto short_tiles = UpfirdnKernel<T, Taps, kQ, kPerWarp, true>;
     if (g.tile_s < kOutputs) return f(std::integral_constant<decltype(short_tiles), short_tiles>());
   }
-  if constexpr (kQ == 1 && kPerWarp && sizeof(T) == 4) {
+  if constexpr (kQ == 1 && kPerWarp && sizeof(ComputeTypeOf<T>) == 4) {
     constexpr auto blocks = UpfirdnKernel<T, Taps, kQ, kPerWarp, false, true>;
     if (g.phase_block > 1) return f(std::integral_constant<decltype(blocks), blocks>());
   }
@@ -765,10 +910,11 @@ struct DirectGeometry {
 // One output a thread, over a grid-stride loop: UpfirdnOutput (upfirdn_functor.h) as it is written,
 // the samples read from global memory, the taps from wherever `taps` reads them (staged in shared
 // memory for that placement).
-template <class T, class Taps>
+template <class In, class Taps>
 __global__ void __launch_bounds__(kThreads)
-    UpfirdnDirectKernel(const T* __restrict__ x, T* __restrict__ y, const DirectGeometry g,
+    UpfirdnDirectKernel(const In* __restrict__ x, In* __restrict__ y, const DirectGeometry g,
                         const __grid_constant__ Taps taps) {
+  using T = ComputeTypeOf<In>;
   unsigned char* const shared_bytes = DynamicSharedMemory();
   const auto& h = StageTable(taps, static_cast<int>(g.taps), shared_bytes);
   const std::int64_t total = g.rows * g.outputs;
@@ -786,10 +932,10 @@ __global__ void __launch_bounds__(kThreads)
       std::int64_t sample = row * g.length + b - lo;  // x[b - m] of this row
       std::int64_t tap = p + lo * g.up;               // h[p + m * up]
       for (std::int64_t m = lo; m <= hi; ++m, --sample, tap += g.up) {
-        acc = fma(x[sample], h[static_cast<int>(tap)], acc);
+        acc = fma(ToCompute<T>(x[sample]), h[static_cast<int>(tap)], acc);
       }
     }
-    y[w] = acc;
+    y[w] = ToData<In>(acc);
   }
 }
 
@@ -803,6 +949,7 @@ struct TilePlan {
   std::size_t bytes = 0;  // the tile buffers
   std::int64_t lead = 0, staged = 0, in_elements = 0;
   std::int64_t residue_rows = 0;  // samples staged by residue (ResidueRows); 0: in order
+  std::size_t landing_bytes = 0;  // 16-bit data: the landing buffer (Geometry::landing_bytes)
 };
 
 // How a tile's samples lie in a buffer: in order and shifted for 16-byte copies, in order with one
@@ -831,7 +978,8 @@ inline std::int64_t ResidueRows(std::int64_t staged, std::int64_t q) {
 // residue.
 template <class T>
 bool ResidueWindows(std::int64_t q, SampleLayout layout) {
-  return sizeof(T) == 4 && (q == 4 || q == 6 || q == 12) && layout == SampleLayout::kByResidue;
+  return sizeof(ComputeTypeOf<T>) == 4 && (q == 4 || q == 6 || q == 12) &&
+         layout == SampleLayout::kByResidue;
 }
 
 // The samples staged before a chunk's halo: kChunk (a window's reach past its first term), or for
@@ -859,7 +1007,7 @@ int CompiledStride(const UpfirdnShape& shape, bool per_warp) {
 // phase a warp, float32.
 template <class T, bool kPerWarp, class F>
 decltype(auto) WithCompiledStride(const UpfirdnShape& shape, F&& f) {
-  constexpr bool kWindows = kPerWarp && sizeof(T) == 4;
+  constexpr bool kWindows = kPerWarp && sizeof(ComputeTypeOf<T>) == 4;
   switch (CompiledStride<T>(shape, kPerWarp)) {
     case 1:
       return f(std::integral_constant<int, 1>());
@@ -882,9 +1030,13 @@ decltype(auto) WithCompiledStride(const UpfirdnShape& shape, F&& f) {
   return f(std::integral_constant<int, 0>());
 }
 
+// T: the data's type. Its samples are staged in two tile buffers of T, or for 16-bit data in a
+// landing buffer of T and one tile buffer of float (kLanded); the outputs in a buffer of the
+// compute type, shifted as the row of T they go to.
 template <class T>
 TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int64_t halo_terms,
                  bool per_warp) {
+  using C = ComputeTypeOf<T>;
   constexpr std::int64_t kAlign = 16 / static_cast<std::int64_t>(sizeof(T));
   TilePlan plan;
   plan.s = s;
@@ -908,7 +1060,13 @@ TilePlan PlanFor(std::int64_t s, std::int64_t q, std::int64_t p_period, std::int
       break;
   }
   const std::int64_t out_elements = (kAlign - 1 + s * p_period + kAlign - 1) / kAlign * kAlign;
-  plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
+  if constexpr (kLanded<T>) {
+    plan.landing_bytes = static_cast<std::size_t>(aligned(kAlign - 1 + plan.staged)) * sizeof(T);
+    plan.bytes =
+        plan.landing_bytes + static_cast<std::size_t>(plan.in_elements + out_elements) * sizeof(C);
+  } else {
+    plan.bytes = static_cast<std::size_t>(2 * plan.in_elements + out_elements) * sizeof(T);
+  }
   return plan;
 }
 
@@ -971,7 +1129,10 @@ TilePlan ChooseTile(const UpfirdnShape& shape, bool per_warp,
   if (halo_terms == 0) halo_terms = (shape.taps + shape.up - 1) / shape.up;  // no tile fits
   const std::int64_t needed = std::max<std::int64_t>(1, (shape.outputs + P - 1) / P);
   auto plan = [&](std::int64_t s) { return PlanFor<T>(s, Q, P, halo_terms, per_warp); };
-  const std::size_t halo_bytes = 2 * static_cast<std::size_t>(kChunk<T> + halo_terms) * sizeof(T);
+  // The bytes a staged sample takes: in two tile buffers, or landed and in one of float.
+  constexpr std::size_t kSampleBytes =
+      kLanded<T> ? sizeof(T) + sizeof(ComputeTypeOf<T>) : 2 * sizeof(T);
+  const std::size_t halo_bytes = static_cast<std::size_t>(kChunk<T> + halo_terms) * kSampleBytes;
   const bool by_residue = SampleLayoutFor(Q, P, per_warp) == SampleLayout::kByResidue;
   const std::size_t budget =
       std::min((by_residue ? kResidueTileBudgetBytes : kTileBudgetBytes) + halo_bytes, most_bytes);
@@ -1018,7 +1179,7 @@ std::size_t TapRowsBytes(const UpfirdnShape& shape) {
   const std::int64_t period = MakeUpfirdnPhases(shape.up, shape.down).period;
   const std::int64_t rows = TapRows(shape);
   const std::int64_t entries = rows > 0 ? period * rows : shape.taps;
-  return RoundUpTo16(static_cast<std::size_t>(entries) * sizeof(T));
+  return RoundUpTo16(static_cast<std::size_t>(entries) * sizeof(ComputeTypeOf<T>));
 }
 
 // The shared memory, in 16 bytes, a tiled launch (kPerWarp: the arrangement) stages `taps` in
@@ -1053,7 +1214,8 @@ inline int BlockThreads(int items) {
 template <class T>
 bool PhaseBlocks(const UpfirdnShape& shape, bool per_warp) {
   const UpfirdnPhases phases = MakeUpfirdnPhases(shape.up, shape.down);
-  return sizeof(T) == 4 && per_warp && phases.stride == 1 && phases.period % kPhaseBlock == 0;
+  return sizeof(ComputeTypeOf<T>) == 4 && per_warp && phases.stride == 1 &&
+         phases.period % kPhaseBlock == 0;
 }
 
 // The tiled kernel's geometry for `shape` with tile `plan` and `taps_bytes` of staged taps before
@@ -1087,6 +1249,7 @@ Geometry MakeTiledGeometry(const UpfirdnShape& shape, const TilePlan& plan,
   g.by_period = FastDivisor(static_cast<std::uint32_t>(g.period));
   g.by_up = FastDivisor(static_cast<std::uint32_t>(g.up));
   g.by_stride = FastDivisor(static_cast<std::uint32_t>(g.stride));
+  g.landing_bytes = static_cast<int>(plan.landing_bytes);
   return g;
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "constmem/numeric.hpp"
 #include "constmem/status.hpp"
 #include "constmem/strategy.hpp"
 #include "constmem/table.hpp"
@@ -52,16 +53,17 @@ inline const char* UpfirdnArrangementName(UpfirdnArrangement arrangement) {
 // Enqueues y = upfirdn(taps, x, shape.up, shape.down) along the last axis on `stream` and returns
 // without waiting: `x` holds shape.rows x shape.length samples, `y` shape.rows x shape.outputs
 // outputs; `shape` is one MakeUpfirdnShape made, `taps` has shape.taps entries. The taps go where
-// UpfirdnPlacementForShape says.
+// UpfirdnPlacementForShape says. T is float, double, Float16 or BFloat16, the taps of its compute
+// type (float for the 16-bit types, computed in float and rounded once: bitwise the CPU kernel's).
 template <class T>
 Status LaunchUpfirdn(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
-                     const TableView<T>& taps, LaunchReport* report = nullptr);
+                     const TableView<ComputeTypeOf<T>>& taps, LaunchReport* report = nullptr);
 
 // The same with the placement chosen by the caller (benchmarks, tests of every placement) and the
 // lanes arranged as kAuto says.
 template <class T>
 Status LaunchUpfirdnWithPlacement(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
-                                  const TableView<T>& taps, Placement placement,
+                                  const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                   LaunchReport* report = nullptr);
 
 // The same with the lanes' arrangement chosen too: kPhasePerLane needs a table in shared or
@@ -69,14 +71,14 @@ Status LaunchUpfirdnWithPlacement(GpuStream stream, const T* x, T* y, const Upfi
 // fits this GPU (FailedPrecondition otherwise).
 template <class T>
 Status LaunchUpfirdnWithArrangement(GpuStream stream, const T* x, T* y, const UpfirdnShape& shape,
-                                    const TableView<T>& taps, Placement placement,
+                                    const TableView<ComputeTypeOf<T>>& taps, Placement placement,
                                     UpfirdnArrangement arrangement, LaunchReport* report = nullptr);
 
-// Where a table of `count` taps of T from `source` goes when every lane of a warp reads the same
-// tap (kPhasePerWarp): by value (a host table of up to 4 KiB), a constant bank (up to 4,096 taps),
-// or global memory. What a framework adapter asks to prepare the table; LaunchUpfirdn may stage it
-// in shared memory or read it from global memory instead (UpfirdnPlacementForShape), which takes
-// a table from any source.
+// Where a table of `count` taps of T (float or double) from `source` goes when every lane of a
+// warp reads the same tap (kPhasePerWarp): by value (a host table of up to 4 KiB), a constant bank
+// (up to 4,096 taps), or global memory. What a framework adapter asks to prepare the table;
+// LaunchUpfirdn may stage it in shared memory or read it from global memory instead
+// (UpfirdnPlacementForShape), which takes a table from any source.
 template <class T>
 Placement UpfirdnPlacement(std::int64_t count, SourceKind source,
                            std::int64_t launch_elements = kUnknownLaunchElements);

@@ -18,6 +18,8 @@ struct UpfirdnOp : OpDescription {
   static constexpr TableRule kTable{1, kUpfirdnMaxTaps};
   static constexpr std::int64_t kMaxElements = kUpfirdnMaxElements;
   static constexpr bool kElementwise = false;  // a row is resampled as a whole
+  static constexpr DataTypeSet kDataTypes{DataType::kFloat32, DataType::kFloat64,
+                                          DataType::kFloat16, DataType::kBFloat16};
   static constexpr AttrSpec kAttrs[] = {{"up", AttrKind::kInt64}, {"down", AttrKind::kInt64}};
   static constexpr int kAttrCount = 2;
   static constexpr const char* kDoc = R"doc(
@@ -26,8 +28,10 @@ Zeros are inserted (up - 1 after each sample), the result is convolved with the 
 down-th sample is kept from the first: y[..., i] = sum_j taps[j] xup[..., i * down - j], computed
 polyphase as fused multiply-adds from +0 over the terms inside the row, in ascending order of the
 sample's distance back, bitwise alike on the CPU and the GPU.
-x: rank 1 or more, float32 or float64; n samples per row.
-taps: vector of 1 to 1048576 (2^20) taps of x's dtype.
+x: rank 1 or more, float32, float64, float16 or bfloat16; n samples per row. float16 and bfloat16
+are computed in float32 and rounded to nearest even: the float32 op's result on x cast to float32,
+cast back.
+taps: vector of 1 to 1048576 (2^20) taps of x's dtype (float32 for float16 and bfloat16).
 up, down: 1 to 2147483647 (2^31 - 1) each.
 The last dimension of y is ((n - 1) * up + k - 1) // down + 1.
 )doc";
@@ -73,8 +77,8 @@ The last dimension of y is ((n - 1) * up + k - 1) // down + 1.
   }
 
   template <class T, class Shard>
-  static void RunCpu(const Params&, const Shape& shape, const T* x, T* y, const T* taps,
-                     std::int64_t count, const Shard& shard) {
+  static void RunCpu(const Params&, const Shape& shape, const T* x, T* y,
+                     const ComputeTypeOf<T>* taps, std::int64_t count, const Shard& shard) {
     // About ceil(k / up) fused multiply-adds per output.
     const std::int64_t cost = (count + shape.up - 1) / shape.up + 2;
     shard(shape.rows * shape.outputs, cost, [&](std::int64_t begin, std::int64_t end) {
@@ -83,12 +87,12 @@ The last dimension of y is ((n - 1) * up + k - 1) // down + 1.
   }
   template <class T>
   static Status Launch(GpuStream stream, const Params&, const Shape& shape, const T* x, T* y,
-                       const TableView<T>& taps) {
+                       const TableView<ComputeTypeOf<T>>& taps) {
     return LaunchUpfirdn<T>(stream, x, y, shape, taps);
   }
   template <class T>
   static Placement Place(std::int64_t count, SourceKind source, std::int64_t launch_elements) {
-    return UpfirdnPlacement<T>(count, source, launch_elements);
+    return UpfirdnPlacement<ComputeTypeOf<T>>(count, source, launch_elements);
   }
 };
 

@@ -3,8 +3,8 @@
 // per step), for every instruction set this CPU supports: random sizes, ranges and tables, and
 // special values with and without the denormal flush. Bitwise equality is the contract.
 // Interpolate's against np.interp's formula in long double, and its exact cases. For float16 and
-// bfloat16 data, both against the float32 kernels on the converted data, each result rounded to
-// nearest even (FromCompute), bit for bit.
+// bfloat16 data (Polyval, Interpolate, FirFilter), each against the float32 kernel on the
+// converted data, each result rounded to nearest even (FromCompute), bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,6 +24,7 @@
 #include "fir_filter/fir_filter_functor.h"
 #include "interpolate/interpolate_cpu.h"
 #include "interpolate/interpolate_op.h"
+#include "narrow_test_support.h"
 #include "polyval/polyval_cpu.h"
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_op.h"
@@ -201,6 +202,71 @@ TEST_P(OpsCpu, FirFilterSpecialValuesWithAndWithoutDenormalFlush) {
     const auto long_shape =
         ops::MakeFirShape(17, static_cast<std::int64_t>(x.size()) - 17, 19, ops::FirPadding::kSame);
     ExpectFirMatches(GetParam(), rows, long_shape, long_taps, 0, 17 * long_shape.outputs);
+  }
+}
+
+// float16 and bfloat16 over [begin, end): FromCompute of the float kernel's outputs (the same
+// instruction set) on the samples converted to float; the rest of y untouched.
+template <class H>
+void ExpectNarrowFirMatches(Isa isa, const std::vector<H>& x, const ops::FirShape& shape,
+                            const std::vector<float>& taps, std::int64_t begin, std::int64_t end) {
+  const auto total = static_cast<std::size_t>(shape.rows * shape.outputs);
+  const std::vector<float> wide = ToFloat(x);
+  std::vector<float> wide_y(total);
+  ops::FirFilterCpuRange(wide.data(), wide_y.data(), shape, taps.data(), 0,
+                         static_cast<std::int64_t>(total), isa);
+  std::vector<H> y(total, H{0x1234}), expected(total, H{0x1234});
+  for (std::int64_t i = begin; i < end; ++i) expected[i] = FromCompute<H>(wide_y[i]);
+  ops::FirFilterCpuRange(x.data(), y.data(), shape, taps.data(), begin, end, isa);
+  const std::int64_t at = FirstNarrowDifference(y, expected);
+  EXPECT_EQ(at, -1) << NarrowName<H>() << ", " << cpu::IsaName(isa) << ": " << shape.rows << " x "
+                    << shape.length << ", " << shape.taps << " taps, pad " << shape.pad_left
+                    << ", [" << begin << ", " << end << ")";
+}
+
+// Random shapes, paddings and ranges (groups of 16 rows, rows longer than a 4,096-output chunk,
+// filters past 2,048 taps), samples one in eight a special value (NaN, infinities, subnormal
+// halves), taps now and then NaN, infinite, subnormal or large enough to overflow 16 bits.
+template <class H>
+void FirNarrowCases(Isa isa, bool flush) {
+  ScopedFlushDenormals mode(flush);
+  std::mt19937_64 rng(31 + static_cast<unsigned>(isa) + flush);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto specials = NarrowSpecialValues<H>();
+  const std::vector<float> tap_specials = {std::numeric_limits<float>::quiet_NaN(),
+                                           std::numeric_limits<float>::infinity(),
+                                           -0.0f,
+                                           std::numeric_limits<float>::denorm_min(),
+                                           1e5f,
+                                           -3e38f};
+  for (int trial = 0; trial < (flush ? 8 : 24); ++trial) {
+    const std::int64_t rows = trial % 3 == 0 ? 16 + rng() % 25 : 1 + rng() % 4;
+    const std::int64_t length = trial % 8 == 0 ? 9000 + rng() % 300 : rng() % 400;
+    const std::int64_t taps = trial % 7 == 5 ? 2048 + rng() % 2 : 1 + rng() % 80;
+    const auto padding = trial % 2 ? ops::FirPadding::kSame : ops::FirPadding::kValid;
+    const ops::FirShape shape = ops::MakeFirShape(rows, length, taps, padding);
+    std::vector<H> x(rows * length);
+    std::vector<float> tap_values(taps);
+    const bool special = trial % 4 == 1;
+    for (auto& v : x) {
+      v = special && rng() % 8 == 0 ? specials[rng() % specials.size()]
+                                    : FromCompute<H>(normal(rng));
+    }
+    for (auto& v : tap_values) {
+      v = special && rng() % 16 == 0 ? tap_specials[rng() % tap_specials.size()] : normal(rng);
+    }
+    const std::int64_t total = rows * shape.outputs;
+    ExpectNarrowFirMatches(isa, x, shape, tap_values, 0, total);
+    const std::int64_t begin = std::uniform_int_distribution<std::int64_t>(0, total)(rng);
+    const std::int64_t end = std::uniform_int_distribution<std::int64_t>(begin, total)(rng);
+    ExpectNarrowFirMatches(isa, x, shape, tap_values, begin, end);
+  }
+}
+
+TEST_P(OpsCpu, FirFilterHalfPrecisionIsTheFloatKernelRoundedToNearestEven) {
+  for (bool flush : {false, true}) {
+    FirNarrowCases<Float16>(GetParam(), flush);
+    FirNarrowCases<BFloat16>(GetParam(), flush);
   }
 }
 

@@ -3,8 +3,9 @@
 // stream, against their scalar definitions (std::fma on the host: the GPU's fma rounds the same
 // way): bit for bit, every table source and placement, aligned and misaligned data, partial
 // tiles, and for Interpolate's global bank concurrent streams and a captured graph, and its
-// tables past what a block stages (a staged prefix). float16 and bfloat16 data against the CPU
-// kernels, bit for bit (a NaN as any NaN: the GPU's float arithmetic makes canonical ones).
+// tables past what a block stages (a staged prefix). float16 and bfloat16 data (Polyval,
+// Interpolate, FirFilter) against the CPU kernels, bit for bit (a NaN as any NaN: the GPU's float
+// arithmetic makes canonical ones).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,11 +21,13 @@
 
 #include "constmem/constmem.cuh"
 #include "constmem/numeric.hpp"
+#include "fir_filter/fir_filter_cpu.h"
 #include "fir_filter/fir_filter_functor.h"
 #include "fir_filter/fir_filter_launcher.h"
 #include "interpolate/interpolate_cpu.h"
 #include "interpolate/interpolate_launcher.h"
 #include "polyval/polyval_cpu.h"
+#include "narrow_test_support.h"
 #include "polyval/polyval_functor.h"
 #include "polyval/polyval_launcher.h"
 #include "test_support.cuh"
@@ -118,23 +121,47 @@ TEST(PolyvalGpu, RejectsBadCoefficientCounts) {
 }
 
 // `offset` elements before x and y: rows that do not start on a 16-byte boundary. The kernels
-// run as on a GPU that offers `shared_bytes_per_block` (this GPU's own by default).
+// run as on a GPU that offers `shared_bytes_per_block` (this GPU's own by default). float16 and
+// bfloat16 data (float taps): one sample in 32 a special value (NaN, infinities, subnormal
+// halves), against the CPU kernel, NaN as NaN.
 template <class T>
 void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadding padding,
               std::uint64_t seed, int offset = 0,
               std::size_t shared_bytes_per_block = std::numeric_limits<std::size_t>::max()) {
+  using C = ComputeTypeOf<T>;
+  constexpr bool kNarrow = !std::is_same<T, C>::value;
   std::mt19937_64 rng(seed);
   const FirShape shape = MakeFirShape(rows, length, taps, padding);
-  const auto x = Random<T>(rng, rows * length, 1.0);
-  const Tables<T> tap_values(Random<T>(rng, taps, 1.0));
+  std::vector<T> x;
+  if constexpr (kNarrow) {
+    const auto specials = NarrowSpecialValues<T>();
+    x = ToNarrow<T>(Random<float>(rng, rows * length, 1.0));
+    for (auto& v : x) {
+      if (rng() % 32 == 0) v = specials[rng() % specials.size()];
+    }
+  } else {
+    x = Random<T>(rng, rows * length, 1.0);
+  }
+  const Tables<C> tap_values(Random<C>(rng, taps, 1.0));
   const std::int64_t total = rows * shape.outputs;
   std::vector<T> expected(total);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t i = 0; i < shape.outputs; ++i) {
-      expected[r * shape.outputs + i] =
-          FirOutput(x.data() + r * length, shape, tap_values.host.data(), i);
+  if constexpr (kNarrow) {
+    FirFilterCpuRange(x.data(), expected.data(), shape, tap_values.host.data(), 0, total);
+  } else {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t i = 0; i < shape.outputs; ++i) {
+        expected[r * shape.outputs + i] =
+            FirOutput(x.data() + r * length, shape, tap_values.host.data(), i);
+      }
     }
   }
+  auto is_nan = [](T v) {
+    if constexpr (kNarrow) {
+      return IsNarrowNan(v);
+    } else {
+      return std::isnan(v);
+    }
+  };
   Stream stream;
   DeviceBuffer<T> in(rows * length + 1 + offset), out(total + 1 + offset);
   ASSERT_CUDA(cudaMemcpyAsync(in.get() + offset, x.data(), x.size() * sizeof(T), cudaMemcpyDefault,
@@ -145,18 +172,19 @@ void CheckFir(std::int64_t rows, std::int64_t length, std::int64_t taps, FirPadd
     LaunchReport report;
     ASSERT_OK(LaunchFirFilterWithSharedMemory<T>(
         stream, in.get() + offset, out.get() + offset, shape, tap_values.View(source),
-        FirFilterPlacement<T>(taps, source), shared_bytes_per_block, &report));
+        FirFilterPlacement<C>(taps, source), shared_bytes_per_block, &report));
     ASSERT_CUDA(cudaStreamSynchronize(stream));
     const auto y = Copy(out, offset, total);
-    ASSERT_EQ(std::memcmp(y.data(), expected.data(), total * sizeof(T)), 0)
-        << rows << " x " << length << ", " << taps << " taps, "
-        << (padding == FirPadding::kSame ? "SAME" : "VALID") << ", offset " << offset << ", "
-        << PlacementName(report.placement) << ", " << shared_bytes_per_block
-        << " bytes of shared memory a block";
+    bool same = std::memcmp(y.data(), expected.data(), total * sizeof(T)) == 0;
+    if constexpr (kNarrow) same = FirstNarrowDifference(y, expected) == -1;
+    ASSERT_TRUE(same) << sizeof(T) << "-byte data, " << rows << " x " << length << ", " << taps
+                      << " taps, " << (padding == FirPadding::kSame ? "SAME" : "VALID")
+                      << ", offset " << offset << ", " << PlacementName(report.placement) << ", "
+                      << shared_bytes_per_block << " bytes of shared memory a block";
     const auto poisoned = out.Read();
     // The 0xFF poison is a NaN.
-    EXPECT_TRUE(std::isnan(poisoned[total + offset])) << "wrote past the output";
-    if (offset > 0) EXPECT_TRUE(std::isnan(poisoned[0])) << "wrote before the output";
+    EXPECT_TRUE(is_nan(poisoned[total + offset])) << "wrote past the output";
+    if (offset > 0) EXPECT_TRUE(is_nan(poisoned[0])) << "wrote before the output";
   }
 }
 
@@ -303,6 +331,39 @@ TEST(FirFilterGpu, SmallSharedMemoryBitwiseEqualToTheDefinition) {
   if (UnderSanitizer()) return;
   CheckFir<float>(1200, 16384, 17, FirPadding::kSame, seed++, 0, kTuringSharedBytes);
   CheckFir<double>(600, 4096, 65, FirPadding::kSame, seed++, 0, kTuringSharedBytes);
+}
+
+// float16 and bfloat16 through every kernel (warp teams, block teams, chunks), every tap source
+// and SAME shift, rows of whole 16-byte vectors and rows that start anywhere, y at odd offsets,
+// and the kernels of GPUs with less shared memory a block.
+template <class H>
+void CheckNarrowFir(std::uint64_t seed) {
+  for (std::int64_t taps : {1, 2, 3, 5, 8, 16, 17, 63, 64, 65, 513, 2048, 2049, 4097}) {
+    if (UnderSanitizer() && taps > 64) continue;
+    for (auto padding : {FirPadding::kSame, FirPadding::kValid}) {
+      CheckFir<H>(3, 5000, taps, padding, seed++);  // partial tiles, rows of whole vectors
+      CheckFir<H>(2, 4096 * 2, taps, padding, seed++);
+      CheckFir<H>(3, 4099, taps, padding, seed++);     // rows that start anywhere
+      CheckFir<H>(2, 4104, taps, padding, seed++, 1);  // whole vectors, misaligned
+      CheckFir<H>(2, 4104, taps, padding, seed++, 4);  // 8-byte aligned
+      CheckFir<H>(4, 7, taps, padding, seed++, 3);     // taps longer than the signal
+      for (std::size_t shared : {kTuringSharedBytes, kAdaSharedBytes}) {
+        CheckFir<H>(3, 4099, taps, padding, seed++, 0, shared);
+        CheckFir<H>(2, 4104, taps, padding, seed++, 1, shared);
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(FirFilterGpu, Float16BitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  CheckNarrowFir<Float16>(2000);
+}
+
+TEST(FirFilterGpu, BFloat16BitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  CheckNarrowFir<BFloat16>(3000);
 }
 
 TEST(FirFilterGpu, TooLittleSharedMemoryIsAnErrorAndTheNextCallWorks) {

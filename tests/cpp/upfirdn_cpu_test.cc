@@ -22,6 +22,7 @@
 
 #include "constmem/cpu_isa.hpp"
 #include "cpu_test_support.h"
+#include "narrow_test_support.h"
 #include "upfirdn/upfirdn_functor.h"
 
 namespace constmem {
@@ -476,6 +477,79 @@ TEST_P(UpfirdnCpu, SpecialValuesWithAndWithoutDenormalFlush) {
   for (bool flush : {false, true}) {
     SpecialCases<float>(GetParam(), flush);
     SpecialCases<double>(GetParam(), flush);
+  }
+}
+
+// float16 and bfloat16: outputs [begin, end) are the float kernel's on the samples converted to
+// float, rounded to nearest even (FromCompute), and the rest of y is untouched. Samples are random
+// or, with `specials`, special values one in eight (NaN, infinities, subnormal halves), the taps
+// now and then NaN, infinite, subnormal or large enough that the outputs overflow 16 bits.
+template <class H>
+void CheckNarrow(Isa isa, const Case& c, std::uint64_t seed, bool specials) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto narrow_specials = NarrowSpecialValues<H>();
+  const std::vector<float> tap_specials = {std::numeric_limits<float>::quiet_NaN(),
+                                           std::numeric_limits<float>::infinity(),
+                                           -0.0f,
+                                           std::numeric_limits<float>::denorm_min(),
+                                           1e5f,
+                                           -3e38f};
+  std::vector<H> x(c.rows * c.n);
+  std::vector<float> h(c.k);
+  for (auto& v : x) {
+    v = specials && rng() % 8 == 0 ? narrow_specials[rng() % narrow_specials.size()]
+                                   : FromCompute<H>(normal(rng));
+  }
+  for (auto& v : h) {
+    v = specials && rng() % 16 == 0 ? tap_specials[rng() % tap_specials.size()] : normal(rng);
+  }
+  UpfirdnShape shape;
+  ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
+  const std::int64_t total = shape.rows * shape.outputs;
+  const std::vector<float> wide = ToFloat(x);
+  std::vector<float> wide_y(total);
+  UpfirdnCpuRange(wide.data(), wide_y.data(), shape, h.data(), 0, total, isa);
+  const std::vector<H> expected = ToNarrow<H>(wide_y);
+  for (int trial = 0; trial < 3; ++trial) {
+    std::int64_t begin = 0, end = total;
+    if (trial > 0 && total > 0) {
+      begin = std::uniform_int_distribution<std::int64_t>(0, total)(rng);
+      end = std::uniform_int_distribution<std::int64_t>(begin, total)(rng);
+    }
+    std::vector<H> y(total, H{0x1234});
+    UpfirdnCpuRange(x.data(), y.data(), shape, h.data(), begin, end, isa);
+    std::vector<H> want(total, H{0x1234});
+    std::copy(expected.begin() + begin, expected.begin() + end, want.begin() + begin);
+    const std::int64_t at = FirstNarrowDifference(y, want);
+    ASSERT_EQ(at, -1) << NarrowName<H>() << ", " << cpu::IsaName(isa) << ", " << Describe(c)
+                      << ", [" << begin << ", " << end << ")" << (specials ? ", specials" : "")
+                      << ": 0x" << std::hex << (at >= 0 ? y[at].bits : 0) << " for 0x"
+                      << (at >= 0 ? want[at].bits : 0);
+  }
+}
+
+TEST_P(UpfirdnCpu, HalfPrecisionIsTheFloatKernelRoundedToNearestEven) {
+  std::uint64_t seed = 3000;
+  for (const Case& c : Cases()) {
+    for (bool specials : {false, true}) {
+      CheckNarrow<Float16>(GetParam(), c, seed++, specials);
+      CheckNarrow<BFloat16>(GetParam(), c, seed++, specials);
+    }
+  }
+}
+
+TEST_P(UpfirdnCpu, HalfPrecisionOfLargeTapsAndRates) {
+  std::uint64_t seed = 4000;
+  // Rows longer than a chunk of the 16-bit path (64 Ki samples, 64 periods at least).
+  std::vector<Case> cases = {{2, 150000, 31, 1, 1},   {1, 200000, 61, 3, 2},
+                             {1, 150000, 255, 2, 3},  {1, 70000, 3201, 160, 147},
+                             {1, 300000, 158, 1, 12}, {1, 100000, 5000, 1, 3000}};
+  const auto large = LargeCases();
+  cases.insert(cases.end(), large.begin(), large.end());
+  for (const Case& c : cases) {
+    CheckNarrow<Float16>(GetParam(), c, seed++, false);
+    CheckNarrow<BFloat16>(GetParam(), c, seed++, true);
   }
 }
 

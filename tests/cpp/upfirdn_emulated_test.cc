@@ -15,10 +15,12 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "constmem/by_value.cuh"
+#include "narrow_test_support.h"
 #include "upfirdn/upfirdn_cpu.h"
 #include "upfirdn/upfirdn_kernels.cuh"
 
@@ -97,17 +99,29 @@ void Run(Kernel kernel, const T* x, T* y, const UpfirdnShape& shape, const Taps&
 }
 
 // Every kernel, taps read in place and staged in shared memory, against the CPU kernel; y `offset`
-// elements into its buffer, whose other elements (and 16 after y) must stay as they were.
+// elements into its buffer, whose other elements (and 16 after y) must stay as they were. T:
+// float, double, or float16 and bfloat16 (float taps), whose samples are one in 16 a special value
+// (NaN, infinities, subnormals, the largest) and whose outputs are compared as NaN or bit for bit.
 template <class T>
 void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 3,
            std::int64_t chunk_terms = kHaloChunkTerms) {
+  using C = ComputeTypeOf<T>;
+  constexpr bool kNarrow = !std::is_same<T, C>::value;
   UpfirdnShape shape;
   ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<T> x(static_cast<std::size_t>(c.rows * c.n)), taps(c.k);
-  for (auto& v : x) v = static_cast<T>(normal(rng));
-  for (auto& v : taps) v = static_cast<T>(normal(rng));
+  std::vector<T> x(static_cast<std::size_t>(c.rows * c.n));
+  std::vector<C> taps(c.k);
+  if constexpr (kNarrow) {
+    const auto specials = NarrowSpecialValues<T>();
+    for (auto& v : x) {
+      v = rng() % 16 == 0 ? specials[rng() % specials.size()] : FromCompute<T>(normal(rng));
+    }
+  } else {
+    for (auto& v : x) v = static_cast<T>(normal(rng));
+  }
+  for (auto& v : taps) v = static_cast<C>(normal(rng));
   const std::int64_t total = shape.rows * shape.outputs;
   std::vector<T> expected(total);
   UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, total);
@@ -126,25 +140,31 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
         std::vector<T> y(static_cast<std::size_t>(total) + offset + kGuard);
         std::memset(y.data(), kPattern, y.size() * sizeof(T));
         if (source == TapsSource::kStaged) {
-          Run(kernel, in, y.data() + offset, shape, SharedTableSource<T>{taps.data()}, blocks,
+          Run(kernel, in, y.data() + offset, shape, SharedTableSource<C>{taps.data()}, blocks,
               chunk_terms);
         } else if (source == TapsSource::kStagedFromParameter) {
-          using ByValue = DefaultByValueTable<T>;
+          using ByValue = DefaultByValueTable<C>;
           if (taps.size() > ByValue::kCapacity) continue;
           ByValueSharedSource<ByValue> staged;
           ASSERT_TRUE(FillByValueTable(taps.data(), taps.size(), &staged.table).ok());
           Run(kernel, in, y.data() + offset, shape, staged, blocks, chunk_terms);
         } else {
-          Run(kernel, in, y.data() + offset, shape, HostTable<T>{taps.data()}, blocks, chunk_terms);
+          Run(kernel, in, y.data() + offset, shape, HostTable<C>{taps.data()}, blocks, chunk_terms);
         }
         const char* names[] = {"a phase a warp", "a phase a lane", "direct"};
         const char* sources[] = {", taps in place", ", taps in shared memory",
                                  ", taps by value staged in shared memory"};
-        ASSERT_EQ(std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)), 0)
-            << Describe(c) << ", " << names[static_cast<int>(kernel)]
-            << sources[static_cast<int>(source)] << ", y offset " << offset << ", x fenced "
-            << (fence == Fenced::Fence::kAfter ? "after" : "before") << ", halo chunks of "
-            << chunk_terms << " terms";
+        bool same = std::memcmp(y.data() + offset, expected.data(), total * sizeof(T)) == 0;
+        if constexpr (kNarrow) {
+          same =
+              FirstNarrowDifference(std::vector<T>(y.begin() + offset, y.begin() + offset + total),
+                                    expected) == -1;
+        }
+        ASSERT_TRUE(same) << (kNarrow ? NarrowName<T>() : "") << " " << Describe(c) << ", "
+                          << names[static_cast<int>(kernel)] << sources[static_cast<int>(source)]
+                          << ", y offset " << offset << ", x fenced "
+                          << (fence == Fenced::Fence::kAfter ? "after" : "before")
+                          << ", halo chunks of " << chunk_terms << " terms";
         for (std::size_t i = 0; i < y.size(); ++i) {
           if (i == static_cast<std::size_t>(offset)) i += total;  // y itself
           if (i == y.size()) break;
@@ -290,6 +310,7 @@ TEST(UpfirdnEmulated, HaloInChunksBitwiseEqualToTheCpuKernel) {
   for (const ChunkCase& c : cases) {
     Check<float>(c.shape, seed++, /*offset=*/0, /*blocks=*/1, c.chunk_terms);
     Check<double>(c.shape, seed++, /*offset=*/1, /*blocks=*/2, c.chunk_terms);
+    Check<BFloat16>(c.shape, seed++, /*offset=*/3, /*blocks=*/1, c.chunk_terms);
     if (HasFatalFailure()) return;
   }
 }
@@ -328,6 +349,8 @@ TEST(UpfirdnEmulated, AudioRatesBitwiseEqualToTheCpuKernel) {
   for (const Case& c : cases) {
     Check<float>(c, seed++);
     Check<double>(c, seed++, /*offset=*/1);
+    Check<Float16>(c, seed++, /*offset=*/5);
+    Check<BFloat16>(c, seed++);
     if (HasFatalFailure()) return;
   }
 }
@@ -348,6 +371,8 @@ TEST(UpfirdnEmulated, EdgeCasesBitwiseEqualToTheCpuKernel) {
   std::uint64_t seed = 100;
   for (const Case& c : cases) {
     Check<float>(c, seed++, /*offset=*/1, /*blocks=*/2);
+    Check<Float16>(c, seed++, /*offset=*/1, /*blocks=*/2);
+    Check<BFloat16>(c, seed++, /*offset=*/0, /*blocks=*/2);
     if (HasFatalFailure()) return;
   }
 }

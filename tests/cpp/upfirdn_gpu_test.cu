@@ -7,6 +7,8 @@
 // the direct kernel and the tiled one with the taps in global memory (long filters' terms in
 // chunks), from host and device tables;
 // special values (NaN as NaN); a launch captured into a CUDA graph and replayed with changed taps.
+// float16 and bfloat16 (float taps) the same way, against their CPU kernel (the float kernel on the
+// converted samples, rounded to nearest even), with special values and y at odd offsets.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,10 +17,12 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "constmem/constmem.cuh"
 #include "cpu_test_support.h"
+#include "narrow_test_support.h"
 #include "test_support.cuh"
 #include "upfirdn/upfirdn_cpu.h"
 #include "upfirdn/upfirdn_functor.h"
@@ -37,15 +41,34 @@ template <class T>
 std::vector<T> Random(std::mt19937_64& rng, std::int64_t n) {
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<T> values(n);
-  for (auto& v : values) v = static_cast<T>(normal(rng));
+  for (auto& v : values) v = FromCompute<T>(static_cast<ComputeTypeOf<T>>(normal(rng)));
   return values;
+}
+
+template <class T>
+bool IsNan(T v) {
+  if constexpr (std::is_same<T, ComputeTypeOf<T>>::value) {
+    return std::isnan(v);
+  } else {
+    return IsNarrowNan(v);
+  }
+}
+
+// A value as the failure messages show it (16-bit data as its float value and bits).
+template <class T>
+std::string Show(T v) {
+  if constexpr (std::is_same<T, ComputeTypeOf<T>>::value) {
+    return std::to_string(v);
+  } else {
+    return std::to_string(ToCompute<float>(v)) + " (0x" + std::to_string(v.bits) + ")";
+  }
 }
 
 template <class T>
 bool SameBitsOrBothNan(const std::vector<T>& a, const std::vector<T>& b, std::size_t* where) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (IsNan(a[i]) && IsNan(b[i])) continue;
     if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) {
       *where = i;
       return false;
@@ -83,7 +106,7 @@ std::string Describe(const Config& config) {
 // arrangements where its tile fits (CheckUpfirdn skips them for shapes it does not take).
 template <class T>
 std::vector<Config> Configs(std::int64_t taps) {
-  const std::int64_t bytes = taps * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t bytes = taps * static_cast<std::int64_t>(sizeof(ComputeTypeOf<T>));
   std::vector<Config> configs;
   for (SourceKind source :
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
@@ -115,7 +138,7 @@ std::vector<Config> LargeConfigs(std::int64_t taps) {
        {SourceKind::kPageableHost, SourceKind::kPinnedHost, SourceKind::kDevice}) {
     for (Placement placement : {Placement::kGlobalMemory, Placement::kSharedMemory}) {
       if (placement == Placement::kSharedMemory &&
-          taps * static_cast<std::int64_t>(sizeof(T)) > 64 * 1024) {
+          taps * static_cast<std::int64_t>(sizeof(ComputeTypeOf<T>)) > 64 * 1024) {
         continue;
       }
       for (UpfirdnArrangement arrangement :
@@ -128,25 +151,34 @@ std::vector<Config> LargeConfigs(std::int64_t taps) {
 }
 
 // The GPU against the CPU kernel for `c` in each of `configs`, x and y `offset` elements past a
-// 16-byte boundary; `specials` mixes NaN, infinities, zeros and subnormals into the data.
+// 16-byte boundary; `specials` mixes NaN, infinities, zeros and subnormals into the data (for
+// 16-bit data, subnormal halves into the samples and taps that overflow 16 bits).
 template <class T>
 void CheckUpfirdn(const Case& c, const std::vector<Config>& configs, std::uint64_t seed,
                   int offset = 0, bool specials = false) {
+  using C = ComputeTypeOf<T>;
   std::mt19937_64 rng(seed);
   UpfirdnShape shape;
   ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok()) << Describe(c);
   auto x = Random<T>(rng, c.rows * c.n);
-  auto taps = Random<T>(rng, c.k);
+  auto taps = Random<C>(rng, c.k);
   if (specials) {
-    const auto values = SpecialValues<T>();
+    std::vector<T> values;
+    if constexpr (std::is_same<T, C>::value) {
+      values = SpecialValues<T>();
+    } else {
+      values = NarrowSpecialValues<T>();
+    }
+    std::vector<C> tap_values = SpecialValues<C>();
+    tap_values.push_back(C(1e5));
     for (auto& v : x) {
       if (rng() % 8 == 0) v = values[rng() % values.size()];
     }
     for (auto& v : taps) {
-      if (rng() % 16 == 0) v = values[rng() % values.size()];
+      if (rng() % 16 == 0) v = tap_values[rng() % tap_values.size()];
     }
   }
-  const Tables<T> tables(taps);
+  const Tables<C> tables(taps);
   const std::int64_t total = shape.rows * shape.outputs;
   std::vector<T> expected(total);
   UpfirdnCpuRange(x.data(), expected.data(), shape, taps.data(), 0, total);
@@ -173,11 +205,12 @@ void CheckUpfirdn(const Case& c, const std::vector<Config>& configs, std::uint64
     const std::vector<T> y(all.begin() + offset, all.begin() + offset + total);
     std::size_t where = 0;
     ASSERT_TRUE(SameBitsOrBothNan(y, expected, &where))
-        << Describe(c) << ", " << Describe(config) << ", offset " << offset << ": output " << where
-        << " is " << y[where] << ", the CPU's " << expected[where];
+        << Describe(c) << ", " << Describe(config) << ", " << sizeof(T) << "-byte data, offset "
+        << offset << ": output " << where << " is " << Show(y[where]) << ", the CPU's "
+        << Show(expected[where]);
     // The 0xFF poison is a NaN.
-    EXPECT_TRUE(std::isnan(all[total + offset])) << "wrote past the output";
-    if (offset > 0) EXPECT_TRUE(std::isnan(all[0])) << "wrote before the output";
+    EXPECT_TRUE(IsNan(all[total + offset])) << "wrote past the output";
+    if (offset > 0) EXPECT_TRUE(IsNan(all[0])) << "wrote before the output";
   }
 }
 
@@ -381,6 +414,45 @@ TEST(UpfirdnGpu, SpecialValuesGiveTheCpusBitsAndNanForNan) {
     CheckUpfirdn<float>(c, Configs<float>(c.k), seed++, 0, true);
     CheckUpfirdn<double>(c, Configs<double>(c.k), seed++, 0, true);
   }
+}
+
+// float16 and bfloat16: every configuration of the edge cases, the rates and tap counts (y at 0, 1
+// and 5 elements past a 16-byte boundary), the long filters and large rates, and special values.
+template <class H>
+void CheckNarrowUpfirdn(std::uint64_t seed) {
+  int offset = 0;
+  for (const Case& c : kEdgeCases) {
+    CheckUpfirdn<H>(c, Configs<H>(c.k), seed++, offset, offset == 2);
+    offset = (offset + 1) % 3;
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  const std::int64_t rates[][2] = {{1, 3}, {3, 1}, {160, 147}, {147, 160}, {2, 1},
+                                   {1, 2}, {3, 2}, {2, 3},     {4, 1},     {12, 1},
+                                   {1, 4}, {1, 6}, {1, 12},    {1, 7},     {5, 12}};
+  for (const auto& rate : rates) {
+    for (std::int64_t taps : {31, 255, 4096}) {
+      const std::int64_t n = UnderSanitizer() ? 3000 : taps == 4096 ? 12000 : 40000;
+      for (int offset : {0, 1, 5}) {
+        CheckUpfirdn<H>({3, n + offset, taps, rate[0], rate[1]}, Configs<H>(taps), seed++, offset,
+                        offset == 5);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+  for (const Case& c : kLargeCases) {
+    CheckUpfirdn<H>(c, LargeConfigs<H>(c.k), seed++, 3);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(UpfirdnGpu, Float16EveryConfigurationBitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  CheckNarrowUpfirdn<Float16>(1100);
+}
+
+TEST(UpfirdnGpu, BFloat16EveryConfigurationBitwiseEqualToTheCpu) {
+  REQUIRE_GPU();
+  CheckNarrowUpfirdn<BFloat16>(1500);
 }
 
 // Host logic alone: it runs without a GPU too.
