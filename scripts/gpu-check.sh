@@ -70,7 +70,8 @@ example() {
   for component in core torch jax; do
     cmake --install build-gpu --prefix "$prefix" --component "$component" >/dev/null || return 1
   done
-  cmake -S examples/custom_op -B build-gpu/custom_op -G Ninja -DCONSTMEM_PYTHON=python3 \
+  cmake -S examples/custom_op -B build-gpu/custom_op -G Ninja \
+    -DCONSTMEM_PYTHON="$(command -v python3)" \
     -Dconstmem_DIR="$(dirname "$(find "$prefix" -name constmemConfig.cmake | head -1)")" \
     -DCMAKE_CUDA_ARCHITECTURES=native -DAPPLY_GAIN_FRAMEWORKS="torch;jax" >/dev/null &&
     cmake --build build-gpu/custom_op -j "$(nproc)" --target _dequantize_torch _dequantize_jax &&

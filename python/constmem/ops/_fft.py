@@ -22,7 +22,7 @@ METHODS = ("auto", "direct", "fft")
 SHORT_TAPS = 32
 # What one butterfly of the FFT route costs in the direct kernel's multiply-adds, by device
 # (bench/fft_crossover_bench.py measures it; docs/performance.md has the crossover it gives).
-BUTTERFLY_COST = {"cpu": 12.0, "gpu": 6.0}
+BUTTERFLY_COST = {"cpu": 12.0, "gpu": 61.0}
 
 
 def check_method(method) -> str:
