@@ -200,7 +200,8 @@ def half_bits(values: np.ndarray, dtype: str) -> np.ndarray:
 def from_bits(fw, bits: np.ndarray, dtype: str):
     """A framework's 16-bit tensor holding `bits` exactly (the frameworks' casts of a NaN differ)."""
     if isinstance(fw, Torch):
-        return fw.torch.from_numpy(bits.view(np.int16).copy()).view(getattr(fw.torch, dtype))
+        signed = fw.torch.from_numpy(bits.view(np.int16).copy())
+        return signed.view(getattr(fw.torch, dtype))
     if isinstance(fw, Jax):
         return fw.jax.lax.bitcast_convert_type(fw.jnp.asarray(bits), dtype)
     return fw.tf.bitcast(fw.tf.constant(bits), dtype)
