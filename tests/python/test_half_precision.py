@@ -198,7 +198,7 @@ def half_bits(values: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def from_bits(fw, bits: np.ndarray, dtype: str):
-    """A framework's 16-bit tensor holding `bits` exactly (the frameworks' casts of a NaN differ)."""
+    """A framework's 16-bit tensor of `bits` exactly (the frameworks' casts of a NaN differ)."""
     if isinstance(fw, Torch):
         signed = fw.torch.from_numpy(bits.view(np.int16).copy())
         return signed.view(getattr(fw.torch, dtype))
