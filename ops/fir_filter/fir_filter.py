@@ -116,7 +116,7 @@ def _make_fir_filter(ops):
         outputs = n if padding == "SAME" else max(n - k + 1, 0)
         before = (k - 1) // 2 if padding == "SAME" else 0
         work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
-        return _fft.prefers_fft(F, x, rows * outputs * k, work)
+        return _fft.prefers_fft(F, x, rows * outputs, k, work)
 
     direct_limit = getattr(ops, LIMIT)
     fir_filter.__doc__ = direct.__doc__

@@ -616,7 +616,7 @@ def _make_upfirdn(ops):
         phases, stride = up // common, down // common
         extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
         work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
-        return _fft.prefers_fft(F, x, rows * outputs * _ceil_div(count, up), work)
+        return _fft.prefers_fft(F, x, rows * outputs, _ceil_div(count, up), work)
 
     upfirdn.__doc__ = direct.__doc__
     return upfirdn

@@ -156,6 +156,27 @@ def test_auto_takes_the_fft_route_for_long_filters_on_long_rows(fw):
     np.testing.assert_array_equal(auto, fft)
 
 
+def test_auto_counts_a_few_long_outputs_as_a_full_device(fw):
+    # One output of 2^18 taps: its multiply-adds run one after another in the direct kernel, so on
+    # a GPU it costs what 2^17 outputs do and the FFT route wins (measured on an H100: 69 ms
+    # direct, 0.75 ms FFT at 2^20 taps); a CPU, whose few lanes it fills, keeps the direct kernel.
+    from constmem.ops import _fft
+
+    k = 1 << 18
+    work = _fft.fft_work(1, 1, 1, k, k)
+    chosen = {}
+    for device in ("cpu", "gpu"):
+        effective = _fft.PARALLEL_OUTPUTS[device] * k
+        chosen[device] = "fft" if effective > _fft.BUTTERFLY_COST[device] * work else "direct"
+    assert chosen == {"cpu": "direct", "gpu": "fft"}
+    rng = np.random.default_rng(6)
+    x = fw.tensor(rng.standard_normal((1, k)).astype(np.float32))
+    taps = fw.tensor(rng.standard_normal(k).astype(np.float32))
+    auto = np.asarray(fw.cm.fir_filter(x, taps, padding="VALID"))
+    want = np.asarray(fw.cm.fir_filter(x, taps, padding="VALID", method=chosen["cpu"]))
+    np.testing.assert_array_equal(auto, want)
+
+
 def test_a_bad_method_is_refused_by_name(fw):
     x = fw.tensor(np.zeros((2, 100), np.float32))
     taps = list(np.ones(64))

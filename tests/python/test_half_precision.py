@@ -200,10 +200,10 @@ def half_bits(values: np.ndarray, dtype: str) -> np.ndarray:
 def from_bits(fw, bits: np.ndarray, dtype: str):
     """A framework's 16-bit tensor of `bits` exactly (the frameworks' casts of a NaN differ)."""
     if isinstance(fw, Torch):
-        signed = fw.torch.from_numpy(bits.view(np.int16).copy())
+        signed = fw.torch.from_numpy(bits.view(np.int16).copy()).to(fw.device)
         return signed.view(getattr(fw.torch, dtype))
-    if isinstance(fw, Jax):
-        return fw.jax.lax.bitcast_convert_type(fw.jnp.asarray(bits), dtype)
+    if isinstance(fw, Jax):  # on the framework's device: JAX's default may be a GPU
+        return fw.jax.lax.bitcast_convert_type(fw.jax.device_put(bits, fw.device), dtype)
     return fw.tf.bitcast(fw.tf.constant(bits), dtype)
 
 

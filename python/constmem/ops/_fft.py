@@ -23,6 +23,11 @@ SHORT_TAPS = 32
 # What one butterfly of the FFT route costs in the direct kernel's multiply-adds, by device
 # (bench/fft_crossover_bench.py measures it; docs/performance.md has the crossover it gives).
 BUTTERFLY_COST = {"cpu": 12.0, "gpu": 61.0}
+# The outputs the direct kernel computes side by side before a device is full: a thread (a lane
+# of a CPU's vector) takes an output's taps one after another, so fewer outputs cost what this
+# many do (an H100 holds about 270,000 threads; 2^20 taps into one output took the direct kernel
+# 69 ms, the FFT route 0.75 ms).
+PARALLEL_OUTPUTS = {"cpu": 64, "gpu": 1 << 17}
 
 
 def check_method(method) -> str:
@@ -62,12 +67,14 @@ def static_shape(x):
     return shape if shape and all(isinstance(d, int) for d in shape) else None
 
 
-def prefers_fft(F, x, multiply_adds: float, work: float) -> bool:
-    """Whether the FFT route's `work` costs less than the direct kernel's `multiply_adds`.
+def prefers_fft(F, x, outputs: int, taps: int, work: float) -> bool:
+    """Whether the FFT route's `work` costs less than the direct kernel: `outputs` of `taps`
+    multiply-adds each, computed at least PARALLEL_OUTPUTS at a time.
 
     Decided before the operands are converted, so that a call the kernel takes converts nothing.
     """
     device = "gpu" if framework(x) is not None and F.on_gpu(x) else "cpu"
+    multiply_adds = max(outputs, PARALLEL_OUTPUTS[device]) * taps
     return multiply_adds > BUTTERFLY_COST[device] * work
 
 
