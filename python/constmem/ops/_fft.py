@@ -68,8 +68,10 @@ def static_shape(x):
 
 
 def prefers_fft(F, x, outputs: int, taps: int, work: float) -> bool:
-    """Whether the FFT route's `work` costs less than the direct kernel: `outputs` of `taps`
-    multiply-adds each, computed at least PARALLEL_OUTPUTS at a time.
+    """Whether the FFT route's `work` costs less than the direct kernel's multiply-adds.
+
+    The direct kernel computes `outputs` of `taps` multiply-adds each, at least
+    PARALLEL_OUTPUTS[device] of them at a time.
 
     Decided before the operands are converted, so that a call the kernel takes converts nothing.
     """
