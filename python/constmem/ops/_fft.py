@@ -10,6 +10,7 @@ FFTs and gathers. Imports no framework.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -48,6 +49,8 @@ def taps_length(taps):
         return None
 
 
+# Pure functions of a call's shape: kept, as a call site's shapes repeat call after call.
+@functools.lru_cache(maxsize=1024)
 def fft_work(rows: int, phases: int, down: int, extent: int, length: int) -> float:
     """The FFT route's work in butterflies.
 
@@ -87,6 +90,7 @@ _FRAME_FACTOR = 8
 _SMALLEST_FFT = 4096
 
 
+@functools.lru_cache(maxsize=1024)
 def fast_length(n: int) -> int:
     """The least 2^a 3^b 5^c of at least n: sizes every framework's FFT runs at full speed."""
     best = 1 << max(n - 1, 0).bit_length()
