@@ -428,11 +428,16 @@ def _make_separable_filter2d(ops):
         float16 and bfloat16 images are filtered in float32 and returned in their own dtype; a
         channels_last PyTorch tensor stays channels_last.
         """
-        images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
-        row, column, taps = _tap_tables(F, row_taps, column_taps)
-        return restore(_filter(ops, images, row, column, taps, border, layout, options))
+        return _separable_filter2d(ops, F, images, row_taps, column_taps, border, layout, options)
 
     return separable_filter2d
+
+
+def _separable_filter2d(ops, F, images, row_taps, column_taps, border, layout, options):
+    """Separable_filter2d's body: the [k] or [B, k] tap sets as the op's two tables."""
+    images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
+    row, column, taps = _tap_tables(F, row_taps, column_taps)
+    return restore(_filter(ops, images, row, column, taps, border, layout, options))
 
 
 def gaussian_taps(kernel_size, sigma):
@@ -651,18 +656,37 @@ def _native(ops) -> tuple:
     return ops.OPS["separable_filter"].data_dtypes()
 
 
+class _BlurState:
+    """What one framework's gaussian_blur keeps between calls."""
+
+    __slots__ = (
+        "F",
+        "direct_dtypes",
+        "is_compiling",
+        "ops",
+        "plain_taps",
+        "separable",
+        "tensor_type",
+    )
+
+    def __init__(self, ops):
+        self.ops = ops
+        self.F = ops._arrays("separable_filter")
+        self.separable = ops.separable_filter
+        # In PyTorch: its tensor type, its compile check and the dtypes the op takes itself.
+        self.tensor_type, self.is_compiling, self.direct_dtypes = None, torch_compiling, frozenset()
+        if getattr(ops, "__name__", "").rpartition(".")[2] == "torch":
+            torch = sys.modules["torch"]
+            self.tensor_type, self.is_compiling = torch.Tensor, torch.compiler.is_compiling
+            self.direct_dtypes = frozenset(getattr(torch, d) for d in _native(ops))
+        # _plain_key of plain calls -> (kx, ky, row taps, column taps), checked once: a call site
+        # passes the same again and again, and their checks cost more than the rest of a small
+        # call.
+        self.plain_taps = {}
+
+
 def _make_gaussian_blur(ops):
-    # _plain_key of plain calls -> (kx, ky, row taps, column taps), checked once: a call site
-    # passes the same again and again, and their checks cost more than the rest of a small call.
-    plain_taps = {}
-    framework = getattr(ops, "__name__", "").rpartition(".")[2]
-    tensor_type, is_compiling, direct_dtypes = None, torch_compiling, frozenset()
-    if framework == "torch":
-        torch = sys.modules["torch"]
-        tensor_type, is_compiling = torch.Tensor, torch.compiler.is_compiling
-        direct_dtypes = frozenset(getattr(torch, d) for d in _native(ops))
-    separable = ops.separable_filter
-    F = ops._arrays("separable_filter")
+    blur = _BlurState(ops)
 
     def gaussian_blur(
         images=REQUIRED,
@@ -708,83 +732,89 @@ def _make_gaussian_blur(ops):
         torchvision does, each naming the argument and showing what it was.
 
         """
-        kind = type(images)
-        key = _plain_key(kernel_size, sigma)
-        if (
-            key is not None
-            and not options
-            and (kind is tensor_type or (tensor_type is None and _framework(images) is not None))
-            and not is_compiling()  # the cache is not traced (nor guarded on)
-        ):
-            hit = plain_taps.get(key)
-            if hit is not None:
-                # A call site's checked size and sigma again: the taps are the op's static tables.
-                kx, ky, row, column = hit
-                if (
-                    kind is tensor_type
-                    and layout == "channels_first"
-                    and images.dtype in direct_dtypes
-                    and images.is_contiguous()
-                ):
-                    # An NCHW tensor of the op's own dtype: nothing to widen or permute, and
-                    # only the reflect border's size to check (an empty image takes the path
-                    # below).
-                    shape = images.shape
-                    if len(shape) >= 2 and (
-                        border != "reflect" or (kx // 2 < shape[-1] and ky // 2 < shape[-2])
-                    ):
-                        return separable(images, row, column, border=border, layout=layout)
-                images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
-                _check_reflect_padding(images, kx, ky, border, layout)
-                return restore(_filter(ops, images, row, column, "shared", border, layout, {}))
-        name = "images"
-        if options or isinstance(images, Required):
-            aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
-            name, images = argument("gaussian_blur", [("images", images), *aliases])
-            kind = type(images)
-        if isinstance(kernel_size, Required):
-            raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
-        if kind.__module__.startswith(_WRAPPED_MODULES):
-            wrapped = _wrapped_input(F, images, name)
-            if wrapped is not None:
-                plain, wrap, inner_layout = wrapped
-                out = gaussian_blur(
-                    plain, kernel_size, sigma, border, inner_layout or layout, **options
-                )
-                return wrap(out)
-        if tensor_type is not None and not isinstance(images, tensor_type):
-            raise TypeError(
-                f"gaussian_blur takes a torch.Tensor, a tv_tensors Image or Video, or a PIL image "
-                f"as {name}; got {kind}"
-            )
-        images, restore = widened(images, name, IMAGE_DTYPES, _native(ops))
-        kx, ky = kernel_sizes(kernel_size)
-        if _framework(sigma) is not None:
-            _check_reflect_padding(images, kx, ky, border, layout)
-            row, column, taps = _tensor_sigma_tables(ops, F, images, kx, ky, sigma)
-            return restore(_filter(ops, images, row, column, taps, border, layout, options))
-        sx, sy = _sigmas(sigma, kx, ky)
-        _check_reflect_padding(images, kx, ky, border, layout)
-        if torch_compiling():
-            # torch.compile makes a sigma that changes between calls symbolic: the taps are then
-            # computed in the graph, in float64 and rounded as the op rounds a static table.
-            torch_module = sys.modules["torch"]
-            dtype = getattr(torch_module, _compute_dtype(images))
-            row, column = (
-                _traced_gaussian_taps(torch_module, k, s, images.device).to(dtype)
-                for k, s in ((kx, sx), (ky, sy))
-            )
-        else:
-            # Rounded by the op.
-            row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
-            if key is not None:
-                if len(plain_taps) >= _PLAIN_TAPS_SIZE:
-                    plain_taps.clear()
-                plain_taps[key] = (kx, ky, row, column)
-        return restore(_filter(ops, images, row, column, "shared", border, layout, options))
+        return _gaussian_blur(blur, images, kernel_size, sigma, border, layout, options)
 
     gaussian_blur.__signature__ = signature(gaussian_blur, _TORCHVISION_ANNOTATIONS)
     return gaussian_blur
+
+
+def _gaussian_blur(blur, images, kernel_size, sigma, border, layout, options):
+    """Gaussian_blur's body, with `blur` its framework's state (_BlurState)."""
+    kind = type(images)
+    tensor_type = blur.tensor_type
+    key = _plain_key(kernel_size, sigma)
+    if (
+        key is not None
+        and not options
+        and (kind is tensor_type or (tensor_type is None and _framework(images) is not None))
+        and not blur.is_compiling()  # the cache is not traced (nor guarded on)
+    ):
+        hit = blur.plain_taps.get(key)
+        if hit is not None:
+            # A call site's checked size and sigma again: the taps are the op's static tables.
+            kx, ky, row, column = hit
+            if (
+                kind is tensor_type
+                and layout == "channels_first"
+                and images.dtype in blur.direct_dtypes
+                and images.is_contiguous()
+            ):
+                # An NCHW tensor of the op's own dtype: nothing to widen or permute, and
+                # only the reflect border's size to check (an empty image takes the path
+                # below).
+                shape = images.shape
+                if len(shape) >= 2 and (
+                    border != "reflect" or (kx // 2 < shape[-1] and ky // 2 < shape[-2])
+                ):
+                    return blur.separable(images, row, column, border=border, layout=layout)
+            images, restore = widened(images, "images", IMAGE_DTYPES, _native(blur.ops))
+            _check_reflect_padding(images, kx, ky, border, layout)
+            return restore(_filter(blur.ops, images, row, column, "shared", border, layout, {}))
+    name = "images"
+    if options or isinstance(images, Required):
+        aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
+        name, images = argument("gaussian_blur", [("images", images), *aliases])
+        kind = type(images)
+    if isinstance(kernel_size, Required):
+        raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
+    if kind.__module__.startswith(_WRAPPED_MODULES):
+        wrapped = _wrapped_input(blur.F, images, name)
+        if wrapped is not None:
+            plain, wrap, inner_layout = wrapped
+            out = _gaussian_blur(
+                blur, plain, kernel_size, sigma, border, inner_layout or layout, options
+            )
+            return wrap(out)
+    if tensor_type is not None and not isinstance(images, tensor_type):
+        raise TypeError(
+            f"gaussian_blur takes a torch.Tensor, a tv_tensors Image or Video, or a PIL image "
+            f"as {name}; got {kind}"
+        )
+    images, restore = widened(images, name, IMAGE_DTYPES, _native(blur.ops))
+    kx, ky = kernel_sizes(kernel_size)
+    if _framework(sigma) is not None:
+        _check_reflect_padding(images, kx, ky, border, layout)
+        row, column, taps = _tensor_sigma_tables(blur.ops, blur.F, images, kx, ky, sigma)
+        return restore(_filter(blur.ops, images, row, column, taps, border, layout, options))
+    sx, sy = _sigmas(sigma, kx, ky)
+    _check_reflect_padding(images, kx, ky, border, layout)
+    if torch_compiling():
+        # torch.compile makes a sigma that changes between calls symbolic: the taps are then
+        # computed in the graph, in float64 and rounded as the op rounds a static table.
+        torch_module = sys.modules["torch"]
+        dtype = getattr(torch_module, _compute_dtype(images))
+        row, column = (
+            _traced_gaussian_taps(torch_module, k, s, images.device).to(dtype)
+            for k, s in ((kx, sx), (ky, sy))
+        )
+    else:
+        # Rounded by the op.
+        row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
+        if key is not None:
+            if len(blur.plain_taps) >= _PLAIN_TAPS_SIZE:
+                blur.plain_taps.clear()
+            blur.plain_taps[key] = (kx, ky, row, column)
+    return restore(_filter(blur.ops, images, row, column, "shared", border, layout, options))
 
 
 def _check_reflect_padding(images, kx, ky, border, layout):
