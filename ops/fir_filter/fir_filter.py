@@ -94,33 +94,39 @@ def backward(F, grad, x, taps, attrs, need_x, need_taps):
 
 def _make_fir_filter(ops):
     """The op's function with `method`: the direct kernel, or the FFT route for long filters."""
-    direct = ops.fir_filter
+    direct = ops.fir_filter  # the op itself, which this function then replaces in `ops`
     F = ops._arrays("fir_filter")
+    limit = getattr(ops, LIMIT)
 
     def fir_filter(x, taps, *, padding="SAME", method="auto", **options):
-        k = _fft.taps_length(taps) or 0
-        if method == "direct" or (method == "auto" and not prefers_fft(x, k, padding)):
-            return direct(x, taps, padding=padding, **options)
-        _fft.check_method(method)
-        found = _fft.operands(F, x, taps, direct_limit)
-        if found is None or padding not in ("SAME", "VALID"):
-            return direct(x, taps, padding=padding, **options)
-        return F.compiled(_fft.fir_filter, padding)(*found)
+        return _fir_filter(direct, F, limit, x, taps, padding, method, options)
 
-    def prefers_fft(x, k, padding):
-        """Whether "auto" takes the FFT route, from the shapes alone."""
-        shape = _fft.static_shape(x)
-        if k < _fft.SHORT_TAPS or shape is None or padding not in ("SAME", "VALID"):
-            return False
-        rows, n = math.prod(shape[:-1]), shape[-1]
-        outputs = n if padding == "SAME" else max(n - k + 1, 0)
-        before = (k - 1) // 2 if padding == "SAME" else 0
-        work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
-        return _fft.prefers_fft(F, x, rows * outputs, k, work)
-
-    direct_limit = getattr(ops, LIMIT)
     fir_filter.__doc__ = direct.__doc__
     return fir_filter
+
+
+def _fir_filter(direct, F, limit, x, taps, padding, method, options):
+    """Fir_filter's body: the op itself (`direct`), or for long filters the FFT route over F."""
+    k = _fft.taps_length(taps) or 0
+    if method == "direct" or (method == "auto" and not _prefers_fft(F, x, k, padding)):
+        return direct(x, taps, padding=padding, **options)
+    _fft.check_method(method)
+    found = _fft.operands(F, x, taps, limit)
+    if found is None or padding not in ("SAME", "VALID"):
+        return direct(x, taps, padding=padding, **options)
+    return F.compiled(_fft.fir_filter, padding)(*found)
+
+
+def _prefers_fft(F, x, k, padding):
+    """Whether "auto" takes the FFT route, from the shapes alone."""
+    shape = _fft.static_shape(x)
+    if k < _fft.SHORT_TAPS or shape is None or padding not in ("SAME", "VALID"):
+        return False
+    rows, n = math.prod(shape[:-1]), shape[-1]
+    outputs = n if padding == "SAME" else max(n - k + 1, 0)
+    before = (k - 1) // 2 if padding == "SAME" else 0
+    work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
+    return _fft.prefers_fft(F, x, rows * outputs, k, work)
 
 
 FUNCTIONS = {"fir_filter": _make_fir_filter}

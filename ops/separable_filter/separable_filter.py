@@ -288,157 +288,45 @@ IMAGE_ALIASES = ("inpt", "img")
 _FLOAT_BITS = {"float32": ("int32", 23, 127), "float64": ("int64", 52, 1023)}
 
 
-class _Xp:
-    """The few array functions the functions below need, in the images' framework."""
+def _reciprocal(F, t, dtype):
+    """1 / t, correctly rounded in every framework and on every device.
 
-    def __init__(self, name):
-        self.name = name
-        if name == "torch":
-            import torch
+    XLA's float32 division on a GPU is within an ulp, not correctly rounded (`div.full.f32`). A
+    positive normal float32 whose reciprocal is normal is inverted here by long division of 2**47
+    by its 24-bit significand in int32 (exact everywhere) and rounded to nearest; any other
+    value, and float64 (divided correctly everywhere), by the framework's division.
+    """
+    divided = 1.0 / t
+    if dtype != "float32":
+        return divided
+    bits = F.bitcast(t, "int32")
+    exponent = F.shift_right(bits, 23)  # biased; the sign bit is 0 where the result is used
+    fraction = F.low_bits(bits, 23)
+    significand = fraction + (1 << 23)
+    quotient, rest = F.zeros_like(bits), F.zeros_like(bits) + (1 << 23)
+    for step in (7, 7, 7, 3):  # 24 quotient bits; rest * 2**7 < 2**31
+        shifted = F.shift_left(rest, step)
+        digit = shifted // significand
+        rest = shifted - digit * significand
+        quotient = F.shift_left(quotient, step) + digit
+    rounded = quotient + F.astype(2 * rest > significand, "int32")
+    # 1 / (m 2**(e - 23)) = (q / 2**23) 2**(-e - 1): biased exponent 253 - e; a carry out of the
+    # significand moves into the exponent. A power of two inverts exactly.
+    power = F.astype(fraction == 0, "int32")
+    result = F.shift_left(253 + power - exponent, 23) + (rounded - (1 << 23)) * (1 - power)
+    usable = (t > 0) & (exponent >= 1) & (exponent <= 252)
+    inverted = F.bitcast(result * F.astype(usable, "int32"), "float32")
+    # The integers carry no gradient: the value is the long division's, the gradient the
+    # division's. Where usable both are normal and within an ulp, so the difference and the sum
+    # are exact (Sterbenz): the value is `inverted`'s bits.
+    inverted = divided + F.stop_gradient(inverted - divided)
+    return F.where(usable, inverted, divided)
 
-            self.m = torch
-        elif name == "jax":
-            import jax
-            import jax.numpy as jnp
 
-            self.m = jnp
-            self.lax = jax.lax
-        else:
-            import tensorflow as tf
-
-            self.m = tf
-
-    def dtype(self, name):
-        return getattr(self.m, name)
-
-    def asarray(self, value, dtype, like):
-        """`value` as an array of the dtype named, on like's device (None: the host's)."""
-        if self.name == "torch":
-            device = None if like is None else like.device
-            return self.m.as_tensor(value, dtype=self.dtype(dtype), device=device)
-        if self.name == "jax":
-            return self.m.asarray(value, dtype)
-        return self.m.cast(self.m.convert_to_tensor(value), dtype)
-
-    def arange(self, start, stop, dtype, like):
-        """start, start + 1, ... stop - 1, made on like's device (no copy from the host)."""
-        if self.name == "torch":
-            return self.m.arange(start, stop, dtype=self.dtype(dtype), device=like.device)
-        if self.name == "jax":
-            return self.m.arange(start, stop, dtype=dtype)
-        return self.m.cast(self.m.range(start, stop), dtype)
-
-    def reshape(self, t, shape):
-        return self.m.reshape(t, shape)
-
-    def concat(self, parts, axis):
-        if self.name == "torch":
-            return self.m.cat(parts, dim=axis)
-        if self.name == "jax":
-            return self.m.concatenate(parts, axis=axis)
-        return self.m.concat(parts, axis)
-
-    def exp(self, t):
-        return self.m.exp(t) if self.name != "tensorflow" else self.m.math.exp(t)
-
-    def round(self, t):
-        """To the nearest integer, halves to even, in every framework."""
-        return self.m.round(t)
-
-    def maximum(self, t, number):
-        if self.name == "torch":
-            return self.m.clamp(t, min=number)
-        return self.m.maximum(t, number)
-
-    def zero_where(self, condition, t):
-        if self.name == "tensorflow":
-            return self.m.where(condition, self.m.zeros_like(t), t)
-        return self.m.where(condition, 0.0, t)
-
-    def reciprocal(self, t, dtype):
-        """1 / t, correctly rounded in every framework and on every device.
-
-        XLA's float32 division on a GPU is within an ulp, not correctly rounded
-        (`div.full.f32`). A positive normal float32 whose reciprocal is normal is inverted here
-        by long division of 2**47 by its 24-bit significand in int32 (exact everywhere) and
-        rounded to nearest; any other value, and float64 (divided correctly everywhere), by the
-        framework's division.
-        """
-        divided = 1.0 / t
-        if dtype != "float32":
-            return divided
-        bits = self._bitcast(t, "int32")
-        shl, shr, low = self._shift_left, self._shift_right, self._low_bits
-        exponent = shr(bits, 23)  # biased; the sign bit is 0 where the result is used
-        fraction = low(bits, 23)
-        significand = fraction + (1 << 23)
-        quotient, rest = self._zeros_like(bits), self._zeros_like(bits) + (1 << 23)
-        for step in (7, 7, 7, 3):  # 24 quotient bits; rest * 2**7 < 2**31
-            shifted = shl(rest, step)
-            digit = shifted // significand
-            rest = shifted - digit * significand
-            quotient = shl(quotient, step) + digit
-        rounded = quotient + self._int32(2 * rest > significand)
-        # 1 / (m 2**(e - 23)) = (q / 2**23) 2**(-e - 1): biased exponent 253 - e; a carry out of
-        # the significand moves into the exponent. A power of two inverts exactly.
-        power = self._int32(fraction == 0)
-        result = shl(253 + power - exponent, 23) + (rounded - (1 << 23)) * (1 - power)
-        usable = (t > 0) & (exponent >= 1) & (exponent <= 252)
-        inverted = self._bitcast(result * self._int32(usable), "float32")
-        # The integers carry no gradient: the value is the long division's, the gradient the
-        # division's. Where usable both are normal and within an ulp, so the difference and the
-        # sum are exact (Sterbenz): the value is `inverted`'s bits.
-        inverted = divided + self._stop_gradient(inverted - divided)
-        return self.m.where(usable, inverted, divided)
-
-    def _stop_gradient(self, t):
-        if self.name == "torch":
-            return t.detach()
-        if self.name == "jax":
-            return self.lax.stop_gradient(t)
-        return self.m.stop_gradient(t)
-
-    def _bitcast(self, t, dtype):
-        """The bits of t as the dtype named, of the same width."""
-        if self.name == "torch":
-            return t.view(self.dtype(dtype))
-        if self.name == "jax":
-            return self.lax.bitcast_convert_type(t, self.dtype(dtype))
-        return self.m.bitcast(t, dtype)
-
-    # TensorFlow's integer tensors have no shift or bitwise operators.
-    def _shift_left(self, t, n):
-        if self.name == "tensorflow":
-            return self.m.bitwise.left_shift(t, self.m.constant(n, t.dtype))
-        return t << n
-
-    def _shift_right(self, t, n):
-        if self.name == "tensorflow":
-            return self.m.bitwise.right_shift(t, self.m.constant(n, t.dtype))
-        return t >> n
-
-    def _low_bits(self, t, n):
-        if self.name == "tensorflow":
-            return self.m.bitwise.bitwise_and(t, self.m.constant((1 << n) - 1, t.dtype))
-        return t & ((1 << n) - 1)
-
-    def _zeros_like(self, t):
-        return self.m.zeros_like(t)
-
-    def _cast(self, t, dtype):
-        if self.name == "torch":
-            return t.to(self.dtype(dtype))
-        if self.name == "jax":
-            return t.astype(dtype)
-        return self.m.cast(t, dtype)
-
-    def _int32(self, condition):
-        return self._cast(condition, "int32")
-
-    def power_of_two(self, n, dtype):
-        """2**n for integral n of the dtype's normal range, made from its exponent bits (exact)."""
-        integer, mantissa, bias = _FLOAT_BITS[dtype]
-        return self._bitcast(self._shift_left(self._cast(n, integer) + bias, mantissa), dtype)
+def _power_of_two(F, n, dtype):
+    """2**n for integral n of the dtype's normal range, made from its exponent bits (exact)."""
+    integer, mantissa, bias = _FLOAT_BITS[dtype]
+    return F.bitcast(F.shift_left(F.astype(n, integer) + bias, mantissa), dtype)
 
 
 def _compute_dtype(images):
@@ -495,16 +383,16 @@ def _shape(value):
     return (len(value),)
 
 
-def _flat(value):
+def _flat(F, value):
     """A [B, k] table as a vector in its own form."""
     if isinstance(value, np.ndarray):
         return value.reshape(-1)
     if _framework(value) is not None:
-        return _Xp(_framework(value)).reshape(value, (-1,))
+        return F.reshape(value, (-1,))
     return [v for row in value for v in row]
 
 
-def _tap_tables(row, column):
+def _tap_tables(F, row, column):
     """The op's two tables from row and column taps, each [k] (shared) or [B, k] (per image).
 
     Returns (row, column, taps): each table a vector in its own form (a tensor, a NumPy array, a
@@ -523,10 +411,12 @@ def _tap_tables(row, column):
             "row_taps and column_taps must have a row per image each; got shapes "
             f"{shapes[0]} and {shapes[1]}"
         )
-    return _flat(row), _flat(column), "per_image"
+    return _flat(F, row), _flat(F, column), "per_image"
 
 
 def _make_separable_filter2d(ops):
+    F = ops._arrays("separable_filter")
+
     def separable_filter2d(
         images, row_taps, column_taps, border="reflect", layout="channels_first", **options
     ):
@@ -538,11 +428,16 @@ def _make_separable_filter2d(ops):
         float16 and bfloat16 images are filtered in float32 and returned in their own dtype; a
         channels_last PyTorch tensor stays channels_last.
         """
-        images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
-        row, column, taps = _tap_tables(row_taps, column_taps)
-        return restore(_filter(ops, images, row, column, taps, border, layout, options))
+        return _separable_filter2d(ops, F, images, row_taps, column_taps, border, layout, options)
 
     return separable_filter2d
+
+
+def _separable_filter2d(ops, F, images, row_taps, column_taps, border, layout, options):
+    """Separable_filter2d's body: the [k] or [B, k] tap sets as the op's two tables."""
+    images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
+    row, column, taps = _tap_tables(F, row_taps, column_taps)
+    return restore(_filter(ops, images, row, column, taps, border, layout, options))
 
 
 def gaussian_taps(kernel_size, sigma):
@@ -710,7 +605,7 @@ def _plain_key(kernel_size, sigma):
 _WRAPPED_MODULES = ("PIL.", "torchvision.")
 
 
-def _wrapped_input(images, name, framework):
+def _wrapped_input(F, images, name):
     """(plain images, what wraps a result as `images` was) for a PIL image or a tv_tensor.
 
     A PIL image's pixels as an [H, W, C] channels_last array of the framework (H, W a channel of
@@ -729,8 +624,7 @@ def _wrapped_input(images, name, framework):
             )
         planar = pixels.ndim == 2
         pixels = pixels[..., np.newaxis] if planar else pixels
-        xp = _Xp(framework)
-        plain = xp.asarray(pixels, pixels.dtype.name, None)
+        plain = F.astype(pixels, pixels.dtype.name)
 
         def as_pil(result):
             out = np.ascontiguousarray(np.asarray(result))
@@ -762,17 +656,37 @@ def _native(ops) -> tuple:
     return ops.OPS["separable_filter"].data_dtypes()
 
 
+class _BlurState:
+    """What one framework's gaussian_blur keeps between calls."""
+
+    __slots__ = (
+        "F",
+        "direct_dtypes",
+        "is_compiling",
+        "ops",
+        "plain_taps",
+        "separable",
+        "tensor_type",
+    )
+
+    def __init__(self, ops):
+        self.ops = ops
+        self.F = ops._arrays("separable_filter")
+        self.separable = ops.separable_filter
+        # In PyTorch: its tensor type, its compile check and the dtypes the op takes itself.
+        self.tensor_type, self.is_compiling, self.direct_dtypes = None, torch_compiling, frozenset()
+        if getattr(ops, "__name__", "").rpartition(".")[2] == "torch":
+            torch = sys.modules["torch"]
+            self.tensor_type, self.is_compiling = torch.Tensor, torch.compiler.is_compiling
+            self.direct_dtypes = frozenset(getattr(torch, d) for d in _native(ops))
+        # _plain_key of plain calls -> (kx, ky, row taps, column taps), checked once: a call site
+        # passes the same again and again, and their checks cost more than the rest of a small
+        # call.
+        self.plain_taps = {}
+
+
 def _make_gaussian_blur(ops):
-    # _plain_key of plain calls -> (kx, ky, row taps, column taps), checked once: a call site
-    # passes the same again and again, and their checks cost more than the rest of a small call.
-    plain_taps = {}
-    framework = getattr(ops, "__name__", "").rpartition(".")[2]
-    tensor_type, is_compiling, direct_dtypes = None, torch_compiling, frozenset()
-    if framework == "torch":
-        torch = sys.modules["torch"]
-        tensor_type, is_compiling = torch.Tensor, torch.compiler.is_compiling
-        direct_dtypes = frozenset(getattr(torch, d) for d in _native(ops))
-    separable = ops.separable_filter
+    blur = _BlurState(ops)
 
     def gaussian_blur(
         images=REQUIRED,
@@ -818,83 +732,89 @@ def _make_gaussian_blur(ops):
         torchvision does, each naming the argument and showing what it was.
 
         """
-        kind = type(images)
-        key = _plain_key(kernel_size, sigma)
-        if (
-            key is not None
-            and not options
-            and (kind is tensor_type or (tensor_type is None and _framework(images) is not None))
-            and not is_compiling()  # the cache is not traced (nor guarded on)
-        ):
-            hit = plain_taps.get(key)
-            if hit is not None:
-                # A call site's checked size and sigma again: the taps are the op's static tables.
-                kx, ky, row, column = hit
-                if (
-                    kind is tensor_type
-                    and layout == "channels_first"
-                    and images.dtype in direct_dtypes
-                    and images.is_contiguous()
-                ):
-                    # An NCHW tensor of the op's own dtype: nothing to widen or permute, and
-                    # only the reflect border's size to check (an empty image takes the path
-                    # below).
-                    shape = images.shape
-                    if len(shape) >= 2 and (
-                        border != "reflect" or (kx // 2 < shape[-1] and ky // 2 < shape[-2])
-                    ):
-                        return separable(images, row, column, border=border, layout=layout)
-                images, restore = widened(images, "images", IMAGE_DTYPES, _native(ops))
-                _check_reflect_padding(images, kx, ky, border, layout)
-                return restore(_filter(ops, images, row, column, "shared", border, layout, {}))
-        name = "images"
-        if options or isinstance(images, Required):
-            aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
-            name, images = argument("gaussian_blur", [("images", images), *aliases])
-            kind = type(images)
-        if isinstance(kernel_size, Required):
-            raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
-        if kind.__module__.startswith(_WRAPPED_MODULES):
-            wrapped = _wrapped_input(images, name, framework)
-            if wrapped is not None:
-                plain, wrap, inner_layout = wrapped
-                out = gaussian_blur(
-                    plain, kernel_size, sigma, border, inner_layout or layout, **options
-                )
-                return wrap(out)
-        if tensor_type is not None and not isinstance(images, tensor_type):
-            raise TypeError(
-                f"gaussian_blur takes a torch.Tensor, a tv_tensors Image or Video, or a PIL image "
-                f"as {name}; got {kind}"
-            )
-        images, restore = widened(images, name, IMAGE_DTYPES, _native(ops))
-        kx, ky = kernel_sizes(kernel_size)
-        if _framework(sigma) is not None:
-            _check_reflect_padding(images, kx, ky, border, layout)
-            row, column, taps = _tensor_sigma_tables(ops, images, kx, ky, sigma)
-            return restore(_filter(ops, images, row, column, taps, border, layout, options))
-        sx, sy = _sigmas(sigma, kx, ky)
-        _check_reflect_padding(images, kx, ky, border, layout)
-        if torch_compiling():
-            # torch.compile makes a sigma that changes between calls symbolic: the taps are then
-            # computed in the graph, in float64 and rounded as the op rounds a static table.
-            torch_module = sys.modules["torch"]
-            dtype = getattr(torch_module, _compute_dtype(images))
-            row, column = (
-                _traced_gaussian_taps(torch_module, k, s, images.device).to(dtype)
-                for k, s in ((kx, sx), (ky, sy))
-            )
-        else:
-            # Rounded by the op.
-            row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
-            if key is not None:
-                if len(plain_taps) >= _PLAIN_TAPS_SIZE:
-                    plain_taps.clear()
-                plain_taps[key] = (kx, ky, row, column)
-        return restore(_filter(ops, images, row, column, "shared", border, layout, options))
+        return _gaussian_blur(blur, images, kernel_size, sigma, border, layout, options)
 
     gaussian_blur.__signature__ = signature(gaussian_blur, _TORCHVISION_ANNOTATIONS)
     return gaussian_blur
+
+
+def _gaussian_blur(blur, images, kernel_size, sigma, border, layout, options):
+    """Gaussian_blur's body, with `blur` its framework's state (_BlurState)."""
+    kind = type(images)
+    tensor_type = blur.tensor_type
+    key = _plain_key(kernel_size, sigma)
+    if (
+        key is not None
+        and not options
+        and (kind is tensor_type or (tensor_type is None and _framework(images) is not None))
+        and not blur.is_compiling()  # the cache is not traced (nor guarded on)
+    ):
+        hit = blur.plain_taps.get(key)
+        if hit is not None:
+            # A call site's checked size and sigma again: the taps are the op's static tables.
+            kx, ky, row, column = hit
+            if (
+                kind is tensor_type
+                and layout == "channels_first"
+                and images.dtype in blur.direct_dtypes
+                and images.is_contiguous()
+            ):
+                # An NCHW tensor of the op's own dtype: nothing to widen or permute, and
+                # only the reflect border's size to check (an empty image takes the path
+                # below).
+                shape = images.shape
+                if len(shape) >= 2 and (
+                    border != "reflect" or (kx // 2 < shape[-1] and ky // 2 < shape[-2])
+                ):
+                    return blur.separable(images, row, column, border=border, layout=layout)
+            images, restore = widened(images, "images", IMAGE_DTYPES, _native(blur.ops))
+            _check_reflect_padding(images, kx, ky, border, layout)
+            return restore(_filter(blur.ops, images, row, column, "shared", border, layout, {}))
+    name = "images"
+    if options or isinstance(images, Required):
+        aliases = [(a, options.pop(a)) for a in IMAGE_ALIASES if a in options]
+        name, images = argument("gaussian_blur", [("images", images), *aliases])
+        kind = type(images)
+    if isinstance(kernel_size, Required):
+        raise TypeError("gaussian_blur() missing required argument: 'kernel_size'")
+    if kind.__module__.startswith(_WRAPPED_MODULES):
+        wrapped = _wrapped_input(blur.F, images, name)
+        if wrapped is not None:
+            plain, wrap, inner_layout = wrapped
+            out = _gaussian_blur(
+                blur, plain, kernel_size, sigma, border, inner_layout or layout, options
+            )
+            return wrap(out)
+    if tensor_type is not None and not isinstance(images, tensor_type):
+        raise TypeError(
+            f"gaussian_blur takes a torch.Tensor, a tv_tensors Image or Video, or a PIL image "
+            f"as {name}; got {kind}"
+        )
+    images, restore = widened(images, name, IMAGE_DTYPES, _native(blur.ops))
+    kx, ky = kernel_sizes(kernel_size)
+    if _framework(sigma) is not None:
+        _check_reflect_padding(images, kx, ky, border, layout)
+        row, column, taps = _tensor_sigma_tables(blur.ops, blur.F, images, kx, ky, sigma)
+        return restore(_filter(blur.ops, images, row, column, taps, border, layout, options))
+    sx, sy = _sigmas(sigma, kx, ky)
+    _check_reflect_padding(images, kx, ky, border, layout)
+    if torch_compiling():
+        # torch.compile makes a sigma that changes between calls symbolic: the taps are then
+        # computed in the graph, in float64 and rounded as the op rounds a static table.
+        torch_module = sys.modules["torch"]
+        dtype = getattr(torch_module, _compute_dtype(images))
+        row, column = (
+            _traced_gaussian_taps(torch_module, k, s, images.device).to(dtype)
+            for k, s in ((kx, sx), (ky, sy))
+        )
+    else:
+        # Rounded by the op.
+        row, column = _cached_gaussian_taps(kx, sx), _cached_gaussian_taps(ky, sy)
+        if key is not None:
+            if len(blur.plain_taps) >= _PLAIN_TAPS_SIZE:
+                blur.plain_taps.clear()
+            blur.plain_taps[key] = (kx, ky, row, column)
+    return restore(_filter(blur.ops, images, row, column, "shared", border, layout, options))
 
 
 def _check_reflect_padding(images, kx, ky, border, layout):
@@ -953,7 +873,7 @@ def _host_values(value):
     return None
 
 
-def _checked_sigma(xp, sigma, images, dtype):
+def _checked_sigma(F, sigma, images, dtype):
     """A sigma tensor as its (sigma_x, sigma_y) columns, each [B, 1] (B = 1: every image)."""
     shape = tuple(sigma.shape)
     if shape not in ((), (1,), (2,)) and not (len(shape) == 2 and shape[1] == 2):
@@ -962,7 +882,7 @@ def _checked_sigma(xp, sigma, images, dtype):
             f"got shape {shape}"
         )
     if (
-        xp.name == "torch"
+        _framework(sigma) == "torch"
         and sigma.device.type == "meta"
         and getattr(images, "device", None) != sigma.device
     ):
@@ -975,20 +895,19 @@ def _checked_sigma(xp, sigma, images, dtype):
         bad = values[~(np.isfinite(values) & (values > 0))]
         if bad.size:
             raise ValueError(f"sigma must hold positive finite values; got {float(bad[0])} in it")
-    sigma = xp.reshape(xp.asarray(sigma, dtype, images), (-1,) if len(shape) < 2 else (-1, 2))
+    sigma = F.reshape(F.astype(sigma, dtype, images), (-1,) if len(shape) < 2 else (-1, 2))
     if len(shape) < 2:  # one sigma, or one pair, for every image
-        sigma = xp.reshape(sigma if shape == (2,) else xp.concat([sigma, sigma], 0), (1, 2))
+        sigma = F.reshape(sigma if shape == (2,) else F.concat([sigma, sigma]), (1, 2))
     return sigma[:, 0:1], sigma[:, 1:2]
 
 
-def _tensor_sigma_tables(ops, images, kx, ky, sigma):
+def _tensor_sigma_tables(ops, F, images, kx, ky, sigma):
     """gaussian_blur's row and column tables for a sigma tensor, computed in the images' framework.
 
     Returns (row, column, taps): taps "per_image" for a (B, 2) sigma, else "shared".
     """
-    xp = _Xp(_framework(sigma))
     dtype = _compute_dtype(images)
-    sx, sy = _checked_sigma(xp, sigma, images, dtype)
+    sx, sy = _checked_sigma(F, sigma, images, dtype)
     taps = "per_image" if len(tuple(sigma.shape)) == 2 else "shared"
     if taps == "per_image":
         count, _ = _geometry(tuple(getattr(images, "shape", ())), "channels_first")
@@ -998,11 +917,10 @@ def _tensor_sigma_tables(ops, images, kx, ky, sigma):
                 f"{tuple(sigma.shape)}"
             )
     if kx == ky:  # both axes' taps in one chain of calls: [2B, k], then each axis's
-        both = _gaussian_taps_of(ops, xp, kx, xp.concat([sx, sy], 0), dtype, images)
-        both = xp.reshape(both, (2, -1))
+        both = F.reshape(_gaussian_taps_of(ops, F, kx, F.concat([sx, sy]), dtype), (2, -1))
         return both[0], both[1], taps
-    row, column = (_gaussian_taps_of(ops, xp, k, s, dtype, images) for k, s in ((kx, sx), (ky, sy)))
-    return xp.reshape(row, (-1,)), xp.reshape(column, (-1,)), taps
+    row, column = (_gaussian_taps_of(ops, F, k, s, dtype) for k, s in ((kx, sx), (ky, sy)))
+    return F.reshape(row, (-1,)), F.reshape(column, (-1,)), taps
 
 
 # exp(t) for t <= 0 by operations of one rounding each: t = n ln2 + r with n = round(t / ln2),
@@ -1042,7 +960,7 @@ _EXP = {
 }
 
 
-def _exp(ops, xp, t, dtype):
+def _exp(ops, F, t, dtype):
     """exp(t) for t <= 0, the same bits in every framework and on every device.
 
     The frameworks' own exp functions differ from each other in the last bit (and PyTorch's CPU
@@ -1051,17 +969,17 @@ def _exp(ops, xp, t, dtype):
     no Polyval, the framework's exp.
     """
     if not hasattr(ops, "polyval"):
-        return xp.exp(t)
+        return F.exp(t)
     lowest, inverse_ln2, ln2_pieces, coefficients = _EXP[dtype]
-    clamped = xp.maximum(t, lowest)
-    n = xp.round(clamped * inverse_ln2)
+    clamped = F.maximum(t, lowest)
+    n = F.round(clamped * inverse_ln2)
     r = clamped
     for piece in ln2_pieces:
         r = r - n * piece
-    return xp.zero_where(t < lowest, ops.polyval(coefficients, r) * xp.power_of_two(n, dtype))
+    return F.where(t < lowest, 0.0, ops.polyval(coefficients, r) * _power_of_two(F, n, dtype))
 
 
-def _fixed_order_sum(ops, xp, values, k):
+def _fixed_order_sum(ops, F, values, k):
     """The sums of the k columns of values [B, k], as [B, 1], added in one fixed order.
 
     The frameworks' own sums each add in an order of their own. FirFilter with k ones adds them
@@ -1074,13 +992,13 @@ def _fixed_order_sum(ops, xp, values, k):
     while k > 1:
         half = k // 2
         summed = values[:, :half] + values[:, half : 2 * half]
-        values = xp.concat([summed, values[:, 2 * half : k]], 1) if k % 2 else summed
+        values = F.concat([summed, values[:, 2 * half : k]], 1) if k % 2 else summed
         k = half + k % 2
     return values
 
 
-def _gaussian_taps_of(ops, xp, k, sigma, dtype, like):
-    """[B, k] taps of torchvision's formula for the sigmas [B, 1], in the framework.
+def _gaussian_taps_of(ops, F, k, sigma, dtype):
+    """[B, k] taps of torchvision's formula for the sigmas [B, 1] (of the dtype named).
 
     Torchvision's points are linspace(-lim, lim, k), lim = (k - 1) / (2 sqrt 2): (i - (k - 1) / 2)
     / sqrt 2, computed here as one product of exact integers and the step (no linspace, whose
@@ -1090,12 +1008,12 @@ def _gaussian_taps_of(ops, xp, k, sigma, dtype, like):
     step = 1 / math.sqrt(2.0)
     if dtype == "float32":
         step = float(np.float32(step))  # the product rounds once whatever the framework's scalar
-    x = xp.reshape(xp.arange(-half, half + 1, dtype, like) * step, (1, k))
+    x = F.reshape(F.arange(-half, half + 1, 1, like=sigma) * step, (1, k))
     # Products with reciprocals, not quotients: XLA turns a division by a broadcast value into
     # that, and this way every framework rounds alike.
-    q = x * xp.reciprocal(sigma, dtype)
-    values = _exp(ops, xp, -(q * q), dtype)
-    return values * xp.reciprocal(_fixed_order_sum(ops, xp, values, k), dtype)
+    q = x * _reciprocal(F, sigma, dtype)
+    values = _exp(ops, F, -(q * q), dtype)
+    return values * _reciprocal(F, _fixed_order_sum(ops, F, values, k), dtype)
 
 
 FUNCTIONS = {"separable_filter2d": _make_separable_filter2d, "gaussian_blur": _make_gaussian_blur}

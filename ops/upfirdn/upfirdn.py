@@ -392,25 +392,30 @@ def _make_resample_poly(ops):
         Gradients flow to x (the op's adjoint).
 
         """
-        if padtype != "constant":
-            raise ValueError(f"padtype must be 'constant' (zeros); got {padtype!r}")
-        up, down = _rate(up, "up"), _rate(down, "down")
-        if isinstance(window, tuple):
-            window = tuple(_concrete(v) for v in window)
-        _check_rank(x, "x")
-        g = math.gcd(up, down)
-        up, down = up // g, down // g
-        if up == down == 1:
-            return x[..., :]
-        if isinstance(window, (list, np.ndarray)):
-            window = tuple(float(v) for v in np.asarray(window, np.float64).reshape(-1))
-        x, restore = widened(x, "x", DATA_DTYPES, ops.OPS["upfirdn"].data_dtypes())
-        n = _static_length(x, "resample_poly")
-        taps, first = design(up, down, window, _is_float64(x), int((n * up) % down))
-        y = _upfirdn_static(ops, x, taps, up, down, _fft.check_method(method))
-        return restore(y[..., first : first + _ceil_div(n * up, down)])
+        return _resample_poly(ops, design, x, up, down, window, padtype, method)
 
     return resample_poly
+
+
+def _resample_poly(ops, design, x, up, down, window, padtype, method):
+    """Resample_poly's body: the filter by `design` (_poly_design), run by ops.upfirdn."""
+    if padtype != "constant":
+        raise ValueError(f"padtype must be 'constant' (zeros); got {padtype!r}")
+    up, down = _rate(up, "up"), _rate(down, "down")
+    if isinstance(window, tuple):
+        window = tuple(_concrete(v) for v in window)
+    _check_rank(x, "x")
+    g = math.gcd(up, down)
+    up, down = up // g, down // g
+    if up == down == 1:
+        return x[..., :]
+    if isinstance(window, (list, np.ndarray)):
+        window = tuple(float(v) for v in np.asarray(window, np.float64).reshape(-1))
+    x, restore = widened(x, "x", DATA_DTYPES, ops.OPS["upfirdn"].data_dtypes())
+    n = _static_length(x, "resample_poly")
+    taps, first = design(up, down, window, _is_float64(x), int((n * up) % down))
+    y = _upfirdn_static(ops, x, taps, up, down, _fft.check_method(method))
+    return restore(y[..., first : first + _ceil_div(n * up, down)])
 
 
 KAISER_BETA = 14.769656459379492  # torchaudio's default for sinc_interp_kaiser
@@ -548,78 +553,115 @@ def _make_resample(ops):
         Gradients flow to x (the op's adjoint).
 
         """
-        if isinstance(waveform, Required):
-            name = "x"
-            if isinstance(x, Required):
-                raise TypeError("resample() missing required argument: 'x'")
-        else:
-            name, x = argument("resample", [("x", x), ("waveform", waveform)])
-        settings = (orig_freq, new_freq, lowpass_filter_width, rolloff, resampling_method, beta)
-        # A call site's settings again (values and types): checked and designed once.
-        types = tuple(map(type, settings))
-        key = None if torch_compiling() else (*settings, *types)
-        try:
-            plan = _UNPLANNED if key is None else plans.get(key, _UNPLANNED)
-        except TypeError:  # an unhashable setting: the checks name it
-            plan, key = _UNPLANNED, None
-        if plan is _UNPLANNED:
-            plan = _resample_plan(design, *settings)
-            if key is not None and _IMMUTABLE_TYPES.issuperset(types):
-                if len(plans) >= _PLANS_SIZE:
-                    plans.clear()
-                plans[key] = plan
-        _check_rank(x, name)
-        if plan is None:  # the same rate
-            return x
-        new, orig, taps, first = plan
-        x, restore = widened(x, name, DATA_DTYPES, ops.OPS["upfirdn"].data_dtypes())
-        n = _static_length(x, "resample")
-        y = _upfirdn_static(ops, x, taps, new, orig, _fft.check_method(method))
-        return restore(y[..., first : first + _ceil_div(new * n, orig)])
+        return _resample(
+            ops,
+            design,
+            plans,
+            x,
+            orig_freq,
+            new_freq,
+            lowpass_filter_width,
+            rolloff,
+            resampling_method,
+            beta,
+            waveform,
+            method,
+        )
 
     resample.__signature__ = signature(resample)
     return resample
 
 
+def _resample(
+    ops,
+    design,
+    plans,
+    x,
+    orig_freq,
+    new_freq,
+    lowpass_filter_width,
+    rolloff,
+    resampling_method,
+    beta,
+    waveform,
+    method,
+):
+    """Resample's body: the filter by `design` (_sinc_design), `plans` a call site's settings."""
+    if isinstance(waveform, Required):
+        name = "x"
+        if isinstance(x, Required):
+            raise TypeError("resample() missing required argument: 'x'")
+    else:
+        name, x = argument("resample", [("x", x), ("waveform", waveform)])
+    settings = (orig_freq, new_freq, lowpass_filter_width, rolloff, resampling_method, beta)
+    # A call site's settings again (values and types): checked and designed once.
+    types = tuple(map(type, settings))
+    key = None if torch_compiling() else (*settings, *types)
+    try:
+        plan = _UNPLANNED if key is None else plans.get(key, _UNPLANNED)
+    except TypeError:  # an unhashable setting: the checks name it
+        plan, key = _UNPLANNED, None
+    if plan is _UNPLANNED:
+        plan = _resample_plan(design, *settings)
+        if key is not None and _IMMUTABLE_TYPES.issuperset(types):
+            if len(plans) >= _PLANS_SIZE:
+                plans.clear()
+            plans[key] = plan
+    _check_rank(x, name)
+    if plan is None:  # the same rate
+        return x
+    new, orig, taps, first = plan
+    x, restore = widened(x, name, DATA_DTYPES, ops.OPS["upfirdn"].data_dtypes())
+    n = _static_length(x, "resample")
+    y = _upfirdn_static(ops, x, taps, new, orig, _fft.check_method(method))
+    return restore(y[..., first : first + _ceil_div(new * n, orig)])
+
+
 def _make_upfirdn(ops):
     """The op's function with `method`: the direct kernel, or the FFT route for long filters."""
-    direct = ops.upfirdn
+    direct = ops.upfirdn  # the op itself, which this function then replaces in `ops`
     F = ops._arrays("upfirdn")
 
     def upfirdn(x, taps, *, up=1, down=1, method="auto", **options):
-        count = _fft.taps_length(taps) or 0
-        if method == "direct" or (method == "auto" and not prefers_fft(x, count, up, down)):
-            return direct(x, taps, up=up, down=down, **options)
-        _fft.check_method(method)
-        found = _fft.operands(F, x, taps, MAX_TAPS)
-        if (
-            found is None
-            or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in (up, down))
-            or output_length(found[0].shape[-1], count, up, down) < 0
-        ):
-            return direct(x, taps, up=up, down=down, **options)
-        outputs = output_length(found[0].shape[-1], count, up, down)
-        return F.compiled(_fft.upfirdn, up, down, outputs)(*found)
-
-    def prefers_fft(x, count, up, down):
-        """Whether "auto" takes the FFT route, from the shapes and rates alone."""
-        if count < _fft.SHORT_TAPS * (up if type(up) is int and up > 0 else 1):
-            return False
-        shape = _fft.static_shape(x)
-        if shape is None or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in (up, down)):
-            return False
-        outputs = output_length(shape[-1], count, up, down)
-        if outputs <= 0:
-            return False
-        rows = math.prod(shape[:-1])
-        common = math.gcd(up, down)
-        phases, stride = up // common, down // common
-        extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
-        work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
-        return _fft.prefers_fft(F, x, rows * outputs, _ceil_div(count, up), work)
+        return _upfirdn(direct, F, x, taps, up, down, method, options)
 
     upfirdn.__doc__ = direct.__doc__
     return upfirdn
+
+
+def _upfirdn(direct, F, x, taps, up, down, method, options):
+    """Upfirdn's body: the op itself (`direct`), or for long filters the FFT route over F."""
+    count = _fft.taps_length(taps) or 0
+    if method == "direct" or (method == "auto" and not _prefers_fft(F, x, count, up, down)):
+        return direct(x, taps, up=up, down=down, **options)
+    _fft.check_method(method)
+    found = _fft.operands(F, x, taps, MAX_TAPS)
+    if (
+        found is None
+        or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in (up, down))
+        or output_length(found[0].shape[-1], count, up, down) < 0
+    ):
+        return direct(x, taps, up=up, down=down, **options)
+    outputs = output_length(found[0].shape[-1], count, up, down)
+    return F.compiled(_fft.upfirdn, up, down, outputs)(*found)
+
+
+def _prefers_fft(F, x, count, up, down):
+    """Whether "auto" takes the FFT route, from the shapes and rates alone."""
+    if count < _fft.SHORT_TAPS * (up if type(up) is int and up > 0 else 1):
+        return False
+    shape = _fft.static_shape(x)
+    if shape is None or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in (up, down)):
+        return False
+    outputs = output_length(shape[-1], count, up, down)
+    if outputs <= 0:
+        return False
+    rows = math.prod(shape[:-1])
+    common = math.gcd(up, down)
+    phases, stride = up // common, down // common
+    extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
+    work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
+    return _fft.prefers_fft(F, x, rows * outputs, _ceil_div(count, up), work)
 
 
 FUNCTIONS = {

@@ -331,8 +331,8 @@ class JaxArrays:
         return jnp.arange(start, stop, step, dtype=like.dtype)
 
     @staticmethod
-    def concat(vectors):
-        return jnp.concatenate(vectors)
+    def concat(vectors, axis=0):
+        return jnp.concatenate(vectors, axis=axis)
 
     @staticmethod
     def flip(vector):
@@ -345,6 +345,14 @@ class JaxArrays:
     @staticmethod
     def minimum(t, number):
         return jnp.minimum(t, number)
+
+    @staticmethod
+    def maximum(t, number):
+        return jnp.maximum(t, number)
+
+    @staticmethod
+    def round(t):
+        return jnp.round(t)
 
     @staticmethod
     def floor_int(t):
@@ -393,6 +401,30 @@ class JaxArrays:
     @staticmethod
     def reshape(t, shape):
         return t.reshape(shape)
+
+    @staticmethod
+    def astype(value, dtype, like=None):
+        return jnp.asarray(value, dtype)
+
+    @staticmethod
+    def bitcast(t, dtype):
+        return jax.lax.bitcast_convert_type(t, getattr(jnp, dtype))
+
+    @staticmethod
+    def shift_left(t, n):
+        return t << n
+
+    @staticmethod
+    def shift_right(t, n):
+        return t >> n
+
+    @staticmethod
+    def low_bits(t, n):
+        return t & ((1 << n) - 1)
+
+    @staticmethod
+    def stop_gradient(t):
+        return jax.lax.stop_gradient(t)
 
 
 @functools.lru_cache(maxsize=64)

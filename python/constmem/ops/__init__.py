@@ -58,10 +58,12 @@ ARRAY_API = (
     "cast",  # cast(t, like): t (or a number) in like's dtype
     "zeros",  # zeros(n, like): a vector of n zeros
     "arange",  # arange(start, stop, step, like): a vector in like's dtype
-    "concat",  # concat(vectors)
+    "concat",  # concat(vectors, axis=0)
     "flip",  # flip(vector)
     "where",  # where(condition, a, b): a or b (either may be a number)
     "minimum",  # minimum(t, number)
+    "maximum",  # maximum(t, number)
+    "round",  # round(t): to the nearest integer, halves to even
     "floor_int",  # floor_int(t): floor(t) as int32 indices
     "gather",  # gather(vector, indices)
     "scatter_add",  # scatter_add(n, indices, values, like): a vector of n sums
@@ -73,6 +75,13 @@ ARRAY_API = (
     "take",  # take(t, indices, axis): t's slices at `indices` (a NumPy int vector) along axis
     "reshape",  # reshape(t, shape): t in `shape` (a tuple of ints, one of them may be -1)
     "sigmoid",  # sigmoid(t): 1 / (1 + exp(-t))
+    "astype",  # astype(value, dtype, like=None): a tensor of the dtype named, on like's device
+    # (None: the value's, or the default for a number or a NumPy array), gradients kept
+    "bitcast",  # bitcast(t, dtype): t's bits as the dtype named, of the same width
+    "shift_left",  # shift_left(t, n): an integer tensor's bits shifted left by the int n
+    "shift_right",  # shift_right(t, n): shifted right (arithmetically)
+    "low_bits",  # low_bits(t, n): the n lowest bits of an integer tensor
+    "stop_gradient",  # stop_gradient(t): t, through which no gradient flows
     "rfft",  # rfft(t, n): the real FFT of the last axis, zero-padded to n (n // 2 + 1 bins)
     "irfft",  # irfft(t, n): its inverse, n real samples
     "on_gpu",  # on_gpu(t): whether t is on a GPU (or traced for one)

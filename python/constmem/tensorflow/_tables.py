@@ -471,8 +471,8 @@ class TfArrays:
         return tf.cast(tf.range(start, stop, step), like.dtype)
 
     @staticmethod
-    def concat(vectors):
-        return tf.concat(vectors, 0)
+    def concat(vectors, axis=0):
+        return tf.concat(vectors, axis)
 
     @staticmethod
     def flip(vector):
@@ -486,6 +486,14 @@ class TfArrays:
     @staticmethod
     def minimum(t, number):
         return tf.minimum(t, tf.cast(number, t.dtype))
+
+    @staticmethod
+    def maximum(t, number):
+        return tf.maximum(t, tf.cast(number, t.dtype))
+
+    @staticmethod
+    def round(t):
+        return tf.round(t)
 
     @staticmethod
     def floor_int(t):
@@ -555,3 +563,28 @@ class TfArrays:
     @staticmethod
     def reshape(t, shape):
         return tf.reshape(t, shape)
+
+    @staticmethod
+    def astype(value, dtype, like=None):
+        return tf.cast(tf.convert_to_tensor(value), dtype)
+
+    @staticmethod
+    def bitcast(t, dtype):
+        return tf.bitcast(t, dtype)
+
+    # TensorFlow's integer tensors have no shift or bitwise operators.
+    @staticmethod
+    def shift_left(t, n):
+        return tf.bitwise.left_shift(t, tf.constant(n, t.dtype))
+
+    @staticmethod
+    def shift_right(t, n):
+        return tf.bitwise.right_shift(t, tf.constant(n, t.dtype))
+
+    @staticmethod
+    def low_bits(t, n):
+        return tf.bitwise.bitwise_and(t, tf.constant((1 << n) - 1, t.dtype))
+
+    @staticmethod
+    def stop_gradient(t):
+        return tf.stop_gradient(t)

@@ -324,8 +324,8 @@ class TorchArrays:
         return torch.arange(start, stop, step, dtype=like.dtype, device=like.device)
 
     @staticmethod
-    def concat(vectors):
-        return torch.cat(vectors)
+    def concat(vectors, axis=0):
+        return torch.cat(vectors, dim=axis)
 
     @staticmethod
     def flip(vector):
@@ -338,6 +338,14 @@ class TorchArrays:
     @staticmethod
     def minimum(t, number):
         return torch.clamp(t, max=number)
+
+    @staticmethod
+    def maximum(t, number):
+        return torch.clamp(t, min=number)
+
+    @staticmethod
+    def round(t):
+        return torch.round(t)
 
     @staticmethod
     def floor_int(t):
@@ -402,6 +410,31 @@ class TorchArrays:
     @staticmethod
     def reshape(t, shape):
         return t.reshape(shape)
+
+    @staticmethod
+    def astype(value, dtype, like=None):
+        device = None if like is None else like.device
+        return torch.as_tensor(value, dtype=getattr(torch, dtype), device=device)
+
+    @staticmethod
+    def bitcast(t, dtype):
+        return t.view(getattr(torch, dtype))
+
+    @staticmethod
+    def shift_left(t, n):
+        return t << n
+
+    @staticmethod
+    def shift_right(t, n):
+        return t >> n
+
+    @staticmethod
+    def low_bits(t, n):
+        return t & ((1 << n) - 1)
+
+    @staticmethod
+    def stop_gradient(t):
+        return t.detach()
 
 
 LIBRARY_PATH = _libraries.library_path("torch")
