@@ -5,6 +5,7 @@ The op's C++ description (fir_filter_op.h) gives its names, table and attributes
 the Python packages add to them (constmem.ops).
 """
 
+import functools
 import math
 
 from constmem.ops import BATCH, WHOLE, Axes, Halo, _fft
@@ -122,11 +123,17 @@ def _prefers_fft(F, x, k, padding):
     shape = _fft.static_shape(x)
     if k < _fft.SHORT_TAPS or shape is None or padding not in ("SAME", "VALID"):
         return False
+    return _fft_is_cheaper(shape, k, padding, _fft.device_of(F, x))
+
+
+# A pure function of a call's shape, taps, padding and device: kept, as a call site's repeat.
+@functools.lru_cache(maxsize=1024)
+def _fft_is_cheaper(shape: tuple, k: int, padding: str, device: str) -> bool:
     rows, n = math.prod(shape[:-1]), shape[-1]
     outputs = n if padding == "SAME" else max(n - k + 1, 0)
     before = (k - 1) // 2 if padding == "SAME" else 0
     work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
-    return _fft.prefers_fft(F, x, rows * outputs, k, work)
+    return _fft.fft_is_cheaper(device, rows * outputs, k, work)
 
 
 FUNCTIONS = {"fir_filter": _make_fir_filter}

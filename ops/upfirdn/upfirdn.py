@@ -653,6 +653,12 @@ def _prefers_fft(F, x, count, up, down):
     shape = _fft.static_shape(x)
     if shape is None or any(type(r) is not int or not 1 <= r <= MAX_RATE for r in (up, down)):
         return False
+    return _fft_is_cheaper(shape, count, up, down, _fft.device_of(F, x))
+
+
+# A pure function of a call's shape, rates and device: kept, as a call site's repeat.
+@functools.lru_cache(maxsize=1024)
+def _fft_is_cheaper(shape: tuple, count: int, up: int, down: int, device: str) -> bool:
     outputs = output_length(shape[-1], count, up, down)
     if outputs <= 0:
         return False
@@ -661,7 +667,7 @@ def _prefers_fft(F, x, count, up, down):
     phases, stride = up // common, down // common
     extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
     work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
-    return _fft.prefers_fft(F, x, rows * outputs, _ceil_div(count, up), work)
+    return _fft.fft_is_cheaper(device, rows * outputs, _ceil_div(count, up), work)
 
 
 FUNCTIONS = {

@@ -70,15 +70,18 @@ def static_shape(x):
     return shape if shape and all(isinstance(d, int) for d in shape) else None
 
 
-def prefers_fft(F, x, outputs: int, taps: int, work: float) -> bool:
+def device_of(F, x) -> str:
+    """ "gpu" for a tensor on a GPU (or traced for one), else "cpu": BUTTERFLY_COST's key."""
+    return "gpu" if framework(x) is not None and F.on_gpu(x) else "cpu"
+
+
+def fft_is_cheaper(device: str, outputs: int, taps: int, work: float) -> bool:
     """Whether the FFT route's `work` costs less than the direct kernel's multiply-adds.
 
     The direct kernel computes `outputs` of `taps` multiply-adds each, at least
-    PARALLEL_OUTPUTS[device] of them at a time.
-
-    Decided before the operands are converted, so that a call the kernel takes converts nothing.
+    PARALLEL_OUTPUTS[device] of them at a time. Decided from the shapes before the operands are
+    converted, so that a call the kernel takes converts nothing.
     """
-    device = "gpu" if framework(x) is not None and F.on_gpu(x) else "cpu"
     multiply_adds = max(outputs, PARALLEL_OUTPUTS[device]) * taps
     return multiply_adds > BUTTERFLY_COST[device] * work
 
