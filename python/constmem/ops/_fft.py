@@ -71,7 +71,7 @@ def static_shape(x):
 
 
 def device_of(F, x) -> str:
-    """ "gpu" for a tensor on a GPU (or traced for one), else "cpu": BUTTERFLY_COST's key."""
+    """The key of BUTTERFLY_COST: "gpu" for a tensor on a GPU (or traced for one), else "cpu"."""
     return "gpu" if framework(x) is not None and F.on_gpu(x) else "cpu"
 
 
