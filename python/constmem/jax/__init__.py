@@ -45,6 +45,7 @@ from constmem import _binding, _libraries, _registry
 from constmem import ops as descriptions
 from constmem._registry import OpSpec
 from constmem.jax import _partitioning
+from constmem.ops._functions import OperatorBits
 
 _libraries.check_framework_version("jax", None)  # the FFI is a C ABI: any JAX with jax.ffi
 LIBRARY_PATH = _libraries.library_path("jax")
@@ -269,7 +270,7 @@ def _constant_tables(spec: OpSpec, data_dtype: str, values: tuple, arrays: tuple
     )
 
 
-class JaxArrays:
+class JaxArrays(OperatorBits):
     """The array namespace F of the ops' backward formulas (constmem.ops.ARRAY_API), in JAX."""
 
     def __init__(self, spec: OpSpec, attrs: dict) -> None:
@@ -409,18 +410,6 @@ class JaxArrays:
     @staticmethod
     def bitcast(t, dtype):
         return jax.lax.bitcast_convert_type(t, getattr(jnp, dtype))
-
-    @staticmethod
-    def shift_left(t, n):
-        return t << n
-
-    @staticmethod
-    def shift_right(t, n):
-        return t >> n
-
-    @staticmethod
-    def low_bits(t, n):
-        return t & ((1 << n) - 1)
 
     @staticmethod
     def stop_gradient(t):

@@ -124,3 +124,22 @@ def widened(data, name: str, accepted: tuple, native: tuple = ()):
     if dtype not in WIDENED_DTYPES or dtype in native:
         return data, lambda result: result
     return cast(data, "float32"), lambda result: cast(result, dtype)
+
+
+class OperatorBits:
+    """F's bit functions (constmem.ops.ARRAY_API) through Python's operators.
+
+    For the frameworks whose tensors take them (PyTorch, JAX); TensorFlow's F writes its own.
+    """
+
+    @staticmethod
+    def shift_left(t, n):
+        return t << n
+
+    @staticmethod
+    def shift_right(t, n):
+        return t >> n
+
+    @staticmethod
+    def low_bits(t, n):
+        return t & ((1 << n) - 1)

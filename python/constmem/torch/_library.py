@@ -22,6 +22,7 @@ from constmem import _binding, _libraries, _registry
 from constmem import ops as descriptions
 from constmem._polyval import coefficient_gradient_blocks
 from constmem._registry import OpSpec
+from constmem.ops._functions import OperatorBits
 from constmem.torch import _sharding
 
 _MINIMUM_TORCH = (2, 10)
@@ -258,7 +259,7 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
     return backward
 
 
-class TorchArrays:
+class TorchArrays(OperatorBits):
     """The array namespace F of the ops' backward formulas (constmem.ops.ARRAY_API), in PyTorch."""
 
     def __init__(self, spec: OpSpec, attrs: dict[str, Any]) -> None:
@@ -419,18 +420,6 @@ class TorchArrays:
     @staticmethod
     def bitcast(t, dtype):
         return t.view(getattr(torch, dtype))
-
-    @staticmethod
-    def shift_left(t, n):
-        return t << n
-
-    @staticmethod
-    def shift_right(t, n):
-        return t >> n
-
-    @staticmethod
-    def low_bits(t, n):
-        return t & ((1 << n) - 1)
 
     @staticmethod
     def stop_gradient(t):
