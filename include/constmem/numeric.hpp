@@ -34,10 +34,11 @@
 #pragma GCC visibility push(hidden)
 namespace constmem {
 
-struct Float16 {
+// Visible types (visibility.hpp): kept in the fields of a caller's classes and lambdas.
+struct CONSTMEM_VISIBLE_TYPE Float16 {
   std::uint16_t bits;
 };
-struct BFloat16 {
+struct CONSTMEM_VISIBLE_TYPE BFloat16 {
   std::uint16_t bits;
 };
 static_assert(sizeof(Float16) == 2 && sizeof(BFloat16) == 2, "16-bit floats are their bits");

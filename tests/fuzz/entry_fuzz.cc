@@ -63,9 +63,11 @@ std::vector<OpInfo> OpsOf() {
   auto one = [&](auto* op) {
     using Op = std::remove_pointer_t<decltype(op)>;
     OpInfo info{Op::kNames.library, Op::kNames.name, {}, {}, {}};
+    constexpr XLA_FFI_DataType kTypes[] = {
+        XLA_FFI_DataType_F32, XLA_FFI_DataType_F64, XLA_FFI_DataType_F16, XLA_FFI_DataType_BF16,
+        XLA_FFI_DataType_U8,  XLA_FFI_DataType_S8,  XLA_FFI_DataType_S32};  // in DataType's order
     constmem::ForEachDataTypeOf<Op>([&](auto zero) {
-      info.types.push_back(
-          static_cast<XLA_FFI_DataType>(constmem::xla_ffi::DataTypeOf<decltype(zero)>()));
+      info.types.push_back(kTypes[static_cast<int>(constmem::DataTypeOf<decltype(zero)>())]);
     });
     for (int i = 0; i < constmem::TableCountOf<Op>(); ++i) {
       info.tables.push_back(constmem::TableSpecOf<Op>(i));
