@@ -12,7 +12,10 @@
 //   - CPU: the CPU kernel over every hardware thread on [256, 3, 224, 224] in the same four types,
 //     against a memcpy of the same bytes over the same threads (16-bit types also against
 //     float32's time).
-//   separable_filter_bench [--json FILE] [--no-cpu] [--long-filters]
+//   separable_filter_bench [--json FILE] [--no-cpu] [--long-filters] [--dtypes A,B] [--ks 3,9]
+// --dtypes and --ks measure a subset of the GPU cases and skip the rest (one case a run, for a
+// profiler: `ncu -k regex:SeparableRegisterKernel -c 1 separable_filter_bench --no-cpu --dtypes
+// float16 --ks 9`).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -20,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -122,13 +126,32 @@ int main(int argc, char** argv) {
   const char* json_path = nullptr;
   bool cpu = true;
   bool long_filters = false;
+  std::vector<int> ks = {3, 5, 7, 9, 17, 31, 63};
+  std::string dtypes = "float32,float16,bfloat16,uint8";
+  bool subset = false;
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc) {
+      dtypes = argv[++i];
+      subset = true;
+    }
+    if (!std::strcmp(argv[i], "--ks") && i + 1 < argc) {
+      ks.clear();
+      for (const char* k = argv[++i]; *k != '\0';) {
+        char* end = nullptr;
+        ks.push_back(static_cast<int>(std::strtol(k, &end, 10)));
+        k = *end == ',' ? end + 1 : end;
+      }
+      subset = true;
+    }
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     if (!std::strcmp(argv[i], "--no-cpu")) cpu = false;
     if (!std::strcmp(argv[i], "--long-filters")) long_filters = true;
   }
   std::vector<Row> rows;
-  const std::vector<int> ks = {3, 5, 7, 9, 17, 31, 63};
+  // Whether --dtypes lists `name` (all by default).
+  auto wanted = [&](const std::string& name) {
+    return ("," + dtypes + ",").find("," + name + ",") != std::string::npos;
+  };
   std::string device_name = "none";
   if (HasGpuOrSayNone("separable_filter_bench")) {
     cudaDeviceProp prop;
@@ -169,6 +192,7 @@ int main(int argc, char** argv) {
       std::vector<double> float32_ms(ks.size());  // by value, for the 16-bit types' ratio
       for (const BenchType& type : kBenchTypes) {
         const std::string dtype = type.name;
+        if (!wanted(dtype)) continue;
         const std::size_t data_bytes = static_cast<std::size_t>(n) * type.bytes;
         void* copy_in = dtype == "float32"    ? static_cast<void*>(in)
                         : dtype == "float16"  ? static_cast<void*>(in_half)
@@ -240,7 +264,7 @@ int main(int argc, char** argv) {
     // --long-filters, every path each filter can take (the large tile, the small one, the two
     // passes, each where the fused bound and the shared memory allow it) over longer filters, as
     // G FMA/s.
-    {
+    if (!subset) {
       const SeparableShape base = Planes(32, 3, 1080, 1920, 3);
       std::size_t device_shared = 0;
       CHECK_OK(MaxSharedBytesPerBlock(0, &device_shared));

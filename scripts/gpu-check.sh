@@ -10,7 +10,7 @@
 # benchmarks of the FFT route's crossover (GPU, and the host's CPU on one thread) and of the
 # functions' cost a call, and float16 and bfloat16 against float32. Writes RESULT_DIR/summary.txt
 # and each step's log and JSON. CONSTMEM_GPU_CHECK_STEPS names the steps to run (all by default):
-# build gpu-core op-benches python-tests example sharding-jax sharding-torch half-bench
+# build gpu-core op-benches python-tests example dequantize-bench sharding-jax sharding-torch half-bench
 # fft-crossover-gpu fft-crossover-cpu call-overhead; a build directory left by an earlier call is
 # reused.
 set -uo pipefail
@@ -80,6 +80,10 @@ example() {
       -p no:cacheprovider test_dequantize_torch.py test_dequantize_jax.py)
 }
 step example "$counts" example
+# The example's speed against bitsandbytes and compiled PyTorch (needs the example step's build).
+step dequantize-bench ': (bitsandbytes|compiled) [0-9]' bash -c "cd examples/custom_op && APPLY_GAIN_BUILD=$PWD/build-gpu/custom_op \
+  PYTHONPATH=$PYTHONPATH:.:${CONSTMEM_GPU_CHECK_PYTHONPATH:-} python3 bench_dequantize.py \
+  --json $results/dequantize_bench.json"
 step sharding-jax "$counts" python3 tests/gpu/sharding_jax.py
 if [ -e tests/gpu/sharding_torch.py ]; then
   step sharding-torch "$counts" python3 tests/gpu/sharding_torch.py
