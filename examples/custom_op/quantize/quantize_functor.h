@@ -42,14 +42,14 @@ CONSTMEM_HOST_DEVICE QuantizeLevels SortCodebook(const Codebook& codebook) {
 }
 
 // max(m, |v|), NaN kept once met (as torch's max).
-CONSTMEM_HOST_DEVICE inline float AbsMax(float m, float v) {
+CONSTMEM_HOST_DEVICE float AbsMax(float m, float v) {
   const float a = v < 0 ? -v : v;
   return (a > m || a != a) ? a : m;
 }
 
 // A block's absmax as Quantize stores it: a whole block's as it is, the last partial block's
 // clamped to kQuantizeTiny (as bitsandbytes stores them).
-CONSTMEM_HOST_DEVICE inline float StoredAbsmax(float absmax, bool whole) {
+CONSTMEM_HOST_DEVICE float StoredAbsmax(float absmax, bool whole) {
   return whole || absmax >= kQuantizeTiny || absmax != absmax ? absmax : kQuantizeTiny;
 }
 
@@ -57,7 +57,7 @@ CONSTMEM_HOST_DEVICE inline float StoredAbsmax(float absmax, bool whole) {
 // (times the reciprocal in a whole block, divided in the last partial one, as bitsandbytes), then
 // the sorted level it is nearest to, a midpoint itself going to the lower level (torch.bucketize),
 // NaN to the lowest.
-CONSTMEM_HOST_DEVICE inline int QuantizeCode(float x, float absmax, bool whole,
+CONSTMEM_HOST_DEVICE int QuantizeCode(float x, float absmax, bool whole,
                                              const QuantizeLevels& levels) {
   const float clamped = absmax < kQuantizeTiny ? kQuantizeTiny : absmax;  // NaN kept
   float scaled = whole ? x * (1.0f / clamped) : x / clamped;
