@@ -682,14 +682,15 @@ def _make_call(spec: OpSpec, description: ModuleType):
         differentiable = _differentiable(spec, dtype)
         if isinstance(table, jax.Array):
             _check_array_table(spec, dtype, table)
+            # The library's checks first: the Python description's shape assumes them passed.
+            _check_call(spec, dtype, data.shape, table.shape[0], checked)
             shape = _output_shape(spec, data.shape, table.shape[0], checked)  # refused at trace
             _check_fits(spec, data, shape, checked)
-            _check_call(spec, dtype, data.shape, table.shape[0], checked)
             compiled = _compiled_array_call(spec, attr_items, differentiable)
             return compiled(data, _on_data_device(data, table))
         values = tuple(_registry.static_values(spec, table, dtype).tolist())
-        _check_fits(spec, data, _output_shape(spec, data.shape, len(values), checked), checked)
         _check_call(spec, dtype, data.shape, len(values), checked)
+        _check_fits(spec, data, _output_shape(spec, data.shape, len(values), checked), checked)
         return _compiled_static_call(spec, values, attr_items, differentiable)(data)
 
     # Several tables: each table checked in turn, a static one's entries part of the compiled call.
@@ -708,8 +709,8 @@ def _make_call(spec: OpSpec, description: ModuleType):
         sizes = tuple(
             len(v) if v is not None else t.shape[0] for v, t in zip(values, tables, strict=True)
         )
-        _check_fits(spec, data, _output_shape(spec, data.shape, sizes, checked), checked)
         _check_call(spec, dtype, data.shape, sizes, checked)
+        _check_fits(spec, data, _output_shape(spec, data.shape, sizes, checked), checked)
         compiled = _compiled_static_call(
             spec, tuple(values), tuple(checked.items()), _differentiable(spec, dtype)
         )
