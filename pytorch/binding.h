@@ -427,8 +427,9 @@ void ReadTable(const TableInput<Op, kStatic, I>& value, const Tensor& x,
 
 // Op's outputs = Op(x, tables) with the tables from their arguments, in Op's order.
 template <class Op, class T, bool kStatic, std::size_t... I>
-std::vector<Tensor> RunWithTables(const Tensor& x, const typename TableInputsOf<Op, kStatic>::Type& inputs,
-                     const AttrValue* values, std::index_sequence<I...>) {
+std::vector<Tensor> RunWithTables(const Tensor& x,
+                                  const typename TableInputsOf<Op, kStatic>::Type& inputs,
+                                  const AttrValue* values, std::index_sequence<I...>) {
   std::tuple<HeldTable<Op, T, kStatic, I>...> held;
   Tables<T> tables;
   // In order: the first table refused is the one named.

@@ -9,8 +9,8 @@
 // in the op's order. The "static" forms take x alone and each table as an attribute instead,
 // named by the table (`table` for an op with one): float64 values already rounded to the table's
 // dtype, or int32 values, host memory whose bytes repeat at every call. Each form gives one
-// result per output of the op, in its order. The op's own attributes come by name, as their kinds say: a choice as a string, a
-// float64 as f64, an int64 as i64.
+// result per output of the op, in its order. The op's own attributes come by name, as their kinds
+// say: a choice as a string, a float64 as f64, an int64 as i64.
 #pragma once
 
 #include <algorithm>
@@ -131,10 +131,12 @@ struct TableHandlers {
     constexpr int kOutputs = OutputCountOf<Op>();
     if (rets.size() != static_cast<std::size_t>(kOutputs)) {
       std::string names;
-      for (int i = 0; i < kOutputs; ++i) names += (i > 0 ? ", " : "") + std::string(OutputSpecOf<Op>(i).name);
+      for (int i = 0; i < kOutputs; ++i)
+        names += (i > 0 ? ", " : "") + std::string(OutputSpecOf<Op>(i).name);
       return InvalidArgument(std::string(Op::kNames.library) + "_" + Op::kNames.name + " gives " +
-                             std::to_string(kOutputs) + (kOutputs == 1 ? " result (" : " results (") +
-                             names + "); got " + std::to_string(rets.size()));
+                             std::to_string(kOutputs) +
+                             (kOutputs == 1 ? " result (" : " results (") + names + "); got " +
+                             std::to_string(rets.size()));
     }
     results->reserve(kOutputs);
     for (int i = 0; i < kOutputs; ++i) {
@@ -182,8 +184,9 @@ struct TableHandlers {
       CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(y[i]), result.c_str()));
       const DataType output = OutputDataTypeOf<Op>(i, ::constmem::DataTypeOf<T>(), values.data());
       if (DataTypeOfElement(y[i].element_type()) != output) {
-        const std::string why = kOutputIsData<Op> ? std::string(Op::kNames.data) + "'s dtype"
-                                                   : std::string(Op::kNames.name) + "'s output dtype";
+        const std::string why = kOutputIsData<Op>
+                                    ? std::string(Op::kNames.data) + "'s dtype"
+                                    : std::string(Op::kNames.name) + "'s output dtype";
         return InvalidArgument(result + " must be " + ::constmem::DataTypeName(output) + " (" +
                                why + "); got " + DataTypeName(y[i].element_type()));
       }

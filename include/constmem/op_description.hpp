@@ -295,8 +295,9 @@ struct OpDescription {
     std::int64_t elements = 0;
   };
   // y's dimensions and the launch's Shape from x's dimensions and the table's size, or an error
-  // for what the op refuses (an op with several outputs: y[i], output i's, for each). While shapes are inferred, dimensions and table_size may be
-  // kUnknownDim: y's are then kUnknownDim where they depend on them, and `shape` is not used.
+  // for what the op refuses (an op with several outputs: y[i], output i's, for each). While shapes
+  // are inferred, dimensions and table_size may be kUnknownDim: y's are then kUnknownDim where they
+  // depend on them, and `shape` is not used.
   template <class P, class S>
   static Status Output(const Dims& x, const P&, std::int64_t /*table_size*/, S* shape, Dims* y) {
     shape->elements = ElementCount(x);
@@ -590,8 +591,8 @@ struct KeepSubnormals {
 // asks for it), subnormals kept (KeepSubnormals), writing y: an Out* (the data's type T, or one of
 // the output rule's types), or the Outputs of an op with several.
 template <class Op, class T, class Y, class AnyShard>
-void RunCpuInto(const typename Op::Params& params, const typename Op::Shape& shape, const T* x,
-                Y y, const Tables<T>& tables, const AnyShard& any_shard) {
+void RunCpuInto(const typename Op::Params& params, const typename Op::Shape& shape, const T* x, Y y,
+                const Tables<T>& tables, const AnyShard& any_shard) {
   const KeepSubnormals<AnyShard> shard{any_shard};
   auto run = [&](auto&&... tail) {
     if constexpr (kSeveralOutputs<Op> || kOutputIsData<Op>) {

@@ -101,7 +101,8 @@ std::string TfOutputType(int i) {
   const OutputDType output = OutputSpecOf<Op>(i).dtype;
   if (output.rule == OutputRule::kData) return "T";
   if (output.rule == OutputRule::kFixed) {
-    return tensorflow::DataTypeString(TfDataType(OutputDataType(output, DataType::kFloat32, nullptr)));
+    return tensorflow::DataTypeString(
+        TfDataType(OutputDataType(output, DataType::kFloat32, nullptr)));
   }
   return Op::kAttrs[output.attr].name;
 }
@@ -214,10 +215,10 @@ struct TableOpDef {
   // Each output's arg spec, "y: T": its type "T" (the data's), a type ("bfloat16") or a type
   // attr's name.
   std::vector<std::string> outputs;
-  std::string types;        // the data types, as the attr "T" lists them ("float, double, half")
-  bool table_type;          // the type of the tables not of int32 is the attr Ttable, the data's
-                            // compute type (TakesNarrowData)
-  bool double_tables;       // Ttable may be double (for float64 or int32 data)
+  std::string types;   // the data types, as the attr "T" lists them ("float, double, half")
+  bool table_type;     // the type of the tables not of int32 is the attr Ttable, the data's
+                       // compute type (TakesNarrowData)
+  bool double_tables;  // Ttable may be double (for float64 or int32 data)
   std::vector<std::string> attrs;
   std::string doc;
   std::function<absl::Status(tensorflow::shape_inference::InferenceContext*)> input_shape;
@@ -422,8 +423,8 @@ struct TableOpKernels {
       OP_REQUIRES_OK(ctx, this->PrepareOutputs(ctx, tables.Sizes(), &shape, &outputs));
       OP_REQUIRES_OK(ctx, LaunchOnComputeStream(ctx, [&](GpuStream stream) {
                        return LaunchOf<Op, T>(stream, this->params_, shape,
-                                              static_cast<const T*>(ctx->input(0).data()),
-                                              outputs, tables);
+                                              static_cast<const T*>(ctx->input(0).data()), outputs,
+                                              tables);
                      }));
     }
   };

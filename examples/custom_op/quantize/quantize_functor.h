@@ -58,7 +58,7 @@ CONSTMEM_HOST_DEVICE float StoredAbsmax(float absmax, bool whole) {
 // the sorted level it is nearest to, a midpoint itself going to the lower level (torch.bucketize),
 // NaN to the lowest.
 CONSTMEM_HOST_DEVICE int QuantizeCode(float x, float absmax, bool whole,
-                                             const QuantizeLevels& levels) {
+                                      const QuantizeLevels& levels) {
   const float clamped = absmax < kQuantizeTiny ? kQuantizeTiny : absmax;  // NaN kept
   float scaled = whole ? x * (1.0f / clamped) : x / clamped;
   scaled = scaled < -1.0f ? -1.0f : scaled > 1.0f ? 1.0f : scaled;

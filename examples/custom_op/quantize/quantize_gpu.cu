@@ -30,11 +30,12 @@ __global__ void QuantizeAbsmaxKernel(const T* x, float* absmax, QuantizeShape sh
                                      std::int64_t blocks) {
   const int lane = threadIdx.x % kWarpSize;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / kWarpSize);
-  for (std::int64_t b = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kWarpSize;
+  for (std::int64_t b =
+           (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kWarpSize;
        b < blocks; b += warps) {
     const std::int64_t first = b * shape.block;
-    const std::int64_t last = first + shape.block < shape.elements ? first + shape.block
-                                                                    : shape.elements;
+    const std::int64_t last =
+        first + shape.block < shape.elements ? first + shape.block : shape.elements;
     float m = 0.0f;
     for (std::int64_t i = first + lane; i < last; i += kWarpSize) {
       m = AbsMax(m, constmem::ToCompute<float>(x[i]));
@@ -88,15 +89,15 @@ constmem::Status LaunchQuantize(constmem::GpuStream stream, const T* x, std::uin
   if (codebook.size != 16) return constmem::InvalidArgument("Quantize needs 16 codebook entries");
   if (shape.elements == 0) return constmem::Status::Ok();
   const std::int64_t blocks = (shape.elements + shape.block - 1) / shape.block;
-  QuantizeAbsmaxKernel<T><<<GridFor(blocks * kWarpSize), kThreads, 0, stream>>>(x, absmax, shape,
-                                                                                 blocks);
+  QuantizeAbsmaxKernel<T>
+      <<<GridFor(blocks * kWarpSize), kThreads, 0, stream>>>(x, absmax, shape, blocks);
   CONSTMEM_RETURN_IF_ERROR(constmem::CudaStatus(cudaGetLastError(), "Quantize absmax launch"));
   return constmem::LaunchWithTable<CodebookByValue, quantize_codebook_bank>(
       stream, codebook, QuantizePlacement(codebook.size, codebook.source),
       [&](int, const auto& reader) {
         using Codebook = std::decay_t<decltype(reader)>;
-        QuantizeCodesKernel<T, Codebook><<<GridFor(shape.elements / 2), kThreads, 0, stream>>>(
-            x, codes, absmax, shape, reader);
+        QuantizeCodesKernel<T, Codebook>
+            <<<GridFor(shape.elements / 2), kThreads, 0, stream>>>(x, codes, absmax, shape, reader);
         return constmem::CudaStatus(cudaGetLastError(), "Quantize codes launch");
       });
 }
@@ -105,9 +106,8 @@ template constmem::Status LaunchQuantize<float>(constmem::GpuStream, const float
                                                 float*, const QuantizeShape&,
                                                 const constmem::TableView<float>&);
 template constmem::Status LaunchQuantize<constmem::Float16>(constmem::GpuStream,
-                                                            const constmem::Float16*,
-                                                            std::uint8_t*, float*,
-                                                            const QuantizeShape&,
+                                                            const constmem::Float16*, std::uint8_t*,
+                                                            float*, const QuantizeShape&,
                                                             const constmem::TableView<float>&);
 template constmem::Status LaunchQuantize<constmem::BFloat16>(constmem::GpuStream,
                                                              const constmem::BFloat16*,

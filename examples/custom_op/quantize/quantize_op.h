@@ -52,8 +52,8 @@ struct QuantizeOp : constmem::OpDescription {
                                  Shape* shape, constmem::Dims* y) {
     if (x.empty()) return constmem::InvalidArgument("x must have rank 1 or more; got a scalar");
     if (x.back() >= 0 && x.back() % 2 != 0) {
-      return constmem::InvalidArgument(
-          "x's last dimension must be even (two codes a byte); got " + std::to_string(x.back()));
+      return constmem::InvalidArgument("x's last dimension must be even (two codes a byte); got " +
+                                       std::to_string(x.back()));
     }
     y[kCodes] = x;
     if (x.back() >= 0) y[kCodes].back() = x.back() / 2;

@@ -252,6 +252,7 @@ class TableOp:
           name: the name scope of the op (default: the op's type).
 
         Returns the output, or a tuple of each of several in the op's order.
+
         """
         run = self.call_tables if self.spec.several_tables else self.call_one
         result = run(data, table, attrs, source=source, name=name)

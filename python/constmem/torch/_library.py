@@ -195,7 +195,8 @@ def _fake(spec: OpSpec, description: ModuleType, static: bool, checker):
         dtypes = spec.output_dtypes_of(dtype_name(data.dtype), attrs)
         if spec.several_outputs:
             return tuple(
-                data.new_empty(s, dtype=getattr(torch, d)) for s, d in zip(shape, dtypes, strict=True)
+                data.new_empty(one, dtype=getattr(torch, d))
+                for one, d in zip(shape, dtypes, strict=True)
             )
         dtype = getattr(torch, dtypes[0])
         if spec.elementwise:
@@ -268,7 +269,12 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
 
         if _sharding.is_dtensor(data):
             grad_data, grad_tables = _sharding.sharded_gradients(
-                lambda d, t, g: gradients(d, t, (g,)), description, data, tuple(tables), grad[0], attrs
+                lambda d, t, g: gradients(d, t, (g,)),
+                description,
+                data,
+                tuple(tables),
+                grad[0],
+                attrs,
             )
         else:
             grad_data, grad_tables = gradients(data, tables, grad)

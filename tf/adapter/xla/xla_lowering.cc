@@ -133,10 +133,10 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
           ctx, lowering_.elementwise || d + 1 != rank,
           absl::UnimplementedError(lowering_.op + " under XLA needs rows of static length"));
       // Several outputs' dimensions need not follow the data's.
-      OP_REQUIRES(ctx, dims.size() == 1,
-                  absl::UnimplementedError(lowering_.op +
-                                           " under XLA needs data of static shape (it gives "
-                                           "several outputs)"));
+      OP_REQUIRES(
+          ctx, dims.size() == 1,
+          absl::UnimplementedError(lowering_.op + " under XLA needs data of static shape (it gives "
+                                                  "several outputs)"));
       dynamic.push_back(d);
       data = xla::RemoveDynamicDimension(data, d);
     }
@@ -156,7 +156,8 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
                                       xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
     if (results.size() > 1) {
       for (std::size_t i = 0; i < results.size(); ++i) {
-        ctx->SetOutput(static_cast<int>(i), xla::GetTupleElement(call, static_cast<std::int64_t>(i)));
+        ctx->SetOutput(static_cast<int>(i),
+                       xla::GetTupleElement(call, static_cast<std::int64_t>(i)));
       }
       return;
     }

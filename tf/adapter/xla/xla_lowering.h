@@ -50,8 +50,7 @@ struct XlaLowering {
   // of the custom call.
   std::function<absl::Status(const tensorflow::NodeDef& node, tensorflow::DataType dtype,
                              const TableSizes& sizes, const std::vector<std::int64_t>& x,
-                             std::vector<std::vector<std::int64_t>>* dims,
-                             std::string* attributes)>
+                             std::vector<std::vector<std::int64_t>>* dims, std::string* attributes)>
       describe;
   XLA_FFI_Handler* host_handler = nullptr;
   XLA_FFI_Handler* cuda_handler = nullptr;  // null in builds without GPU kernels
