@@ -132,7 +132,8 @@ class Axes(NamedTuple):
     non-negative indices) for each item of which, row-major, it holds one equal block of entries
     (per-image taps, a weight per channel), so that a shard of the first of them takes its
     items' blocks. `outputs`, for an op with several outputs: for each output, for each of its
-    axes, the data's axis it follows (its index: a BATCH or Halo axis stays split there) or None
+    axes, the data's axis it follows (its index: an axis of that size and split, whose slice i
+    depends on the data's slice i, or a Halo's window of them) or None
     (an axis of the output's own, never split); empty: each output's axis i follows the data's
     axis i.
     """
