@@ -122,8 +122,8 @@ struct TableHandlers {
     return kSeveralTables<Op> ? TableSpecOf<Op>(i).name : "table";
   }
 
-  // A call's result buffers, in the op's order of outputs.
-  using Results = std::vector<ffi::AnyBuffer>;
+  // A call's result buffers, in the op's order of outputs (no allocation a call).
+  using Results = std::array<std::optional<ffi::AnyBuffer>, OutputCountOf<Op>()>;
 
   // The result buffers XLA gives, as many as the op has outputs: a direct caller (jax.ffi.ffi_call)
   // may give any count, and none is written unless each is what the op writes (Prepare).
@@ -138,13 +138,12 @@ struct TableHandlers {
                              (kOutputs == 1 ? " result (" : " results (") + names + "); got " +
                              std::to_string(rets.size()));
     }
-    results->reserve(kOutputs);
     for (int i = 0; i < kOutputs; ++i) {
       auto result = rets.get<ffi::AnyBuffer>(i);
       if (!result.has_value()) {
         return InvalidArgument(OutputName<Op>(i) + " must be a buffer");
       }
-      results->push_back(**result);
+      (*results)[i].emplace(**result);
     }
     return Status::Ok();
   }
@@ -152,7 +151,7 @@ struct TableHandlers {
   // The op's Params and launch Shape for x and tables of `sizes`, each result buffer checked
   // against the output the description gives (its dtype and dims), and `outputs` set from them.
   template <class T>
-  static Status Prepare(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x, Results& y,
+  static Status Prepare(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x, const Results& y,
                         const TableSizes& sizes, typename Op::Params* params,
                         typename Op::Shape* shape, Outputs* outputs) {
     std::array<AttrValue, Op::kAttrCount + 1> values{};
@@ -180,24 +179,25 @@ struct TableHandlers {
     CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(x), Op::kNames.data));
     OutputDims y_dims;
     for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+      const ffi::AnyBuffer& buffer = *y[i];
       const std::string result = OutputName<Op>(i);
-      CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(y[i]), result.c_str()));
+      CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(buffer), result.c_str()));
       const DataType output = OutputDataTypeOf<Op>(i, ::constmem::DataTypeOf<T>(), values.data());
-      if (DataTypeOfElement(y[i].element_type()) != output) {
+      if (DataTypeOfElement(buffer.element_type()) != output) {
         const std::string why = kOutputIsData<Op>
                                     ? std::string(Op::kNames.data) + "'s dtype"
                                     : std::string(Op::kNames.name) + "'s output dtype";
         return InvalidArgument(result + " must be " + ::constmem::DataTypeName(output) + " (" +
-                               why + "); got " + DataTypeName(y[i].element_type()));
+                               why + "); got " + DataTypeName(buffer.element_type()));
       }
-      outputs->Set(i, y[i].untyped_data(), output);
+      outputs->Set(i, buffer.untyped_data(), output);
     }
     CONSTMEM_RETURN_IF_ERROR(OutputOf<Op>(DimsOf(x), *params, sizes, shape, y_dims.data()));
     for (int i = 0; i < OutputCountOf<Op>(); ++i) {
-      if (y_dims[i] != DimsOf(y[i])) {
+      if (y_dims[i] != DimsOf(*y[i])) {
         return InvalidArgument(OutputName<Op>(i) + " must have shape " + DimsString(y_dims[i]) +
                                " for " + Op::kNames.data + " of shape " + DimsString(DimsOf(x)) +
-                               "; got " + DimsString(DimsOf(y[i])));
+                               "; got " + DimsString(DimsOf(*y[i])));
       }
     }
     return Status::Ok();
