@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Quantize, described once for every framework (constmem/op_description.hpp): bitsandbytes'
-// quantize_4bit (NF4 or FP4, by the codebook given), the inverse of Dequantize. Float data in, two
-// outputs:
+// quantize_4bit as its CPU implementation computes it, on the CPU and the GPU alike (NF4 or FP4,
+// by the codebook given), the inverse of Dequantize. Float data in, two outputs:
 //
 //   absmax[b] = max |x| over block b of `block` elements in x's flat order
 //   codes[..., k] = the codes of x[..., 2k] (high nibble) and x[..., 2k + 1] (low nibble), each
