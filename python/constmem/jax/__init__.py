@@ -17,6 +17,9 @@ the op's table dtype exactly (int32, or the data's dtype). The CUDA handlers are
 compatible: XLA may record them into CUDA graphs. Bad shapes, dtypes and values raise ValueError
 when the function is traced.
 
+An op with several outputs (codes and absmax) returns a tuple of them, one custom call of several
+results; a gradient flows from its float outputs alone.
+
 An op with several tables (weight and bias) takes each in either form: all static makes one
 custom call with each table an attribute; otherwise the static ones are constant operands beside
 the jax.Array ones, each checked under its own name and given its own gradient.

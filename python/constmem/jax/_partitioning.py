@@ -270,7 +270,7 @@ def sharded(
 
     def propagate(mesh, user_shape):
         user = user_shape.sharding if outputs is None else None
-        if not isinstance(user, NamedSharding):  # several outputs: the data's split decides
+        if not isinstance(user, NamedSharding):  # several outputs: GSPMD's guess, replicated
             return user if outputs is None else replicated_result(mesh)
         split = _split_of(user.spec, ndim)
         roles = zip(axes.data, split, strict=True)
