@@ -9,7 +9,8 @@
 // registers the kernels of a tensor table (`name`) and of a static one (`name_static`, a list in
 // the schema) for CPU and CUDA tensors. An op with several tables takes each as an argument of its
 // own, in the order it declares them, each checked under its own name: (data, weight, bias,
-// attrs...). The schemas, fake kernels and autograd are the Python package's
+// attrs...). An op with several outputs returns them together (the schema's tuple, in the order
+// it declares them). The schemas, fake kernels and autograd are the Python package's
 // (constmem.torch.register_ops makes them from the library's op registry): load the library after
 // defining them.
 #pragma once
@@ -338,35 +339,46 @@ inline void CheckFitsInMemory(const std::string& name, const Dims& dims, DataTyp
        DataTypeName(type) + "), more than this machine's memory (" + BytesString(memory) + ")");
 }
 
-// y = Op(x, tables) for data of type T, each table viewed as the launcher takes it.
+// Op's outputs (y, or each of several in order) = Op(x, tables) for data of type T, each table
+// viewed as the launcher takes it.
 template <class Op, class T>
-Tensor RunTableOp(const Tensor& x_in, const Tables<T>& tables, const AttrValue* values) {
+std::vector<Tensor> RunTableOp(const Tensor& x_in, const Tables<T>& tables,
+                               const AttrValue* values) {
+  constexpr int kOutputs = OutputCountOf<Op>();
   typename Op::Params params;
   ThrowIfError(ReadParams<Op>(values, DataTypeOf<T>(), &params));
-  const DataType output = OutputDataTypeOf<Op>(DataTypeOf<T>(), values);
   const auto sizes = x_in.sizes();
   const Dims x_dims(sizes.begin(), sizes.end());
   typename Op::Shape shape;
-  Dims y_dims;
-  ThrowIfError(OutputOf<Op>(x_dims, params, tables.Sizes(), &shape, &y_dims));
+  OutputDims y_dims;
+  ThrowIfError(OutputOf<Op>(x_dims, params, tables.Sizes(), &shape, y_dims.data()));
+  std::array<DataType, kOutputs> dtypes;
+  for (int i = 0; i < kOutputs; ++i) {
+    dtypes[i] = OutputDataTypeOf<Op>(i, DataTypeOf<T>(), values);
+  }
   if (x_in.is_cpu()) {
     // An expanded x (stride 0) may stand for more elements than memory holds.
     if (!x_in.is_contiguous()) {
       CheckFitsInMemory(std::string(Op::kNames.data) + "'s contiguous copy", x_dims,
                         DataTypeOf<T>());
     }
-    CheckFitsInMemory(std::string(Op::kNames.name) + "'s result", y_dims, output);
+    for (int i = 0; i < kOutputs; ++i) CheckFitsInMemory(OutputName<Op>(i), y_dims[i], dtypes[i]);
   }
   const Tensor x = Contiguous(x_in);
-  Tensor y = EmptyLike(x, y_dims, output);
+  std::vector<Tensor> y;
+  y.reserve(kOutputs);
+  Outputs outputs;
+  for (int i = 0; i < kOutputs; ++i) {
+    y.push_back(EmptyLike(x, y_dims[i], dtypes[i]));
+    outputs.Set(i, y[i].mutable_data_ptr(), dtypes[i]);
+  }
   const T* in = static_cast<const T*>(x.const_data_ptr());
-  void* out = y.mutable_data_ptr();
   if (x.is_cpu()) {
-    RunCpuOf<Op, T>(params, shape, in, out, output, tables, CpuThreads{});
+    RunCpuOf<Op, T>(params, shape, in, outputs, tables, CpuThreads{});
     return y;
   }
 #if CONSTMEM_WITH_GPU
-  ThrowIfError(LaunchOf<Op, T>(CurrentStream(x), params, shape, in, out, output, tables));
+  ThrowIfError(LaunchOf<Op, T>(CurrentStream(x), params, shape, in, outputs, tables));
 #else
   Fail("constmem was built without GPU kernels");
 #endif
@@ -413,10 +425,11 @@ void ReadTable(const TableInput<Op, kStatic, I>& value, const Tensor& x,
   }
 }
 
-// y = Op(x, tables) with the tables from their arguments, in Op's order.
+// Op's outputs = Op(x, tables) with the tables from their arguments, in Op's order.
 template <class Op, class T, bool kStatic, std::size_t... I>
-Tensor RunWithTables(const Tensor& x, const typename TableInputsOf<Op, kStatic>::Type& inputs,
-                     const AttrValue* values, std::index_sequence<I...>) {
+std::vector<Tensor> RunWithTables(const Tensor& x,
+                                  const typename TableInputsOf<Op, kStatic>::Type& inputs,
+                                  const AttrValue* values, std::index_sequence<I...>) {
   std::tuple<HeldTable<Op, T, kStatic, I>...> held;
   Tables<T> tables;
   // In order: the first table refused is the one named.
@@ -446,9 +459,9 @@ void UnboxAttrs(StableIValue* stack, int first, AttrValue* values, std::string* 
 }
 
 // The boxed kernel of `name` (tensor tables) or `name_static` (lists): (data, each table in Op's
-// order, attrs...) -> y.
+// order, attrs...) -> y, or each of several outputs in order (the schema's tuple).
 template <class Op, bool kStatic>
-void TableKernel(StableIValue* stack, std::uint64_t /*num_args*/, std::uint64_t /*num_outputs*/) {
+void TableKernel(StableIValue* stack, std::uint64_t /*num_args*/, std::uint64_t num_outputs) {
   constexpr int kTables = TableCountOf<Op>();
   const Tensor x = torch::stable::detail::to<Tensor>(stack[0]);
   const auto inputs = TableInputsOf<Op, kStatic>::Take(stack);
@@ -456,12 +469,18 @@ void TableKernel(StableIValue* stack, std::uint64_t /*num_args*/, std::uint64_t 
   std::array<std::string, Op::kAttrCount + 1> storage{};
   UnboxAttrs<Op>(stack, 1 + kTables, values.data(), storage.data());
   CheckDataDevice<Op>(x);
-  Tensor y = ForData<Op>(x, Op::kNames.data, [&](auto zero) {
+  // A schema other than the one the Python package defines (each output a Tensor) is refused
+  // before anything runs: the outputs go onto the stack's first num_outputs entries.
+  if (num_outputs != static_cast<std::uint64_t>(OutputCountOf<Op>())) {
+    Fail(std::string(Op::kNames.name) + "'s schema must give " +
+         std::to_string(OutputCountOf<Op>()) + " outputs; got " + std::to_string(num_outputs));
+  }
+  const std::vector<Tensor> y = ForData<Op>(x, Op::kNames.data, [&](auto zero) {
     using T = decltype(zero);
     return RunWithTables<Op, T, kStatic>(x, inputs, values.data(),
                                          std::make_index_sequence<kTables>{});
   });
-  stack[0] = torch::stable::detail::from(y);
+  for (std::size_t i = 0; i < y.size(); ++i) stack[i] = torch::stable::detail::from(y[i]);
 }
 
 // Registers both kernels of each op in `library`'s CompositeExplicitAutograd (CPU and CUDA).

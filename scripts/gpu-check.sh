@@ -61,9 +61,9 @@ step python-tests "$counts" python3 -m pytest -q -p no:cacheprovider -m "not slo
   tests/python/test_fft_route.py tests/python/test_upfirdn.py tests/python/test_torch.py \
   tests/python/test_jax.py tests/python/test_separable_filter.py tests/python/test_sharding_plan.py \
   tests/python/test_half_precision.py
-# The dequantize example built against the build's installed package, run on the GPU (eagerly,
-# under CUDA graphs and torch.compile; against bitsandbytes where CONSTMEM_GPU_CHECK_PYTHONPATH
-# adds it).
+# The dequantize and quantize examples built against the build's installed package, run on the
+# GPU (eagerly, under CUDA graphs and torch.compile; against bitsandbytes where
+# CONSTMEM_GPU_CHECK_PYTHONPATH adds it).
 # shellcheck disable=SC2317,SC2329  # called through step
 example() {
   local prefix=/tmp/constmem-install
@@ -74,10 +74,12 @@ example() {
     -DCONSTMEM_PYTHON="$(command -v python3)" \
     -Dconstmem_DIR="$(dirname "$(find "$prefix" -name constmemConfig.cmake | head -1)")" \
     -DCMAKE_CUDA_ARCHITECTURES=native -DAPPLY_GAIN_FRAMEWORKS="torch;jax" >/dev/null &&
-    cmake --build build-gpu/custom_op -j "$(nproc)" --target _dequantize_torch _dequantize_jax &&
+    cmake --build build-gpu/custom_op -j "$(nproc)" --target _dequantize_torch _dequantize_jax \
+      _quantize_torch _quantize_jax &&
     (cd examples/custom_op && APPLY_GAIN_BUILD=$OLDPWD/build-gpu/custom_op \
       PYTHONPATH=$PYTHONPATH:.:${CONSTMEM_GPU_CHECK_PYTHONPATH:-} python3 -m pytest -q \
-      -p no:cacheprovider test_dequantize_torch.py test_dequantize_jax.py)
+      -p no:cacheprovider test_dequantize_torch.py test_dequantize_jax.py \
+      test_quantize_torch.py test_quantize_jax.py)
 }
 step example "$counts" example
 # The example's speed against bitsandbytes and compiled PyTorch (needs the example step's build).

@@ -58,7 +58,7 @@ cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
 # the PyTorch and JAX ones no libstdc++ at all (TensorFlow's the one TensorFlow's wheel needs).
 newest() { { objdump -T "$1" | grep -o "$2[0-9.]*" || true; } | sort -uV | tail -1; }
 for library in "$work"/custom_op/_apply_gain_*.so "$work"/custom_op/_causal_conv1d_*.so \
-  "$work"/custom_op/_dequantize_*.so; do
+  "$work"/custom_op/_dequantize_*.so "$work"/custom_op/_quantize_*.so; do
   glibc=$(newest "$library" GLIBC_)
   [ "$(printf '%s\nGLIBC_2.28\n' "$glibc" | sort -V | tail -1)" = GLIBC_2.28 ] ||
     { echo "test-wheel: $library needs $glibc (the portable link allows GLIBC_2.28)" >&2; exit 1; }

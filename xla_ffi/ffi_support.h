@@ -9,8 +9,8 @@
 // in the op's order. The "static" forms take x alone and each table as an attribute instead,
 // named by the table (`table` for an op with one): float64 values already rounded to the table's
 // dtype, or int32 values, host memory whose bytes repeat at every call. Each form gives one
-// result. The op's own attributes come by name, as their kinds say: a choice as a string, a
-// float64 as f64, an int64 as i64.
+// result per output of the op, in its order. The op's own attributes come by name, as their kinds
+// say: a choice as a string, a float64 as f64, an int64 as i64.
 #pragma once
 
 #include <algorithm>
@@ -122,12 +122,38 @@ struct TableHandlers {
     return kSeveralTables<Op> ? TableSpecOf<Op>(i).name : "table";
   }
 
-  // The op's Params, launch Shape and output dtype for x and tables of `sizes`, checked against
-  // y's buffer.
+  // A call's result buffers, in the op's order of outputs (no allocation a call).
+  using Results = std::array<std::optional<ffi::AnyBuffer>, OutputCountOf<Op>()>;
+
+  // The result buffers XLA gives, as many as the op has outputs: a direct caller (jax.ffi.ffi_call)
+  // may give any count, and none is written unless each is what the op writes (Prepare).
+  static Status DecodeResults(const ffi::RemainingRets& rets, Results* results) {
+    constexpr int kOutputs = OutputCountOf<Op>();
+    if (rets.size() != static_cast<std::size_t>(kOutputs)) {
+      std::string names;
+      for (int i = 0; i < kOutputs; ++i)
+        names += (i > 0 ? ", " : "") + std::string(OutputSpecOf<Op>(i).name);
+      return InvalidArgument(std::string(Op::kNames.library) + "_" + Op::kNames.name + " gives " +
+                             std::to_string(kOutputs) +
+                             (kOutputs == 1 ? " result (" : " results (") + names + "); got " +
+                             std::to_string(rets.size()));
+    }
+    for (int i = 0; i < kOutputs; ++i) {
+      auto result = rets.get<ffi::AnyBuffer>(i);
+      if (!result.has_value()) {
+        return InvalidArgument(OutputName<Op>(i) + " must be a buffer");
+      }
+      (*results)[i].emplace(**result);
+    }
+    return Status::Ok();
+  }
+
+  // The op's Params and launch Shape for x and tables of `sizes`, each result buffer checked
+  // against the output the description gives (its dtype and dims), and `outputs` set from them.
   template <class T>
-  static Status Prepare(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
-                        const ffi::AnyBuffer& y, const TableSizes& sizes,
-                        typename Op::Params* params, typename Op::Shape* shape, DataType* output) {
+  static Status Prepare(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x, const Results& y,
+                        const TableSizes& sizes, typename Op::Params* params,
+                        typename Op::Shape* shape, Outputs* outputs) {
     std::array<AttrValue, Op::kAttrCount + 1> values{};
     for (int i = 0; i < Op::kAttrCount; ++i) {
       const AttrSpec& spec = Op::kAttrs[i];
@@ -148,24 +174,31 @@ struct TableHandlers {
     }
     CONSTMEM_RETURN_IF_ERROR(CheckTableSizes<Op>(sizes));
     CONSTMEM_RETURN_IF_ERROR(ReadParams<Op>(values.data(), ::constmem::DataTypeOf<T>(), params));
-    const std::string result = std::string(Op::kNames.name) + "'s result";
     // A direct caller's buffers are what they say they are, nothing more: each dimension known,
-    // the result of the output's dtype and of the shape the description gives.
+    // each result of its output's dtype and of the shape the description gives.
     CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(x), Op::kNames.data));
-    CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(y), result.c_str()));
-    *output = OutputDataTypeOf<Op>(::constmem::DataTypeOf<T>(), values.data());
-    if (DataTypeOfElement(y.element_type()) != *output) {
-      const char* why = kOutputIsData<Op> ? "'s dtype)" : "'s output dtype)";
-      return InvalidArgument(result + " must be " + ::constmem::DataTypeName(*output) + " (" +
-                             (kOutputIsData<Op> ? Op::kNames.data : Op::kNames.name) + why +
-                             "; got " + DataTypeName(y.element_type()));
+    OutputDims y_dims;
+    for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+      const ffi::AnyBuffer& buffer = *y[i];
+      const std::string result = OutputName<Op>(i);
+      CONSTMEM_RETURN_IF_ERROR(CheckDimensions(DimsOf(buffer), result.c_str()));
+      const DataType output = OutputDataTypeOf<Op>(i, ::constmem::DataTypeOf<T>(), values.data());
+      if (DataTypeOfElement(buffer.element_type()) != output) {
+        const std::string why = kOutputIsData<Op>
+                                    ? std::string(Op::kNames.data) + "'s dtype"
+                                    : std::string(Op::kNames.name) + "'s output dtype";
+        return InvalidArgument(result + " must be " + ::constmem::DataTypeName(output) + " (" +
+                               why + "); got " + DataTypeName(buffer.element_type()));
+      }
+      outputs->Set(i, buffer.untyped_data(), output);
     }
-    Dims y_dims;
-    CONSTMEM_RETURN_IF_ERROR(OutputOf<Op>(DimsOf(x), *params, sizes, shape, &y_dims));
-    if (y_dims != DimsOf(y)) {
-      return InvalidArgument(result + " must have shape " + DimsString(y_dims) + " for " +
-                             Op::kNames.data + " of shape " + DimsString(DimsOf(x)) + "; got " +
-                             DimsString(DimsOf(y)));
+    CONSTMEM_RETURN_IF_ERROR(OutputOf<Op>(DimsOf(x), *params, sizes, shape, y_dims.data()));
+    for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+      if (y_dims[i] != DimsOf(*y[i])) {
+        return InvalidArgument(OutputName<Op>(i) + " must have shape " + DimsString(y_dims[i]) +
+                               " for " + Op::kNames.data + " of shape " + DimsString(DimsOf(x)) +
+                               "; got " + DimsString(DimsOf(*y[i])));
+      }
     }
     return Status::Ok();
   }
@@ -239,21 +272,23 @@ struct TableHandlers {
     return status;
   }
 
-  // Runs the CPU kernel over all of x.
+  // Runs the CPU kernel over all of x, once every result is checked.
   template <class T>
-  static Status RunOnHost(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x, ffi::AnyBuffer& y,
-                          const Tables<T>& tables) {
+  static Status RunOnHost(const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
+                          const ffi::RemainingRets& rets, const Tables<T>& tables) {
     typename Op::Params params;
     typename Op::Shape shape;
-    DataType output;
-    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape, &output));
-    RunCpuOf<Op, T>(params, shape, static_cast<const T*>(x.untyped_data()), y.untyped_data(),
-                    output, tables, SerialShard{});
+    Results y;
+    Outputs outputs;
+    CONSTMEM_RETURN_IF_ERROR(DecodeResults(rets, &y));
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape, &outputs));
+    RunCpuOf<Op, T>(params, shape, static_cast<const T*>(x.untyped_data()), outputs, tables,
+                    SerialShard{});
     return Status::Ok();
   }
 
-  static ffi::Error Host(const ffi::AnyBuffer& x, const Buffers& buffers, ffi::AnyBuffer& y,
-                         const ffi::Dictionary& attrs) {
+  static ffi::Error Host(const ffi::AnyBuffer& x, const Buffers& buffers,
+                         const ffi::RemainingRets& y, const ffi::Dictionary& attrs) {
     return Guarded([&] {
       return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
         using T = decltype(zero);
@@ -265,8 +300,7 @@ struct TableHandlers {
       });
     });
   }
-  static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
-                               ffi::Dictionary attrs) {
+  static ffi::Error StaticHost(ffi::AnyBuffer x, ffi::RemainingRets y, ffi::Dictionary attrs) {
     return Guarded([&] {
       return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
         using T = decltype(zero);
@@ -274,7 +308,7 @@ struct TableHandlers {
         Tables<T> tables;
         Status status =
             AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
-        if (status.ok()) status = RunOnHost<T>(attrs, x, *y, tables);
+        if (status.ok()) status = RunOnHost<T>(attrs, x, y, tables);
         return FfiError(status);
       });
     });
@@ -282,16 +316,18 @@ struct TableHandlers {
 #if CONSTMEM_WITH_GPU
   template <class T>
   static Status RunOnCuda(GpuStream stream, const ffi::Dictionary& attrs, const ffi::AnyBuffer& x,
-                          ffi::AnyBuffer& y, const Tables<T>& tables) {
+                          const ffi::RemainingRets& rets, const Tables<T>& tables) {
     typename Op::Params params;
     typename Op::Shape shape;
-    DataType output;
-    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape, &output));
-    return LaunchOf<Op, T>(stream, params, shape, static_cast<const T*>(x.untyped_data()),
-                           y.untyped_data(), output, tables);
+    Results y;
+    Outputs outputs;
+    CONSTMEM_RETURN_IF_ERROR(DecodeResults(rets, &y));
+    CONSTMEM_RETURN_IF_ERROR(Prepare<T>(attrs, x, y, tables.Sizes(), &params, &shape, &outputs));
+    return LaunchOf<Op, T>(stream, params, shape, static_cast<const T*>(x.untyped_data()), outputs,
+                           tables);
   }
   static ffi::Error Cuda(GpuStream stream, const ffi::AnyBuffer& x, const Buffers& buffers,
-                         ffi::AnyBuffer& y, const ffi::Dictionary& attrs) {
+                         const ffi::RemainingRets& y, const ffi::Dictionary& attrs) {
     return Guarded([&] {
       return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
         using T = decltype(zero);
@@ -303,7 +339,7 @@ struct TableHandlers {
       });
     });
   }
-  static ffi::Error StaticCuda(GpuStream stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
+  static ffi::Error StaticCuda(GpuStream stream, ffi::AnyBuffer x, ffi::RemainingRets y,
                                ffi::Dictionary attrs) {
     return Guarded([&] {
       return ForDataType<Op>(x.element_type(), Op::kNames.data, [&](auto zero) {
@@ -312,7 +348,7 @@ struct TableHandlers {
         Tables<T> tables;
         Status status =
             AttrTables<T>(attrs, &converted, &tables, std::make_index_sequence<kCount>{});
-        if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, *y, tables);
+        if (status.ok()) status = RunOnCuda<T>(stream, attrs, x, y, tables);
         return FfiError(status);
       });
     });
@@ -326,14 +362,14 @@ struct TableHandlers {
   struct Signature<std::index_sequence<I...>> {
     template <std::size_t>
     using Buffer = ffi::AnyBuffer;
-    static ffi::Error Host(ffi::AnyBuffer x, Buffer<I>... tables, ffi::Result<ffi::AnyBuffer> y,
+    static ffi::Error Host(ffi::AnyBuffer x, Buffer<I>... tables, ffi::RemainingRets y,
                            ffi::Dictionary attrs) {
-      return TableHandlers::Host(x, Buffers{&tables...}, *y, attrs);
+      return TableHandlers::Host(x, Buffers{&tables...}, y, attrs);
     }
 #if CONSTMEM_WITH_GPU
     static ffi::Error Cuda(GpuStream stream, ffi::AnyBuffer x, Buffer<I>... tables,
-                           ffi::Result<ffi::AnyBuffer> y, ffi::Dictionary attrs) {
-      return TableHandlers::Cuda(stream, x, Buffers{&tables...}, *y, attrs);
+                           ffi::RemainingRets y, ffi::Dictionary attrs) {
+      return TableHandlers::Cuda(stream, x, Buffers{&tables...}, y, attrs);
     }
 #endif
   };
@@ -350,10 +386,11 @@ struct TableHandlers {
   }
 
   // The handlers as XLA calls them: the array forms take (x, table_0, ..., table_{N-1}), the
-  // static forms x alone; each gives one result and takes the op's attributes by name.
+  // static forms x alone; each gives the op's results (counted and checked by Prepare, whatever
+  // a direct caller gives) and takes the op's attributes by name.
   static XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
     static auto* handler = TableArgs<kCount>(ffi::Ffi::Bind().Arg<ffi::AnyBuffer>())
-                               .template Ret<ffi::AnyBuffer>()
+                               .RemainingRets()
                                .template Attrs<ffi::Dictionary>()
                                .To(Array::Host)
                                .release();
@@ -362,7 +399,7 @@ struct TableHandlers {
   static XLA_FFI_Error* StaticHostHandler(XLA_FFI_CallFrame* frame) {
     static auto* handler = ffi::Ffi::Bind()
                                .Arg<ffi::AnyBuffer>()
-                               .Ret<ffi::AnyBuffer>()
+                               .RemainingRets()
                                .Attrs<ffi::Dictionary>()
                                .To(StaticHost)
                                .release();
@@ -373,7 +410,7 @@ struct TableHandlers {
     static auto* handler =
         TableArgs<kCount>(
             ffi::Ffi::Bind().Ctx<ffi::PlatformStream<GpuStream>>().Arg<ffi::AnyBuffer>())
-            .template Ret<ffi::AnyBuffer>()
+            .RemainingRets()
             .template Attrs<ffi::Dictionary>()
             .To(Array::Cuda, {ffi::Traits::kCmdBufferCompatible})
             .release();
@@ -383,7 +420,7 @@ struct TableHandlers {
     static auto* handler = ffi::Ffi::Bind()
                                .Ctx<ffi::PlatformStream<GpuStream>>()
                                .Arg<ffi::AnyBuffer>()
-                               .Ret<ffi::AnyBuffer>()
+                               .RemainingRets()
                                .Attrs<ffi::Dictionary>()
                                .To(StaticCuda, {ffi::Traits::kCmdBufferCompatible})
                                .release();

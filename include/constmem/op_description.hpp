@@ -43,6 +43,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -124,6 +125,44 @@ struct OutputDType {
   OutputRule rule = OutputRule::kData;
   DataTypeSet types = {};
   int attr = -1;  // kAttr: the attribute's index in kAttrs
+};
+
+// One of the outputs of an op that declares several (OpDescription::kOutputs): its name in every
+// framework and message, and the rule of its dtype.
+struct OutputSpec {
+  const char* name;
+  OutputDType dtype;
+};
+
+// The most outputs an op may declare.
+constexpr int kMaxOutputs = 8;
+
+// A call's outputs, as RunCpu and Launch of an op with several outputs receive them, each
+// contiguous, in the order the op declares them: y.As<Out>(i) is output i's elements, Out the C++
+// type of its dtype for this call (y.dtype(i): the data's type T, the fixed one, or the one its
+// attribute names, which VisitOutputType<Op, i> visits). One instantiation per data type, whatever
+// the outputs' types. On the CPU every output is in host memory, on the GPU in device memory.
+class Outputs {
+ public:
+  template <class Out>
+  Out* As(int i) const {
+    return static_cast<Out*>(data_[i]);
+  }
+  void* data(int i) const { return data_[i]; }
+  DataType dtype(int i) const { return dtype_[i]; }
+  int count() const { return count_; }
+
+  // For the bindings: output i's buffer, of `dtype`.
+  void Set(int i, void* data, DataType dtype) {
+    data_[i] = data;
+    dtype_[i] = dtype;
+    count_ = count_ > i + 1 ? count_ : i + 1;
+  }
+
+ private:
+  void* data_[kMaxOutputs] = {};
+  DataType dtype_[kMaxOutputs] = {};
+  int count_ = 0;
 };
 
 // A call's tables, as RunCpu and Launch of an op with several tables receive them: tables[i] is
@@ -239,6 +278,12 @@ struct OpDescription {
   // the op's one table is then kNames.table, with kTable's rule.
   static constexpr TableSpec* kTables = nullptr;
   static constexpr int kTableCount = 0;
+  // Several outputs, in the order every framework gives them (an array of OutputSpec, each with
+  // its own dtype rule); none here: the op's one output `y`, of kOutputDType's rule. An op with
+  // several outputs has its Output give each one's dims (y[i]), and RunCpu and Launch take them
+  // together (Outputs): RunCpu<T>(params, shape, x, const Outputs& y, tables..., shard).
+  static constexpr OutputSpec* kOutputs = nullptr;
+  static constexpr int kOutputCount = 0;
 
   // What the kernels read from the attributes (`values[i]` is kAttrs[i]'s), checked for data of
   // `dtype`.
@@ -250,8 +295,9 @@ struct OpDescription {
     std::int64_t elements = 0;
   };
   // y's dimensions and the launch's Shape from x's dimensions and the table's size, or an error
-  // for what the op refuses. While shapes are inferred, dimensions and table_size may be
-  // kUnknownDim: y's are then kUnknownDim where they depend on them, and `shape` is not used.
+  // for what the op refuses (an op with several outputs: y[i], output i's, for each). While shapes
+  // are inferred, dimensions and table_size may be kUnknownDim: y's are then kUnknownDim where they
+  // depend on them, and `shape` is not used.
   template <class P, class S>
   static Status Output(const Dims& x, const P&, std::int64_t /*table_size*/, S* shape, Dims* y) {
     shape->elements = ElementCount(x);
@@ -349,9 +395,35 @@ void ForEachDataTypeOf(Fn&& fn) {
   one(std::int32_t{});
 }
 
-// Whether Op's output has the data's dtype (else kOutputDType's rule picks it).
+// Whether Op declares several outputs (kOutputs) rather than one (y, of kOutputDType's rule).
 template <class Op>
-constexpr bool kOutputIsData = Op::kOutputDType.rule == OutputRule::kData;
+constexpr bool kSeveralOutputs = Op::kOutputCount > 0;
+
+// How many outputs Op gives.
+template <class Op>
+constexpr int OutputCountOf() {
+  if constexpr (kSeveralOutputs<Op>) {
+    static_assert(Op::kOutputCount <= kMaxOutputs, "an op gives at most kMaxOutputs outputs");
+    return Op::kOutputCount;
+  } else {
+    return 1;
+  }
+}
+
+// Op's output i, as its description declares it: kOutputs[i], or its one output `y`.
+template <class Op>
+constexpr OutputSpec OutputSpecOf(int i) {
+  if constexpr (kSeveralOutputs<Op>) {
+    return Op::kOutputs[i];
+  } else {
+    (void)i;
+    return {"y", Op::kOutputDType};
+  }
+}
+
+// Whether Op's one output has the data's dtype (else kOutputDType's rule picks it).
+template <class Op>
+constexpr bool kOutputIsData = !kSeveralOutputs<Op> && Op::kOutputDType.rule == OutputRule::kData;
 
 // The DataType named `name`, if any.
 inline bool DataTypeFromName(std::string_view name, DataType* type) {
@@ -364,37 +436,49 @@ inline bool DataTypeFromName(std::string_view name, DataType* type) {
   return false;
 }
 
-// The output's dtype for data of `data` and the attributes' values (checked by ReadParams).
-template <class Op>
-DataType OutputDataTypeOf(DataType data, const AttrValue* values) {
-  constexpr OutputDType rule = Op::kOutputDType;
-  if constexpr (rule.rule == OutputRule::kData) {
-    (void)values;
-    return data;
-  } else if constexpr (rule.rule == OutputRule::kFixed) {
-    (void)values;
+// The dtype `rule` gives for data of `data` and the attributes' values (checked by ReadParams).
+inline DataType OutputDataType(const OutputDType& rule, DataType data, const AttrValue* values) {
+  if (rule.rule == OutputRule::kFixed) {
     for (int i = 0; i < kDataTypeCount; ++i) {
       if (rule.types.Has(static_cast<DataType>(i))) return static_cast<DataType>(i);
     }
-    return data;
-  } else {
+  } else if (rule.rule == OutputRule::kAttr) {
     DataType type = data;
     DataTypeFromName(values[rule.attr].choice, &type);
     return type;
   }
+  return data;
 }
 
-// fn(Out{}) for the C++ type Out of `type`, one of the types Op's output rule lists (checked by
-// ReadParams; only those are instantiated).
-namespace detail {
+// Op's output `i`'s dtype for data of `data` and the attributes' values (checked by ReadParams).
 template <class Op>
-struct OutputTypes {  // VisitDataType over the output's types
-  static constexpr DataTypeSet kDataTypes = Op::kOutputDType.types;
+DataType OutputDataTypeOf(int i, DataType data, const AttrValue* values) {
+  return OutputDataType(OutputSpecOf<Op>(i).dtype, data, values);
+}
+// The same for Op's one output (or its first).
+template <class Op>
+DataType OutputDataTypeOf(DataType data, const AttrValue* values) {
+  return OutputDataTypeOf<Op>(0, data, values);
+}
+
+// fn(Out{}) for the C++ type Out of `type`, one of the types the rule of Op's output I lists
+// (checked by ReadParams; only those are instantiated): where an output's dtype is not the data's.
+namespace detail {
+template <class Op, int I>
+struct OutputTypes {  // VisitDataType over output I's types
+  static constexpr DataTypeSet kDataTypes = OutputSpecOf<Op>(I).dtype.types;
 };
 }  // namespace detail
-template <class Op, class Fn>
+template <class Op, int I = 0, class Fn>
 decltype(auto) VisitOutputType(DataType type, Fn&& fn) {
-  return VisitDataType<detail::OutputTypes<Op>>(type, std::forward<Fn>(fn));
+  return VisitDataType<detail::OutputTypes<Op, I>>(type, std::forward<Fn>(fn));
+}
+
+// How messages name Op's output i: "scale's result" (its one output), "quantize's absmax".
+template <class Op>
+std::string OutputName(int i) {
+  return std::string(Op::kNames.name) + "'s " +
+         (kSeveralOutputs<Op> ? OutputSpecOf<Op>(i).name : "result");
 }
 
 // The names of the data types Op takes, in the order every message lists them.
@@ -467,8 +551,9 @@ inline TableSizes SizesOf(std::int64_t size) {
 // The calls every binding makes into an op's description, whichever form it takes its tables in:
 // an op with one table gets it as (values, size) and TableView, one with several as Tables<T>.
 
-// Op's Output for x's dims and the call's table sizes.
-// Both shapes are within Op::kMaxElements: an op's Output and kernels multiply dimensions freely.
+// Op's Output for x's dims and the call's table sizes: y[i] is output i's dims (y points to
+// OutputCountOf<Op>() of them). Every shape is within Op::kMaxElements: an op's Output and kernels
+// multiply dimensions freely.
 template <class Op>
 Status OutputOf(const Dims& x, const typename Op::Params& params, const TableSizes& sizes,
                 typename Op::Shape* shape, Dims* y) {
@@ -478,9 +563,14 @@ Status OutputOf(const Dims& x, const typename Op::Params& params, const TableSiz
   } else {
     CONSTMEM_RETURN_IF_ERROR(Op::Output(x, params, sizes[0], shape, y));
   }
-  return CheckElementCount(*y, (std::string(Op::kNames.name) + "'s result").c_str(),
-                           Op::kMaxElements);
+  for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+    CONSTMEM_RETURN_IF_ERROR(CheckElementCount(y[i], OutputName<Op>(i).c_str(), Op::kMaxElements));
+  }
+  return Status::Ok();
 }
+
+// Each output's dims, as OutputOf gives them.
+using OutputDims = std::array<Dims, kMaxOutputs>;
 
 // Runs a CPU kernel's pieces through `shard` with subnormals kept (IEEE arithmetic, no FTZ or DAZ)
 // on whichever thread runs them: TensorFlow's and XLA's CPU threads flush them, PyTorch's do not,
@@ -498,17 +588,17 @@ struct KeepSubnormals {
 };
 
 // Op's CPU kernel over host tables (a single table converted to the data's type where the op
-// asks for it), subnormals kept (KeepSubnormals), writing y of Out (the data's type T, or one of
-// the output rule's types).
-template <class Op, class T, class Out, class AnyShard>
-void RunCpuInto(const typename Op::Params& params, const typename Op::Shape& shape, const T* x,
-                Out* y, const Tables<T>& tables, const AnyShard& any_shard) {
+// asks for it), subnormals kept (KeepSubnormals), writing y: an Out* (the data's type T, or one of
+// the output rule's types), or the Outputs of an op with several.
+template <class Op, class T, class Y, class AnyShard>
+void RunCpuInto(const typename Op::Params& params, const typename Op::Shape& shape, const T* x, Y y,
+                const Tables<T>& tables, const AnyShard& any_shard) {
   const KeepSubnormals<AnyShard> shard{any_shard};
   auto run = [&](auto&&... tail) {
-    if constexpr (kOutputIsData<Op>) {
+    if constexpr (kSeveralOutputs<Op> || kOutputIsData<Op>) {
       Op::template RunCpu<T>(params, shape, x, y, tail..., shard);
     } else {
-      Op::template RunCpu<T, Out>(params, shape, x, y, tail..., shard);
+      Op::template RunCpu<T, std::remove_pointer_t<Y>>(params, shape, x, y, tail..., shard);
     }
   };
   if constexpr (kSeveralTables<Op>) {
@@ -530,33 +620,46 @@ void RunCpuInto(const typename Op::Params& params, const typename Op::Shape& sha
 template <class Op, class T, class AnyShard>
 void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x, T* y,
               const Tables<T>& tables, const AnyShard& shard) {
-  RunCpuInto<Op, T, T>(params, shape, x, y, tables, shard);
+  RunCpuInto<Op, T, T*>(params, shape, x, y, tables, shard);
 }
 
-// The same for any op, y of type `output` (OutputDataTypeOf): what the bindings call.
+// The same for an op of one output, y of type `output` (OutputDataTypeOf).
 template <class Op, class T, class AnyShard>
 void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x,
               void* y, DataType output, const Tables<T>& tables, const AnyShard& shard) {
   if constexpr (kOutputIsData<Op>) {
     (void)output;
-    RunCpuInto<Op, T, T>(params, shape, x, static_cast<T*>(y), tables, shard);
+    RunCpuInto<Op, T, T*>(params, shape, x, static_cast<T*>(y), tables, shard);
   } else {
     VisitOutputType<Op>(output, [&](auto out) {
       using Out = decltype(out);
-      RunCpuInto<Op, T, Out>(params, shape, x, static_cast<Out*>(y), tables, shard);
+      RunCpuInto<Op, T, Out*>(params, shape, x, static_cast<Out*>(y), tables, shard);
     });
   }
 }
 
-// Op's launcher on `stream` (GPU builds only: Launch is defined by nvcc code), writing y of Out.
-template <class Op, class T, class Out>
+// The same for any op, its outputs in `y` (each of the dtype OutputDataTypeOf gives): what the
+// bindings call.
+template <class Op, class T, class AnyShard>
+void RunCpuOf(const typename Op::Params& params, const typename Op::Shape& shape, const T* x,
+              const Outputs& y, const Tables<T>& tables, const AnyShard& shard) {
+  if constexpr (kSeveralOutputs<Op>) {
+    RunCpuInto<Op, T, const Outputs&>(params, shape, x, y, tables, shard);
+  } else {
+    RunCpuOf<Op, T>(params, shape, x, y.data(0), y.dtype(0), tables, shard);
+  }
+}
+
+// Op's launcher on `stream` (GPU builds only: Launch is defined by nvcc code), writing y as
+// RunCpuInto does.
+template <class Op, class T, class Y>
 Status LaunchInto(GpuStream stream, const typename Op::Params& params,
-                  const typename Op::Shape& shape, const T* x, Out* y, const Tables<T>& tables) {
+                  const typename Op::Shape& shape, const T* x, Y y, const Tables<T>& tables) {
   auto launch = [&](const auto& taken) {
-    if constexpr (kOutputIsData<Op>) {
+    if constexpr (kSeveralOutputs<Op> || kOutputIsData<Op>) {
       return Op::template Launch<T>(stream, params, shape, x, y, taken);
     } else {
-      return Op::template Launch<T, Out>(stream, params, shape, x, y, taken);
+      return Op::template Launch<T, std::remove_pointer_t<Y>>(stream, params, shape, x, y, taken);
     }
   };
   if constexpr (kSeveralTables<Op>) {
@@ -570,22 +673,34 @@ Status LaunchInto(GpuStream stream, const typename Op::Params& params,
 template <class Op, class T>
 Status LaunchOf(GpuStream stream, const typename Op::Params& params,
                 const typename Op::Shape& shape, const T* x, T* y, const Tables<T>& tables) {
-  return LaunchInto<Op, T, T>(stream, params, shape, x, y, tables);
+  return LaunchInto<Op, T, T*>(stream, params, shape, x, y, tables);
 }
 
-// The same for any op, y of type `output` (OutputDataTypeOf): what the bindings call.
+// The same for an op of one output, y of type `output` (OutputDataTypeOf).
 template <class Op, class T>
 Status LaunchOf(GpuStream stream, const typename Op::Params& params,
                 const typename Op::Shape& shape, const T* x, void* y, DataType output,
                 const Tables<T>& tables) {
   if constexpr (kOutputIsData<Op>) {
     (void)output;
-    return LaunchInto<Op, T, T>(stream, params, shape, x, static_cast<T*>(y), tables);
+    return LaunchInto<Op, T, T*>(stream, params, shape, x, static_cast<T*>(y), tables);
   } else {
     return VisitOutputType<Op>(output, [&](auto out) {
       using Out = decltype(out);
-      return LaunchInto<Op, T, Out>(stream, params, shape, x, static_cast<Out*>(y), tables);
+      return LaunchInto<Op, T, Out*>(stream, params, shape, x, static_cast<Out*>(y), tables);
     });
+  }
+}
+
+// The same for any op, its outputs in `y`: what the bindings call.
+template <class Op, class T>
+Status LaunchOf(GpuStream stream, const typename Op::Params& params,
+                const typename Op::Shape& shape, const T* x, const Outputs& y,
+                const Tables<T>& tables) {
+  if constexpr (kSeveralOutputs<Op>) {
+    return LaunchInto<Op, T, const Outputs&>(stream, params, shape, x, y, tables);
+  } else {
+    return LaunchOf<Op, T>(stream, params, shape, x, y.data(0), y.dtype(0), tables);
   }
 }
 
@@ -729,24 +844,36 @@ void AppendOpJson(std::string* out) {
   }
   out->append("],");
   field("doc", Op::kDoc);
-  // The output's dtype: "data", or "fixed" (its one type) or "attr" (the types the attribute
-  // named picks among).
-  constexpr OutputDType output = Op::kOutputDType;
+  // Each output's dtype: "data", or "fixed" (its one type) or "attr" (the types the attribute
+  // named picks among); "output" is the first's (what a reader of one output takes).
+  auto output_json = [&](const OutputSpec& spec, bool named) {
+    out->push_back('{');
+    if (named) field("name", spec.name);
+    static constexpr const char* kRules[] = {"data", "fixed", "attr"};
+    field("rule", kRules[static_cast<int>(spec.dtype.rule)]);
+    if (spec.dtype.rule == OutputRule::kAttr) field("attr", Op::kAttrs[spec.dtype.attr].name);
+    AppendJsonString(out, "dtypes");
+    out->append(":[");
+    bool first_type = true;
+    for (int i = 0; i < kDataTypeCount; ++i) {
+      if (!spec.dtype.types.Has(static_cast<DataType>(i))) continue;
+      if (!first_type) out->push_back(',');
+      first_type = false;
+      AppendJsonString(out, DataTypeName(static_cast<DataType>(i)));
+    }
+    out->append("]}");
+  };
   AppendJsonString(out, "output");
-  out->append(":{");
-  static constexpr const char* kRules[] = {"data", "fixed", "attr"};
-  field("rule", kRules[static_cast<int>(output.rule)]);
-  if constexpr (output.rule == OutputRule::kAttr) field("attr", Op::kAttrs[output.attr].name);
-  AppendJsonString(out, "dtypes");
+  out->push_back(':');
+  output_json(OutputSpecOf<Op>(0), false);
+  out->push_back(',');
+  AppendJsonString(out, "outputs");
   out->append(":[");
-  bool first_type = true;
-  for (int i = 0; i < kDataTypeCount; ++i) {
-    if (!output.types.Has(static_cast<DataType>(i))) continue;
-    if (!first_type) out->push_back(',');
-    first_type = false;
-    AppendJsonString(out, DataTypeName(static_cast<DataType>(i)));
+  for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+    if (i > 0) out->push_back(',');
+    output_json(OutputSpecOf<Op>(i), true);
   }
-  out->append("]},");
+  out->append("],");
   AppendJsonString(out, "attrs");
   out->append(":[");
   for (int i = 0; i < Op::kAttrCount; ++i) {
@@ -779,7 +906,8 @@ Status DataTypeNamed(std::string_view dtype, DataType* type) {
 }
 
 // What Op's kernels check before they run, for data of `dtype` and dims `x` with tables of
-// `sizes`: the attributes, the tables' sizes and the description's Output; y's dims.
+// `sizes`: the attributes, the tables' sizes and the description's Output; each output's dims
+// (y[i]).
 template <class Op>
 Status CheckCallOf(std::string_view dtype, const Dims& x, const TableSizes& sizes,
                    const AttrValue* values, Dims* y) {
@@ -810,20 +938,26 @@ inline Status CheckArgument(const void* pointer, long long count, const char* na
 // CheckCallOf for the op of Ops... named `name`, its tables' sizes in order, its attributes given
 // by position as C values (a choice's string, a float64, an int64: the array of its kind holds it
 // at the attribute's index). What an op library exports for Python to check a call while a
-// framework traces it. Returns 0 (y's dims set), 1 for a call the op refuses or bad arguments,
-// 2 for anything else, with the message in `error`; it never throws.
+// framework traces it. Each output's dims go one after another into `y_dims` (room for
+// `y_capacity`), its rank into `y_ranks` (room for `*y_count` outputs, the first of them if fewer
+// than the op gives); `*y_count` becomes the op's output count. Returns 0 (the dims set), 1 for a
+// call the op refuses or bad arguments, 2 for anything else, with the message in `error`; it
+// never throws.
 template <class... Ops>
-int ExportedCheckCall(const char* name, const char* dtype, const long long* dims, int rank,
-                      const long long* table_sizes, int table_count, const char* const* choices,
-                      const double* floats, const long long* ints, long long* y_dims, int* y_rank,
-                      char* error, int error_size) noexcept {
+int ExportedCheckOutputs(const char* name, const char* dtype, const long long* dims, int rank,
+                         const long long* table_sizes, int table_count, const char* const* choices,
+                         const double* floats, const long long* ints, long long* y_dims,
+                         int y_capacity, int* y_ranks, int* y_count, char* error,
+                         int error_size) noexcept {
   Status status;
-  Dims y;
+  OutputDims y;
+  int outputs = 0;
   try {
     for (const Status& checked :
          {CheckArgument(name, 1, "name"), CheckArgument(dtype, 1, "dtype"),
-          CheckArgument(y_rank, 1, "y_rank"), CheckArgument(dims, rank, "dims"),
-          CheckArgument(table_sizes, table_count, "table_sizes")}) {
+          CheckArgument(y_count, 1, "y_count"), CheckArgument(dims, rank, "dims"),
+          CheckArgument(table_sizes, table_count, "table_sizes"),
+          CheckArgument(y_dims, y_capacity, "y_dims")}) {
       if (status.ok()) status = checked;
     }
     if (status.ok() && (rank < 0 || table_count < 0 || table_count > kMaxTables)) {
@@ -831,12 +965,13 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
                                std::to_string(kMaxTables) + "; got " + std::to_string(rank) +
                                " and " + std::to_string(table_count));
     }
-    if (status.ok()) status = CheckArgument(y_dims, *y_rank, "y_dims");
+    if (status.ok()) status = CheckArgument(y_ranks, *y_count, "y_ranks");
     bool found = false;
     auto one = [&](auto* op) {
       using Op = std::remove_pointer_t<decltype(op)>;
       if (found || std::string_view(name) != Op::kNames.name) return;
       found = true;
+      outputs = OutputCountOf<Op>();
       for (const Status& checked : {CheckArgument(choices, Op::kAttrCount, "choices"),
                                     CheckArgument(floats, Op::kAttrCount, "floats"),
                                     CheckArgument(ints, Op::kAttrCount, "ints")}) {
@@ -852,7 +987,7 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
       TableSizes sizes;
       sizes.count = table_count;
       for (int i = 0; i < sizes.count; ++i) sizes.size[i] = table_sizes[i];
-      status = CheckCallOf<Op>(dtype, Dims(dims, dims + rank), sizes, values.data(), &y);
+      status = CheckCallOf<Op>(dtype, Dims(dims, dims + rank), sizes, values.data(), y.data());
     };
     if (status.ok()) {
       (one(static_cast<Ops*>(nullptr)), ...);
@@ -861,14 +996,39 @@ int ExportedCheckCall(const char* name, const char* dtype, const long long* dims
   } catch (const std::exception& e) {  // std::bad_alloc: nothing crosses the C boundary
     status = Status(StatusCode::kResourceExhausted, e.what());
   }
-  if (status.ok() && static_cast<int>(y.size()) <= *y_rank) {
-    *y_rank = static_cast<int>(y.size());
-    for (std::size_t d = 0; d < y.size(); ++d) y_dims[d] = y[d];
-    return 0;
+  if (status.ok()) {
+    const int written = std::min(outputs, *y_count);
+    std::size_t total = 0;
+    for (int i = 0; i < written; ++i) total += y[i].size();
+    if (total <= static_cast<std::size_t>(y_capacity)) {
+      long long* next = y_dims;
+      for (int i = 0; i < written; ++i) {
+        y_ranks[i] = static_cast<int>(y[i].size());
+        next = std::copy(y[i].begin(), y[i].end(), next);
+      }
+      *y_count = outputs;
+      return 0;
+    }
   }
-  CopyError(status.ok() ? std::string("the output has too many dimensions") : status.message(),
+  CopyError(status.ok() ? std::string("the outputs have too many dimensions") : status.message(),
             error, error_size);
   return status.ok() || status.code() == StatusCode::kInvalidArgument ? 1 : 2;
+}
+
+// ExportedCheckOutputs for the first output alone (y_rank: in, the room in y_dims; out, its rank).
+template <class... Ops>
+int ExportedCheckCall(const char* name, const char* dtype, const long long* dims, int rank,
+                      const long long* table_sizes, int table_count, const char* const* choices,
+                      const double* floats, const long long* ints, long long* y_dims, int* y_rank,
+                      char* error, int error_size) noexcept {
+  if (y_rank == nullptr) {
+    CopyError("y_rank must not be null (1 values)", error, error_size);
+    return 1;
+  }
+  int count = 1;
+  return ExportedCheckOutputs<Ops...>(name, dtype, dims, rank, table_sizes, table_count, choices,
+                                      floats, ints, y_dims, *y_rank, y_rank, &count, error,
+                                      error_size);
 }
 
 // Where Op's launcher would place its table `table` (0 for an op with one) of `count` entries
@@ -964,21 +1124,58 @@ constexpr bool ChoicesNameTypes(const char* choices, DataTypeSet types) {
   return named == count;
 }
 
-// Whether Op's output rule is whole: a fixed dtype is one type; an attribute's is an attribute of
-// kind kDataType whose choices are the rule's types.
+// Whether `output`, a rule of Op's, is whole: a fixed dtype is one type; an attribute's is an
+// attribute of kind kDataType whose choices are the rule's types.
 template <class Op>
-constexpr bool OutputRuleIsWhole() {
-  constexpr OutputDType output = Op::kOutputDType;
-  if constexpr (output.rule == OutputRule::kData) {
-    return true;
-  } else if constexpr (output.rule == OutputRule::kFixed) {
+constexpr bool OutputRuleIsWhole(const OutputDType& output) {
+  if (output.rule == OutputRule::kData) return true;
+  if (output.rule == OutputRule::kFixed) {
     int count = 0;
     for (int t = 0; t < kDataTypeCount; ++t) count += output.types.Has(static_cast<DataType>(t));
     return count == 1;
-  } else {
+  }
+  if constexpr (Op::kAttrCount > 0) {
     return output.attr >= 0 && output.attr < Op::kAttrCount &&
            Op::kAttrs[output.attr].kind == AttrKind::kDataType &&
            ChoicesNameTypes(Op::kAttrs[output.attr].choices, output.types);
+  } else {
+    return false;
+  }
+}
+
+// Whether every one of Op's output rules is whole.
+template <class Op>
+constexpr bool OutputRulesAreWhole() {
+  for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+    if (!OutputRuleIsWhole<Op>(OutputSpecOf<Op>(i).dtype)) return false;
+  }
+  return true;
+}
+
+// Whether an op's several outputs are whole: their own rules in place of kOutputDType (left as
+// the default), a name each, none the data's, a table's or an attribute's (TensorFlow's op
+// definition names every input, output and attr), and no elementwise flag (each output's shape is
+// Output's).
+template <class Op>
+constexpr bool OutputsAreWhole() {
+  if constexpr (!kSeveralOutputs<Op>) {
+    return true;
+  } else {
+    if (Op::kOutputDType.rule != OutputRule::kData || Op::kElementwise) return false;
+    for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+      const char* name = OutputSpecOf<Op>(i).name;
+      if (SameName(name, Op::kNames.data)) return false;
+      for (int j = i + 1; j < OutputCountOf<Op>(); ++j) {
+        if (SameName(name, OutputSpecOf<Op>(j).name)) return false;
+      }
+      for (int t = 0; t < TableCountOf<Op>(); ++t) {
+        if (SameName(name, TableSpecOf<Op>(t).name)) return false;
+      }
+      for (int a = 0; a < Op::kAttrCount; ++a) {
+        if (SameName(name, Op::kAttrs[a].name)) return false;
+      }
+    }
+    return true;
   }
 }
 
@@ -991,9 +1188,13 @@ std::string OpRegistryJson() {
   static_assert((detail::NamesAreDistinct<Ops>() && ...),
                 "an op's data, tables and attributes need a name each, and kNames.table is its "
                 "first table's");
-  static_assert((detail::OutputRuleIsWhole<Ops>() && ...),
+  static_assert((detail::OutputRulesAreWhole<Ops>() && ...),
                 "a fixed output dtype is one type; an attribute's is of kind kDataType and its "
                 "choices name the rule's types");
+  static_assert((detail::OutputsAreWhole<Ops>() && ...),
+                "an op of several outputs (kOutputs) leaves kOutputDType alone and kElementwise "
+                "false, and names each output apart from the others, its data, tables and "
+                "attributes");
   std::string out = "[";
   bool first = true;
   ((out += first ? "" : ",", first = false, detail::AppendOpJson<Ops>(&out)), ...);
@@ -1006,7 +1207,8 @@ std::string OpRegistryJson() {
 // `symbol_check_call` (detail::ExportedCheckCall), which runs an op's checks for a call without
 // running it: JAX calls it while it traces, so a description's refusal is a ValueError then; and
 // `symbol_table_placement` (detail::ExportedPlacement), where a table would go, asked on any
-// machine; and the core's counters in this library (each library has its own), which its
+// machine; `symbol_check_outputs` (detail::ExportedCheckOutputs), the same check giving every
+// output's dims; and the core's counters in this library (each library has its own), which its
 // package's upload_stats() and table_placements() read: `symbol_counter_count`, and each one's
 // `symbol_counter_name` and `symbol_counter_value`.
 #define CONSTMEM_EXPORT_OP_REGISTRY(symbol, ...)                                                  \
@@ -1023,6 +1225,15 @@ std::string OpRegistryJson() {
     return ::constmem::detail::ExportedCheckCall<__VA_ARGS__>(                                    \
         name, dtype, dims, rank, table_sizes, table_count, choices, floats, ints, y_dims, y_rank, \
         error, error_size);                                                                       \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("default"))) int symbol##_check_outputs(                   \
+      const char* name, const char* dtype, const long long* dims, int rank,                       \
+      const long long* table_sizes, int table_count, const char* const* choices,                  \
+      const double* floats, const long long* ints, long long* y_dims, int y_capacity,             \
+      int* y_ranks, int* y_count, char* error, int error_size) {                                  \
+    return ::constmem::detail::ExportedCheckOutputs<__VA_ARGS__>(                                 \
+        name, dtype, dims, rank, table_sizes, table_count, choices, floats, ints, y_dims,         \
+        y_capacity, y_ranks, y_count, error, error_size);                                         \
   }                                                                                               \
   extern "C" __attribute__((visibility("default"))) const char* symbol##_table_placement(         \
       const char* name, int table, const char* dtype, long long count, int source,                \

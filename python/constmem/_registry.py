@@ -43,6 +43,31 @@ class Table:
 
 
 @dataclasses.dataclass(frozen=True)
+class Output:
+    """One of an op's outputs: its name and its dtype's rule.
+
+    `rule`: "data" (the data's dtype), "fixed" (dtypes[0]) or "attr" (the one the attribute
+    `attr` names, among `dtypes`).
+    """
+
+    name: str
+    rule: str = "data"
+    dtypes: tuple[str, ...] = ()
+    attr: str = ""
+
+    def dtype(self, data_dtype: str, attrs: dict[str, Any]) -> str:
+        """The output's dtype for data of `data_dtype` and the (checked) attributes."""
+        if self.rule == "fixed":
+            return self.dtypes[0]
+        if self.rule == "attr":
+            return attrs[self.attr]
+        return data_dtype
+
+
+_FLOATS = ("float32", "float64", "float16", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
 class OpSpec:
     """One op as its library describes it.
 
@@ -73,11 +98,38 @@ class OpSpec:
     output_rule: str = "data"
     output_dtypes: tuple[str, ...] = ()
     output_attr: str = ""
+    # Every output, in the order the op gives them (a library that lists none has one, `y`, of
+    # the rule above).
+    outputs: tuple[Output, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.tables:
             first = Table(self.table, self.min_table, self.max_table, self.int32_table)
             object.__setattr__(self, "tables", (first,))
+        if not self.outputs:
+            first = Output("y", self.output_rule, self.output_dtypes, self.output_attr)
+            object.__setattr__(self, "outputs", (first,))
+
+    @property
+    def several_outputs(self) -> bool:
+        """Whether the op gives more than one output (each framework then returns a tuple)."""
+        return len(self.outputs) > 1
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.outputs)
+
+    def output_dtypes_of(self, data_dtype: str, attrs: dict[str, Any]) -> tuple[str, ...]:
+        """Each output's dtype for data of `data_dtype` and the (checked) attributes."""
+        return tuple(o.dtype(data_dtype, attrs) for o in self.outputs)
+
+    def float_outputs(self, data_dtype: str, attrs: dict[str, Any]) -> tuple[bool, ...]:
+        """Whether each output is a float for this call: those a gradient flows from."""
+        return tuple(d in _FLOATS for d in self.output_dtypes_of(data_dtype, attrs))
+
+    def output_label(self, i: int) -> str:
+        """How messages name output i: "scale's result" (its one output), "quantize's absmax"."""
+        return f"{self.name}'s {self.outputs[i].name if self.several_outputs else 'result'}"
 
     @property
     def several_tables(self) -> bool:
@@ -98,20 +150,19 @@ class OpSpec:
         )
 
     def output_dtype(self, data_dtype: str, attrs: dict[str, Any]) -> str:
-        """The output's dtype for data of `data_dtype` and the (checked) attributes."""
-        if self.output_rule == "fixed":
-            return self.output_dtypes[0]
-        if self.output_rule == "attr":
-            return attrs[self.output_attr]
-        return data_dtype
+        """The (first) output's dtype for data of `data_dtype` and the (checked) attributes."""
+        return self.outputs[0].dtype(data_dtype, attrs)
 
     @property
     def float_output(self) -> bool:
-        """Whether every output the op may give is a float (a gradient can flow from it)."""
-        floats = ("float32", "float64", "float16", "bfloat16")
-        if self.output_rule == "data":
-            return any(d in floats for d in self.data_dtypes())
-        return all(d in floats for d in self.output_dtypes)
+        """Whether an output of every call is a float (a gradient can flow from it)."""
+
+        def always_float(output: Output) -> bool:
+            if output.rule == "data":
+                return any(d in _FLOATS for d in self.data_dtypes())
+            return all(d in _FLOATS for d in output.dtypes)
+
+        return any(always_float(o) for o in self.outputs)
 
     @property
     def tf_name(self) -> str:
@@ -191,6 +242,10 @@ def read_registry(path: str) -> dict[str, OpSpec]:
         op["output_rule"] = output.get("rule", "data")
         op["output_dtypes"] = tuple(output.get("dtypes", ()))
         op["output_attr"] = output.get("attr", "")
+        op["outputs"] = tuple(
+            Output(o["name"], o["rule"], tuple(o["dtypes"]), o.get("attr", ""))
+            for o in op.pop("outputs", ())
+        )
         spec = OpSpec(attrs=attrs, **op)
         ops[spec.name] = spec
     return ops
@@ -204,16 +259,22 @@ def call_checker(path: str) -> CallChecker | None:
 
     It runs the checks the library's kernels run before they start (the attributes, the tables'
     sizes and the C++ description's output shape) without running the op, and returns the output's
-    shape or raises ValueError with the description's message: what a framework that traces
-    (JAX) calls so that a refusal comes while it traces, not when the call runs. `table_sizes` is
-    one size per table (a single int for an op with one). None for a library built without it.
+    shape (a tuple of each output's for an op with several) or raises ValueError with the
+    description's message: what a framework that traces (JAX) calls so that a refusal comes while
+    it traces, not when the call runs. `table_sizes` is one size per table (a single int for an op
+    with one). None for a library built without it.
     """
     library = ctypes.CDLL(path)
-    function = getattr(library, "constmem_op_registry_check_call", None)
+    several = getattr(library, "constmem_op_registry_check_outputs", None)
+    function = several or getattr(library, "constmem_op_registry_check_call", None)
     if function is None:
         return None
     function.restype = ctypes.c_int
     longs = ctypes.POINTER(ctypes.c_longlong)
+    ints = ctypes.POINTER(ctypes.c_int)
+    # check_outputs takes the room in y_dims, each output's rank and the count where check_call
+    # takes one rank.
+    results = (longs, ctypes.c_int, ints, ints) if several else (longs, ints)
     function.argtypes = (
         ctypes.c_char_p,
         ctypes.c_char_p,
@@ -224,8 +285,7 @@ def call_checker(path: str) -> CallChecker | None:
         ctypes.POINTER(ctypes.c_char_p),
         ctypes.POINTER(ctypes.c_double),
         longs,
-        longs,
-        ctypes.POINTER(ctypes.c_int),
+        *results,
         ctypes.c_char_p,
         ctypes.c_int,
     )
@@ -247,8 +307,11 @@ def call_checker(path: str) -> CallChecker | None:
             else:
                 ints[i] = int(value)
         dims = (ctypes.c_longlong * max(1, len(shape)))(*shape)
-        out = (ctypes.c_longlong * 16)()
-        rank = ctypes.c_int(16)
+        room = 16 * len(spec.outputs)
+        out = (ctypes.c_longlong * room)()
+        ranks = (ctypes.c_int * len(spec.outputs))(room)
+        count = ctypes.c_int(len(spec.outputs))
+        results = (out, room, ranks, ctypes.byref(count)) if several else (out, ranks)
         error = ctypes.create_string_buffer(1024)
         status = function(
             spec.name.encode(),
@@ -260,8 +323,7 @@ def call_checker(path: str) -> CallChecker | None:
             choices,
             floats,
             ints,
-            out,
-            ctypes.byref(rank),
+            *results,
             error,
             len(error),
         )
@@ -269,7 +331,11 @@ def call_checker(path: str) -> CallChecker | None:
             raise ValueError(error.value.decode())
         if status != 0:
             raise RuntimeError(error.value.decode())
-        return tuple(out[: rank.value])
+        shapes, start = [], 0
+        for rank in ranks:
+            shapes.append(tuple(out[start : start + rank]))
+            start += rank
+        return tuple(shapes) if spec.several_outputs else shapes[0]
 
     return check
 

@@ -13,7 +13,8 @@ table's size, the op's attributes, optional starting values `initial`) or each o
 (`SeparableFilter(row_taps=5, column_taps=3)`), or one whose table is fixed in its configuration
 (`Frobulate(table=[...])`). Each layer calls the op of the backend
 Keras runs on (`constmem.tensorflow`, `constmem.jax` or `constmem.torch`), so one `.keras` file
-trains and reloads on each, with the same results.
+trains and reloads on each, with the same results. The layer of an op with several outputs
+returns the op's tuple of them, and its output shape is the description's tuple of shapes.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
 // arithmetic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -425,6 +426,108 @@ TEST(OpDescription, SeveralTablesAreCheckedRunAndListedEachUnderItsName) {
                           R"({"name":"bias","min_size":1,"max_size":8,"int32":false}])"),
             std::string::npos)
       << registry;
+}
+
+// An op with two outputs: each element's sign (int8, its own fixed dtype) and |x| * scale in the
+// data's dtype, and the largest |x| (the data's dtype, a vector of one).
+struct SignMagnitudeOp : OpDescription {
+  static constexpr OpNames kNames{"test", "SignMagnitude", "sign_magnitude", "x", "scale"};
+  static constexpr TableRule kTable{1, 1};
+  static constexpr bool kElementwise = false;
+  static constexpr OutputSpec kOutputs[] = {
+      {"sign", {OutputRule::kFixed, {DataType::kInt8}}},
+      {"magnitude", {}},
+      {"largest", {}},
+  };
+  static constexpr int kOutputCount = 3;
+  static Status Output(const Dims& x, const Params&, std::int64_t, Shape* shape, Dims* y) {
+    if (x.empty()) return InvalidArgument("x must have rank 1 or more; got a scalar");
+    y[0] = y[1] = x;
+    y[2] = {1};
+    shape->elements = ElementCount(x);
+    return Status::Ok();
+  }
+  template <class T, class Shard>
+  static void RunCpu(const Params&, const Shape& shape, const T* x, const Outputs& y,
+                     const T* scale, std::int64_t, const Shard& shard) {
+    std::int8_t* sign = y.As<std::int8_t>(0);
+    T* magnitude = y.As<T>(1);
+    T* largest = y.As<T>(2);
+    largest[0] = 0;
+    shard(shape.elements, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        sign[i] = static_cast<std::int8_t>((x[i] > 0) - (x[i] < 0));
+        magnitude[i] = (x[i] < 0 ? -x[i] : x[i]) * scale[0];
+        largest[0] = std::max(largest[0], x[i] < 0 ? -x[i] : x[i]);
+      }
+    });
+  }
+};
+
+TEST(OpDescription, SeveralOutputsEachWithItsDtypeAndShape) {
+  static_assert(OutputCountOf<SignMagnitudeOp>() == 3 && OutputCountOf<ScaleBiasOp>() == 1, "");
+  EXPECT_STREQ(OutputSpecOf<SignMagnitudeOp>(1).name, "magnitude");
+  EXPECT_STREQ(OutputSpecOf<ScaleBiasOp>(0).name, "y");
+  EXPECT_EQ(OutputDataTypeOf<SignMagnitudeOp>(0, DataType::kFloat64, nullptr), DataType::kInt8);
+  EXPECT_EQ(OutputDataTypeOf<SignMagnitudeOp>(1, DataType::kFloat64, nullptr), DataType::kFloat64);
+  EXPECT_EQ(OutputName<SignMagnitudeOp>(2), "sign_magnitude's largest");
+  EXPECT_EQ(OutputName<ScaleBiasOp>(0), "scale_bias's result");
+
+  OutputDims y;
+  EXPECT_TRUE(
+      detail::CheckCallOf<SignMagnitudeOp>("float32", {2, 3}, SizesOf(1), nullptr, y.data()).ok());
+  EXPECT_EQ(y[0], (Dims{2, 3}));
+  EXPECT_EQ(y[2], (Dims{1}));
+  EXPECT_EQ(
+      detail::CheckCallOf<SignMagnitudeOp>("float32", {}, SizesOf(1), nullptr, y.data()).message(),
+      "x must have rank 1 or more; got a scalar");
+
+  const std::vector<float> x{-2, 0, 3, -5}, scale{0.5f};
+  std::vector<std::int8_t> sign(4);
+  std::vector<float> magnitude(4), largest(1);
+  Outputs outputs;
+  outputs.Set(0, sign.data(), DataType::kInt8);
+  outputs.Set(1, magnitude.data(), DataType::kFloat32);
+  outputs.Set(2, largest.data(), DataType::kFloat32);
+  EXPECT_EQ(outputs.count(), 3);
+  Tables<float> tables;
+  tables.Set(0, TableView<float>{scale.data(), 1, SourceKind::kPageableHost});
+  SignMagnitudeOp::Params params;
+  SignMagnitudeOp::Shape shape;
+  ASSERT_TRUE(OutputOf<SignMagnitudeOp>({4}, params, tables.Sizes(), &shape, y.data()).ok());
+  RunCpuOf<SignMagnitudeOp, float>(params, shape, x.data(), outputs, tables, SerialShard{});
+  EXPECT_EQ(sign, (std::vector<std::int8_t>{-1, 0, 1, -1}));
+  EXPECT_EQ(magnitude, (std::vector<float>{1, 0, 1.5f, 2.5f}));
+  EXPECT_EQ(largest[0], 5.0f);
+
+  const std::string registry = OpRegistryJson<SignMagnitudeOp>();
+  EXPECT_NE(registry.find(R"("outputs":[{"name":"sign","rule":"fixed","dtypes":["int8"]},)"
+                          R"({"name":"magnitude","rule":"data","dtypes":[]},)"
+                          R"({"name":"largest","rule":"data","dtypes":[]}])"),
+            std::string::npos)
+      << registry;
+  EXPECT_NE(registry.find(R"("output":{"rule":"fixed","dtypes":["int8"]})"), std::string::npos);
+
+  // The exported check gives each output's dims, one after another.
+  const long long dims[] = {2, 3};
+  const long long sizes[] = {1};
+  long long y_dims[8];
+  int ranks[3];
+  int count = 3;
+  char error[128] = "";
+  EXPECT_EQ(detail::ExportedCheckOutputs<SignMagnitudeOp>("sign_magnitude", "float64", dims, 2,
+                                                          sizes, 1, nullptr, nullptr, nullptr,
+                                                          y_dims, 8, ranks, &count, error, 128),
+            0)
+      << error;
+  EXPECT_EQ(count, 3);
+  EXPECT_EQ(std::vector<int>(ranks, ranks + 3), (std::vector<int>{2, 2, 1}));
+  EXPECT_EQ(std::vector<long long>(y_dims, y_dims + 5), (std::vector<long long>{2, 3, 2, 3, 1}));
+  EXPECT_EQ(detail::ExportedCheckOutputs<SignMagnitudeOp>("sign_magnitude", "float64", dims, 2,
+                                                          sizes, 1, nullptr, nullptr, nullptr,
+                                                          y_dims, 4, ranks, &count, error, 128),
+            1);
+  EXPECT_STREQ(error, "the outputs have too many dimensions");
 }
 
 TEST(FrobulateFunctor, AddsLeftToRightInTheDataType) {

@@ -113,6 +113,8 @@ def test_the_ffi_handlers_check_the_result_buffer():
         (jax.ShapeDtypeStruct((8,), jnp.int8), "polyval's result must be float32 .*; got"),
         (jax.ShapeDtypeStruct((4,), jnp.float32), r"polyval's result must have shape \[8\]"),
         (jax.ShapeDtypeStruct((8, 1), jnp.float32), r"got \[8, 1\]"),
+        # As many results as the op has outputs: none more, none fewer.
+        ((jax.ShapeDtypeStruct((8,), jnp.float32),) * 2, r"gives 1 result \(y\); got 2"),
     ]:
         with pytest.raises(Exception, match=message):
             np.asarray(jax.ffi.ffi_call("constmem_polyval", result)(x, coeffs))
@@ -228,3 +230,22 @@ def test_torch_kernels_free_the_arguments_of_a_call_they_refuse(static):
     del rows
     gc.collect()
     assert ref() is None
+
+
+def test_an_op_spec_lists_several_outputs_and_one_without_them_has_one():
+    """The registry's outputs, each with its dtype rule; a library that lists none (built before
+    they were listed) has one, `y`, of the op's output rule."""
+    from constmem._registry import OpSpec, Output
+
+    base = dict(
+        library="my", type="Two", name="two", data="x", table="t", min_table=1, max_table=4,
+        int32_table=False, float64=False, elementwise=False, doc="", attrs=(),
+    )  # fmt: skip
+    one = OpSpec(**base, output_rule="fixed", output_dtypes=("uint8",))
+    assert one.outputs == (Output("y", "fixed", ("uint8",)),) and not one.several_outputs
+    assert one.output_label(0) == "two's result" and not one.float_output
+    two = OpSpec(**base, outputs=(Output("codes", "fixed", ("uint8",)), Output("absmax")))
+    assert two.several_outputs and two.output_names == ("codes", "absmax")
+    assert two.output_dtypes_of("bfloat16", {}) == ("uint8", "bfloat16")
+    assert two.float_outputs("float32", {}) == (False, True) and two.float_output
+    assert two.output_label(1) == "two's absmax"

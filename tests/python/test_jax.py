@@ -443,3 +443,23 @@ def test_no_gradient_flows_through_uint8_images(device):
     value, grad = jax.value_and_grad(total)(taps)
     np.testing.assert_array_equal(np.asarray(grad), np.zeros(6, np.float32))
     assert float(value) == float(total(taps))
+
+
+def test_the_sharding_rule_of_several_outputs_follows_each_output_axes():
+    """Each output's axis that follows a split data axis shares its factor; one of its own, or
+    one following a WHOLE axis, is a factor never split. One output's rule is as it was."""
+    from constmem.jax import _partitioning
+    from constmem.ops import BATCH, WHOLE, Axes, Halo
+
+    axes = Axes((BATCH, WHOLE, Halo(1, 1)), (None,), ((0, 2), (None, 1)))
+    outputs = _partitioning.output_axes(axes, (2, 2))
+    rule, replicated, _ = _partitioning.sharding_rule(axes, (4, 6, 8), (3,), outputs)
+    assert rule == "d0 w1 d2, t0 -> d0 d2, o1a0 o1a1"
+    assert replicated == ("w1", "t0", "o1a0", "o1a1")
+    # Without `outputs`, output j's axis k follows the data's axis k.
+    default = _partitioning.output_axes(Axes((BATCH, WHOLE), (None,)), (2, 1))
+    assert default == ((0, 1), (0,))
+    with pytest.raises(ValueError, match=r"ranks \[2, 2\] for outputs of ranks \[3, 2\]"):
+        _partitioning.output_axes(axes, (3, 2))
+    one = _partitioning.sharding_rule(Axes((BATCH, WHOLE), (None,)), (4, 6), (3,))
+    assert one == ("d0 w1, t0 -> d0 r1", ("w1", "t0", "r1"), {})

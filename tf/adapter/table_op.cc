@@ -133,7 +133,7 @@ void RegisterTableOpDefs(const TableOpDef& def) {
     if (form.table_input) {
       for (const TableSpec& table : def.tables) op.Input(table.name + (": " + table_type(table)));
     }
-    op.Output(def.output + ": " + def.output_type);
+    for (const std::string& output : def.outputs) op.Output(output);
     op.Attr("T: {" + def.types + "}");
     // The table inputs of an op that takes 8- or 16-bit or int32 data have a type of their own,
     // the data's compute type: float for float32, float16, bfloat16, uint8 and int8 data, double

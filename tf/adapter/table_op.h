@@ -2,7 +2,8 @@
 // An op's TensorFlow binding, made from its description (constmem/op_description.hpp): its op
 // definitions in the three table forms (with shape functions), its CPU and GPU kernels for
 // float32 and float64 data (and uint8 data with a float32 table, for ops that take it), their
-// registration and (xla/xla_lowering.h) its XLA lowering:
+// registration and (xla/xla_lowering.h) its XLA lowering. An op with several outputs has them
+// under their names, in its order, each of its own dtype:
 //
 //   CONSTMEM_REGISTER_TABLE_OP(my::ScaleOp);
 //   CONSTMEM_REGISTER_TABLE_OP_XLA(my::ScaleOp);  // optional: under tf.function(jit_compile=True)
@@ -93,19 +94,27 @@ constexpr bool TakesNarrowData() {
   return false;
 }
 
-// The op definition's type of Op's output: "T", the fixed type ("bfloat16"), or the name of the
+// The op definition's type of Op's output i: "T", the fixed type ("bfloat16"), or the name of the
 // type attr that picks it.
 template <class Op>
-std::string TfOutputType() {
-  constexpr OutputDType output = Op::kOutputDType;
-  if constexpr (output.rule == OutputRule::kData) {
-    return "T";
-  } else if constexpr (output.rule == OutputRule::kFixed) {
+std::string TfOutputType(int i) {
+  const OutputDType output = OutputSpecOf<Op>(i).dtype;
+  if (output.rule == OutputRule::kData) return "T";
+  if (output.rule == OutputRule::kFixed) {
     return tensorflow::DataTypeString(
-        TfDataType(OutputDataTypeOf<Op>(DataType::kFloat32, nullptr)));
-  } else {
-    return Op::kAttrs[output.attr].name;
+        TfDataType(OutputDataType(output, DataType::kFloat32, nullptr)));
   }
+  return Op::kAttrs[output.attr].name;
+}
+
+// Op's outputs as the op definitions list them: "y: T", or "codes: uint8" and "absmax: float".
+template <class Op>
+std::vector<std::string> TfOutputSpecs() {
+  std::vector<std::string> outputs;
+  for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+    outputs.push_back(std::string(OutputSpecOf<Op>(i).name) + ": " + TfOutputType<Op>(i));
+  }
+  return outputs;
 }
 
 // "float, double, half": the op definition's list of the data types Op takes.
@@ -182,16 +191,20 @@ struct TableTypesOf<Op, T, std::integer_sequence<int, I...>> {
   using GpuArguments = std::tuple<GpuTableArgument<TableEntryOf<Op, T, I>>...>;
 };
 
-// y's shape and the launch's Shape from x's and the tables' sizes, by the op's Output.
+// Each output's shape (y[i]) and the launch's Shape from x's and the tables' sizes, by the op's
+// Output.
 template <class Op>
-absl::Status OutputShape(const tensorflow::TensorShape& x, const typename Op::Params& params,
-                         const TableSizes& sizes, typename Op::Shape* shape,
-                         tensorflow::TensorShape* y) {
+absl::Status OutputShapes(const tensorflow::TensorShape& x, const typename Op::Params& params,
+                          const TableSizes& sizes, typename Op::Shape* shape,
+                          tensorflow::TensorShape* y) {
   const auto dims = x.dim_sizes();
-  Dims y_dims;
-  TF_RETURN_IF_ERROR(
-      ToTfStatus(OutputOf<Op>(Dims(dims.begin(), dims.end()), params, sizes, shape, &y_dims)));
-  return tensorflow::TensorShape::BuildTensorShape(y_dims, y);
+  OutputDims y_dims;
+  TF_RETURN_IF_ERROR(ToTfStatus(
+      OutputOf<Op>(Dims(dims.begin(), dims.end()), params, sizes, shape, y_dims.data())));
+  for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+    TF_RETURN_IF_ERROR(tensorflow::TensorShape::BuildTensorShape(y_dims[i], &y[i]));
+  }
+  return absl::OkStatus();
 }
 
 // Registers the op definitions of the three forms (not the kernels).
@@ -199,12 +212,13 @@ struct TableOpDef {
   std::string name;
   std::string data;
   std::vector<TableSpec> tables;  // each an input (or an attr), named by the table, in order
-  std::string output;
-  std::string output_type;  // "T" (the data's), a type ("bfloat16") or a type attr's name
-  std::string types;        // the data types, as the attr "T" lists them ("float, double, half")
-  bool table_type;          // the type of the tables not of int32 is the attr Ttable, the data's
-                            // compute type (TakesNarrowData)
-  bool double_tables;       // Ttable may be double (for float64 or int32 data)
+  // Each output's arg spec, "y: T": its type "T" (the data's), a type ("bfloat16") or a type
+  // attr's name.
+  std::vector<std::string> outputs;
+  std::string types;   // the data types, as the attr "T" lists them ("float, double, half")
+  bool table_type;     // the type of the tables not of int32 is the attr Ttable, the data's
+                       // compute type (TakesNarrowData)
+  bool double_tables;  // Ttable may be double (for float64 or int32 data)
   std::vector<std::string> attrs;
   std::string doc;
   std::function<absl::Status(tensorflow::shape_inference::InferenceContext*)> input_shape;
@@ -274,24 +288,29 @@ absl::Status InferTableOpShape(tensorflow::shape_inference::InferenceContext* c)
   TF_RETURN_IF_ERROR(ReadParams<Op>(*c, dtype, &params));
   const tensorflow::shape_inference::ShapeHandle x = c->input(0);
   if (!c->RankKnown(x)) {
-    c->set_output(0, Op::kElementwise ? x : c->UnknownShape());
+    for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+      c->set_output(i, Op::kElementwise ? x : c->UnknownShape());
+    }
     return absl::OkStatus();
   }
   Dims x_dims(c->Rank(x));
   for (int d = 0; d < c->Rank(x); ++d) x_dims[d] = c->Value(c->Dim(x, d));
   typename Op::Shape shape;
-  Dims y_dims;
-  TF_RETURN_IF_ERROR(ToTfStatus(OutputOf<Op>(x_dims, params, sizes, &shape, &y_dims)));
+  OutputDims y_dims;
+  TF_RETURN_IF_ERROR(ToTfStatus(OutputOf<Op>(x_dims, params, sizes, &shape, y_dims.data())));
   if (Op::kElementwise) {  // the input's own handle keeps what TensorFlow knows of its dimensions
     c->set_output(0, x);
     return absl::OkStatus();
   }
-  std::vector<tensorflow::shape_inference::DimensionHandle> dims;
-  for (std::size_t d = 0; d < y_dims.size(); ++d) {
-    dims.push_back(y_dims[d] == x_dims[d] ? c->Dim(x, static_cast<std::int64_t>(d))
-                                          : c->MakeDim(y_dims[d] < 0 ? -1 : y_dims[d]));
+  for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+    std::vector<tensorflow::shape_inference::DimensionHandle> dims;
+    for (std::size_t d = 0; d < y_dims[i].size(); ++d) {
+      const bool same = d < x_dims.size() && y_dims[i][d] == x_dims[d];
+      dims.push_back(same ? c->Dim(x, static_cast<std::int64_t>(d))
+                          : c->MakeDim(y_dims[i][d] < 0 ? -1 : y_dims[i][d]));
+    }
+    c->set_output(i, c->MakeShape(dims));
   }
-  c->set_output(0, c->MakeShape(dims));
   return absl::OkStatus();
 }
 
@@ -310,14 +329,23 @@ class TableOpKernel : public tensorflow::OpKernel {
   }
 
  protected:
-  // Checks x and the tables' sizes against the attrs, works out the shape, allocates y.
-  absl::Status PrepareOutput(tensorflow::OpKernelContext* ctx, const TableSizes& sizes,
-                             typename Op::Shape* shape, tensorflow::Tensor** output) const {
+  // Checks x and the tables' sizes against the attrs, works out the shapes, allocates each
+  // output (of the dtype its op definition gives) into `outputs`.
+  absl::Status PrepareOutputs(tensorflow::OpKernelContext* ctx, const TableSizes& sizes,
+                              typename Op::Shape* shape, Outputs* outputs) const {
     const tensorflow::TensorShape& x = ctx->input(0).shape();
-    tensorflow::TensorShape y;
-    TF_RETURN_IF_ERROR(OutputShape<Op>(x, params_, sizes, shape, &y));
-    if (Op::kElementwise) return ctx->forward_input_or_allocate_output({0}, 0, y, output);
-    return ctx->allocate_output(0, y, output);
+    std::array<tensorflow::TensorShape, OutputCountOf<Op>()> y;
+    TF_RETURN_IF_ERROR(OutputShapes<Op>(x, params_, sizes, shape, y.data()));
+    for (int i = 0; i < OutputCountOf<Op>(); ++i) {
+      tensorflow::Tensor* output = nullptr;
+      if (Op::kElementwise) {
+        TF_RETURN_IF_ERROR(ctx->forward_input_or_allocate_output({0}, i, y[i], &output));
+      } else {
+        TF_RETURN_IF_ERROR(ctx->allocate_output(i, y[i], &output));
+      }
+      outputs->Set(i, output->data(), ToDataType(output->dtype()));
+    }
+    return absl::OkStatus();
   }
 
   typename Op::Params params_;
@@ -348,21 +376,19 @@ struct TableOpKernels {
             return absl::OkStatus();
           }));
       typename Op::Shape shape;
-      tensorflow::Tensor* output = nullptr;
-      OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, tables.Sizes(), &shape, &output));
+      Outputs outputs;
+      OP_REQUIRES_OK(ctx, this->PrepareOutputs(ctx, tables.Sizes(), &shape, &outputs));
       const T* x = static_cast<const T*>(ctx->input(0).data());
-      void* y = output->data();
       if constexpr (kConverts && kOutputIsData<Op>) {  // an attr table converted once
         if (kFrom == TableFrom::kAttr) {
           const CpuWorkers workers{ctx};
-          Op::template RunCpu<T>(this->params_, shape, x, static_cast<T*>(y), converted_.data(),
+          Op::template RunCpu<T>(this->params_, shape, x, outputs.As<T>(0), converted_.data(),
                                  static_cast<std::int64_t>(converted_.size()),
                                  KeepSubnormals<CpuWorkers>{workers});
           return;
         }
       }
-      RunCpuOf<Op, T>(this->params_, shape, x, y, ToDataType(output->dtype()), tables,
-                      CpuWorkers{ctx});
+      RunCpuOf<Op, T>(this->params_, shape, x, outputs, tables, CpuWorkers{ctx});
     }
 
    private:
@@ -393,12 +419,12 @@ struct TableOpKernels {
             return absl::OkStatus();
           }));
       typename Op::Shape shape;
-      tensorflow::Tensor* output = nullptr;
-      OP_REQUIRES_OK(ctx, this->PrepareOutput(ctx, tables.Sizes(), &shape, &output));
+      Outputs outputs;
+      OP_REQUIRES_OK(ctx, this->PrepareOutputs(ctx, tables.Sizes(), &shape, &outputs));
       OP_REQUIRES_OK(ctx, LaunchOnComputeStream(ctx, [&](GpuStream stream) {
                        return LaunchOf<Op, T>(stream, this->params_, shape,
-                                              static_cast<const T*>(ctx->input(0).data()),
-                                              output->data(), ToDataType(output->dtype()), tables);
+                                              static_cast<const T*>(ctx->input(0).data()), outputs,
+                                              tables);
                      }));
     }
   };
@@ -412,7 +438,7 @@ bool RegisterOneTableOp() {
   constexpr bool kTableType = TakesNarrowData<Op>() && HasComputeTypeTable<Op>();
   const std::vector<TableSpec> tables = TableSpecs<Op>();
   RegisterTableOpDefs(
-      {name, Op::kNames.data, tables, "y", TfOutputType<Op>(), TfTypeList<Op>(), kTableType,
+      {name, Op::kNames.data, tables, TfOutputSpecs<Op>(), TfTypeList<Op>(), kTableType,
        TakesDataType<Op>(DataType::kFloat64) || TakesDataType<Op>(DataType::kInt32),
        TfAttrSpecs(Op::kAttrs, Op::kAttrCount), Op::kDoc, InferTableOpShape<Op, TableFrom::kInput>,
        InferTableOpShape<Op, TableFrom::kAttr>});
@@ -459,14 +485,14 @@ XlaLowering TableOpLowering() {
   lowering.cuda_handler = &xla_ffi::TableHandlers<Op>::CudaHandler;
 #endif
   lowering.describe = [](const tensorflow::NodeDef& node, tensorflow::DataType dtype,
-                         const TableSizes& sizes, std::vector<std::int64_t>* dims,
-                         std::string* attributes) {
+                         const TableSizes& sizes, const std::vector<std::int64_t>& x,
+                         std::vector<std::vector<std::int64_t>>* dims, std::string* attributes) {
     typename Op::Params params;
     TF_RETURN_IF_ERROR(ReadParams<Op>(NodeAttrs{node}, dtype, &params));
     typename Op::Shape shape;
-    Dims y;
-    TF_RETURN_IF_ERROR(ToTfStatus(OutputOf<Op>(*dims, params, sizes, &shape, &y)));
-    *dims = y;
+    OutputDims y;
+    TF_RETURN_IF_ERROR(ToTfStatus(OutputOf<Op>(x, params, sizes, &shape, y.data())));
+    dims->assign(y.begin(), y.begin() + OutputCountOf<Op>());
     return XlaAttributes<Op>(NodeAttrs{node}, attributes);
   };
   return lowering;

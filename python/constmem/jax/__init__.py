@@ -17,6 +17,9 @@ the op's table dtype exactly (int32, or the data's dtype). The CUDA handlers are
 compatible: XLA may record them into CUDA graphs. Bad shapes, dtypes and values raise ValueError
 when the function is traced.
 
+An op with several outputs (codes and absmax) returns a tuple of them, one custom call of several
+results; a gradient flows from its float outputs alone.
+
 An op with several tables (weight and bias) takes each in either form: all static makes one
 custom call with each table an attribute; otherwise the static ones are constant operands beside
 the jax.Array ones, each checked under its own name and given its own gradient.
@@ -118,14 +121,24 @@ def _bytes_text(count: float) -> str:
     return f"{count:.0f} {units[unit]}" if unit == 0 else f"{count:.1f} {units[unit]}"
 
 
-def _check_fits(spec: OpSpec, data, shape: tuple) -> None:
+def _check_fits(spec: OpSpec, data, shape: tuple, attrs: dict) -> None:
     """Refuses a result larger than its device's memory with its size, before XLA allocates it.
 
     The device: the data's, or where jit places a traced call (the default backend's first).
+    `shape`: the result's (each output's for an op with several).
     """
+    if spec.several_outputs:
+        dtypes = spec.output_dtypes_of(str(data.dtype), attrs)
+        for i, (one, dtype) in enumerate(zip(shape, dtypes, strict=True)):
+            _check_fits_one(spec.output_label(i), data, one, np.dtype(dtype))
+    else:
+        _check_fits_one(spec.output_label(0), data, shape, np.dtype(data.dtype))
+
+
+def _check_fits_one(label: str, data, shape: tuple, dtype: np.dtype) -> None:
     if not all(isinstance(d, int) for d in shape):
         return
-    need = math.prod(shape) * np.dtype(data.dtype).itemsize
+    need = math.prod(shape) * dtype.itemsize
     if isinstance(data, jax.core.Tracer) or not hasattr(data, "devices"):
         device = jax.devices()[0]
     else:
@@ -138,8 +151,8 @@ def _check_fits(spec: OpSpec, data, shape: tuple) -> None:
         where = f"{device.device_kind}'s memory"
     if memory > 0 and need > memory:
         raise ValueError(
-            f"{spec.name}'s result of shape {list(shape)} would need {_bytes_text(need)} "
-            f"({data.dtype}), more than {where} ({_bytes_text(memory)})"
+            f"{label} of shape {list(shape)} would need {_bytes_text(need)} "
+            f"({dtype}), more than {where} ({_bytes_text(memory)})"
         )
 
 
@@ -157,7 +170,10 @@ def _sharded(spec: OpSpec, data_shape, sizes, attrs: dict, local, static=None):
         return local
     axes = descriptions.axes(_DESCRIPTIONS[spec.target], data_shape, sizes, attrs)
     each = sizes if isinstance(sizes, tuple) else (sizes,)
-    return _partitioning.sharded(local, axes, data_shape, each, static)
+    ranks = None
+    if spec.several_outputs:
+        ranks = tuple(len(s) for s in _output_shape(spec, data_shape, sizes, attrs))
+    return _partitioning.sharded(local, axes, data_shape, each, static, ranks)
 
 
 def _ffi_local(spec: OpSpec, target: str, sizes, attrs: dict, tables: dict):
@@ -175,7 +191,11 @@ def _ffi_local(spec: OpSpec, target: str, sizes, attrs: dict, tables: dict):
         else:
             sizes_here = sizes
         shape = _output_shape(spec, data.shape, sizes_here, attrs)
-        result = jax.ShapeDtypeStruct(shape, spec.output_dtype(str(data.dtype), attrs))
+        dtypes = spec.output_dtypes_of(str(data.dtype), attrs)
+        if spec.several_outputs:  # one result each, a tuple
+            result = tuple(jax.ShapeDtypeStruct(s, d) for s, d in zip(shape, dtypes, strict=True))
+        else:
+            result = jax.ShapeDtypeStruct(shape, dtypes[0])
         return jax.ffi.ffi_call(target, result)(data, *arrays, **encoded)
 
     return local
@@ -186,8 +206,9 @@ def _array_call(spec: OpSpec, attr_items: tuple):
     """`call(data, *tables)` with jax.Array tables (one per table, in order), with a rule for vmap.
 
     Batched data alone is one call over the larger array (the ops are elementwise, or work along
-    the last axis, or along the last two); a batched table takes one call per batch element.
-    On sharded arrays the call runs shard by shard (constmem.jax._partitioning).
+    the last axis, or along the last two); a batched table takes one call per batch element, as
+    does an op of several outputs (they need not follow the data's axes). On sharded arrays the
+    call runs shard by shard (constmem.jax._partitioning).
     """
     attrs = dict(attr_items)
 
@@ -200,13 +221,14 @@ def _array_call(spec: OpSpec, attr_items: tuple):
 
     @batched.def_vmap
     def _rule(axis_size, in_batched, data, *tables):
-        if not any(in_batched[1:]):
+        if not any(in_batched[1:]) and not spec.several_outputs:
             return call(data, *tables), in_batched[0]
         operands = tuple(
             t if b else jnp.broadcast_to(t, (axis_size, *t.shape))
             for t, b in zip((data, *tables), in_batched, strict=True)
         )
-        return jax.lax.map(lambda each: call(*each), operands), True
+        batched_out = tuple(True for _ in spec.outputs) if spec.several_outputs else True
+        return jax.lax.map(lambda each: call(*each), operands), batched_out
 
     return batched
 
@@ -251,6 +273,8 @@ def _static_batched(spec: OpSpec, values: tuple, attr_items: tuple):
 
     @batched.def_vmap
     def _rule(axis_size, in_batched, data):
+        if spec.several_outputs:  # one call per batch element: the outputs need not follow data
+            return jax.lax.map(call, data), tuple(True for _ in spec.outputs)
         return call(data), in_batched[0]
 
     return batched
@@ -439,13 +463,17 @@ def _gradients(spec: OpSpec, attrs: dict, grad, data, tables: tuple, need_tables
     """
     backward = _DESCRIPTIONS[spec.target].backward
     arrays = JaxArrays(spec, attrs)
+    # One gradient per output: None for an integer one (its cotangent is JAX's float0 zeros).
+    grads = grad if spec.several_outputs else (grad,)
+    floats = spec.float_outputs(str(data.dtype), attrs)
+    grads = tuple(g if f else None for g, f in zip(grads, floats, strict=True))
     if not jnp.issubdtype(data.dtype, jnp.floating):  # integer data: the tables' gradients alone
-        _, *grad_tables = backward(arrays, grad, data, *tables, attrs, False, *need_tables)
+        _, *grad_tables = backward(arrays, *grads, data, *tables, attrs, False, *need_tables)
         return (None, *grad_tables)
     if data.dtype in (jnp.float16, jnp.bfloat16):
         grad_data, *grad_tables = backward(
             arrays,
-            grad.astype(jnp.float32),
+            *(None if g is None else g.astype(jnp.float32) for g in grads),
             data.astype(jnp.float32),
             *tables,
             attrs,
@@ -453,7 +481,7 @@ def _gradients(spec: OpSpec, attrs: dict, grad, data, tables: tuple, need_tables
             *need_tables,
         )
         return (None if grad_data is None else grad_data.astype(data.dtype), *grad_tables)
-    return backward(arrays, grad, data, *tables, attrs, True, *need_tables)
+    return backward(arrays, *grads, data, *tables, attrs, True, *need_tables)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 3))
@@ -657,14 +685,15 @@ def _make_call(spec: OpSpec, description: ModuleType):
         differentiable = _differentiable(spec, dtype)
         if isinstance(table, jax.Array):
             _check_array_table(spec, dtype, table)
-            shape = _output_shape(spec, data.shape, table.shape[0], checked)  # refused at trace
-            _check_fits(spec, data, shape)
+            # The library's checks first: the Python description's shape assumes them passed.
             _check_call(spec, dtype, data.shape, table.shape[0], checked)
+            shape = _output_shape(spec, data.shape, table.shape[0], checked)  # refused at trace
+            _check_fits(spec, data, shape, checked)
             compiled = _compiled_array_call(spec, attr_items, differentiable)
             return compiled(data, _on_data_device(data, table))
         values = tuple(_registry.static_values(spec, table, dtype).tolist())
-        _check_fits(spec, data, _output_shape(spec, data.shape, len(values), checked))
         _check_call(spec, dtype, data.shape, len(values), checked)
+        _check_fits(spec, data, _output_shape(spec, data.shape, len(values), checked), checked)
         return _compiled_static_call(spec, values, attr_items, differentiable)(data)
 
     # Several tables: each table checked in turn, a static one's entries part of the compiled call.
@@ -683,8 +712,8 @@ def _make_call(spec: OpSpec, description: ModuleType):
         sizes = tuple(
             len(v) if v is not None else t.shape[0] for v, t in zip(values, tables, strict=True)
         )
-        _check_fits(spec, data, _output_shape(spec, data.shape, sizes, checked))
         _check_call(spec, dtype, data.shape, sizes, checked)
+        _check_fits(spec, data, _output_shape(spec, data.shape, sizes, checked), checked)
         compiled = _compiled_static_call(
             spec, tuple(values), tuple(checked.items()), _differentiable(spec, dtype)
         )

@@ -82,8 +82,40 @@ def _widen(x, axis: int, halo: Halo, names: tuple, count: int):
     return jnp.concatenate(parts, axis=axis)
 
 
-def _per_shard(local: Callable, plan: _sharding.Plan, mesh_sizes: dict) -> Callable:
-    """The function each shard runs: widen each Halo axis, run the op, keep the middle."""
+def output_axes(axes: Axes, ranks: Sequence[int] | None) -> tuple | None:
+    """For each of several outputs (of `ranks`), the data's axis each of its axes follows or None.
+
+    None for an op of one output, whose result's axis i follows the data's axis i.
+    """
+    if ranks is None:
+        return None
+    if axes.outputs:
+        if [len(o) for o in axes.outputs] != list(ranks):
+            raise ValueError(
+                f"axes gave outputs of ranks {[len(o) for o in axes.outputs]} for outputs of "
+                f"ranks {list(ranks)}"
+            )
+        return tuple(tuple(o) for o in axes.outputs)
+    ndim = len(axes.data)
+    return tuple(tuple(k if k < ndim else None for k in range(rank)) for rank in ranks)
+
+
+def _per_shard(
+    local: Callable, plan: _sharding.Plan, mesh_sizes: dict, outputs: tuple | None = None
+) -> Callable:
+    """The function each shard runs: widen each Halo axis, run the op, keep the middle.
+
+    `outputs`: output_axes for an op of several outputs, each cut along the axes that follow a
+    Halo axis.
+    """
+
+    def middle(out, follows):
+        for axis, data_axis in enumerate(follows):
+            halo = None if data_axis is None else plan.halos[data_axis]
+            if halo is not None:
+                size = out.shape[axis] - halo.before - halo.after
+                out = jax.lax.slice_in_dim(out, halo.before, halo.before + size, axis=axis)
+        return out
 
     def run(data, *tables):
         for axis, halo in enumerate(plan.halos):
@@ -91,26 +123,37 @@ def _per_shard(local: Callable, plan: _sharding.Plan, mesh_sizes: dict) -> Calla
                 names = plan.data[axis]
                 data = _widen(data, axis, halo, names, _sharding.shard_count(names, mesh_sizes))
         out = local(data, *tables)
-        for axis, halo in enumerate(plan.halos):
-            if halo is not None:
-                size = out.shape[axis] - halo.before - halo.after
-                out = jax.lax.slice_in_dim(out, halo.before, halo.before + size, axis=axis)
-        return out
+        if outputs is not None:
+            return tuple(middle(o, f) for o, f in zip(out, outputs, strict=True))
+        return middle(out, range(len(plan.halos)))
 
     return run
 
 
-def sharding_rule(axes: Axes, shape: Sequence[int], table_sizes: Sequence[int]) -> tuple:
+def sharding_rule(
+    axes: Axes, shape: Sequence[int], table_sizes: Sequence[int], outputs: tuple | None = None
+) -> tuple:
     """The Shardy rule of a call: (einsum-like string, need-replication factors, factor sizes).
 
-    `table_sizes`: each table operand's size (none where the tables are attributes).
+    `table_sizes`: each table operand's size (none where the tables are attributes). `outputs`:
+    output_axes for an op of several outputs.
 
     A BATCH or Halo axis is one factor of the data and the result (`d<i>`); a WHOLE axis is a
     factor of each (`w<i>`, `r<i>`) that is never split; a replicated table one never split
     (`t<j>`); a table of blocks is its owners' factors and a block factor (`(d<i> ... b<j>)`).
+    Each of several outputs has `d<i>` where its axis follows a split axis i, else a factor of
+    its own never split (`o<j>a<k>`).
     """
     data = [f"w{i}" if role == WHOLE else f"d{i}" for i, role in enumerate(axes.data)]
     result = [f"r{i}" if role == WHOLE else f"d{i}" for i, role in enumerate(axes.data)]
+    if outputs is not None:
+        results = [
+            [
+                f"o{j}a{k}" if i is None or axes.data[i] == WHOLE else f"d{i}"
+                for k, i in enumerate(follows)
+            ]
+            for j, follows in enumerate(outputs)
+        ]
     replicated = [f for f in data if f[0] == "w"]  # in the order the factors first appear
     sizes = {}
     tables = []
@@ -127,6 +170,9 @@ def sharding_rule(axes: Axes, shape: Sequence[int], table_sizes: Sequence[int]) 
             sizes[f"b{j}"] = block
         tables.append(factors[0] if len(factors) == 1 else "(" + " ".join(factors) + ")")
     operands = ", ".join([" ".join(data), *tables])
+    if outputs is not None:
+        replicated += [f for r in results for f in r if f[0] == "o"]
+        return f"{operands} -> {', '.join(' '.join(r) for r in results)}", tuple(replicated), sizes
     replicated += [f for f in result if f[0] == "r"]
     return f"{operands} -> {' '.join(result)}", tuple(replicated), sizes
 
@@ -153,19 +199,38 @@ def sharded(
     shape: Sequence[int],
     sizes: Sequence[int],
     static: tuple | None = None,
+    ranks: Sequence[int] | None = None,
 ) -> Callable:
     """`local(data, *tables)` (one custom call) made to run shard by shard on sharded arrays.
 
     `axes`: the call's Axes for data of `shape`; `sizes`: each table's size. Where the tables
     are attributes of the call (`local(data)`), `static` is `(array_local, tables)`: the same op
     with array tables and the tables as NumPy arrays, for shards that take a block of a split
-    table.
+    table. `ranks`: each output's rank, for an op of several outputs (a tuple of results).
     """
     ndim = len(shape)
+    outputs = output_axes(axes, ranks)
+
+    def result_specs(data_spec: tuple) -> P | tuple:
+        """The result's PartitionSpec (each output's) from the data's split of each axis."""
+        if outputs is None:
+            return _spec(data_spec)
+        return tuple(
+            _spec([() if i is None else data_spec[i] for i in follows]) for follows in outputs
+        )
+
+    def result_shardings(mesh, data_spec: tuple):
+        specs = result_specs(data_spec)
+        if outputs is None:
+            return NamedSharding(mesh, specs)
+        return tuple(NamedSharding(mesh, s) for s in specs)
+
+    def replicated_result(mesh):
+        return result_shardings(mesh, ((),) * ndim)
 
     def per_shard(plan: _sharding.Plan, mesh_sizes: dict) -> Callable:
         if static is None or not any(plan.tables):
-            return _per_shard(local, plan, mesh_sizes)
+            return _per_shard(local, plan, mesh_sizes, outputs)
         array_local, values = static
 
         def with_blocks(data):
@@ -177,7 +242,7 @@ def sharded(
                 blocks.append(jax.lax.dynamic_slice_in_dim(jnp.asarray(table), start, size))
             return array_local(data, *blocks)
 
-        return _per_shard(with_blocks, plan, mesh_sizes)
+        return _per_shard(with_blocks, plan, mesh_sizes, outputs)
 
     def planned(mesh, data_sharding) -> _sharding.Plan:
         split = _split_of(data_sharding.spec, ndim)
@@ -186,13 +251,13 @@ def sharded(
     def shardings(mesh, plan: _sharding.Plan, operands: int) -> tuple:
         data = NamedSharding(mesh, _spec(plan.data))
         tables = tuple(NamedSharding(mesh, _spec([names])) for names in plan.tables)
-        return data, (data, *tables[: operands - 1])
+        return result_shardings(mesh, plan.data), (data, *tables[: operands - 1])
 
     def partition(mesh, arg_shapes, result_shape):
         data_sharding = arg_shapes[0].sharding
         if not isinstance(data_sharding, NamedSharding):  # no mesh to name: run it whole
             args = tuple(_replicated(mesh, len(a.shape)) for a in arg_shapes)
-            return mesh, local, _replicated(mesh, ndim), args
+            return mesh, local, replicated_result(mesh), args
         plan = planned(mesh, data_sharding)
         result, args = shardings(mesh, plan, len(arg_shapes))
         return mesh, per_shard(plan, dict(mesh.shape)), result, args
@@ -200,18 +265,20 @@ def sharded(
     def infer(mesh, arg_shapes, result_shape):
         data_sharding = arg_shapes[0].sharding
         if not isinstance(data_sharding, NamedSharding):
-            return _replicated(mesh, ndim)
+            return replicated_result(mesh)
         return shardings(mesh, planned(mesh, data_sharding), len(arg_shapes))[0]
 
     def propagate(mesh, user_shape):
-        user = user_shape.sharding
-        if not isinstance(user, NamedSharding):
-            return user
+        user = user_shape.sharding if outputs is None else None
+        if not isinstance(user, NamedSharding):  # several outputs: GSPMD's guess, replicated
+            return user if outputs is None else replicated_result(mesh)
         split = _split_of(user.spec, ndim)
         roles = zip(axes.data, split, strict=True)
         return NamedSharding(mesh, _spec([() if r == WHOLE else names for r, names in roles]))
 
-    rule, replicated, factor_sizes = sharding_rule(axes, shape, sizes if static is None else ())
+    rule, replicated, factor_sizes = sharding_rule(
+        axes, shape, sizes if static is None else (), outputs
+    )
     partitioned = custom_partitioning(local)
     partitioned.def_partition(
         partition,
@@ -241,7 +308,7 @@ def sharded(
             per_shard(plan, dict(mesh.shape)),
             mesh=mesh,
             in_specs=tuple(specs),
-            out_specs=specs[0],
+            out_specs=result_specs(plan.data),
             axis_names=explicit,
             check_vma=False,
         )

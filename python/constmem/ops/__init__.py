@@ -25,6 +25,12 @@ in SIGNATURE and everywhere else in their order: output_shape(shape, weight_size
 attrs, maximum), backward(F, grad, data, weight, bias, attrs, need_data, need_weight, need_bias)
 returning (grad_data, grad_weight, grad_bias), and F.op(data, weight, bias, **attrs).
 
+An op with several outputs (its C++ description's kOutputs: codes and absmax) gives each, in
+their order, everywhere: output_shape returns a tuple of each output's shape, backward takes one
+gradient per output (grad_codes, grad_absmax, data, tables..., attrs, needs...: None for an
+output that takes none, an integer one or one not used), and F.op returns a tuple. Its axes may
+give `outputs`: for each output, which of the data's axes each of its axes follows (Axes).
+
 An installed package has the files here; a source tree's are found in its op folders. Imports no
 framework.
 """
@@ -125,11 +131,16 @@ class Axes(NamedTuple):
     call reads all of it (replicated), or the data's axes (consecutive BATCH axes, as a tuple of
     non-negative indices) for each item of which, row-major, it holds one equal block of entries
     (per-image taps, a weight per channel), so that a shard of the first of them takes its
-    items' blocks.
+    items' blocks. `outputs`, for an op with several outputs: for each output, for each of its
+    axes, the data's axis it follows (its index: an axis of that size and split, whose slice i
+    depends on the data's slice i, or a Halo's window of them) or None
+    (an axis of the output's own, never split); empty: each output's axis i follows the data's
+    axis i.
     """
 
     data: tuple
     tables: tuple = ()
+    outputs: tuple = ()
 
 
 def axes(description: ModuleType, shape, table_size, attrs) -> Axes:
@@ -159,7 +170,8 @@ def describe(name: str) -> ModuleType:
 def output_shape(description: ModuleType, shape, table_size, attrs, maximum=max) -> tuple:
     """The op's result shape: its description's rule, else the data's shape.
 
-    `table_size`: the table's size, or a tuple of each table's for an op with several.
+    `table_size`: the table's size, or a tuple of each table's for an op with several. An op with
+    several outputs gives a tuple of each one's shape.
     """
     rule = getattr(description, "output_shape", None)
     if rule is None:

@@ -57,16 +57,17 @@ def attr_bits(values: np.ndarray, dtype: tf.DType) -> list[int]:
     return [int(b) for b in bits]
 
 
-def widened_backward(backward, arrays, grad, data, tables, attrs: dict, need: list) -> list:
+def widened_backward(backward, arrays, grads, data, tables, attrs: dict, need: list) -> list:
     """The description's backward, float16 and bfloat16 data's in float32.
 
-    The op computes such data in float32: its gradients are the float32 call's, the data's cast
-    back to its dtype, as for a cast, the op in float32, and a cast back.
+    `grads`: one gradient per output (None for an integer one). The op computes such data in
+    float32: its gradients are the float32 call's, the data's cast back to its dtype, as for a
+    cast, the op in float32, and a cast back.
     """
     if data.dtype in (tf.float16, tf.bfloat16):
         grad_data, *grad_tables = backward(
             arrays,
-            tf.cast(grad, tf.float32),
+            *(None if g is None else tf.cast(g, tf.float32) for g in grads),
             tf.cast(data, tf.float32),
             *tables,
             attrs,
@@ -74,7 +75,13 @@ def widened_backward(backward, arrays, grad, data, tables, attrs: dict, need: li
             *need,
         )
         return [None if grad_data is None else tf.cast(grad_data, data.dtype), *grad_tables]
-    return backward(arrays, grad, data, *tables, attrs, True, *need)
+    return backward(arrays, *grads, data, *tables, attrs, True, *need)
+
+
+def output_grads(spec: OpSpec, op: tf.Operation, grads: tuple, attrs: dict) -> tuple:
+    """One gradient per output of a node of the op: None for an integer output."""
+    floats = spec.float_outputs(op.inputs[0].dtype.name, attrs)
+    return tuple(g if f else None for g, f in zip(grads, floats, strict=True))
 
 
 def attr_floats(bits: list[int], dtype: tf.DType) -> np.ndarray:
@@ -244,9 +251,13 @@ class TableOp:
             "input").
           name: the name scope of the op (default: the op's type).
 
+        Returns the output, or a tuple of each of several in the op's order.
+
         """
         run = self.call_tables if self.spec.several_tables else self.call_one
-        return run(data, table, attrs, source=source, name=name)
+        result = run(data, table, attrs, source=source, name=name)
+        # Several outputs: TensorFlow's named tuple of them, as a plain tuple in the op's order.
+        return tuple(result) if self.spec.several_outputs else result
 
     def call_one(
         self,
@@ -339,27 +350,29 @@ class TableOp:
     def register_gradients(self) -> None:
         """Registers the forms' gradients, from the op's backward formula.
 
-        One gradient per input: the data's, and each table's but an int32 table's (None).
+        One gradient per input: the data's, and each table's but an int32 table's (None). An op
+        with several outputs gets one gradient per output (None for an integer one).
         """
         tables = self.spec.tables
         need = [not t.int32 for t in tables]
 
-        def with_input(op, grad):
+        def with_input(op, *grads):
             data, *inputs = op.inputs
             attrs = self.decoded(op)
+            grads = output_grads(self.spec, op, grads, attrs)
             if not data.dtype.is_floating:  # integer data: their tables' gradients alone
                 if not self.spec.float_output:
                     return [None] * len(op.inputs)
                 _, *grad_tables = self.description.backward(
-                    TfArrays(self, attrs), grad, data, *inputs, attrs, False, *need
+                    TfArrays(self, attrs), *grads, data, *inputs, attrs, False, *need
                 )
                 return [None, *(g if n else None for g, n in zip(grad_tables, need, strict=True))]
             grad_data, *grad_tables = widened_backward(
-                self.description.backward, TfArrays(self, attrs), grad, data, inputs, attrs, need
+                self.description.backward, TfArrays(self, attrs), grads, data, inputs, attrs, need
             )
             return [grad_data, *(g if n else None for g, n in zip(grad_tables, need, strict=True))]
 
-        def with_attr(op, grad):
+        def with_attr(op, *grads):
             dtype = op.get_attr("T")
             if not dtype.is_floating:  # integer data: no gradient flows
                 return None
@@ -377,7 +390,7 @@ class TableOp:
             return widened_backward(
                 self.description.backward,
                 TfArrays(self, attrs),
-                grad,
+                output_grads(self.spec, op, grads, attrs),
                 op.inputs[0],
                 values,
                 attrs,

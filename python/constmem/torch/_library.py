@@ -42,13 +42,20 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def schema(spec: OpSpec, static: bool) -> str:
-    """The op's schema: (data, each table in the op's order, attributes...) -> result."""
+    """The op's schema: (data, each table in the op's order, attributes...) -> result.
+
+    An op with several outputs returns a tuple of them, each named: -> (Tensor codes, Tensor
+    absmax).
+    """
     tables = "".join(
         f", {('int[]' if t.int32 else 'float[]') if static else 'Tensor'} {t.name}"
         for t in spec.tables
     )
     attrs = "".join(f", {_SCHEMA_TYPES[a.kind]} {a.name}" for a in spec.attrs)
-    return f"(Tensor {spec.data}{tables}{attrs}) -> Tensor"
+    result = "Tensor"
+    if spec.several_outputs:
+        result = "(" + ", ".join(f"Tensor {name}" for name in spec.output_names) + ")"
+    return f"(Tensor {spec.data}{tables}{attrs}) -> {result}"
 
 
 def check_data(spec: OpSpec, data: torch.Tensor) -> None:
@@ -109,7 +116,8 @@ def register_library(
             torch.library.register_autograd(
                 name, _backward(spec, described[spec.name], static), setup_context=_save_inputs
             )
-        _sharding.register(spec, described[spec.name])
+        if not spec.several_outputs:  # DTensor's strategies here give one output
+            _sharding.register(spec, described[spec.name])
     torch.ops.load_library(path)
     return ops, described
 
@@ -184,7 +192,13 @@ def _fake(spec: OpSpec, description: ModuleType, static: bool, checker):
             shape = descriptions.output_shape(
                 description, data.shape, tuple(sizes), attrs, torch.sym_max
             )
-        dtype = getattr(torch, spec.output_dtype(dtype_name(data.dtype), attrs))
+        dtypes = spec.output_dtypes_of(dtype_name(data.dtype), attrs)
+        if spec.several_outputs:
+            return tuple(
+                data.new_empty(one, dtype=getattr(torch, d))
+                for one, d in zip(shape, dtypes, strict=True)
+            )
+        dtype = getattr(torch, dtypes[0])
         if spec.elementwise:
             return torch.empty_like(data, dtype=dtype, memory_format=torch.contiguous_format)
         return data.new_empty(shape, dtype=dtype)
@@ -200,13 +214,15 @@ def _save_inputs(ctx, inputs, output):
 def _backward(spec: OpSpec, description: ModuleType, static: bool):
     """The op's autograd formula: its description's backward over PyTorch's tensors.
 
-    One gradient per table, none to an int32 table or a static one.
+    One gradient per table, none to an int32 table or a static one. An op with several outputs
+    gets one gradient per output, None for an integer one (PyTorch's own integer outputs take no
+    gradient either).
     """
     table_specs = tuple(spec.table_spec(i) for i in range(len(spec.tables)))
     count = len(table_specs)
     no_attr_grads = [None] * len(spec.attrs)
 
-    def backward(ctx, grad):
+    def backward(ctx, *grads):
         if static:
             (data,) = ctx.saved_tensors
             tables = ctx.inputs[1 : 1 + count]
@@ -217,6 +233,8 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
         if integer and not spec.float_output:
             return None, *([None] * count), *no_attr_grads
         attrs = {a.name: v for a, v in zip(spec.attrs, ctx.inputs[1 + count :], strict=True)}
+        floats = spec.float_outputs(dtype_name(data.dtype), attrs)
+        grad = tuple(g if f else None for g, f in zip(grads, floats, strict=True))
         need = [
             not static and not s.int32_table and ctx.needs_input_grad[1 + i]
             for i, s in enumerate(table_specs)
@@ -235,10 +253,11 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
                 )
             narrow = data.dtype in (torch.float16, torch.bfloat16)
             if narrow:  # computed in float32: the float32 call's gradients, the data's cast back
-                dtype, data, grad = data.dtype, data.float(), grad.float()
+                dtype, data = data.dtype, data.float()
+                grad = tuple(None if g is None else g.float() for g in grad)
             need_data = ctx.needs_input_grad[0] and not integer
             grad_data, *grad_tables = description.backward(
-                TorchArrays(spec, attrs), grad, data, *tables, attrs, need_data, *need
+                TorchArrays(spec, attrs), *grad, data, *tables, attrs, need_data, *need
             )
             if narrow and grad_data is not None:
                 grad_data = grad_data.to(dtype)
@@ -250,7 +269,12 @@ def _backward(spec: OpSpec, description: ModuleType, static: bool):
 
         if _sharding.is_dtensor(data):
             grad_data, grad_tables = _sharding.sharded_gradients(
-                gradients, description, data, tuple(tables), grad, attrs
+                lambda d, t, g: gradients(d, t, (g,)),
+                description,
+                data,
+                tuple(tables),
+                grad[0],
+                attrs,
             )
         else:
             grad_data, grad_tables = gradients(data, tables, grad)

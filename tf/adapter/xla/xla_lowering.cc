@@ -115,10 +115,10 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
       OP_REQUIRES_OK(ctx, ValidateTableSize(size, spec.name, spec.max_size, spec.min_size));
       sizes.size[i] = size;
     }
-    std::vector<std::int64_t> dims = DataDims(ctx);
+    std::vector<std::vector<std::int64_t>> dims;
     std::string attributes;
-    OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), sizes, &dims,
-                                           &attributes));
+    OP_REQUIRES_OK(ctx, lowering_.describe(ctx->op_kernel().def(), ctx->input_type(0), sizes,
+                                           DataDims(ctx), &dims, &attributes));
     // Dimensions XLA marks dynamic (their size known only when the program runs) are passed at
     // their bound and marked again on the result, where each element depends on its own position
     // only; a dynamic row is refused.
@@ -132,20 +132,39 @@ class TableCallKernel : public tensorflow::XlaOpKernel {
       OP_REQUIRES(
           ctx, lowering_.elementwise || d + 1 != rank,
           absl::UnimplementedError(lowering_.op + " under XLA needs rows of static length"));
+      // Several outputs' dimensions need not follow the data's.
+      OP_REQUIRES(
+          ctx, dims.size() == 1,
+          absl::UnimplementedError(lowering_.op + " under XLA needs data of static shape (it gives "
+                                                  "several outputs)"));
       dynamic.push_back(d);
       data = xla::RemoveDynamicDimension(data, d);
     }
     operands[0] = data;
-    const xla::Shape result = xla::ShapeUtil::MakeShape(ctx->output_xla_type(0), dims);
-    xla::XlaOp output = xla::CustomCall(builder, lowering_.target, operands, result, attributes,
-                                        /*has_side_effect=*/false,
-                                        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
-                                        xla::CustomCallSchedule::SCHEDULE_NONE,
-                                        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
-    for (std::int64_t d : dynamic) {
-      output = xla::SetDimensionSize(output, xla::GetDimensionSize(ctx->Input(0), d), d);
+    // One result, or a tuple of several (the FFI handler gets each as a result buffer).
+    std::vector<xla::Shape> results;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      results.push_back(
+          xla::ShapeUtil::MakeShape(ctx->output_xla_type(static_cast<int>(i)), dims[i]));
     }
-    ctx->SetOutput(0, output);
+    const xla::Shape result =
+        results.size() == 1 ? results[0] : xla::ShapeUtil::MakeTupleShape(results);
+    xla::XlaOp call = xla::CustomCall(builder, lowering_.target, operands, result, attributes,
+                                      /*has_side_effect=*/false,
+                                      /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
+                                      xla::CustomCallSchedule::SCHEDULE_NONE,
+                                      xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+    if (results.size() > 1) {
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        ctx->SetOutput(static_cast<int>(i),
+                       xla::GetTupleElement(call, static_cast<std::int64_t>(i)));
+      }
+      return;
+    }
+    for (std::int64_t d : dynamic) {
+      call = xla::SetDimensionSize(call, xla::GetDimensionSize(ctx->Input(0), d), d);
+    }
+    ctx->SetOutput(0, call);
   }
 
  private:

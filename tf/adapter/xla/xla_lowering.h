@@ -44,12 +44,13 @@ struct XlaLowering {
   // form, of min_size to max_size entries of int32 (else of the data's compute type).
   std::vector<TableSpec> tables;
   bool elementwise = true;  // else the last axis is one unit, a row
-  // The result's dimensions from the data's (and the tables' sizes), and the custom call's
+  // Each result's dimensions from the data's `x` (and the tables' sizes), and the custom call's
   // attributes as an MLIR dictionary ("{}" for none), from the node's attrs and the data's type;
-  // an error for shapes the op refuses.
+  // an error for shapes the op refuses. An op with several outputs gives one result each, a tuple
+  // of the custom call.
   std::function<absl::Status(const tensorflow::NodeDef& node, tensorflow::DataType dtype,
-                             const TableSizes& sizes, std::vector<std::int64_t>* dims,
-                             std::string* attributes)>
+                             const TableSizes& sizes, const std::vector<std::int64_t>& x,
+                             std::vector<std::vector<std::int64_t>>* dims, std::string* attributes)>
       describe;
   XLA_FFI_Handler* host_handler = nullptr;
   XLA_FFI_Handler* cuda_handler = nullptr;  // null in builds without GPU kernels
