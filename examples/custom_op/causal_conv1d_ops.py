@@ -8,15 +8,11 @@ Each library loads once, on the first call; later calls are a dictionary lookup,
 torch.compile(fullgraph=True) traces through.
 """
 
-import importlib
-import os
-
 import numpy as np
 from causal_conv1d import causal_conv1d as description
+from example_libraries import BUILD, loaders  # noqa: F401 (BUILD: the tests' build)
 
-BUILD = os.environ.get("APPLY_GAIN_BUILD", os.path.join(os.path.dirname(__file__), "build"))
 DESCRIPTIONS = {"causal_conv1d": description}
-_LOADED = {}
 # (table, entries, source, placement) at each table's boundaries: its by-value capacity (1,024
 # taps, 256 biases), its constant bank slot (4,096 taps, 1,024 biases), then global memory; a
 # device table is never passed by value.
@@ -36,22 +32,7 @@ PLACEMENTS = [
 ]
 
 
-def _loader(framework, suffix):
-    """The function that loads the library of `framework` (named by `suffix`) on its first call."""
-
-    def load():
-        if framework not in _LOADED:
-            package = importlib.import_module(f"constmem.{framework}")
-            path = f"{BUILD}/_causal_conv1d_{suffix}.so"
-            _LOADED[framework] = package.load_library(path, DESCRIPTIONS)
-        return _LOADED[framework]
-
-    return load
-
-
-tensorflow = _loader("tensorflow", "tf")
-torch = _loader("torch", "torch")
-jax = _loader("jax", "jax")
+tensorflow, torch, jax = loaders("causal_conv1d", DESCRIPTIONS)
 
 
 def reference(x, weight, bias):

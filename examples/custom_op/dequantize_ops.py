@@ -7,15 +7,11 @@ by the caller's framework), `random_case()` makes inputs, and NF4 is bitsandbyte
 Each library loads once, on the first call; later calls are a dictionary lookup.
 """
 
-import importlib
-import os
-
 import numpy as np
 from dequantize import dequantize as description
+from example_libraries import loaders
 
-BUILD = os.environ.get("APPLY_GAIN_BUILD", os.path.join(os.path.dirname(__file__), "build"))
 DESCRIPTIONS = {"dequantize": description}
-_LOADED = {}
 
 # bitsandbytes' NF4 levels (bitsandbytes.functional.get_4bit_type("nf4")), as float32.
 NF4 = np.array(
@@ -41,22 +37,7 @@ NF4 = np.array(
 )
 
 
-def _loader(framework, suffix):
-    """The function that loads the library of `framework` (named by `suffix`) on its first call."""
-
-    def load():
-        if framework not in _LOADED:
-            package = importlib.import_module(f"constmem.{framework}")
-            path = f"{BUILD}/_dequantize_{suffix}.so"
-            _LOADED[framework] = package.load_library(path, DESCRIPTIONS)
-        return _LOADED[framework]
-
-    return load
-
-
-tensorflow = _loader("tensorflow", "tf")
-torch = _loader("torch", "torch")
-jax = _loader("jax", "jax")
+tensorflow, torch, jax = loaders("dequantize", DESCRIPTIONS)
 
 
 def reference(codes, codebook, absmax, block=64):

@@ -7,15 +7,11 @@ bitsandbytes' other codebook (NF4 is dequantize_ops.NF4).
 Each library loads once, on the first call; later calls are a dictionary lookup.
 """
 
-import importlib
-import os
-
 import numpy as np
+from example_libraries import loaders
 from quantize import quantize as description
 
-BUILD = os.environ.get("APPLY_GAIN_BUILD", os.path.join(os.path.dirname(__file__), "build"))
 DESCRIPTIONS = {"quantize": description}
-_LOADED = {}
 
 # bitsandbytes' FP4 levels (bitsandbytes.functional.get_4bit_type("fp4")): in bit-pattern order,
 # not sorted, with both zeros.
@@ -23,22 +19,7 @@ _FP4 = np.array([0, 0.0625, 8, 12, 4, 6, 2, 3, -0.0, -0.0625, -8, -12, -4, -6, -
 FP4 = _FP4 / np.float32(12)
 
 
-def _loader(framework, suffix):
-    """The function that loads the library of `framework` (named by `suffix`) on its first call."""
-
-    def load():
-        if framework not in _LOADED:
-            package = importlib.import_module(f"constmem.{framework}")
-            path = f"{BUILD}/_quantize_{suffix}.so"
-            _LOADED[framework] = package.load_library(path, DESCRIPTIONS)
-        return _LOADED[framework]
-
-    return load
-
-
-tensorflow = _loader("tensorflow", "tf")
-torch = _loader("torch", "torch")
-jax = _loader("jax", "jax")
+tensorflow, torch, jax = loaders("quantize", DESCRIPTIONS)
 
 
 def reference(x, codebook, block=64):
