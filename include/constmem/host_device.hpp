@@ -19,11 +19,8 @@
 
 #if defined(__CUDACC__)
 #define CONSTMEM_HOST_DEVICE __host__ __device__ __forceinline__
-// A device function kept out of line: a rare path's code out of a hot loop.
-#define CONSTMEM_DEVICE_NOINLINE inline __device__ __noinline__
 #else
 #define CONSTMEM_HOST_DEVICE inline
-#define CONSTMEM_DEVICE_NOINLINE inline
 #endif
 
 // Private to each library that compiles it (visibility.hpp).

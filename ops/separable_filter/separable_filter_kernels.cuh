@@ -841,16 +841,6 @@ struct RegisterStage<In, true> {
   } lane[32];
 };
 
-// SeparableFold for a row index: the rows inside the image inline, the folds of those outside
-// (a few a segment, at the image's edges) in a call, which keeps the modulo out of the rows'
-// loop.
-CONSTMEM_DEVICE_NOINLINE int FoldRowOutside(int i, int n, SeparableBorder border) {
-  return SeparableFold(i, n, border);
-}
-__device__ __forceinline__ int FoldRow(int i, int n, SeparableBorder border) {
-  return i >= 0 && i < n ? i : FoldRowOutside(i, n, border);
-}
-
 template <class In, class T, class Taps, int kK, int kC>
 __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC))
     SeparableRegisterKernel(const In* __restrict__ x, In* __restrict__ y, const Geometry g,
@@ -906,146 +896,129 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC
     const int outputs = min(g.segment_rows, g.height - y_first);
     const int rows = outputs + kK - 1;  // rows of tmp the segment walks
     const int v0 = y_first - kReach;    // the virtual row of tmp row 0
-    // The walk down the segment, once with every lane's vector inside the row (kAllWhole: the
-    // strips away from the row's ends, whose lanes then carry no code for folded columns) and once
-    // for the strips at its ends.
-    auto walk = [&](auto all_whole) {
-      constexpr bool kAllWhole = decltype(all_whole)::value;
-      const bool lane_whole = kAllWhole || whole;
-      // Copies row t's vector to its stage, as a group of its own; rows past the segment and rows
-      // the border makes zeros are zeros.
-      auto copy = [&](int t) {
-        const int source = FoldRow(v0 + t, g.height, g.border);
-        const bool inside = t < rows && source >= 0;
-        const In* const row =
-            x_plane + static_cast<std::int64_t>(inside ? source : 0) * g.row_stride;
-        RegisterStage<In>& stage = ring_in[t % kStages];
+    // Copies row t's vector to its stage, as a group of its own; rows past the segment and rows
+    // the border makes zeros are zeros.
+    auto copy = [&](int t) {
+      const int source = SeparableFold(v0 + t, g.height, g.border);
+      const bool inside = t < rows && source >= 0;
+      const In* const row = x_plane + static_cast<std::int64_t>(inside ? source : 0) * g.row_stride;
+      RegisterStage<In>& stage = ring_in[t % kStages];
+      if constexpr (kSixteenBit) {
+        if (whole) {
+          CopyAsync(&stage.lane[lane].vector, reinterpret_cast<const Vector*>(row + e), inside);
+        } else {
+          // An element's word starts at its even offset, or an element before an odd one: rows
+          // start on 8-byte boundaries and hold whole vectors.
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            CopyAsync(&stage.lane[lane].words[i],
+                      reinterpret_cast<const std::uint32_t*>(row + (max(fold[i], 0) & ~1)),
+                      inside && fold[i] >= 0);
+          }
+        }
+      } else if (whole) {
+        CopyAsync(&stage.vector[lane], reinterpret_cast<const Vector*>(row + e), inside);
+      } else if constexpr (kBytes) {
+        const auto* const from = reinterpret_cast<const Vector*>(row + window);
+        CopyAsync(&stage.vector[lane], from, inside && window + V <= g.row_elements);
+        CopyAsync(&stage.window[lane], from + 1, inside && window + 2 * V <= g.row_elements);
+      } else {
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          CopyAsync(&stage.vector[lane].v[i], row + max(fold[i], 0), inside && fold[i] >= 0);
+        }
+      }
+      CopyAsyncCommit();
+    };
+#pragma unroll
+    for (int t = 0; t < kStages; ++t) copy(t);
+    T ring[kK][V];
+    for (int turn = 0; turn < rows; turn += kK) {
+#pragma unroll
+      for (int slot = 0; slot < kK; ++slot) {
+        const int t = turn + slot;
+        if (t >= rows) break;
+        CopyAsyncWaitPrior<kStages - 1>();  // row t's copies have landed
+        const RegisterStage<In>& stage = ring_in[t % kStages];
+        // Elements -kHalo .. V + kHalo - 1 of the lane's vector, the outer ones other lanes'.
+        T sample[V + 2 * kHalo];
         if constexpr (kSixteenBit) {
-          if (lane_whole) {
-            CopyAsync(&stage.lane[lane].vector, reinterpret_cast<const Vector*>(row + e), inside);
-          } else {
-            // An element's word starts at its even offset, or an element before an odd one: rows
-            // start on 8-byte boundaries and hold whole vectors.
+          if (whole) {
+            const Vector current = stage.lane[lane].vector;
+#pragma unroll
+            for (int i = 0; i < V; ++i) sample[kHalo + i] = ToCompute<T>(current.v[i]);
+          } else {  // each element the half of its word its offset's parity says (zeros: +0)
 #pragma unroll
             for (int i = 0; i < V; ++i) {
-              CopyAsync(&stage.lane[lane].words[i],
-                        reinterpret_cast<const std::uint32_t*>(row + (max(fold[i], 0) & ~1)),
-                        inside && fold[i] >= 0);
+              const std::uint32_t word = stage.lane[lane].words[i];
+              const In element{static_cast<std::uint16_t>(fold[i] & 1 ? word >> 16 : word)};
+              sample[kHalo + i] = ToCompute<T>(element);
             }
           }
-        } else if (lane_whole) {
-          CopyAsync(&stage.vector[lane], reinterpret_cast<const Vector*>(row + e), inside);
         } else if constexpr (kBytes) {
-          const auto* const from = reinterpret_cast<const Vector*>(row + window);
-          CopyAsync(&stage.vector[lane], from, inside && window + V <= g.row_elements);
-          CopyAsync(&stage.window[lane], from + 1, inside && window + 2 * V <= g.row_elements);
+          static_assert(sizeof(Vector) == 8, "a vector of 8 bytes");
+          std::uint64_t bytes;
+          std::memcpy(&bytes, &stage.vector[lane], 8);
+          if (!whole) {  // the elements from the 16 bytes at the row's end
+            std::uint64_t second, picked = 0;
+            std::memcpy(&second, &stage.window[lane], 8);
+#pragma unroll
+            for (int i = 0; i < V; ++i) {
+              const int at = fold[i];
+              const std::uint64_t byte = ((at < V ? bytes : second) >> (8 * (at & (V - 1)))) & 0xFF;
+              picked |= at < 0 ? 0 : byte << (8 * i);
+            }
+            bytes = picked;
+          }
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            sample[kHalo + i] = ByteAsFloat(static_cast<unsigned>(bytes >> (32 * (i / 4))), i % 4);
+          }
+        } else {
+          const Vector current = stage.vector[lane];
+#pragma unroll
+          for (int i = 0; i < V; ++i) sample[kHalo + i] = current.v[i];
+        }
+#pragma unroll
+        for (int q = -kHalo; q < V + kHalo; ++q) {
+          if (q >= 0 && q < V) continue;
+          const int from = q >= 0 ? q / V : -((V - 1 - q) / V);  // lanes away, rounded down
+          sample[kHalo + q] =
+              __shfl_sync(0xffffffffu, sample[kHalo + q - from * V], (lane + from + 32) % 32);
+        }
+        const bool zero_row = SeparableFold(v0 + t, g.height, g.border) < 0;
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          T acc = T(0);
+          if (!zero_row) {
+#pragma unroll
+            for (int j = 0; j < kK; ++j)
+              acc = fma(sample[kHalo + i + (j - kReach) * kC], row_taps[j], acc);
+          }
+          ring[slot][i] = acc;
+        }
+        // The stage is free once its values are used (the FMAs above): row t + kStages's copies.
+        copy(t + kStages);
+        if (t < kK - 1 || !emits) continue;
+        // Output row t - (kK - 1): rows of tmp t - kK + 1 .. t, in slots slot + 1 .. slot (mod kK).
+        Vector out;
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          T acc = T(0);
+#pragma unroll
+          for (int k = 0; k < kK; ++k) acc = fma(ring[(slot + 1 + k) % kK][i], column_taps[k], acc);
+          out.v[i] = ToData<In>(acc);
+        }
+        In* const to = y_plane + static_cast<std::int64_t>(y_first + t - (kK - 1)) * g.row_stride;
+        if (whole) {
+          *reinterpret_cast<Vector*>(to + e) = out;
         } else {
 #pragma unroll
           for (int i = 0; i < V; ++i) {
-            CopyAsync(&stage.vector[lane].v[i], row + max(fold[i], 0), inside && fold[i] >= 0);
-          }
-        }
-        CopyAsyncCommit();
-      };
-#pragma unroll
-      for (int t = 0; t < kStages; ++t) copy(t);
-      T ring[kK][V];
-      for (int turn = 0; turn < rows; turn += kK) {
-#pragma unroll
-        for (int slot = 0; slot < kK; ++slot) {
-          const int t = turn + slot;
-          if (t >= rows) break;
-          CopyAsyncWaitPrior<kStages - 1>();  // row t's copies have landed
-          const RegisterStage<In>& stage = ring_in[t % kStages];
-          // Elements -kHalo .. V + kHalo - 1 of the lane's vector, the outer ones other lanes'.
-          T sample[V + 2 * kHalo];
-          if constexpr (kSixteenBit) {
-            if (lane_whole) {
-              const Vector current = stage.lane[lane].vector;
-#pragma unroll
-              for (int i = 0; i < V; ++i) sample[kHalo + i] = ToCompute<T>(current.v[i]);
-            } else {  // each element the half of its word its offset's parity says (zeros: +0)
-#pragma unroll
-              for (int i = 0; i < V; ++i) {
-                const std::uint32_t word = stage.lane[lane].words[i];
-                const In element{static_cast<std::uint16_t>(fold[i] & 1 ? word >> 16 : word)};
-                sample[kHalo + i] = ToCompute<T>(element);
-              }
-            }
-          } else if constexpr (kBytes) {
-            static_assert(sizeof(Vector) == 8, "a vector of 8 bytes");
-            std::uint64_t bytes;
-            std::memcpy(&bytes, &stage.vector[lane], 8);
-            if (!lane_whole) {  // the elements from the 16 bytes at the row's end
-              std::uint64_t second, picked = 0;
-              std::memcpy(&second, &stage.window[lane], 8);
-#pragma unroll
-              for (int i = 0; i < V; ++i) {
-                const int at = fold[i];
-                const std::uint64_t byte =
-                    ((at < V ? bytes : second) >> (8 * (at & (V - 1)))) & 0xFF;
-                picked |= at < 0 ? 0 : byte << (8 * i);
-              }
-              bytes = picked;
-            }
-#pragma unroll
-            for (int i = 0; i < V; ++i) {
-              sample[kHalo + i] =
-                  ByteAsFloat(static_cast<unsigned>(bytes >> (32 * (i / 4))), i % 4);
-            }
-          } else {
-            const Vector current = stage.vector[lane];
-#pragma unroll
-            for (int i = 0; i < V; ++i) sample[kHalo + i] = current.v[i];
-          }
-#pragma unroll
-          for (int q = -kHalo; q < V + kHalo; ++q) {
-            if (q >= 0 && q < V) continue;
-            const int from = q >= 0 ? q / V : -((V - 1 - q) / V);  // lanes away, rounded down
-            sample[kHalo + q] =
-                __shfl_sync(0xffffffffu, sample[kHalo + q - from * V], (lane + from + 32) % 32);
-          }
-          const bool zero_row = FoldRow(v0 + t, g.height, g.border) < 0;
-#pragma unroll
-          for (int i = 0; i < V; ++i) {
-            T acc = T(0);
-            if (!zero_row) {
-#pragma unroll
-              for (int j = 0; j < kK; ++j)
-                acc = fma(sample[kHalo + i + (j - kReach) * kC], row_taps[j], acc);
-            }
-            ring[slot][i] = acc;
-          }
-          // The stage is free once its values are used (the FMAs above): row t + kStages's copies.
-          copy(t + kStages);
-          if (t < kK - 1 || !emits) continue;
-          // Output row t - (kK - 1): rows of tmp t - kK + 1 .. t, in slots slot + 1 .. slot (mod
-          // kK).
-          Vector out;
-#pragma unroll
-          for (int i = 0; i < V; ++i) {
-            T acc = T(0);
-#pragma unroll
-            for (int k = 0; k < kK; ++k)
-              acc = fma(ring[(slot + 1 + k) % kK][i], column_taps[k], acc);
-            out.v[i] = ToData<In>(acc);
-          }
-          In* const to = y_plane + static_cast<std::int64_t>(y_first + t - (kK - 1)) * g.row_stride;
-          if (lane_whole) {
-            *reinterpret_cast<Vector*>(to + e) = out;
-          } else {
-#pragma unroll
-            for (int i = 0; i < V; ++i) {
-              if (e + i >= 0 && e + i < g.row_elements) to[e + i] = out.v[i];
-            }
+            if (e + i >= 0 && e + i < g.row_elements) to[e + i] = out.v[i];
           }
         }
       }
-    };
-    if (__all_sync(0xffffffffu, whole)) {
-      walk(std::true_type());
-    } else {
-      walk(std::false_type());
     }
     CopyAsyncWaitAll();  // the copies past the segment's rows land before the stages are reused
   }

@@ -391,22 +391,6 @@ inline T __shfl_sync(unsigned, T value, int source, int width = 32) {
   __syncwarp();
   return result;
 }
-// Each lane posts its predicate, the warp meets, each lane reads the others', and the warp meets
-// again.
-inline bool __all_sync(unsigned, bool predicate) {
-  auto& block = ::constmem::emulated_gpu::Running();
-  const int self = block.current;
-  block.fibers[static_cast<std::size_t>(self)].shuffled[0] = predicate;
-  __syncwarp();
-  const int first = self - self % 32;
-  const int last = std::min(first + 32, static_cast<int>(block.fibers.size()));
-  bool all = true;
-  for (int lane = first; lane < last; ++lane) {
-    all = all && block.fibers[static_cast<std::size_t>(lane)].shuffled[0] != 0;
-  }
-  __syncwarp();
-  return all;
-}
 template <class T>
 inline T __ldg(const T* p) {
   ::constmem::emulated_gpu::CheckRead(p, sizeof(T));
