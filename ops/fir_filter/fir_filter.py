@@ -115,7 +115,8 @@ def _fir_filter(direct, F, limit, x, taps, padding, method, options):
     found = _fft.operands(F, x, taps, limit)
     if found is None or padding not in ("SAME", "VALID"):
         return direct(x, taps, padding=padding, **options)
-    return F.compiled(_fft.fir_filter, padding)(*found)
+    x, taps, restore = found
+    return restore(F.compiled(_fft.fir_filter, padding)(x, taps))
 
 
 def _prefers_fft(F, x, k, padding):

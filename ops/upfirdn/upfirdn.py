@@ -642,8 +642,9 @@ def _upfirdn(direct, F, x, taps, up, down, method, options):
         or output_length(found[0].shape[-1], count, up, down) < 0
     ):
         return direct(x, taps, up=up, down=down, **options)
-    outputs = output_length(found[0].shape[-1], count, up, down)
-    return F.compiled(_fft.upfirdn, up, down, outputs)(*found)
+    x, taps, restore = found
+    outputs = output_length(x.shape[-1], count, up, down)
+    return restore(F.compiled(_fft.upfirdn, up, down, outputs)(x, taps))
 
 
 def _prefers_fft(F, x, count, up, down):

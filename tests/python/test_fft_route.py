@@ -24,6 +24,7 @@ class Framework:
             import torch
 
             self.tensor = lambda a: torch.tensor(a)
+            self.on_gpu = lambda t: t.is_cuda
         elif name == "jax":
             import jax
 
@@ -31,12 +32,14 @@ class Framework:
             import constmem.jax as cm
             import jax.numpy as jnp
 
-            self.tensor = jnp.asarray
+            self.tensor = jnp.asarray  # on JAX's default device, a GPU where there is one
+            self.on_gpu = lambda t: next(iter(t.devices())).platform == "gpu"
         else:
             import constmem.tensorflow as cm
             import tensorflow as tf
 
             self.tensor = tf.constant
+            self.on_gpu = lambda t: "GPU" in t.device
         self.cm = cm
 
 
@@ -173,8 +176,31 @@ def test_auto_counts_a_few_long_outputs_as_a_full_device(fw):
     x = fw.tensor(rng.standard_normal((1, k)).astype(np.float32))
     taps = fw.tensor(rng.standard_normal(k).astype(np.float32))
     auto = np.asarray(fw.cm.fir_filter(x, taps, padding="VALID"))
-    want = np.asarray(fw.cm.fir_filter(x, taps, padding="VALID", method=chosen["cpu"]))
+    device = "gpu" if fw.on_gpu(x) else "cpu"
+    want = np.asarray(fw.cm.fir_filter(x, taps, padding="VALID", method=chosen[device]))
     np.testing.assert_array_equal(auto, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_fft_route_on_16_bit_data_is_the_float32_route_rounded_once(fw, dtype):
+    # As the kernels compute 16-bit data: in float32, each result rounded once.
+    from constmem.ops._functions import cast, dtype_name
+
+    rng = np.random.default_rng(8)
+    x = cast(fw.tensor(rng.standard_normal((2, 3000)).astype(np.float32)), dtype)
+    taps = fw.tensor(rng.standard_normal(700).astype(np.float32))
+    wide = cast(x, "float32")
+    calls = [
+        lambda a, t: fw.cm.fir_filter(a, t, method="fft"),
+        lambda a, t: fw.cm.upfirdn(a, t, up=3, down=2, method="fft"),
+        lambda a, t: fw.cm.upfirdn(a, t.tolist() if hasattr(t, "tolist") else t, method="fft"),
+    ]
+    for call in calls:
+        got, want = call(x, taps), cast(call(wide, taps), dtype)
+        assert dtype_name(got) == dtype
+        np.testing.assert_array_equal(
+            np.asarray(cast(got, "float32")), np.asarray(cast(want, "float32"))
+        )
 
 
 def test_a_bad_method_is_refused_by_name(fw):
@@ -352,6 +378,13 @@ def test_torch_compile_traces_the_fft_route_fullgraph():
     torch.testing.assert_close(value, expected, rtol=1e-9, atol=1e-11)
     for got, want in zip(grads, (x.grad, taps.grad), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-11)
+    # The polyphase route, whose tap tables are made from index arrays while it is traced.
+    x, taps = x.detach(), taps.detach()
+    resampled = torch.compile(
+        lambda x, t: cm.upfirdn(x, t, up=3, down=2, method="fft"), fullgraph=True
+    )
+    want = cm.upfirdn(x, taps, up=3, down=2, method="direct")
+    torch.testing.assert_close(resampled(x, taps), want, rtol=1e-9, atol=1e-11)
 
 
 def test_the_resamplers_take_the_method(fw):

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from constmem.ops._functions import dtype_name, framework
+from constmem.ops._functions import cast, dtype_name, framework
 
 METHODS = ("auto", "direct", "fft")
 # Below this many taps an output the direct kernel is faster on every device measured: "auto"
@@ -159,31 +159,37 @@ def polyphase_convolve(F, x, filters, down: int, length: int):
 
 # The data the FFT route takes; anything else runs the op, which takes or refuses it.
 _DTYPES = ("float32", "float64")
+# Data the FFT route computes in float32, rounding its results once (the kernels' arithmetic).
+_HALVES = ("float16", "bfloat16")
 
 
 def operands(F, x, taps, limit: int):
-    """(x, taps) as arrays of x's dtype where the FFT route can take them, else None.
+    """(x, taps, restore) for the FFT route where it can take them, else None.
 
-    None for what the op itself would refuse (it then runs, and names what it refuses), for data
-    the framework shards (DTensor: the op has its sharding rules) and for shapes not static.
-    `limit`: the most taps the op takes.
+    x and taps are arrays of one dtype: x's, or float32 for float16 and bfloat16 data (the ops'
+    compute type, which their tables have), whose result `restore` casts back to x's dtype, as
+    the kernels round once; `restore` is the identity otherwise. None for what the op itself
+    would refuse (it then runs, and names what it refuses), for data the framework shards
+    (DTensor: the op has its sharding rules) and for shapes not static. `limit`: the most taps the
+    op takes.
     """
     if hasattr(x, "placements"):  # a DTensor
         return None
     if framework(x) is None:  # a NumPy array or a sequence: the framework's array of it
         x = F.asarray(x)
     shape = tuple(x.shape)
-    if dtype_name(x) not in _DTYPES or not shape or not all(isinstance(d, int) for d in shape):
+    dtype = dtype_name(x)
+    compute = "float32" if dtype in _HALVES else dtype
+    if compute not in _DTYPES or not shape or not all(isinstance(d, int) for d in shape):
         return None
     if framework(taps) is not None:
-        if len(taps.shape) != 1 or dtype_name(taps) != dtype_name(x):
+        if len(taps.shape) != 1 or dtype_name(taps) != compute:
             return None
         count = taps.shape[0]
     elif isinstance(taps, np.ndarray):
         if taps.ndim != 1:
             return None
         count = taps.shape[0]
-        taps = F.cast(taps, x)  # rounded to x's dtype, as the op rounds a static table
     else:
         # A sequence of numbers, read without NumPy (which torch.compile would trace).
         try:
@@ -191,10 +197,16 @@ def operands(F, x, taps, limit: int):
         except (TypeError, ValueError):
             return None
         count = len(values)
-        taps = F.cast(values, x)
+        taps = values
     if not isinstance(count, int) or not 1 <= count <= limit:
         return None
-    return x, taps
+    restore = (lambda y: y) if compute == dtype else (lambda y: cast(y, dtype))
+    if compute != dtype:
+        x = cast(x, compute)
+    # A static table is rounded to the table's dtype, as the op rounds one.
+    if framework(taps) is None:
+        taps = F.cast(taps, x)
+    return x, taps, restore
 
 
 def _as_rows(F, x):

@@ -426,9 +426,10 @@ class TorchArrays(OperatorBits):
 
     @staticmethod
     def take(t, indices, axis):
-        if isinstance(indices, np.ndarray) and indices.dtype == object:
-            # Made from symbolic sizes (torch.compile's dynamic shapes): the sizes of this trace,
-            # which torch.compile then guards on.
+        if isinstance(indices, np.ndarray):
+            # int64 also where made from symbolic sizes (torch.compile's dynamic shapes: the sizes
+            # of this trace, which torch.compile then guards on); no test of the dtype, which
+            # torch.compile cannot trace.
             indices = indices.astype(np.int64)
         return t.index_select(axis, torch.as_tensor(indices, dtype=torch.long, device=t.device))
 
