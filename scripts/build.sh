@@ -17,7 +17,8 @@ if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && [ ! -e "$buil
   export CMAKE_GENERATOR=Ninja
 fi
 # The development configuration, also where scripts/test-wheel.sh left the release one.
-# CONSTMEM_BUILD_BENCH=OFF leaves the benchmarks out, CONSTMEM_GPU_TESTS=if-gpu the C++ GPU tests
+# CONSTMEM_BUILD_BENCH=OFF leaves the benchmarks out, CONSTMEM_EMULATED_TESTS=OFF the stencil ops'
+# kernels' tests on the CPU (scripts/test-emulated.sh's), CONSTMEM_GPU_TESTS=if-gpu the C++ GPU tests
 # and sm_90's machine code where no GPU is seen (the test command's build: nothing there would run
 # them).
 gpu_seen=""
@@ -26,6 +27,7 @@ gpu_tests=ON
 if [ "${CONSTMEM_GPU_TESTS:-}" = if-gpu ] && [ -z "$gpu_seen" ]; then gpu_tests=OFF; fi
 args=(-DCONSTMEM_PYTHON="$PWD/.venv/bin/python" -USKBUILD -DCONSTMEM_BUILD_TESTS=ON
   -DCONSTMEM_BUILD_GPU_TESTS="$gpu_tests" -DCONSTMEM_BUILD_BENCH="${CONSTMEM_BUILD_BENCH:-ON}"
+  -DCONSTMEM_BUILD_EMULATED_TESTS="${CONSTMEM_EMULATED_TESTS:-ON}"
   -DCONSTMEM_COPY_TO_PACKAGE=ON -DCONSTMEM_INSTALL_PACKAGE=OFF -DCONSTMEM_PORTABLE_LINK=OFF)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
