@@ -9,6 +9,8 @@ its first call, and returns the module of ops after (a dictionary lookup, which
 
 import importlib
 import os
+import subprocess
+import sys
 
 BUILD = os.environ.get("APPLY_GAIN_BUILD", os.path.join(os.path.dirname(__file__), "build"))
 
@@ -28,3 +30,18 @@ def loaders(name, descriptions):
         return load
 
     return loader("tensorflow", "tf"), loader("torch", "torch"), loader("jax", "jax")
+
+
+def run_on_cpu_devices(script, count=4):
+    """`script` run by Python in a fresh process on `count` simulated CPU devices (JAX's host
+    platform device count), from this folder: the subprocess's result."""
+    env = dict(
+        os.environ,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={count}",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=os.pathsep.join(sys.path),
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=here, env=env, capture_output=True, text=True
+    )

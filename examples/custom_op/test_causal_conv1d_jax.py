@@ -5,10 +5,7 @@ gradients to x, weight and bias, bad input naming the table as a ValueError whil
 FFI handlers' own checks, and placement_of per table."""
 
 import ctypes
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +14,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from causal_conv1d_ops import BUILD, check_placement_of, random_case, reference  # noqa: E402
 from causal_conv1d_ops import jax as causal_conv1d  # noqa: E402
+from example_libraries import run_on_cpu_devices  # noqa: E402
 
 PATH = f"{BUILD}/_causal_conv1d_jax.so"
 DEVICES = jax.devices("cpu") + [d for d in jax.devices() if d.platform == "gpu"]
@@ -345,14 +343,5 @@ print("sharded: PASS")
 
 
 def test_a_sharded_call_runs_shard_by_shard_bit_for_bit():
-    env = dict(
-        os.environ,
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
-        JAX_PLATFORMS="cpu",
-        PYTHONPATH=os.pathsep.join(sys.path),
-    )
-    here = os.path.dirname(os.path.abspath(__file__))
-    result = subprocess.run(
-        [sys.executable, "-c", SHARDED], cwd=here, env=env, capture_output=True, text=True
-    )
+    result = run_on_cpu_devices(SHARDED)
     assert result.returncode == 0 and "sharded: PASS" in result.stdout, result.stderr[-3000:]

@@ -4,16 +4,13 @@ eagerly, under jit and vmap; absmax's gradient (none to the codes); the XLA FFI 
 directly with results of the wrong count, dtype or shape; a call sharded over 4 simulated CPU
 devices; the same bits as PyTorch's."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 from dequantize_ops import NF4  # noqa: E402
+from example_libraries import run_on_cpu_devices  # noqa: E402
 from quantize_ops import FP4, random_case, reference  # noqa: E402
 from quantize_ops import jax as quantize  # noqa: E402
 
@@ -159,14 +156,5 @@ print("sharded: PASS")
 
 
 def test_a_sharded_call_gives_the_one_device_bits():
-    env = dict(
-        os.environ,
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
-        JAX_PLATFORMS="cpu",
-        PYTHONPATH=os.pathsep.join(sys.path),
-    )
-    here = os.path.dirname(os.path.abspath(__file__))
-    result = subprocess.run(
-        [sys.executable, "-c", SHARDED], cwd=here, env=env, capture_output=True, text=True
-    )
+    result = run_on_cpu_devices(SHARDED)
     assert result.returncode == 0 and "sharded: PASS" in result.stdout, result.stderr[-3000:]
