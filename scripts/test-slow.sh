@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The Python tests marked slow, which the test command leaves out to stay within its time: models
 # saved on each Keras backend reloaded on every one, SeparableFilter and Upfirdn through PyTorch's
-# opcheck and torch.compile (sigma tensors, rates changing between calls), the documentation's
+# opcheck and torch.compile (sigma tensors, rates changing between calls), torch.compile of every
+# op, the core through add_subdirectory, DTensor on a mesh of four processes, the documentation's
 # Python snippets, the demo and the TensorFlow benchmarks' smoke runs, saved models loaded in fresh
 # processes, the stress run on logical CPUs and TensorFlow's multi-worker training. Needs the setup
 # and build the test command makes. Arguments go to pytest.

@@ -47,6 +47,7 @@ def test_find_package_from_an_installed_prefix(installed_prefix, tmp_path):
     build_and_run_consumer(tmp_path / "b", f"-Dconstmem_DIR={installed_prefix}/lib/cmake/constmem")
 
 
+@pytest.mark.slow  # a CMake build of the consumer (about 8 s): scripts/test-slow.sh
 def test_add_subdirectory_gives_the_core_alone(tmp_path):
     # No TensorFlow, tests or GPU kernels of constmem's own: only constmem::core.
     build_and_run_consumer(tmp_path / "b", f"-DCONSTMEM_SOURCE_DIR={ROOT}")

@@ -42,6 +42,7 @@ def test_two_processes_every_op_and_sharding_fsdp2_and_compile():
     assert "world=2" in run("--world", "2")
 
 
+@pytest.mark.slow  # four gloo processes (about 7 s; two run in the test command): test-slow.sh
 def test_four_processes_a_two_by_two_mesh():
     assert "world=4" in run("--world", "4")
 

@@ -462,6 +462,7 @@ def test_opcheck(device):
         torch.library.opcheck(op, args)
 
 
+@pytest.mark.slow  # torch.compile of every op (about 12 s): scripts/test-slow.sh
 def test_compile_fullgraph_traces_every_op(device):
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
