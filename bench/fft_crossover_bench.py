@@ -86,7 +86,7 @@ def run(device, rows, samples, taps_list, direct_limit, repetitions):
         taps = torch.tensor(rng.standard_normal(k, np.float32) / k, device=device)
         outputs = samples - k + 1
         multiply_adds = rows * outputs * k
-        work = _fft.fft_work(rows, 1, 1, k, k - 1 + outputs)
+        work = _fft.fft_work(rows, 1, 1, k, outputs, "cpu" if device == "cpu" else "gpu")
         times = {}
         estimate = per_multiply_add * multiply_adds if per_multiply_add else 0.0
         if estimate <= direct_limit:

@@ -132,8 +132,7 @@ def _prefers_fft(F, x, k, padding):
 def _fft_is_cheaper(shape: tuple, k: int, padding: str, device: str) -> bool:
     rows, n = math.prod(shape[:-1]), shape[-1]
     outputs = n if padding == "SAME" else max(n - k + 1, 0)
-    before = (k - 1) // 2 if padding == "SAME" else 0
-    work = _fft.fft_work(rows, 1, 1, k, k - 1 - before + outputs)
+    work = _fft.fft_work(rows, 1, 1, k, outputs, device)
     return _fft.fft_is_cheaper(device, rows * outputs, k, work)
 
 

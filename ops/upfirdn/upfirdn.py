@@ -667,7 +667,7 @@ def _fft_is_cheaper(shape: tuple, count: int, up: int, down: int, device: str) -
     common = math.gcd(up, down)
     phases, stride = up // common, down // common
     extent = (count - 1 + (stride - 1) * up) // (up * stride) + 1
-    work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases))
+    work = _fft.fft_work(rows, phases, stride, extent, -(-outputs // phases), device)
     return _fft.fft_is_cheaper(device, rows * outputs, _ceil_div(count, up), work)
 
 

@@ -80,6 +80,9 @@ def _fir_reference(x, taps, padding):
         (300, 1, "SAME"),
         (300, 400, "VALID"),
         (300, 100, "VALID"),
+        (300, 310, "VALID"),  # one frame of fewer outputs than taps
+        (513, 600, "SAME"),
+        (33, 20000, "VALID"),  # several frames from the first sample on
         (513, 5000, "SAME"),
     ],
 )
@@ -91,7 +94,7 @@ def test_fir_filter_fft_is_within_its_bound(fw, dtype, k, n, padding):
     x64, taps64 = x.astype(np.float64), taps.astype(np.float64)
     exact = _fir_reference(x64, taps64, padding)
     assert y.dtype == dtype and y.shape == exact.shape
-    size = _fft._fft_size(k, k - 1 + n)
+    size = _fft._fft_size(k, exact.shape[-1], "gpu" if fw.on_gpu(fw.tensor(x)) else "cpu")
     assert np.abs(y - exact).max(initial=0) <= _bound(x, taps, dtype, size)
     # A static table takes the same route with its values rounded to x's dtype.
     static = fw.cm.fir_filter(
@@ -166,9 +169,9 @@ def test_auto_counts_a_few_long_outputs_as_a_full_device(fw):
     from constmem.ops import _fft
 
     k = 1 << 18
-    work = _fft.fft_work(1, 1, 1, k, k)
     chosen = {}
     for device in ("cpu", "gpu"):
+        work = _fft.fft_work(1, 1, 1, k, 1, device)
         effective = _fft.PARALLEL_OUTPUTS[device] * k
         chosen[device] = "fft" if effective > _fft.BUTTERFLY_COST[device] * work else "direct"
     assert chosen == {"cpu": "direct", "gpu": "fft"}
@@ -324,6 +327,27 @@ def test_the_polyphase_plan_is_upfirdns_definition():
                 if 0 <= j < k:
                     definition[i] += x[0, t] * taps[j]
         np.testing.assert_allclose(y[0], definition, rtol=0, atol=1e-12)
+
+
+def test_frames_hold_only_the_samples_the_outputs_need():
+    # VALID outputs start at the filter's last tap: one output of k taps is one frame of k samples
+    # (not the 2k - 1 of the full convolution). One frame for a whole row is taken on a GPU where
+    # it takes fewer butterflies than overlap-save's frames, on a CPU only where it is shorter.
+    from constmem.ops import _fft
+
+    k = 1 << 16
+    outputs = (1 << 20) - k + 1
+    for device in ("cpu", "gpu"):
+        assert _fft._fft_size(k, 1, device) == k
+        assert _fft._fft_size(64, 1 << 20, device) == _fft._SMALLEST_FFT  # short frames
+    assert _fft._fft_size(k, outputs, "gpu") == 1 << 20
+    assert _fft._fft_size(k, outputs, "cpu") == 1 << 19
+    assert _fft._fft_size(1 << 18, (1 << 20) - (1 << 18) + 1, "cpu") == 1 << 20
+    for extent, length in [(64, 1 << 20), (1 << 12, 1 << 20), (1 << 14, 1 << 20), (k, outputs)]:
+        size = _fft._fft_size(extent, length, "gpu")
+        frames = -(-length // (size - extent + 1))
+        whole = _fft.fast_length(length + extent - 1)
+        assert frames * size * np.log2(size) <= whole * np.log2(whole)
 
 
 def test_fast_lengths_are_the_least_five_smooth_sizes():

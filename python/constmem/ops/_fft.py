@@ -51,13 +51,13 @@ def taps_length(taps):
 
 # Pure functions of a call's shape: kept, as a call site's shapes repeat call after call.
 @functools.lru_cache(maxsize=1024)
-def fft_work(rows: int, phases: int, down: int, extent: int, length: int) -> float:
+def fft_work(rows: int, phases: int, down: int, extent: int, length: int, device: str) -> float:
     """The FFT route's work in butterflies.
 
     Each input phase's frames forward and each output phase's back, and a complex multiply-add
     (about two butterflies) for each pair of phases at each frequency.
     """
-    size = _fft_size(extent, length)
+    size = _fft_size(extent, length, device)
     frames = -(-length // (size - extent + 1))
     transforms = (down + phases) * size * math.log2(size) / 2
     products = phases * down * (size // 2 + 1) * 2
@@ -108,23 +108,36 @@ def fast_length(n: int) -> int:
     return best
 
 
-def _fft_size(extent: int, length: int) -> int:
+def _butterflies(size: int, frames: int) -> float:
+    return frames * size * math.log2(size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _fft_size(extent: int, length: int, device: str) -> int:
     """The FFT size of overlap-save with filters of `extent` taps and `length` outputs.
 
-    At least _FRAME_FACTOR times the extent (a power of two), or one frame for all outputs where
-    that is shorter.
+    Frames of at least _FRAME_FACTOR times the extent (a power of two), or one frame for all
+    outputs: on a CPU where that one is shorter (a frame past the caches costs more a butterfly:
+    one frame of 2^20 samples took twice three of 2^19 on a Zen 3 core), on a GPU where it takes
+    fewer butterflies.
     """
     whole = fast_length(length + extent - 1)
     frame = 1 << max(_FRAME_FACTOR * extent - 1, _SMALLEST_FFT - 1).bit_length()
-    return min(whole, frame)
+    if frame >= whole:
+        return whole
+    if device == "cpu":
+        return frame
+    frames = -(-length // (frame - extent + 1))
+    return whole if _butterflies(whole, 1) <= _butterflies(frame, frames) else frame
 
 
-def polyphase_convolve(F, x, filters, down: int, length: int):
-    """c[..., r, m] = sum_s sum_b x[..., b * down + s] * filters[r, s, m - b], m < length.
+def polyphase_convolve(F, x, filters, down: int, start: int, length: int):
+    """c[..., r, m] = sum_s sum_b x[..., b * down + s] * filters[r, s, m - b], for m from `start`.
 
     `x`: [rows, n] (rows and n static); `filters`: [P, down, E] of x's dtype. Returns
     [rows, P, length]: for each output phase r, the sum over the input phases s of the
-    convolution of x's phase s with filters[r, s].
+    convolution of x's phase s with filters[r, s], its outputs start to start + length - 1. They
+    need the samples from start - (E - 1) on, so that a later start needs fewer frames.
     """
     rows, n = x.shape[0], x.shape[-1]
     phases, extent = filters.shape[0], filters.shape[-1]
@@ -133,21 +146,29 @@ def polyphase_convolve(F, x, filters, down: int, length: int):
         x = F.pad_last(x, 0, per_phase * down - n)
     # [rows, B, down] -> [rows, down, B]: phase s of every row in a row of its own.
     x = F.swapaxes(F.reshape(x, (rows, per_phase, down)), -1, -2)
-    size = _fft_size(extent, length)
-    step = size - extent + 1  # at least extent - 1: a frame is two consecutive steps' samples
+    size = _fft_size(extent, length, device_of(F, x))
+    step = size - extent + 1
     frames = -(-length // step)
-    # Zeros before each phase (the outputs before the first sample) and to the samples of one
-    # step past the last frame's.
-    end = (frames + 1) * step - (extent - 1) - per_phase
+    # The samples from start - (extent - 1) on (zeros before the first), to the samples of one
+    # step past the last frame's (or of the one frame).
+    first = start - (extent - 1)
+    if first > 0:
+        x = x[..., first:]
+    before = max(-first, 0)
+    needed = size if frames == 1 else (frames + 1) * step
+    end = needed - before - (per_phase - max(first, 0))
     if end < 0:
-        x = x[..., : per_phase + end]
+        x = x[..., : x.shape[-1] + end]
         end = 0
-    x = F.pad_last(x, extent - 1, end)
-    # Frame f is samples [f step, f step + size): its step, then the next step's first
-    # extent - 1 samples.
-    first = F.reshape(x[..., : frames * step], (rows, 1, down, frames, step))
-    second = F.reshape(x[..., step : (frames + 1) * step], (rows, 1, down, frames, step))
-    x = F.concatenate([first, second[..., : extent - 1]], axis=-1)
+    x = F.pad_last(x, before, end)
+    if frames == 1:
+        x = F.reshape(x, (rows, 1, down, 1, size))
+    else:
+        # Frame f is samples [f step, f step + size): its step, then the next step's first
+        # extent - 1 samples (a step is at least extent - 1 where there are several frames).
+        head = F.reshape(x[..., : frames * step], (rows, 1, down, frames, step))
+        tail = F.reshape(x[..., step : (frames + 1) * step], (rows, 1, down, frames, step))
+        x = F.concatenate([head, tail[..., : extent - 1]], axis=-1)
     spectra = F.rfft(x, size)
     response = F.reshape(F.rfft(filters, size), (1, phases, down, 1, size // 2 + 1))
     products = spectra * response
@@ -236,8 +257,8 @@ def fir_filter(F, x, taps, padding: str):
         return F.reshape(rows[..., :0], (*lead, outputs))
     # A correlation is the convolution with the taps reversed; y[i] = c[i + k - 1 - before].
     filters = F.reshape(F.flip(taps), (1, 1, k))
-    full = polyphase_convolve(F, rows, filters, 1, k - 1 - before + outputs)
-    return F.reshape(full[..., k - 1 - before :], (*lead, outputs))
+    y = polyphase_convolve(F, rows, filters, 1, k - 1 - before, outputs)
+    return F.reshape(y, (*lead, outputs))
 
 
 def upfirdn(F, x, taps, up: int, down: int, outputs: int):
@@ -259,7 +280,7 @@ def upfirdn(F, x, taps, up: int, down: int, outputs: int):
     d = np.arange(extent)[None, None, :]
     filters = _taps_table(F, taps, d * up * stride + r * down - s * up, x)
     per_phase = -(-outputs // phases)
-    c = polyphase_convolve(F, rows, filters, stride, per_phase)
+    c = polyphase_convolve(F, rows, filters, stride, 0, per_phase)
     # [rows, P, M] -> [rows, M, P]: output r + m P in place.
     y = F.reshape(F.swapaxes(c, -1, -2), (rows.shape[0], per_phase * phases))
     return F.reshape(y[..., :outputs], (*lead, outputs))
