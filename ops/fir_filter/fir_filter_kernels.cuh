@@ -39,23 +39,6 @@ namespace constmem {
 namespace ops {
 namespace fir_kernels {
 
-// FromCompute in device code. numeric.hpp rounds to bfloat16 before sm_80 with a host function:
-// the same rounding here (to nearest even; a NaN stays a quiet NaN).
-template <class Out, class C>
-__host__ __device__ __forceinline__ Out ToData(C v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  if constexpr (std::is_same<Out, BFloat16>::value) {
-    const unsigned f = __float_as_uint(static_cast<float>(v));
-    if ((f & 0x7fffffffu) > 0x7f800000u) return Out{static_cast<std::uint16_t>((f >> 16) | 0x40u)};
-    return Out{static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
-  } else {
-    return FromCompute<Out>(v);
-  }
-#else
-  return FromCompute<Out>(v);
-#endif
-}
-
 // Threads a block: 256, or 64 on GPUs that offer too little shared memory a block for tiles of
 // 256 threads (64 KiB on compute capability 7.5; 99 KiB on 8.6 and 8.9, less than float64 filters
 // of more than 64 taps need).
@@ -271,7 +254,7 @@ template <class T, int kTeam, class Out>
 __device__ __forceinline__ void StoreOutputs(const T* staged, Out* tile_y, int from_output,
                                              int tile_outputs, unsigned thread) {
   for (int e = from_output + thread; e < tile_outputs; e += kTeam) {
-    tile_y[e] = ToData<Out>(staged[Padded<T, kTeam>(e)]);
+    tile_y[e] = FromCompute<Out>(staged[Padded<T, kTeam>(e)]);
   }
 }
 
@@ -343,8 +326,8 @@ __device__ __forceinline__ void StoreNarrowOutputs(const T* staged, In* tile_y, 
       unsigned words[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        words[i] = static_cast<unsigned>(ToData<In>(v[2 * i]).bits) |
-                   static_cast<unsigned>(ToData<In>(v[2 * i + 1]).bits) << 16;
+        words[i] = static_cast<unsigned>(FromCompute<In>(v[2 * i]).bits) |
+                   static_cast<unsigned>(FromCompute<In>(v[2 * i + 1]).bits) << 16;
       }
       *reinterpret_cast<uint4*>(tile_y + 8 * c) =
           make_uint4(words[0], words[1], words[2], words[3]);

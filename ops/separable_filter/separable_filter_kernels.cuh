@@ -170,22 +170,6 @@ __device__ __forceinline__ void Slide(Lanes<T, N> (&acc)[R], const Taps& taps, i
   }
 }
 
-// A computed value as data type Out: FromCompute, but for bfloat16 below compute capability 8.0,
-// whose path in numeric.hpp is host code, CUDA's conversion (the same rounding, and NaN the
-// canonical NaN, as cvt.rn.bf16.f32 gives from 8.0 on).
-template <class Out, class C>
-__host__ __device__ __forceinline__ Out ToData(C v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  if constexpr (std::is_same<Out, BFloat16>::value) {
-    return Out{__bfloat16_as_ushort(__float2bfloat16_rn(static_cast<float>(v)))};
-  } else {
-    return FromCompute<Out>(v);
-  }
-#else
-  return FromCompute<Out>(v);
-#endif
-}
-
 // The row and column taps as two readers: of two tables, or two views of one table that holds each
 // image's (or the shared) row taps followed by its column taps. The kernels read taps through
 // RowTaps and ColumnTaps; a by-value table is one parameter that both read.
@@ -527,7 +511,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
             if (g.vector_output && e + NV <= g.row_elements) {
               Lanes<In, NV> v;
 #pragma unroll
-              for (int l = 0; l < NV; ++l) v.v[l] = ToData<In>(acc[k].v[l]);
+              for (int l = 0; l < NV; ++l) v.v[l] = FromCompute<In>(acc[k].v[l]);
               if constexpr (sizeof(In) * NV == 32) {  // double: two 16-byte stores
                 auto* to = reinterpret_cast<Lanes<In, 2>*>(out + e);
                 to[0] = Lanes<In, 2>{{v.v[0], v.v[1]}};
@@ -540,7 +524,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kThreads == 256 ? kMinLa
               for (int l = 0; l < NV; ++l) {
                 if (e + l < g.row_elements) {
                   out[static_cast<std::int64_t>(e + l) * g.element_stride] =
-                      ToData<In>(acc[k].v[l]);
+                      FromCompute<In>(acc[k].v[l]);
                 }
               }
             }
@@ -718,7 +702,7 @@ __global__ void __launch_bounds__(kTwoPassThreads)
     for (int r = 0; r < R; ++r) {
       const int yy = y0 + r;
       if (yy < g.height) {
-        y_column[static_cast<std::int64_t>(yy) * g.row_stride] = ToData<In>(acc[r].v[0]);
+        y_column[static_cast<std::int64_t>(yy) * g.row_stride] = FromCompute<In>(acc[r].v[0]);
       }
     }
   }
@@ -1007,7 +991,7 @@ __global__ void __launch_bounds__(kRegisterThreads, RegisterMinBlocks<In>(kK, kC
           T acc = T(0);
 #pragma unroll
           for (int k = 0; k < kK; ++k) acc = fma(ring[(slot + 1 + k) % kK][i], column_taps[k], acc);
-          out.v[i] = ToData<In>(acc);
+          out.v[i] = FromCompute<In>(acc);
         }
         In* const to = y_plane + static_cast<std::int64_t>(y_first + t - (kK - 1)) * g.row_stride;
         if (whole) {

@@ -63,23 +63,6 @@ namespace constmem {
 namespace ops {
 namespace upfirdn_kernels {
 
-// FromCompute in device code. numeric.hpp rounds to bfloat16 before sm_80 with a host function:
-// the same rounding here (to nearest even; a NaN stays a quiet NaN).
-template <class Out, class C>
-__host__ __device__ __forceinline__ Out ToData(C v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  if constexpr (std::is_same<Out, BFloat16>::value) {
-    const unsigned f = __float_as_uint(static_cast<float>(v));
-    if ((f & 0x7fffffffu) > 0x7f800000u) return Out{static_cast<std::uint16_t>((f >> 16) | 0x40u)};
-    return Out{static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
-  } else {
-    return FromCompute<Out>(v);
-  }
-#else
-  return FromCompute<Out>(v);
-#endif
-}
-
 // Threads a block: up to 256, fewer where that leaves fewer of them idle for a tile's items
 // (BlockThreads).
 constexpr int kThreads = 256;
@@ -574,15 +557,15 @@ __device__ __forceinline__ void StoreNarrowSpan(In* row, const float* from, int 
       unsigned words[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        words[i] = static_cast<unsigned>(ToData<In>(v[2 * i]).bits) |
-                   static_cast<unsigned>(ToData<In>(v[2 * i + 1]).bits) << 16;
+        words[i] = static_cast<unsigned>(FromCompute<In>(v[2 * i]).bits) |
+                   static_cast<unsigned>(FromCompute<In>(v[2 * i + 1]).bits) << 16;
       }
       *reinterpret_cast<uint4*>(row + e) = make_uint4(words[0], words[1], words[2], words[3]);
       continue;
     }
 #pragma unroll
     for (int i = 0; i < kPerChunk; ++i) {
-      if (e + i >= 0 && e + i < count) row[e + i] = ToData<In>(values[i]);
+      if (e + i >= 0 && e + i < count) row[e + i] = FromCompute<In>(values[i]);
     }
   }
 }
@@ -935,7 +918,7 @@ __global__ void __launch_bounds__(kThreads)
         acc = fma(ToCompute<T>(x[sample]), h[static_cast<int>(tap)], acc);
       }
     }
-    y[w] = ToData<In>(acc);
+    y[w] = FromCompute<In>(acc);
   }
 }
 
