@@ -74,6 +74,10 @@ def _anchors(device):
     return found
 
 
+def _device_key(device):
+    return "cpu" if device == "cpu" else "gpu"
+
+
 def run(device, rows, samples, taps_list, direct_limit, repetitions):
     rng = np.random.default_rng(0)
     x = torch.tensor(rng.standard_normal((rows, samples), np.float32), device=device)
@@ -86,7 +90,7 @@ def run(device, rows, samples, taps_list, direct_limit, repetitions):
         taps = torch.tensor(rng.standard_normal(k, np.float32) / k, device=device)
         outputs = samples - k + 1
         multiply_adds = rows * outputs * k
-        work = _fft.fft_work(rows, 1, 1, k, outputs, "cpu" if device == "cpu" else "gpu")
+        work = _fft.fft_work(rows, 1, 1, k, outputs, _device_key(device))
         times = {}
         estimate = per_multiply_add * multiply_adds if per_multiply_add else 0.0
         if estimate <= direct_limit:
@@ -109,6 +113,8 @@ def run(device, rows, samples, taps_list, direct_limit, repetitions):
         cases.append(
             {
                 "taps": k,
+                "rows": rows,
+                "samples": samples,
                 "ms": {name: round(t * 1e3, 4) for name, t in times.items()},
                 "direct_ms": round(direct * 1e3, 4),
                 "direct_estimated": "direct" not in times,
@@ -131,6 +137,37 @@ def run(device, rows, samples, taps_list, direct_limit, repetitions):
     return cases
 
 
+def route_cost(device, cases, butterfly_cost, repetitions, samples=4096, k=64):
+    """The FFT route's cost whatever its size, in the direct kernel's multiply-adds at full speed.
+
+    The route's time on one short row less the direct kernel's, over the direct kernel's least
+    time a multiply-add among `cases`, less the route's butterflies at `butterfly_cost`
+    (ROUTE_COST in constmem/ops/_fft.py).
+    """
+    rng = np.random.default_rng(1)
+    x = torch.tensor(rng.standard_normal((1, samples), np.float32), device=device)
+    taps = torch.tensor(rng.standard_normal(k, np.float32) / k, device=device)
+    fft = _time(lambda: cm.fir_filter(x, taps, padding="VALID", method="fft"), device, repetitions)
+    direct = _time(
+        lambda: cm.fir_filter(x, taps, padding="VALID", method="direct"), device, repetitions
+    )
+    full_speed = min(
+        c["direct_ms"] / (c["taps"] * (c["samples"] - c["taps"] + 1) * c["rows"])
+        for c in cases
+        if not c["direct_estimated"]
+    )
+    return {
+        "samples": samples,
+        "taps": k,
+        "fft_ms": round(fft * 1e3, 4),
+        "direct_ms": round(direct * 1e3, 4),
+        "multiply_adds": round(
+            (fft - direct) * 1e3 / full_speed
+            - butterfly_cost * _fft.fft_work(1, 1, 1, k, samples - k + 1, _device_key(device))
+        ),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -145,18 +182,25 @@ def main():
     rows = args.rows or (8 if args.device == "cuda" else 1)
     samples = args.samples or (1 << 20)
     cases = run(args.device, rows, samples, TAPS, args.direct_limit, args.repetitions)
-    costs = [c["butterfly_cost"] for c in cases if not c["direct_estimated"]]
+    median_cost = statistics.median(c["butterfly_cost"] for c in cases if not c["direct_estimated"])
     summary = {
         "device": torch.cuda.get_device_name() if args.device == "cuda" else platform.processor(),
         "cpu_model": cpu_model(),
         "threads": args.threads,
         "rows": rows,
         "samples": samples,
-        "butterfly_cost_median": statistics.median(costs) if costs else None,
+        "butterfly_cost_median": median_cost,
         "BUTTERFLY_COST": _fft.BUTTERFLY_COST,
+        "route_cost": route_cost(args.device, cases, median_cost, args.repetitions),
+        "ROUTE_COST": _fft.ROUTE_COST,
         "cases": cases,
     }
     print(f"butterfly cost (median of measured lengths): {summary['butterfly_cost_median']}")
+    short = summary["route_cost"]
+    print(
+        f"route cost: {short['multiply_adds']:.3g} multiply-adds (one row of {short['samples']},"
+        f" {short['taps']} taps: fft {short['fft_ms']:.3f} ms, direct {short['direct_ms']:.3f})"
+    )
     worst = min(c["auto_over_best_anchor"] for c in cases)
     print(f"auto over the faster anchor, worst length: {worst:.2f}x")
     if args.json:

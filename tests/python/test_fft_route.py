@@ -172,8 +172,7 @@ def test_auto_counts_a_few_long_outputs_as_a_full_device(fw):
     chosen = {}
     for device in ("cpu", "gpu"):
         work = _fft.fft_work(1, 1, 1, k, 1, device)
-        effective = _fft.PARALLEL_OUTPUTS[device] * k
-        chosen[device] = "fft" if effective > _fft.BUTTERFLY_COST[device] * work else "direct"
+        chosen[device] = "fft" if _fft.fft_is_cheaper(device, 1, k, work) else "direct"
     assert chosen == {"cpu": "direct", "gpu": "fft"}
     rng = np.random.default_rng(6)
     x = fw.tensor(rng.standard_normal((1, k)).astype(np.float32))
@@ -327,6 +326,20 @@ def test_the_polyphase_plan_is_upfirdns_definition():
                 if 0 <= j < k:
                     definition[i] += x[0, t] * taps[j]
         np.testing.assert_allclose(y[0], definition, rtol=0, atol=1e-12)
+
+
+def test_auto_keeps_short_rows_on_the_direct_kernel(fw):
+    # A row of 480 samples resampled with 37 taps is a few microseconds of one launch in the direct
+    # kernel and several of the framework's operations by FFT, on every device.
+    from constmem.ops import _fft
+
+    for device in ("cpu", "gpu"):
+        work = _fft.fft_work(1, 1, 3, 13, 160, device)
+        assert not _fft.fft_is_cheaper(device, 160, 37, work)
+    x = fw.tensor(np.random.default_rng(3).standard_normal((1, 480)).astype(np.float32))
+    auto = np.asarray(fw.cm.resample(x, 48000, 16000))
+    direct = np.asarray(fw.cm.resample(x, 48000, 16000, method="direct"))
+    np.testing.assert_array_equal(auto, direct)
 
 
 def test_frames_hold_only_the_samples_the_outputs_need():

@@ -24,6 +24,10 @@ SHORT_TAPS = 32
 # What one butterfly of the FFT route costs in the direct kernel's multiply-adds, by device
 # (bench/fft_crossover_bench.py measures it; docs/performance.md has the crossover it gives).
 BUTTERFLY_COST = {"cpu": 12.0, "gpu": 61.0}
+# What the FFT route costs whatever its size (its launches and copies: about ten operations of the
+# framework against the direct kernel's one), in the direct kernel's multiply-adds at full speed
+# (bench/fft_crossover_bench.py measures it on a short row).
+ROUTE_COST = {"cpu": 5.0e6, "gpu": 5.0e8}
 # The outputs the direct kernel computes side by side before a device is full: a thread (a lane
 # of a CPU's vector) takes an output's taps one after another, so fewer outputs cost what this
 # many do (an H100 holds about 270,000 threads; 2^20 taps into one output took the direct kernel
@@ -79,11 +83,12 @@ def fft_is_cheaper(device: str, outputs: int, taps: int, work: float) -> bool:
     """Whether the FFT route's `work` costs less than the direct kernel's multiply-adds.
 
     The direct kernel computes `outputs` of `taps` multiply-adds each, at least
-    PARALLEL_OUTPUTS[device] of them at a time. Decided from the shapes before the operands are
-    converted, so that a call the kernel takes converts nothing.
+    PARALLEL_OUTPUTS[device] of them at a time; the route costs ROUTE_COST[device] beside its
+    butterflies. Decided from the shapes before the operands are converted, so that a call the
+    kernel takes converts nothing.
     """
     multiply_adds = max(outputs, PARALLEL_OUTPUTS[device]) * taps
-    return multiply_adds > BUTTERFLY_COST[device] * work
+    return multiply_adds > BUTTERFLY_COST[device] * work + ROUTE_COST[device]
 
 
 # Frames of at least this many times the filter's extent (and _SMALLEST_FFT samples): a frame
