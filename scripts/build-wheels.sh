@@ -18,6 +18,8 @@
 #   --out DIR         where the wheels go
 #   --no-core         the op libraries' wheels alone (a second CUDA's build)
 #   --no-sdist        no source distribution (the test command's build, to save its time)
+#   --check-only      the CUDA code unoptimized (CONSTMEM_CUDA_CHECK_ONLY): wheels whose kernels
+#                     never run (the test command's where no GPU is seen), never a release
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +29,7 @@ archs="75-real;80-real;86-real;89-real;90-real;90-virtual"
 out=dist
 core=(--variants "cu13,cu12")
 sdist=1
+check_only=OFF
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build=$2; shift 2 ;;
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --no-core) core=(--no-core); sdist=""; shift ;;
     --no-sdist) sdist=""; shift ;;
+    --check-only) check_only=ON; shift ;;
     *) echo "build-wheels: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -58,7 +62,7 @@ generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/
 if [ -z "$generator" ] && command -v ninja >/dev/null; then generator=Ninja; fi
 cmake -S . -B "$build" ${generator:+-G "$generator"} -DCMAKE_BUILD_TYPE=Release \
   -DCONSTMEM_PYTHON="$python" -DCONSTMEM_WITH_GPU=ON "${toolkit[@]}" \
-  -DCMAKE_CUDA_ARCHITECTURES="$archs" \
+  -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCONSTMEM_CUDA_CHECK_ONLY="$check_only" \
   -DCONSTMEM_BUILD_TESTS=OFF -DCONSTMEM_BUILD_BENCH=OFF -DCONSTMEM_TEST_HOOKS=OFF \
   -DCONSTMEM_BUILD_UNSAFE_VARIANT=OFF -DCONSTMEM_COPY_TO_PACKAGE=OFF \
   -DCONSTMEM_INSTALL_PACKAGE=ON -DCONSTMEM_PORTABLE_LINK=ON >/dev/null

@@ -34,6 +34,7 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   args+=(-DCONSTMEM_WITH_GPU=ON)
   archs=${CONSTMEM_CUDA_ARCHS:-}
   tools_archs=""
+  check_only=OFF
   if [ -z "$archs" ]; then
     archs="75-virtual;90-real"
     # Without a GPU the C++ tests and benchmarks cannot run: they are compiled for one of them.
@@ -43,11 +44,14 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
       tools_archs=""
     elif [ "$gpu_tests" = OFF ]; then
       # The test command's build where nothing runs GPU code: every kernel compiles to sm_75's
-      # PTX, but the sm_90 paths (.ci/run's build compiles those), at about half the cost.
+      # PTX, but the sm_90 paths (.ci/run's build compiles those), at about half the cost, and
+      # unoptimized (CONSTMEM_CUDA_CHECK_ONLY: a tenth of the cost again).
       archs=75-virtual
+      check_only=ON
     fi
   fi
-  args+=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCONSTMEM_TOOLS_CUDA_ARCHITECTURES="$tools_archs")
+  args+=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCONSTMEM_TOOLS_CUDA_ARCHITECTURES="$tools_archs"
+    -DCONSTMEM_CUDA_CHECK_ONLY="$check_only")
 else
   echo "build: no nvcc found; building the CPU kernels only" >&2
   args+=(-DCONSTMEM_WITH_GPU=OFF)

@@ -19,8 +19,16 @@ trap '[ -z "$clean_envs" ] || kill -- -"$clean_envs" 2>/dev/null || true; rm -rf
 build=${CONSTMEM_BUILD_DIR:-build}
 archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 archs=${archs:-75-virtual}
+# A build that only checks its CUDA code (scripts/build.sh's where no GPU is seen) makes wheels
+# of the same, and the example op's CUDA code compiles unoptimized too.
+check_only=()
+example_flags=()
+if grep -q '^CONSTMEM_CUDA_CHECK_ONLY:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  check_only=(--check-only)
+  example_flags=(-DCMAKE_CUDA_FLAGS="-Xcicc -O0" -DCMAKE_CUDA_FLAGS_RELEASE="-O0 -DNDEBUG")
+fi
 scripts/build-wheels.sh --build-dir "$build" --archs "$archs" --out "$work/wheels" --no-sdist \
-  >/dev/null
+  "${check_only[@]}" >/dev/null
 # The op libraries' wheels: manylinux_2_28 where the symbols allow it (not TensorFlow's, which
 # uses the libstdc++ TensorFlow loads: docs/design.md).
 for framework in torch jax; do
@@ -52,7 +60,7 @@ PY
 )
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work/custom_op" \
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
-  -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" -DCONSTMEM_PORTABLE_LINK=ON >/dev/null
+  -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" -DCONSTMEM_PORTABLE_LINK=ON "${example_flags[@]}" >/dev/null
 cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
 # The installed helpers' portable link: the example's libraries need no glibc newer than 2.28, and
 # the PyTorch and JAX ones no libstdc++ at all (TensorFlow's the one TensorFlow's wheel needs).
