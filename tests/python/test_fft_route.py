@@ -345,7 +345,8 @@ def test_auto_keeps_short_rows_on_the_direct_kernel(fw):
 def test_frames_hold_only_the_samples_the_outputs_need():
     # VALID outputs start at the filter's last tap: one output of k taps is one frame of k samples
     # (not the 2k - 1 of the full convolution). One frame for a whole row is taken on a GPU where
-    # it takes fewer butterflies than overlap-save's frames, on a CPU only where it is shorter.
+    # it takes fewer butterflies than overlap-save's frames, on a CPU only where it is shorter; a
+    # CPU's frames stay within its caches where the filter allows.
     from constmem.ops import _fft
 
     k = 1 << 16
@@ -354,8 +355,9 @@ def test_frames_hold_only_the_samples_the_outputs_need():
         assert _fft._fft_size(k, 1, device) == k
         assert _fft._fft_size(64, 1 << 20, device) == _fft._SMALLEST_FFT  # short frames
     assert _fft._fft_size(k, outputs, "gpu") == 1 << 20
-    assert _fft._fft_size(k, outputs, "cpu") == 1 << 19
-    assert _fft._fft_size(1 << 18, (1 << 20) - (1 << 18) + 1, "cpu") == 1 << 20
+    assert _fft._fft_size(k, outputs, "cpu") == _fft._CPU_FRAME_CAP == 1 << 17
+    assert _fft._fft_size(1 << 12, 1 << 20, "cpu") == 1 << 15  # eight times the filter
+    assert _fft._fft_size(1 << 18, (1 << 20) - (1 << 18) + 1, "cpu") == 1 << 19  # twice
     for extent, length in [(64, 1 << 20), (1 << 12, 1 << 20), (1 << 14, 1 << 20), (k, outputs)]:
         size = _fft._fft_size(extent, length, "gpu")
         frames = -(-length // (size - extent + 1))

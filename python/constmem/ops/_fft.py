@@ -96,6 +96,10 @@ def fft_is_cheaper(device: str, outputs: int, taps: int, work: float) -> bool:
 # until a frame holds the whole row.
 _FRAME_FACTOR = 8
 _SMALLEST_FFT = 4096
+# On a CPU a frame past this many samples costs more a butterfly (it leaves the caches): longer
+# filters take frames of twice their extent instead (at 262,144 taps on a Zen 3 core, frames of
+# 2^19 samples took half the time of one frame of 2^20).
+_CPU_FRAME_CAP = 1 << 17
 
 
 @functools.lru_cache(maxsize=1024)
@@ -121,13 +125,14 @@ def _butterflies(size: int, frames: int) -> float:
 def _fft_size(extent: int, length: int, device: str) -> int:
     """The FFT size of overlap-save with filters of `extent` taps and `length` outputs.
 
-    Frames of at least _FRAME_FACTOR times the extent (a power of two), or one frame for all
-    outputs: on a CPU where that one is shorter (a frame past the caches costs more a butterfly:
-    one frame of 2^20 samples took twice three of 2^19 on a Zen 3 core), on a GPU where it takes
-    fewer butterflies.
+    Frames of at least _FRAME_FACTOR times the extent (a power of two; on a CPU at most
+    _CPU_FRAME_CAP samples, or twice the extent), or one frame for all outputs: on a CPU where
+    that one is shorter, on a GPU where it takes fewer butterflies.
     """
     whole = fast_length(length + extent - 1)
     frame = 1 << max(_FRAME_FACTOR * extent - 1, _SMALLEST_FFT - 1).bit_length()
+    if device == "cpu" and frame > _CPU_FRAME_CAP:
+        frame = max(_CPU_FRAME_CAP, 1 << (2 * extent - 1).bit_length())
     if frame >= whole:
         return whole
     if device == "cpu":
