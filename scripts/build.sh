@@ -50,6 +50,8 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
       check_only=ON
     fi
   fi
+  # CONSTMEM_CUDA_CHECK_ONLY=ON or OFF overrides (.ci/run's build, which no GPU runs either).
+  check_only=${CONSTMEM_CUDA_CHECK_ONLY:-$check_only}
   args+=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCONSTMEM_TOOLS_CUDA_ARCHITECTURES="$tools_archs"
     -DCONSTMEM_CUDA_CHECK_ONLY="$check_only")
 else
