@@ -131,12 +131,10 @@ def _fft_size(extent: int, length: int, device: str) -> int:
     """
     whole = fast_length(length + extent - 1)
     frame = 1 << max(_FRAME_FACTOR * extent - 1, _SMALLEST_FFT - 1).bit_length()
-    if device == "cpu" and frame > _CPU_FRAME_CAP:
-        frame = max(_CPU_FRAME_CAP, 1 << (2 * extent - 1).bit_length())
-    if frame >= whole:
-        return whole
     if device == "cpu":
-        return frame
+        if frame > _CPU_FRAME_CAP:
+            frame = max(_CPU_FRAME_CAP, 1 << (2 * extent - 1).bit_length())
+        return min(whole, frame)
     frames = -(-length // (frame - extent + 1))
     return whole if _butterflies(whole, 1) <= _butterflies(frame, frames) else frame
 
