@@ -5,10 +5,10 @@ The op's C++ description (fir_filter_op.h) gives its names, table and attributes
 the Python packages add to them (constmem.ops).
 """
 
-import functools
 import math
 
 from constmem.ops import BATCH, WHOLE, Axes, Halo, _fft
+from constmem.ops._functions import shape_cache
 
 # The name of the module constant that holds the most entries the table takes.
 LIMIT = "MAX_TAPS"
@@ -128,7 +128,7 @@ def _prefers_fft(F, x, k, padding):
 
 
 # A pure function of a call's shape, taps, padding and device: kept, as a call site's repeat.
-@functools.lru_cache(maxsize=1024)
+@shape_cache(maxsize=1024)
 def _fft_is_cheaper(shape: tuple, k: int, padding: str, device: str) -> bool:
     rows, n = math.prod(shape[:-1]), shape[-1]
     outputs = n if padding == "SAME" else max(n - k + 1, 0)

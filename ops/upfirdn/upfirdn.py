@@ -22,6 +22,7 @@ from constmem.ops._functions import (
     WIDENED_DTYPES,
     Required,
     argument,
+    shape_cache,
     signature,
     torch_compiling,
     widened,
@@ -658,7 +659,7 @@ def _prefers_fft(F, x, count, up, down):
 
 
 # A pure function of a call's shape, rates and device: kept, as a call site's repeat.
-@functools.lru_cache(maxsize=1024)
+@shape_cache(maxsize=1024)
 def _fft_is_cheaper(shape: tuple, count: int, up: int, down: int, device: str) -> bool:
     outputs = output_length(shape[-1], count, up, down)
     if outputs <= 0:

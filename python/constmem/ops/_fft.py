@@ -10,12 +10,11 @@ FFTs and gathers. Imports no framework.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
-from constmem.ops._functions import cast, dtype_name, framework
+from constmem.ops._functions import cast, dtype_name, framework, shape_cache
 
 METHODS = ("auto", "direct", "fft")
 # Below this many taps an output the direct kernel is faster on every device measured: "auto"
@@ -54,7 +53,7 @@ def taps_length(taps):
 
 
 # Pure functions of a call's shape: kept, as a call site's shapes repeat call after call.
-@functools.lru_cache(maxsize=1024)
+@shape_cache(maxsize=1024)
 def fft_work(rows: int, phases: int, down: int, extent: int, length: int, device: str) -> float:
     """The FFT route's work in butterflies.
 
@@ -102,7 +101,7 @@ _SMALLEST_FFT = 4096
 _CPU_FRAME_CAP = 1 << 17
 
 
-@functools.lru_cache(maxsize=1024)
+@shape_cache(maxsize=1024)
 def fast_length(n: int) -> int:
     """The least 2^a 3^b 5^c of at least n: sizes every framework's FFT runs at full speed."""
     best = 1 << max(n - 1, 0).bit_length()
@@ -121,7 +120,7 @@ def _butterflies(size: int, frames: int) -> float:
     return frames * size * math.log2(size)
 
 
-@functools.lru_cache(maxsize=1024)
+@shape_cache(maxsize=1024)
 def _fft_size(extent: int, length: int, device: str) -> int:
     """The FFT size of overlap-save with filters of `extent` taps and `length` outputs.
 

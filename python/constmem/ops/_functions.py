@@ -8,6 +8,7 @@ through them. Imports no framework.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 import sys
@@ -88,6 +89,27 @@ def torch_compiling() -> bool:
     """Whether torch.compile is tracing the call (where torch is loaded)."""
     torch = sys.modules.get("torch")
     return torch is not None and torch.compiler.is_compiling()
+
+
+def shape_cache(maxsize: int):
+    """functools.lru_cache for a pure function of a call's shapes and settings.
+
+    Bypassed while torch.compile traces the call: Dynamo traces through a cache it meets and warns
+    of each one, so the traced call runs the function itself (its result is a constant either way).
+    """
+
+    def wrap(function):
+        cached = functools.lru_cache(maxsize=maxsize)(function)
+
+        @functools.wraps(function)
+        def call(*args):
+            return function(*args) if torch_compiling() else cached(*args)
+
+        call.cache_clear = cached.cache_clear
+        call.cache_info = cached.cache_info
+        return call
+
+    return wrap
 
 
 def dtype_name(data) -> str | None:
