@@ -70,7 +70,10 @@ def fft_work(rows: int, phases: int, down: int, extent: int, length: int, device
 def static_shape(x):
     """X's shape where every dimension is a known int (rank 1 or more), else None."""
     shape = tuple(getattr(x, "shape", None) or ())
-    return shape if shape and all(isinstance(d, int) for d in shape) else None
+    for d in shape:  # a loop: this runs on every call that "auto" decides
+        if not isinstance(d, int):
+            return None
+    return shape or None
 
 
 def device_of(F, x) -> str:

@@ -71,11 +71,11 @@ def argument(function: str, given: list) -> tuple:
 
 def framework(value) -> str | None:
     """'torch', 'jax' or 'tensorflow' for a tensor of that framework, else None."""
-    if value is None or isinstance(value, (numbers.Number, list, tuple, np.ndarray)):
-        return None
-    torch = sys.modules.get("torch")
+    torch = sys.modules.get("torch")  # first: the common case, before the checks of ABCs
     if torch is not None and isinstance(value, torch.Tensor):
         return "torch"
+    if value is None or isinstance(value, (numbers.Number, list, tuple, np.ndarray)):
+        return None
     jax = sys.modules.get("jax")
     if jax is not None and isinstance(value, jax.Array):
         return "jax"

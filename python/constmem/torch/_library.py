@@ -320,7 +320,7 @@ class TorchArrays(OperatorBits):
 
     @staticmethod
     def on_gpu(t):
-        return t.device.type == "cuda"
+        return t.is_cuda
 
     @staticmethod
     def length(table):
