@@ -320,7 +320,7 @@ class TorchArrays(OperatorBits):
 
     @staticmethod
     def on_gpu(t):
-        return t.is_cuda
+        return t.device.type == "cuda"
 
     @staticmethod
     def length(table):
