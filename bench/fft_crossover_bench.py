@@ -31,19 +31,29 @@ from timing import cpu_model
 TAPS = [64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536, 1 << 18, 1 << 20]
 
 
-def _time(fn, device, repetitions):
-    """Median seconds a call, after a warm-up call."""
-    fn()
-    times = []
-    for _ in range(repetitions):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
+def _times(fns, device, repetitions):
+    """Median seconds a call of each of `fns` (name: function), after a warm-up call of each.
+
+    The functions are called in turn in every repetition, each repetition starting one further on
+    (so that a drift of the machine's speed, and what the call before leaves in the caches, reach
+    each alike).
+    """
+    for fn in fns.values():
         fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times = {name: [] for name in fns}
+    names = list(fns)
+    for repetition in range(repetitions):
+        turn = repetition % len(names)
+        for name in names[turn:] + names[:turn]:
+            fn = fns[name]
+            if device == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            if device == "cuda":
+                torch.cuda.synchronize()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _torch_fft_valid(x, taps):
@@ -91,23 +101,17 @@ def run(device, rows, samples, taps_list, direct_limit, repetitions):
         outputs = samples - k + 1
         multiply_adds = rows * outputs * k
         work = _fft.fft_work(rows, 1, 1, k, outputs, _device_key(device))
-        times = {}
         estimate = per_multiply_add * multiply_adds if per_multiply_add else 0.0
+        fns = {}
         if estimate <= direct_limit:
-            times["direct"] = _time(
-                lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="direct"),
-                device,
-                repetitions,
-            )
-            per_multiply_add = times["direct"] / multiply_adds
-        times["fft"] = _time(
-            lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="fft"), device, repetitions
-        )
-        times["auto"] = _time(
-            lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="auto"), device, repetitions
-        )
+            fns["direct"] = lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="direct")
+        fns["fft"] = lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="fft")
+        fns["auto"] = lambda t=taps: cm.fir_filter(x, t, padding="VALID", method="auto")
         for name, anchor in anchors.items():
-            times[name] = _time(lambda a=anchor, t=taps: a(x, t), device, repetitions)
+            fns[name] = lambda a=anchor, t=taps: a(x, t)
+        times = _times(fns, device, repetitions)
+        if "direct" in times:
+            per_multiply_add = times["direct"] / multiply_adds
         direct = times.get("direct", per_multiply_add * multiply_adds)
         best_anchor = min(times[name] for name in anchors)
         cases.append(
@@ -125,13 +129,19 @@ def run(device, rows, samples, taps_list, direct_limit, repetitions):
             }
         )
         row = cases[-1]
+        route = "fft" if row["auto_chose_fft"] else "direct"
+        # "auto" against the route it took, timed in turn with it: what the choice costs.
+        row["auto_over_its_route"] = (
+            round(times[route] / times["auto"], 3) if route in times else None
+        )
         mark = "~" if row["direct_estimated"] else " "
         print(
             f"taps {k:>8}: direct {mark}{row['direct_ms']:>10.3f}"
             f" ms  fft {row['ms']['fft']:>9.3f}  auto {row['ms']['auto']:>9.3f}  "
             + "  ".join(f"{n} {row['ms'][n]:.3f}" for n in anchors)
             + f"  auto/best anchor {row['auto_over_best_anchor']:.2f}x"
-            + f"  butterfly cost {row['butterfly_cost']:.3f}",
+            + f"  butterfly cost {row['butterfly_cost']:.3f}"
+            + f"  auto/its route {row['auto_over_its_route']}",
             flush=True,
         )
     return cases
@@ -147,10 +157,15 @@ def route_cost(device, cases, butterfly_cost, repetitions, samples=4096, k=64):
     rng = np.random.default_rng(1)
     x = torch.tensor(rng.standard_normal((1, samples), np.float32), device=device)
     taps = torch.tensor(rng.standard_normal(k, np.float32) / k, device=device)
-    fft = _time(lambda: cm.fir_filter(x, taps, padding="VALID", method="fft"), device, repetitions)
-    direct = _time(
-        lambda: cm.fir_filter(x, taps, padding="VALID", method="direct"), device, repetitions
+    measured = _times(
+        {
+            "fft": lambda: cm.fir_filter(x, taps, padding="VALID", method="fft"),
+            "direct": lambda: cm.fir_filter(x, taps, padding="VALID", method="direct"),
+        },
+        device,
+        repetitions,
     )
+    fft, direct = measured["fft"], measured["direct"]
     full_speed = min(
         c["direct_ms"] / (c["taps"] * (c["samples"] - c["taps"] + 1) * c["rows"])
         for c in cases
