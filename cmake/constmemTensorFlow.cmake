@@ -14,7 +14,10 @@
 # GpuTableArgument, kernel registration) compiled in, TensorFlow's flags from CONSTMEM_PYTHON's
 # TensorFlow, its headers as system headers, and, when CUDA is enabled, the CUDA code with a static CUDA runtime
 # whose symbols are hidden (so that they never bind to the libcudart TensorFlow loaded). Without
-# CUDA_SOURCES, or with CONSTMEM_WITH_GPU off, the library has CPU kernels only.
+# CUDA_SOURCES, or with CONSTMEM_WITH_GPU off, the library has CPU kernels only. The adapter's
+# sources compile once for all the op libraries of a directory with the same kernels (CPU only,
+# or GPU too), with TensorFlow's flags and the directory's options: flags added to one op library
+# afterwards reach its own sources alone.
 include_guard(GLOBAL)
 include(${CMAKE_CURRENT_LIST_DIR}/constmemCommon.cmake)
 
@@ -54,6 +57,36 @@ macro(constmem_find_tensorflow)
   list(FILTER TF_COMPILE_FLAGS EXCLUDE REGEX "^-I")
 endmacro()
 
+# Sets `var` to the object library of the adapter's sources for this directory's op libraries
+# with GPU kernels (`gpu` true) or CPU kernels only, made on first use (named after `target`, the
+# first library that needs it). Most of the adapter's compile time is TensorFlow's headers: its
+# sources compile as one, once for all the op libraries that link them.
+function(_constmem_tf_adapter_objects var target gpu)
+  set(kind cpu)
+  if(gpu)
+    set(kind gpu)
+  endif()
+  get_directory_property(objects _CONSTMEM_TF_ADAPTER_${kind})
+  if(NOT objects)
+    set(objects ${target}_adapter)
+    get_target_property(sources constmem::tf_adapter INTERFACE_SOURCES)
+    add_library(${objects} OBJECT ${sources})
+    set_target_properties(${objects} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                                                UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+    constmem_hide_symbols(${objects})
+    target_include_directories(${objects} SYSTEM PRIVATE ${TF_INCLUDE_DIRS})
+    target_compile_options(${objects} PRIVATE ${TF_COMPILE_FLAGS})
+    # The adapter's headers (as constmem::tf_adapter gives them) and the core, for the library too.
+    target_include_directories(${objects} SYSTEM PUBLIC ${CONSTMEM_TF_ADAPTER_DIR})
+    target_link_libraries(${objects} PUBLIC constmem::core)
+    if(gpu)
+      target_compile_definitions(${objects} PRIVATE CONSTMEM_WITH_GPU=1)
+    endif()
+    set_property(DIRECTORY PROPERTY _CONSTMEM_TF_ADAPTER_${kind} ${objects})
+  endif()
+  set(${var} ${objects} PARENT_SCOPE)
+endfunction()
+
 function(constmem_add_tf_op_library target)
   cmake_parse_arguments(ARG "" "CUDA_LIBRARY" "SOURCES;CUDA_SOURCES;INCLUDE_DIRS" ${ARGN})
   if(NOT DEFINED TF_INCLUDE_DIRS)
@@ -65,15 +98,14 @@ function(constmem_add_tf_op_library target)
   target_include_directories(${target} PRIVATE ${ARG_INCLUDE_DIRS})
   target_include_directories(${target} SYSTEM PRIVATE ${TF_INCLUDE_DIRS})
   target_compile_options(${target} PRIVATE ${TF_COMPILE_FLAGS})
-  target_link_libraries(${target} PRIVATE constmem::tf_adapter ${TF_LINK_FLAGS})
+  target_link_libraries(${target} PRIVATE ${TF_LINK_FLAGS})
   constmem_use_fast_linker(${target})
-  # The adapter's sources compile as one: most of each one's time is TensorFlow's headers. (Other
-  # sources join a group only where a UNITY_GROUP source property puts them in one.)
-  get_target_property(adapter_sources constmem::tf_adapter INTERFACE_SOURCES)
-  set_source_files_properties(${adapter_sources} PROPERTIES UNITY_GROUP constmem_tf_adapter)
+  # Sources join a group only where a UNITY_GROUP source property puts them in one.
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
   constmem_link_cuda_code(${target} "${ARG_CUDA_LIBRARY}" "${ARG_CUDA_SOURCES}"
                           "${ARG_INCLUDE_DIRS}" ${CONSTMEM_TF_ADAPTER_DIR}
                           ${CONSTMEM_TF_ADAPTER_DIR}/adapter/adapter_gpu.cu)
+  _constmem_tf_adapter_objects(adapter ${target} "${_constmem_cuda_library}")
+  target_link_libraries(${target} PRIVATE ${adapter})
   constmem_portable_link(${target} GLIBC_ONLY)  # C++ objects cross to TensorFlow
 endfunction()
