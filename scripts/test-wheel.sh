@@ -10,8 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
-clean_envs=""
-trap '[ -z "$clean_envs" ] || kill -- -"$clean_envs" 2>/dev/null || true; rm -rf "$work"' EXIT
+clean_envs="" installed=""
+trap '[ -z "$clean_envs" ] || kill -- -"$clean_envs" 2>/dev/null || true
+  [ -z "$installed" ] || kill "$installed" 2>/dev/null || true; rm -rf "$work"' EXIT
 # Built in the development build's directory (scripts/build.sh) for its CUDA architectures:
 # build-wheels.sh's release configuration compiles with the same flags (a development build has no
 # test hooks either), so only the portable link runs again; build.sh configures it back. The example
@@ -43,8 +44,10 @@ clean_envs=$!
 set +m
 .venv/bin/python -m pip install -q --no-deps --target "$work/site" "$work"/wheels/*.whl
 cd "$work"  # away from the source tree, so that only the installed package can be imported
-# The op runs from the installed package; its last line is the CMake package directory.
-cmake_dir=$(PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" - <<'PY' | tail -1
+# The op runs from the installed package, beside the example's configure (each is mostly one
+# process importing frameworks).
+PYTHONPATH="$work/site" TF_CPP_MIN_LOG_LEVEL=3 "$OLDPWD/.venv/bin/python" - \
+  >"$work/installed.log" 2>&1 <<'PY' &
 import constmem, constmem.sysconfig as s, constmem.tensorflow as cm
 assert constmem.__file__.startswith(s.get_include().rsplit("/constmem/", 1)[0])
 assert cm.frobulate([1.0], [2, 3]).numpy().tolist() == [6.0]
@@ -55,12 +58,18 @@ assert {b["distribution"] for b in bindings.values()} == {
 # A shipped build has no test hooks: no fault injection, no staging checks.
 assert not any(b["test_hooks"] for b in bindings.values()), bindings
 assert not hasattr(cm._loader.ops(), "constmem_inject_fault_for_testing")
-print(s.get_cmake_dir())
 PY
-)
+installed=$!
+cmake_dir=$(PYTHONPATH="$work/site" "$OLDPWD/.venv/bin/python" -c \
+  'import constmem.sysconfig as s; print(s.get_cmake_dir())')
 PATH="$PATH:/usr/local/cuda/bin" cmake -S "$OLDPWD/examples/custom_op" -B "$work/custom_op" \
   -Dconstmem_DIR="$cmake_dir" -DCONSTMEM_PYTHON="$OLDPWD/.venv/bin/python" \
   -DCMAKE_CUDA_ARCHITECTURES="${archs%%;*}" -DCONSTMEM_PORTABLE_LINK=ON "${example_flags[@]}" >/dev/null
+status=0
+wait "$installed" || status=$?
+installed=""
+[ "$status" = 0 ] ||
+  { cat "$work/installed.log" >&2; echo "test-wheel: the installed package failed" >&2; exit 1; }
 cmake --build "$work/custom_op" -j "$(nproc)" >/dev/null
 # The installed helpers' portable link: the example's libraries need no glibc newer than 2.28, and
 # the PyTorch and JAX ones no libstdc++ at all (TensorFlow's the one TensorFlow's wheel needs).
@@ -77,8 +86,9 @@ for library in "$work"/custom_op/_apply_gain_*.so "$work"/custom_op/_causal_conv
   esac || { echo "test-wheel: $library needs $glibcxx" >&2; exit 1; }
 done
 # A worker a core: the clean environments are done by now (they take less than the example's build).
+# A worker that runs out of tests takes half of another's queue: a few tests take seconds each.
 APPLY_GAIN_BUILD="$work/custom_op" PYTHONPATH="$work/site" \
-  "$OLDPWD/.venv/bin/python" -m pytest -q -n "$(nproc)" \
+  "$OLDPWD/.venv/bin/python" -m pytest -q -n "$(nproc)" --dist worksteal \
   -p no:cacheprovider --rootdir "$OLDPWD/examples/custom_op" "$OLDPWD/examples/custom_op"
 status=0
 wait "$clean_envs" || status=$?
