@@ -441,8 +441,7 @@ def attr_values(spec: OpSpec, given: dict[str, Any], data_dtype: str) -> dict[st
                 names = " or ".join(repr(c) for c in attr.choices)
                 raise ValueError(f"{attr.name} must be {names}; got {value!r}")
         elif attr.kind == "float64":
-            with np.errstate(over="ignore"):  # out of range: the error below says so
-                value = float(np.asarray(value, compute_dtype(data_dtype)))
+            value = float(np.asarray(value, compute_dtype(data_dtype)))
             if not math.isfinite(value):
                 raise ValueError(
                     f"{attr.name} must be finite in {compute_dtype(data_dtype)}; "
