@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-CONSTMEM_EMULATED_TESTS=ON scripts/build.sh --target emulated_gpu_test interpolate_emulated_test \
+CONSTMEM_EMULATED_TESTS=ON scripts/build.sh --target emulated_gpu_test tile_staging_emulated_test interpolate_emulated_test \
   separable_filter_emulated_test upfirdn_emulated_test fir_filter_emulated_test >/dev/null
 (cd "${CONSTMEM_BUILD_DIR:-build}" && ctest -L emulated --output-on-failure "$@")
 echo "test-emulated: all passed in $((SECONDS - start)) s" >&2

@@ -33,6 +33,7 @@
 
 #include "constmem/async_copy.cuh"
 #include "constmem/numeric.hpp"
+#include "constmem/tile_staging.cuh"
 #include "fir_filter/fir_filter_functor.h"
 
 namespace constmem {
@@ -258,34 +259,7 @@ __device__ __forceinline__ void StoreOutputs(const T* staged, Out* tile_y, int f
   }
 }
 
-// 16-bit samples: StageSpan's layout (element first + i at to[SpanShift(row, first) + i], zeros
-// outside the row), 16-byte asynchronous copies where a chunk lies inside the row; the chunks at
-// the row's ends are copied element by element, synchronously (cp.async copies no fewer than 4
-// bytes). Their stores land before the barrier that precedes the buffer's reads.
-template <class In>
-__device__ __forceinline__ void StageNarrowSpan(In* to, const In* row, std::int64_t first,
-                                                int count, std::int64_t length, int thread,
-                                                int threads) {
-  static_assert(sizeof(In) == 2, "16-bit elements");
-  constexpr int kPerChunk = 8;
-  const int shift = SpanShift(row, first);
-  const std::int64_t base = first - shift;
-  const int chunks = SpanElements<In>(shift + count) / kPerChunk;
-  for (int c = thread; c < chunks; c += threads) {
-    const std::int64_t e = base + static_cast<std::int64_t>(c) * kPerChunk;
-    In* const chunk = to + c * kPerChunk;
-    if (e >= 0 && e + kPerChunk <= length) {
-      CopyAsync(reinterpret_cast<int4*>(chunk), reinterpret_cast<const int4*>(row + e), true);
-      continue;
-    }
-#pragma unroll
-    for (int i = 0; i < kPerChunk; ++i) {
-      chunk[i] = e + i >= 0 && e + i < length ? row[e + i] : In{0};
-    }
-  }
-}
-
-// A team's landed samples (StageNarrowSpan of `count` samples from row_x[first]) into its float
+// A team's landed samples (StageSpan of `count` samples from row_x[first]) into its float
 // buffer at Padded(e), converted (ToCompute): 4 a load and a 16-byte store where the landing
 // buffer's shift leaves them 8-byte aligned (rows of whole 16-byte vectors), else one at a time.
 template <class T, int kTeam, class In>
@@ -296,10 +270,8 @@ __device__ __forceinline__ void LandSamples(T* staged, const In* landing, const 
   if (shift % 4 == 0) {
     for (int v = thread; v < count / 4; v += kTeam) {
       const uint2 w = *reinterpret_cast<const uint2*>(from + 4 * v);
-      const float4 f = make_float4(ToCompute<float>(In{static_cast<std::uint16_t>(w.x & 0xffffu)}),
-                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.x >> 16)}),
-                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.y & 0xffffu)}),
-                                   ToCompute<float>(In{static_cast<std::uint16_t>(w.y >> 16)}));
+      const float2 lower = WidenWord<In>(w.x), upper = WidenWord<In>(w.y);
+      const float4 f = make_float4(lower.x, lower.y, upper.x, upper.y);
       *reinterpret_cast<float4*>(staged + Padded<T, kTeam>(4 * v)) = f;
     }
     for (int e = count / 4 * 4 + thread; e < count; e += kTeam) {
@@ -320,17 +292,10 @@ __device__ __forceinline__ void StoreNarrowOutputs(const T* staged, In* tile_y, 
   if (vectors) {
     const int chunks = tile_outputs / 8;
     for (int c = thread; c < chunks; c += kTeam) {
-      const float4 lo = reinterpret_cast<const float4*>(staged)[PaddedVector<T, kTeam>(2 * c)];
-      const float4 hi = reinterpret_cast<const float4*>(staged)[PaddedVector<T, kTeam>(2 * c + 1)];
-      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-      unsigned words[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        words[i] = static_cast<unsigned>(FromCompute<In>(v[2 * i]).bits) |
-                   static_cast<unsigned>(FromCompute<In>(v[2 * i + 1]).bits) << 16;
-      }
-      *reinterpret_cast<uint4*>(tile_y + 8 * c) =
-          make_uint4(words[0], words[1], words[2], words[3]);
+      const float4 lower = reinterpret_cast<const float4*>(staged)[PaddedVector<T, kTeam>(2 * c)];
+      const float4 upper =
+          reinterpret_cast<const float4*>(staged)[PaddedVector<T, kTeam>(2 * c + 1)];
+      *reinterpret_cast<uint4*>(tile_y + 8 * c) = NarrowChunk<In>(lower, upper);
     }
     done = chunks * 8;
   }
@@ -405,7 +370,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
     if constexpr (kLandedSamples) {
       (void)buffer;
-      StageNarrowSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
+      StageSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
       return;
     } else if (!vector_rows) {
       for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
@@ -683,7 +648,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
     const std::int64_t first_sample = column * Tune::kTile - pad_left - kShift;
     if constexpr (kLandedSamples) {
       (void)buffer;
-      StageNarrowSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
+      StageSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
       return;
     } else if (!vector_rows) {
       for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample
@@ -835,7 +800,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksOfThreads* kThreads / kBlock
         column * Tune::kTile - pad_left - kShift + static_cast<std::int64_t>(chunk) * kChunkTaps;
     if constexpr (kLandedSamples) {
       (void)buffer;
-      StageNarrowSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
+      StageSpan(landing, row_x, first_sample, staged_count, length, thread, kTeam);
       return;
     } else if (!vector_rows) {
       for (int e = thread; e < staged_count; e += kTeam) {  // sample by sample

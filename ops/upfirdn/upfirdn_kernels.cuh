@@ -57,6 +57,7 @@
 #include "constmem/host_device.hpp"
 #include "constmem/numeric.hpp"
 #include "constmem/shared_table.cuh"
+#include "constmem/tile_staging.cuh"
 #include "upfirdn/upfirdn_functor.h"
 
 namespace constmem {
@@ -499,77 +500,6 @@ __device__ __forceinline__ decltype(auto) StageUpfirdnTaps(const Taps& taps, con
   }
 }
 
-// 16-bit samples: StageSpan's layout (element first + i at to[SpanShift(row, first) + i], zeros
-// outside the row), 16-byte asynchronous copies where a chunk lies inside the row; the chunks at
-// the row's ends are copied element by element, synchronously (cp.async copies no fewer than 4
-// bytes). Their stores land before the barrier that precedes the buffer's reads.
-template <class In>
-__device__ __forceinline__ void StageNarrowSpan(In* to, const In* row, std::int64_t first,
-                                                int count, std::int64_t length, int thread,
-                                                int threads) {
-  static_assert(sizeof(In) == 2, "16-bit elements");
-  constexpr int kPerChunk = 8;
-  const int shift = SpanShift(row, first);
-  const std::int64_t base = first - shift;
-  const int chunks = SpanElements<In>(shift + count) / kPerChunk;
-  for (int c = thread; c < chunks; c += threads) {
-    const std::int64_t e = base + static_cast<std::int64_t>(c) * kPerChunk;
-    In* const chunk = to + c * kPerChunk;
-    if (e >= 0 && e + kPerChunk <= length) {
-      CopyAsync(reinterpret_cast<int4*>(chunk), reinterpret_cast<const int4*>(row + e), true);
-      continue;
-    }
-#pragma unroll
-    for (int i = 0; i < kPerChunk; ++i) {
-      chunk[i] = e + i >= 0 && e + i < length ? row[e + i] : In{0};
-    }
-  }
-}
-
-// The 8 samples of 16 bytes of 16-bit data, as floats (ToCompute).
-template <class In>
-__device__ __forceinline__ void WidenChunk(const In* from, float (&to)[8]) {
-  const uint4 v = *reinterpret_cast<const uint4*>(from);
-  const unsigned words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    to[2 * i] = ToCompute<float>(In{static_cast<std::uint16_t>(words[i] & 0xffffu)});
-    to[2 * i + 1] = ToCompute<float>(In{static_cast<std::uint16_t>(words[i] >> 16)});
-  }
-}
-
-// The reverse for 16-bit data: row[0, count) from a 16-byte aligned float buffer that holds
-// row[i] at from[SpanShift(row, 0) + i], rounded (FromCompute), one 16-byte store for each chunk
-// of 8 that is whole.
-template <class In>
-__device__ __forceinline__ void StoreNarrowSpan(In* row, const float* from, int count, int thread,
-                                                int threads) {
-  constexpr int kPerChunk = 8;
-  const int shift = SpanShift(row, 0);
-  const int chunks = SpanElements<In>(shift + count) / kPerChunk;
-  for (int c = thread; c < chunks; c += threads) {
-    const int e = c * kPerChunk - shift;
-    const float* const values = from + c * kPerChunk;
-    if (e >= 0 && e + kPerChunk <= count) {
-      const float4 lo = reinterpret_cast<const float4*>(values)[0];
-      const float4 hi = reinterpret_cast<const float4*>(values)[1];
-      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-      unsigned words[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        words[i] = static_cast<unsigned>(FromCompute<In>(v[2 * i]).bits) |
-                   static_cast<unsigned>(FromCompute<In>(v[2 * i + 1]).bits) << 16;
-      }
-      *reinterpret_cast<uint4*>(row + e) = make_uint4(words[0], words[1], words[2], words[3]);
-      continue;
-    }
-#pragma unroll
-    for (int i = 0; i < kPerChunk; ++i) {
-      if (e + i >= 0 && e + i < count) row[e + i] = FromCompute<In>(values[i]);
-    }
-  }
-}
-
 // In: the data's type; T, its compute type (float for float16 and bfloat16, whose samples land in
 // a buffer of their own and are converted into one tile buffer: kLanded). kQ: Q where it is 1 to
 // 3, else 0 (Q from the geometry). kPerWarp: the arrangement. kShortTiles: tiles of fewer than
@@ -609,7 +539,7 @@ __global__ void __launch_bounds__(kThreads)
     T* const to = in_buffers + buffer * g.in_elements;
     if constexpr (kLandedSamples) {
       (void)to;
-      StageNarrowSpan(landing, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
+      StageSpan(landing, row_x, first, g.staged, g.length, threadIdx.x, blockDim.x);
     } else if (by_residue) {
       // Sample e at (e mod q) * rows + e div q. The first `copiers` threads, a multiple of q, take
       // samples e = t, t + copiers, ...: each thread stays on residue t mod q and its entries step
@@ -856,11 +786,8 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // the tile's outputs are in shared memory
       const std::int64_t left = g.outputs - tile_s0 * P;
       const int tile_outputs = left < S * P ? static_cast<int>(left) : S * P;
-      if constexpr (kLandedSamples) {
-        StoreNarrowSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
-      } else {
-        StoreSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
-      }
+      // 16-bit data rounded from the float outputs (kLandedSamples), else as they are.
+      StoreSpan(row_y, out_buffer, tile_outputs, threadIdx.x, blockDim.x);
     }
     tile = next_tile;
     chunk = next_chunk;
