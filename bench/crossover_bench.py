@@ -82,7 +82,7 @@ def _cases(device):
         ),
         # Upfirdn stages its taps in shared memory up to 64 KiB; its tiled kernel stages a filter's
         # whole halo up to 2,048 terms a phase, past which it walks the terms in chunks of 2,048
-        # (HaloTerms in ops/upfirdn/upfirdn_kernels.cuh).
+        # (HaloTerms in ops/upfirdn/upfirdn_plan.h).
         (
             "upfirdn",
             "tiled kernel's whole halo, up 1",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Upfirdn's CUDA launcher: the taps' placement, the arrangement of phases, the tile, the launches
-// (upfirdn_kernels.cuh describes the kernels). No framework header reaches nvcc.
+// (upfirdn_tiled_kernel.cuh and upfirdn_direct_kernel.cuh describe the kernels, upfirdn_plan.h
+// their tiles). No framework header reaches nvcc.
 
 #include <cuda_runtime.h>
 
@@ -16,9 +17,11 @@
 #include "constmem/constmem.cuh"
 #include "constmem/dispatch.cuh"
 #include "constmem/shared_table.cuh"
+#include "upfirdn/upfirdn_direct_kernel.cuh"
 #include "upfirdn/upfirdn_functor.h"
-#include "upfirdn/upfirdn_kernels.cuh"
 #include "upfirdn/upfirdn_launcher.h"
+#include "upfirdn/upfirdn_plan.h"
+#include "upfirdn/upfirdn_tiled_kernel.cuh"
 
 // The taps in constant memory: 8 slots of 512 per dtype, so a table of up to 512 taps takes one
 // slot and one of 4,096 all eight: 16 KiB of float32 and 32 KiB of float64, 48 KiB of the 64 KiB a
@@ -75,7 +78,7 @@ bool PhasePerWarp(const UpfirdnShape& shape, bool divergent_reader, UpfirdnArran
     case UpfirdnArrangement::kDirect:
       break;
   }
-  return ChooseTile<T>(shape, true, most_bytes, kHaloChunkTerms, taps_bytes).per_warp;
+  return ChooseTilePlan<T>(shape, true, most_bytes, kHaloChunkTerms, taps_bytes).per_warp;
 }
 
 // The shared memory a table staged by `placement` takes, rounded to 16 bytes (the tile buffers
@@ -125,8 +128,8 @@ Status LaunchPlanned(int device, cudaStream_t stream, const T* x, T* y, const Up
   const std::size_t taps_bytes = TiledTapsBytes<kPerWarp, T>(taps, shape);
   // Tiled<T> held for these bytes: the plan's sizes and the geometry's fit int.
   const TilePlan plan =
-      ChooseTile<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0,
-                    kHaloChunkTerms, taps_bytes);
+      ChooseTilePlan<T>(shape, kPerWarp, device_bytes > taps_bytes ? device_bytes - taps_bytes : 0,
+                        kHaloChunkTerms, taps_bytes);
   const Geometry g = MakeTiledGeometry<T>(shape, plan, taps_bytes);
   const std::size_t shared = g.tiles_offset + plan.bytes;
   if (shared > device_bytes) {
@@ -252,7 +255,7 @@ Placement UpfirdnPlacementForShape(const UpfirdnShape& shape, SourceKind source)
   }
   // A small launch takes a small host table by value in any arrangement (ChoosePlacement).
   if (divergent == Placement::kByValue) return divergent;
-  if (ChooseTile<T>(shape, true).per_warp) {
+  if (ChooseTilePlan<T>(shape, true).per_warp) {
     // One phase a warp, every lane reading the same tap. A small host table travels by value (no
     // upload); any other is staged in shared memory where it fits, which beat the constant bank
     // at every size upfirdn_bench measured on the H200 (3-22% from 31 to 255 taps, 3.4x at 4,096:

@@ -6,8 +6,8 @@
 // read where they are or staged in shared memory (from global memory or a by-value parameter),
 // tiles partial and a grid smaller than the tiles, the halo whole or walked in chunks of terms; the
 // direct kernel; over the audio rate pairs and the edge cases (a row shorter than the filter, one
-// sample, up = down). What a GPU adds (timing,
-// the real cp.async, the launcher's choices) is upfirdn_gpu_test's.
+// sample, up = down). The tile planning is upfirdn_plan_test's; what a GPU adds (timing, the real
+// cp.async, the launcher's choices) is upfirdn_gpu_test's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,13 +16,14 @@
 #include <random>
 #include <string>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "constmem/by_value.cuh"
 #include "narrow_test_support.h"
 #include "upfirdn/upfirdn_cpu.h"
-#include "upfirdn/upfirdn_kernels.cuh"
+#include "upfirdn/upfirdn_direct_kernel.cuh"
+#include "upfirdn/upfirdn_plan.h"
+#include "upfirdn/upfirdn_tiled_kernel.cuh"
 
 namespace constmem {
 namespace ops {
@@ -57,7 +58,7 @@ void RunTiled(const T* x, T* y, const UpfirdnShape& shape, const Taps& taps, uns
               std::int64_t chunk_terms) {
   const std::size_t taps_bytes = TiledTapsBytes<kPerWarp, T>(taps, shape);
   const TilePlan plan =
-      ChooseTile<T>(shape, kPerWarp, kHopperSharedBytes - taps_bytes, chunk_terms, taps_bytes);
+      ChooseTilePlan<T>(shape, kPerWarp, kHopperSharedBytes - taps_bytes, chunk_terms, taps_bytes);
   const Geometry g = MakeTiledGeometry<T>(shape, plan, taps_bytes);
   const int threads = TileThreads(g);
   const auto grid =
@@ -173,109 +174,6 @@ void Check(const Case& c, std::uint64_t seed, int offset = 0, unsigned blocks = 
               std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == kPattern; }))
               << Describe(c) << ": wrote outside y";
         }
-      }
-    }
-  }
-}
-
-// The longest filters whose whole halo the tiled kernel stages at up 1 and 2, past which it walks
-// the terms in chunks: bench/crossover_bench.py crosses this boundary by its tap counts, which
-// must follow the tile's plan when it changes. Rates whose P + Q leave no room for a tile run the
-// direct kernel whatever the filter's length; a large Q whose tile of 32 threads' outputs does not
-// fit beside a chunk stages a halo it fits whole, and where that does not fit either walks chunks
-// beside a smaller tile (20,000 taps at 1/100).
-TEST(UpfirdnEmulated, LongFiltersAreTiledInChunksOfTerms) {
-  for (auto [up, longest] : {std::pair<std::int64_t, std::int64_t>{1, 2048}, {2, 4096}}) {
-    UpfirdnShape inside, outside, longest_table;
-    ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest, up, 1, &inside).ok());
-    ASSERT_TRUE(MakeUpfirdnShape(8, 480000, longest + 1, up, 1, &outside).ok());
-    ASSERT_TRUE(MakeUpfirdnShape(8, 480000, kUpfirdnMaxTaps, up, 1, &longest_table).ok());
-    EXPECT_EQ(HaloTerms<float>(inside, kTiledMostBytes), (longest + up - 1) / up) << "up " << up;
-    EXPECT_EQ(HaloTerms<float>(outside, kTiledMostBytes), kHaloChunkTerms) << "up " << up;
-    EXPECT_EQ(ChooseTile<float>(outside, true).halo_terms, kHaloChunkTerms) << "up " << up;
-    EXPECT_TRUE(TiledFits<float>(longest_table, kTiledMostBytes)) << "up " << up;
-  }
-  UpfirdnShape wide_rates;  // P = 30,011, Q = 30,013: one output of each phase takes 360 KiB
-  ASSERT_TRUE(MakeUpfirdnShape(1, 100000, 64, 30011, 30013, &wide_rates).ok());
-  EXPECT_FALSE(TiledFits<float>(wide_rates, kTiledMostBytes));
-  UpfirdnShape large_q;  // 224 outputs at Q = 400 take 700 KiB: the halo of 3,000 terms whole
-  ASSERT_TRUE(MakeUpfirdnShape(1, 480000, 3000, 1, 400, &large_q).ok());
-  EXPECT_EQ(HaloTerms<float>(large_q, kTiledMostBytes), 3000);
-  UpfirdnShape long_large_q;
-  ASSERT_TRUE(MakeUpfirdnShape(1, 480000, 20000, 1, 100, &long_large_q).ok());
-  EXPECT_TRUE(TiledFits<float>(long_large_q, kTiledMostBytes));
-  EXPECT_EQ(HaloTerms<float>(long_large_q, kTiledMostBytes), kHaloChunkTerms);
-}
-
-// Where TiledFits takes a shape for some bytes, either arrangement's smallest tile fits them: a
-// phase a lane aligns its samples for 16-byte copies, up to 16 bytes more than one phase a warp's
-// padded buffers over a short span (24,000 taps at 841/7 beside its taps staged by phase on a GPU
-// of 99 KiB a block: 16 bytes past it). Every budget around the smallest tile's size.
-TEST(UpfirdnEmulated, TheSmallestTileFitsInEitherArrangement) {
-  const Case cases[] = {{1, 480000, 24000, 841, 7}, {1, 480000, 24974, 362, 12}};
-  for (const Case& c : cases) {
-    UpfirdnShape shape;
-    ASSERT_TRUE(MakeUpfirdnShape(c.rows, c.n, c.k, c.up, c.down, &shape).ok());
-    int tiled = 0;
-    for (std::size_t most = 1024; most <= 16 * 1024; most += 4) {
-      if (!TiledFits<float>(shape, most)) continue;
-      ++tiled;
-      for (bool per_warp : {true, false}) {
-        ASSERT_LE(ChooseTile<float>(shape, per_warp, most).bytes, most)
-            << Describe(c) << ", " << most << " bytes, " << (per_warp ? "per warp" : "per lane");
-      }
-    }
-    EXPECT_GT(tiled, 0) << Describe(c);
-  }
-}
-
-// Integer downsampling by 4 and more stages a tile's samples by residue (one phase a warp; a phase
-// a lane and other rates keep them in order) in tiles of up to kThreads threads' outputs within
-// kResidueTileBudgetBytes: rows long enough for the tile, and 32 consecutive samples copied to at
-// most 2 entries a bank; 7 of many phases a tile where an SM holds as many blocks.
-TEST(UpfirdnEmulated, IntegerDownsamplingStagesSamplesByResidue) {
-  struct PlanCase {
-    Case shape;
-    bool by_residue;  // one phase a warp
-    std::int64_t s;   // 0: not checked
-  };
-  const PlanCase cases[] = {
-      {{64, 480000, 147, 1, 12}, true, 896},       // 96 kHz -> 8 kHz: 128 threads' outputs
-      {{64, 480000, 55, 1, 4}, true, 1792},        // 32 kHz -> 8 kHz: kThreads threads'
-      {{64, 480000, 81, 5, 12}, false, 0},         // 5 phases: padded
-      {{64, 480000, 15521, 1280, 147}, false, 7},  // 11.025 kHz -> 96 kHz: 7 of 1,280 phases
-      {{64, 480000, 31, 1, 3}, false, 0},          // 48 kHz -> 16 kHz: a specialised Q
-  };
-  for (const PlanCase& c : cases) {
-    UpfirdnShape shape;
-    ASSERT_TRUE(
-        MakeUpfirdnShape(c.shape.rows, c.shape.n, c.shape.k, c.shape.up, c.shape.down, &shape)
-            .ok());
-    for (bool per_warp : {true, false}) {
-      // The taps staged in shared memory, as the launcher places tables of these sizes.
-      const std::size_t taps_bytes = (shape.taps * sizeof(float) + 15) / 16 * 16;
-      const TilePlan plan = ChooseTile<float>(shape, per_warp, kHopperSharedBytes - taps_bytes,
-                                              kHaloChunkTerms, taps_bytes);
-      const std::int64_t q = MakeUpfirdnPhases(shape.up, shape.down).stride;
-      EXPECT_EQ(plan.residue_rows > 0, per_warp && c.by_residue) << Describe(c.shape);
-      if (plan.residue_rows > 0) {
-        EXPECT_GE(plan.residue_rows * q, plan.staged) << Describe(c.shape);
-        EXPECT_GE(plan.in_elements, plan.residue_rows * q) << Describe(c.shape);
-      }
-      if (per_warp && c.s > 0) {
-        EXPECT_EQ(plan.s, c.s) << Describe(c.shape);
-      }
-    }
-  }
-  // The staging copies: 32 consecutive samples meet at most 2 to a bank, at every Q and start.
-  for (std::int64_t q = 4; q <= 70; ++q) {
-    for (std::int64_t staged : {100, 1000, 2863}) {
-      const std::int64_t rows = ResidueRows(staged, q);
-      ASSERT_GE(rows * q, staged);
-      for (std::int64_t first = 0; first + 32 <= staged; first += 7) {
-        int per_bank[32] = {};
-        for (std::int64_t e = first; e < first + 32; ++e) ++per_bank[(e % q * rows + e / q) % 32];
-        ASSERT_LE(*std::max_element(per_bank, per_bank + 32), 2) << "Q " << q << ", from " << first;
       }
     }
   }
