@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // FirFilter's CUDA launcher: the taps' placement, teams and block size, the launches
-// (fir_filter_kernels.cuh describes the kernels). No framework header reaches nvcc.
+// (fir_filter_tile.cuh describes the kernels, fir_filter_plan.h plans their tiles). No framework
+// header reaches nvcc.
 
 #include <cuda_runtime.h>
 
@@ -15,9 +16,11 @@
 #include "constmem/async_copy.cuh"
 #include "constmem/constmem.cuh"
 #include "constmem/dispatch.cuh"
+#include "fir_filter/fir_filter_block_kernels.cuh"
 #include "fir_filter/fir_filter_functor.h"
-#include "fir_filter/fir_filter_kernels.cuh"
 #include "fir_filter/fir_filter_launcher.h"
+#include "fir_filter/fir_filter_plan.h"
+#include "fir_filter/fir_filter_warp_kernel.cuh"
 
 // Four slots of 512 taps per dtype; a filter of up to kFirTiledMaxTaps takes a run of slots, a
 // longer one global memory. 8 + 16 KiB.
@@ -74,18 +77,6 @@ Status LaunchShifted(int device, cudaStream_t stream, const T* x, T* y, const Fi
   return CudaStatus(CONSTMEM_CUDA_CALL(kKernelLaunch, cudaGetLastError()), "FirFilter launch");
 }
 
-// Warp teams for short filters, block teams for long ones; blocks of kThreads threads where the
-// GPU's shared memory a block holds their tiles, else of kSmallBlockThreads.
-template <class T>
-int BlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block) {
-  const bool warp_teams = taps <= kMaxWarpTeamTaps;
-  if (MostSharedBytes<T, kThreads>(warp_teams) <= shared_bytes_per_block) return kThreads;
-  if (MostSharedBytes<T, kSmallBlockThreads>(warp_teams) <= shared_bytes_per_block) {
-    return kSmallBlockThreads;
-  }
-  return 0;
-}
-
 template <class T, class Taps, int kShift>
 Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const FirShape& shape,
                      const Taps& taps, std::size_t shared_bytes_per_block) {
@@ -98,7 +89,7 @@ Status LaunchForTeam(int device, cudaStream_t stream, const T* x, T* y, const Fi
     return InvalidArgument("FirFilter: a filter of " + std::to_string(shape.taps) +
                            " taps is read from global memory");
   }
-  switch (BlockThreads<T>(shape.taps, shared_bytes_per_block)) {
+  switch (FirFittingBlockThreads<T>(shape.taps, shared_bytes_per_block)) {
     case kThreads:
       if constexpr (kGlobalTaps) {
         if (chunked) {
@@ -163,7 +154,7 @@ Placement FirFilterPlacement(std::int64_t count, SourceKind source, std::int64_t
 
 template <class T>
 int FirFilterBlockThreads(std::int64_t taps, std::size_t shared_bytes_per_block) {
-  return BlockThreads<T>(taps, shared_bytes_per_block);
+  return FirFittingBlockThreads<T>(taps, shared_bytes_per_block);
 }
 
 template <class T>

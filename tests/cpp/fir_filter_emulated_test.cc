@@ -17,8 +17,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "fir_filter/fir_filter_block_kernels.cuh"
 #include "fir_filter/fir_filter_cpu.h"
-#include "fir_filter/fir_filter_kernels.cuh"
+#include "fir_filter/fir_filter_plan.h"
+#include "fir_filter/fir_filter_warp_kernel.cuh"
 #include "narrow_test_support.h"
 
 namespace constmem {
