@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// SeparableFilter's CUDA launcher: the taps' placement, the choice between the fused kernel's tiles
-// and the two passes (separable_filter_kernels.cuh describes both), the launches. No framework
-// header reaches nvcc.
+// SeparableFilter's CUDA launcher: the taps' placement, the kernel a shape takes (the register
+// kernel, the fused kernel in the tile separable_filter_plan.h picks, or the two passes), the
+// launches. No framework header reaches nvcc.
 
 #include <cuda_runtime.h>
 
@@ -18,8 +18,11 @@
 #include "constmem/dispatch.cuh"
 #include "constmem/stream_buffer.cuh"
 #include "separable_filter/separable_filter_functor.h"
-#include "separable_filter/separable_filter_kernels.cuh"
 #include "separable_filter/separable_filter_launcher.h"
+#include "separable_filter/separable_filter_plan.h"
+#include "separable_filter/separable_filter_register_kernel.cuh"
+#include "separable_filter/separable_filter_tile_kernel.cuh"
+#include "separable_filter/separable_filter_two_pass_kernels.cuh"
 
 // Four slots of 1,024 taps per dtype (a shared table of two 127-tap filters fits one; a per-image
 // table takes a run of slots, up to all four): 16 KiB + 32 KiB of the module's 64 KiB (64 KiB
@@ -203,50 +206,6 @@ Status LaunchTile(int device, cudaStream_t stream, const In* x, In* y, Geometry 
                     "SeparableFilter launch");
 }
 
-// The tile and the rows' form for `shape` where `shared_bytes_per_block` holds them: large tiles,
-// else small; interleaved channels where C <= kMaxInterleavedChannels and they fit, else one
-// channel at a time. Filters longer than kSeparableSmallTileMaxTaps along either axis take only
-// the large tile: on the H200 it beats the two passes wherever it fits (float32 [32, 3, 1080,
-// 1920]: 5.14 against 7.76 ms at 129 taps, 10.07 against 12.69 ms at 255), the small one only up
-// to about 191 taps. 0: nothing fits.
-template <class In, class T>
-int ChooseTile(const SeparableShape& s, std::size_t shared_bytes_per_block, bool* interleave) {
-  const int kw = static_cast<int>(s.kw), kh = static_cast<int>(s.kh);
-  const bool can_interleave =
-      s.layout == SeparableLayout::kChannelsLast && s.channels <= kMaxInterleavedChannels;
-  const bool small_tile = s.kw <= kSeparableSmallTileMaxTaps && s.kh <= kSeparableSmallTileMaxTaps;
-  for (int threads : {LargeTile::kThreads, SmallTile::kThreads}) {
-    if (threads == SmallTile::kThreads && !small_tile) break;
-    for (bool inter : {true, false}) {
-      if (inter && !can_interleave) continue;
-      const int interleaved = inter ? static_cast<int>(s.channels) : 1;
-      const std::size_t bytes = threads == LargeTile::kThreads
-                                    ? SharedLayout<LargeTile, In, T>(interleaved, kw, kh).Bytes()
-                                    : SharedLayout<SmallTile, In, T>(interleaved, kw, kh).Bytes();
-      if (bytes <= shared_bytes_per_block) {
-        *interleave = inter;
-        return threads;
-      }
-    }
-  }
-  return 0;
-}
-
-// Whether the fused kernel may take `s` where a tile fits: every filter, unless the compile
-// definition CONSTMEM_SEPARABLE_FUSED_MAX_TAPS bounds it (to compare with the two passes on a GPU).
-#ifndef CONSTMEM_SEPARABLE_FUSED_MAX_TAPS
-#define CONSTMEM_SEPARABLE_FUSED_MAX_TAPS kSeparableMaxTaps
-#endif
-bool Fused(const SeparableShape& s) {
-  return s.kw <= CONSTMEM_SEPARABLE_FUSED_MAX_TAPS && s.kh <= CONSTMEM_SEPARABLE_FUSED_MAX_TAPS;
-}
-
-// Filters the register kernel may take: up to kRegisterMaxTaps, unless the compile definition
-// CONSTMEM_SEPARABLE_REGISTER_MAX_TAPS bounds them (0: none, to compare with the fused kernel on a
-// GPU).
-#ifndef CONSTMEM_SEPARABLE_REGISTER_MAX_TAPS
-#define CONSTMEM_SEPARABLE_REGISTER_MAX_TAPS kRegisterMaxTaps
-#endif
 // The kernels for `shape` with its taps read through `taps`, laid out as `layout` says.
 template <class In, class T, class Taps>
 Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
@@ -263,7 +222,7 @@ Status LaunchKernels(int device, cudaStream_t stream, const In* x, In* y,
   CONSTMEM_RETURN_IF_ERROR(MaxSharedBytesPerBlock(device, &device_bytes));
   const std::size_t available = std::min(device_bytes, shared_bytes_per_block);
   bool interleave = false;
-  switch (Fused(shape) ? ChooseTile<In, T>(shape, available, &interleave) : 0) {
+  switch (Fused(shape) ? FusedTileThreads<In, T>(shape, available, &interleave) : 0) {
     case LargeTile::kThreads:
       return LaunchTile<In, T, Taps, LargeTile>(device, stream, x, y,
                                                 MakeGeometry(shape, interleave, layout), taps);
@@ -353,7 +312,8 @@ template <class In>
 int SeparableFilterBlockThreads(const SeparableShape& shape, std::size_t shared_bytes_per_block) {
   using T = ComputeTypeOf<In>;
   bool interleave = false;
-  const int tile = Fused(shape) ? ChooseTile<In, T>(shape, shared_bytes_per_block, &interleave) : 0;
+  const int tile =
+      Fused(shape) ? FusedTileThreads<In, T>(shape, shared_bytes_per_block, &interleave) : 0;
   if (tile != 0) return tile;
   return RowPassSharedBytes<T>() <= shared_bytes_per_block ? kTwoPassThreads : 0;
 }

@@ -16,7 +16,9 @@
 #include <random>
 #include <vector>
 
-#include "separable_filter/separable_filter_kernels.cuh"
+#include "separable_filter/separable_filter_register_kernel.cuh"
+#include "separable_filter/separable_filter_tile_kernel.cuh"
+#include "separable_filter/separable_filter_two_pass_kernels.cuh"
 #include "separable_filter_test_support.h"
 
 namespace constmem {
